@@ -1,0 +1,7 @@
+"""``python -m tracesim`` runs the ``tracesim`` command."""
+
+import sys
+
+from tracesim.cli import main
+
+sys.exit(main())

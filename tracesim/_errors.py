@@ -1,0 +1,48 @@
+"""The exceptions tracesim raises into user code (only ever at configuration time)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["ConfigError", "TracesimError"]
+
+
+class TracesimError(Exception):
+    """Base class of every exception tracesim raises on purpose."""
+
+
+class ConfigError(TracesimError, ValueError):
+    """A setting has a value tracesim cannot use.
+
+    Raised by `tracesim.configure()`, by decorators and by evaluator constructors, never
+    while traced code runs. The message names the setting, where it can be set and what is
+    accepted, so the fix is in the message.
+
+    Example:
+        >>> import tracesim
+        >>> try:
+        ...     tracesim.configure(max_value_chars=-1)
+        ... except tracesim.ConfigError as exc:
+        ...     print(exc.setting)
+        max_value_chars
+    """
+
+    def __init__(
+        self,
+        setting: str,
+        value: Any,
+        accepted: str,
+        *,
+        env_var: str | None = None,
+        source: str | None = None,
+    ) -> None:
+        self.setting = setting
+        self.value = value
+        self.accepted = accepted
+        self.env_var = env_var
+        self.source = source
+        where = f" (environment variable {env_var})" if env_var else ""
+        origin = f" from {source}" if source else ""
+        super().__init__(
+            f"invalid value for setting {setting!r}{where}: got {value!r}{origin}; accepted: {accepted}"
+        )
