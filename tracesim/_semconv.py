@@ -1,0 +1,79 @@
+"""Every attribute, event and span name tracesim writes, in one place.
+
+The GenAI names follow the OpenTelemetry GenAI semantic conventions (development status, now
+maintained in open-telemetry/semantic-conventions-genai); the ``input.*``/``output.*`` and
+``openinference.*`` names follow OpenInference, so Phoenix and Arize show the values natively.
+The strings are kept here rather than imported, because the Python constants for ``gen_ai.*``
+are marked deprecated upstream while the conventions move repositories.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# OpenInference
+SPAN_KIND: Final = "openinference.span.kind"
+INPUT_VALUE: Final = "input.value"
+INPUT_MIME_TYPE: Final = "input.mime_type"
+OUTPUT_VALUE: Final = "output.value"
+OUTPUT_MIME_TYPE: Final = "output.mime_type"
+PROJECT_NAME: Final = "openinference.project.name"
+
+# OpenTelemetry GenAI
+GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
+GEN_AI_AGENT_NAME: Final = "gen_ai.agent.name"
+GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"
+EVALUATION_EVENT: Final = "gen_ai.evaluation.result"
+EVALUATION_NAME: Final = "gen_ai.evaluation.name"
+EVALUATION_SCORE_VALUE: Final = "gen_ai.evaluation.score.value"
+EVALUATION_SCORE_LABEL: Final = "gen_ai.evaluation.score.label"
+EVALUATION_EXPLANATION: Final = "gen_ai.evaluation.explanation"
+ERROR_TYPE: Final = "error.type"
+
+# tracesim's own
+EXPECTED_VALUE: Final = "tracesim.expected.value"
+EXPECTED_MIME_TYPE: Final = "tracesim.expected.mime_type"
+INPUT_ORIGINAL_CHARS: Final = "tracesim.input.original_chars"
+OUTPUT_ORIGINAL_CHARS: Final = "tracesim.output.original_chars"
+EXPECTED_ORIGINAL_CHARS: Final = "tracesim.expected.original_chars"
+OUTPUT_ITEMS: Final = "tracesim.output.items"
+GENERATOR_CLOSED_EARLY: Final = "tracesim.generator.closed_early"
+EVALUATION_PASSED: Final = "tracesim.evaluation.passed"
+EVALUATION_THRESHOLD: Final = "tracesim.evaluation.threshold"
+EVALUATION_DETAILS: Final = "tracesim.evaluation.details"
+EVALUATION_STATUS: Final = "tracesim.evaluation.status"
+EVALUATION_DURATION: Final = "tracesim.evaluation.duration_s"
+EVALUATION_SAMPLED: Final = "tracesim.evaluation.sampled"
+EVALUATION_NOT_SAMPLED: Final = "tracesim.evaluation.not_sampled"
+EVALUATION_DROPPED: Final = "tracesim.evaluation.dropped"
+EVALUATION_DEFERRED: Final = "tracesim.evaluation.deferred"
+
+MIME_TEXT: Final = "text/plain"
+MIME_JSON: Final = "application/json"
+
+
+def eval_score(name: str) -> str:
+    """Flat attribute holding evaluator ``name``'s score, for querying in backends."""
+    return f"tracesim.eval.{name}.score"
+
+
+def eval_label(name: str) -> str:
+    """Flat attribute holding evaluator ``name``'s label."""
+    return f"tracesim.eval.{name}.label"
+
+
+def eval_passed(name: str) -> str:
+    """Flat attribute holding whether evaluator ``name`` passed."""
+    return f"tracesim.eval.{name}.passed"
+
+
+# kind= value -> (openinference.span.kind, gen_ai.operation.name or None, name attribute or None)
+SPAN_KINDS: Final[dict[str, tuple[str, str | None, str | None]]] = {
+    "agent": ("AGENT", "invoke_agent", GEN_AI_AGENT_NAME),
+    "tool": ("TOOL", "execute_tool", GEN_AI_TOOL_NAME),
+    "chain": ("CHAIN", None, None),
+    "llm": ("LLM", None, None),
+    "retriever": ("RETRIEVER", "retrieval", None),
+    "embedding": ("EMBEDDING", "embeddings", None),
+    "evaluator": ("EVALUATOR", None, None),
+}

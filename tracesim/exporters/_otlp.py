@@ -1,0 +1,72 @@
+"""OTLP exporters: the official OpenTelemetry ones, with tracesim's defaults."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Literal
+from urllib.parse import urlparse
+
+from opentelemetry.sdk.trace.export import SpanExporter
+
+from tracesim._errors import ConfigError
+
+__all__ = ["OtlpProtocol", "otlp_exporter"]
+
+OtlpProtocol = Literal["http/protobuf", "grpc"]
+PROTOCOLS: tuple[str, ...] = ("http/protobuf", "grpc")
+
+
+def otlp_exporter(
+    protocol: str | None = None,
+    endpoint: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    *,
+    timeout_s: float | None = None,
+) -> SpanExporter:
+    """Build the official OpenTelemetry OTLP span exporter for ``protocol``.
+
+    Anything not given here comes from the standard variables the OpenTelemetry exporters
+    read themselves: ``OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT``, ``..._HEADERS``,
+    ``..._TIMEOUT``, ``..._PROTOCOL``, ``..._CERTIFICATE`` and so on.
+
+    Args:
+        protocol: ``"http/protobuf"`` (default) or ``"grpc"``.
+        endpoint: For HTTP, a base URL (``http://host:4318``, ``/v1/traces`` is appended) or
+            the full traces URL. For gRPC, ``http://host:4317`` (plaintext) or
+            ``https://host:4317``.
+        headers: Extra request headers, e.g. an API key.
+        timeout_s: Per-export time limit in seconds.
+
+    Example:
+        >>> from tracesim.exporters import otlp_exporter
+        >>> exporter = otlp_exporter("grpc", "http://127.0.0.1:4317")
+    """
+    if protocol is None:
+        protocol = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or os.environ.get(
+            "OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"
+        )
+    if protocol not in PROTOCOLS:
+        raise ConfigError(
+            "otlp_protocol", protocol, " or ".join(PROTOCOLS), env_var="OTEL_EXPORTER_OTLP_PROTOCOL"
+        )
+    if protocol == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
+
+        return GrpcExporter(endpoint=endpoint, headers=dict(headers) if headers else None, timeout=timeout_s)
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
+
+    return HttpExporter(
+        endpoint=_traces_url(endpoint) if endpoint else None,
+        headers=dict(headers) if headers else None,
+        timeout=timeout_s,
+    )
+
+
+def _traces_url(endpoint: str) -> str:
+    parsed = urlparse(endpoint)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise ConfigError("otlp_endpoint", endpoint, "an http:// or https:// URL", env_var="OTEL_EXPORTER_OTLP_ENDPOINT")
+    if parsed.path in ("", "/"):
+        return endpoint.rstrip("/") + "/v1/traces"
+    return endpoint

@@ -1,0 +1,123 @@
+"""Render spans as compact trees with their inputs, outputs and scores.
+
+Used by `ConsoleExporter` and by ``tracesim show``; works on `SpanRecord`, so it renders a
+live batch and a file read back in exactly the same way.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from tracesim import _semconv as sc
+from tracesim.exporters._records import SpanRecord
+
+__all__ = ["build_forest", "render_trees"]
+
+_PREVIEW = 100
+
+
+def build_forest(spans: Iterable[SpanRecord]) -> list[tuple[SpanRecord, list[Any]]]:
+    """Group spans into trees: ``[(root, [(child, [...]), ...]), ...]``, roots in start order.
+
+    A span whose parent is not among ``spans`` is treated as a root, so partial files and
+    traces that continue in another service still render.
+    """
+    spans = list(spans)
+    known = {s.span_id for s in spans}
+    children: dict[str, list[SpanRecord]] = defaultdict(list)
+    roots: list[SpanRecord] = []
+    for span in spans:
+        if span.parent_span_id and span.parent_span_id in known:
+            children[span.parent_span_id].append(span)
+        else:
+            roots.append(span)
+
+    def node(span: SpanRecord, seen: frozenset[str]) -> tuple[SpanRecord, list[Any]]:
+        kids = sorted(children.get(span.span_id, []), key=lambda s: s.start_time_unix_nano)
+        seen = seen | {span.span_id}
+        return span, [node(k, seen) for k in kids if k.span_id not in seen]
+
+    return [node(r, frozenset()) for r in sorted(roots, key=lambda s: s.start_time_unix_nano)]
+
+
+def render_trees(spans: Iterable[SpanRecord], *, details: bool = True, width: int = _PREVIEW) -> str:
+    """Render spans as text trees, one block per trace root."""
+    lines: list[str] = []
+    for root, kids in build_forest(spans):
+        _render(root, kids, "", "", lines, details, width)
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _render(
+    span: SpanRecord,
+    kids: Sequence[Any],
+    head: str,
+    body: str,
+    out: list[str],
+    details: bool,
+    width: int,
+) -> None:
+    out.append(head + _headline(span))
+    if details:
+        for line in _detail_lines(span, width):
+            out.append(body + ("│  " if kids else "   ") + line)
+    for i, (child, grandkids) in enumerate(kids):
+        last = i == len(kids) - 1
+        _render(child, grandkids, body + ("└─ " if last else "├─ "), body + ("   " if last else "│  "), out, details, width)
+
+
+def _headline(span: SpanRecord) -> str:
+    kind = span.attributes.get(sc.SPAN_KIND)
+    parts = [span.name]
+    if isinstance(kind, str):
+        parts.append(kind)
+    parts.append(_format_duration(span.duration_s))
+    if span.status_code == "ERROR":
+        parts.append(f"ERROR {span.status_message}".rstrip())
+    return "  ".join(parts)
+
+
+def _detail_lines(span: SpanRecord, width: int) -> list[str]:
+    attrs = span.attributes
+    lines = []
+    for label, key in (("in", sc.INPUT_VALUE), ("out", sc.OUTPUT_VALUE), ("expected", sc.EXPECTED_VALUE)):
+        if key in attrs:
+            lines.append(f"{label}: {_preview(attrs[key], width)}")
+    scores = [_format_result(e.attributes) for e in span.event(sc.EVALUATION_EVENT)]
+    if scores:
+        lines.append("scores: " + "  ".join(scores))
+    return lines
+
+
+def _format_result(attrs: Mapping[str, Any]) -> str:
+    name = attrs.get(sc.EVALUATION_NAME, "?")
+    if sc.ERROR_TYPE in attrs:
+        return f"! {name} error ({attrs[sc.ERROR_TYPE]})"
+    score = attrs.get(sc.EVALUATION_SCORE_VALUE)
+    label = attrs.get(sc.EVALUATION_SCORE_LABEL)
+    passed = attrs.get(sc.EVALUATION_PASSED)
+    mark = "✓" if passed is True else "✗" if passed is False else "·"
+    text = f"{mark} {name}"
+    if isinstance(score, (int, float)):
+        text += f" {score:.3g}"
+    if label:
+        text += f" {label}"
+    return text
+
+
+def _preview(value: Any, width: int) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _format_duration(seconds: float) -> str:
+    if seconds >= 1:
+        return f"{seconds:.2f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.1f} ms"
+    return f"{seconds * 1e6:.0f} µs"
