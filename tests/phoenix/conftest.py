@@ -1,0 +1,90 @@
+"""Fixtures for tests against a real Arize Phoenix server.
+
+``phoenix`` (one server per session, started on first use) gives tests:
+
+* ``phoenix.http_endpoint`` / ``phoenix.traces_url`` / ``phoenix.grpc_endpoint``
+* ``phoenix.spans(project, min_count=..., timeout_s=...)`` to read spans back
+* ``phoenix.span_annotations(project, span_ids, ...)``
+* ``phoenix.stop()``, ``phoenix.start()``, ``phoenix.restart()`` (same ports and data)
+
+Route each test to its own Phoenix project with the resource attribute
+``openinference.project.name`` (``project`` fixture gives a unique name).
+
+If Phoenix cannot be installed or started, ``phoenix`` tests fail with the reason, or are
+skipped naming the missing resource when ``TRACESIM_SKIP_PHOENIX=1`` is set.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+
+def _load_harness() -> ModuleType:
+    # Loaded by path under a unique name: a bare ``import _server`` could pick up another
+    # test directory's helper of the same name.
+    name = "tracesim_tests_phoenix_server"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("_server.py"))
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+harness = _load_harness()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(item.path).parents:
+            item.add_marker(pytest.mark.phoenix)
+
+
+@pytest.fixture(scope="session")
+def phoenix_server() -> Iterator[object]:
+    """The session's Phoenix server (see the module docstring for its API)."""
+    try:
+        venv = harness.ensure_venv(log=sys.stderr)
+        server = harness.PhoenixServer(venv)
+    except harness.PhoenixUnavailable as exc:
+        _unavailable(f"Phoenix virtualenv: {exc}")
+    try:
+        server.start()
+    except harness.PhoenixUnavailable as exc:
+        server.close()
+        _unavailable(f"Phoenix server: {exc}")
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get(harness.SKIP_ENV) == "1":
+        pytest.skip(f"{harness.SKIP_ENV}=1 and {reason}")
+    pytest.fail(f"{reason}\n(set {harness.SKIP_ENV}=1 to skip Phoenix tests instead)", pytrace=False)
+
+
+@pytest.fixture
+def phoenix(phoenix_server: object) -> object:
+    """The session's Phoenix, running (a test that stopped it may leave it stopped)."""
+    phoenix_server.start()  # type: ignore[attr-defined]
+    return phoenix_server
+
+
+@pytest.fixture
+def project(request: pytest.FixtureRequest) -> str:
+    """A Phoenix project name unique to this test."""
+    return f"{request.node.name[:40]}-{uuid.uuid4().hex[:8]}".replace("[", "-").replace("]", "")
