@@ -1,0 +1,52 @@
+"""Evaluators: score an output against its expected value.
+
+Every evaluator returns an :class:`EvalResult`. The catalogue reproduces the numbers of
+the tools each metric is named after (see ``docs/evaluators.md``); ``compat`` holds
+façades with those tools' own interfaces. Build evaluators directly or from config::
+
+    from tracesim.evaluators import Levenshtein, from_config
+    Levenshtein(threshold=0.8).evaluate("Hello World!", "Hello World").score   # 0.92
+    from_config({"type": "rouge", "rouge_type": "rouge1"})
+"""
+
+from tracesim.evaluators._base import DEFAULT, Evaluator, Measurement
+from tracesim.evaluators._decorator import AsyncFunctionEvaluator, FunctionEvaluator, evaluator
+from tracesim.evaluators._dice import ContentSimilarity
+from tracesim.evaluators._edit import Levenshtein, LevenshteinDistance
+from tracesim.evaluators._exact import ExactMatch
+from tracesim.evaluators._nltk_data import MissingNLTKDataError
+from tracesim.evaluators._nltk_metrics import Bleu, Gleu, Meteor
+from tracesim.evaluators._overlap import F1Score, Jaccard
+from tracesim.evaluators._registry import available_types, from_config, parse_spec, register, unregister
+from tracesim.evaluators._result import EvalResult
+from tracesim.evaluators._rouge import Rouge
+from tracesim.evaluators._text import as_text
+from tracesim.evaluators._tfidf import TfidfCosine
+
+__all__ = [
+    "DEFAULT",
+    "AsyncFunctionEvaluator",
+    "Bleu",
+    "ContentSimilarity",
+    "EvalResult",
+    "Evaluator",
+    "ExactMatch",
+    "F1Score",
+    "FunctionEvaluator",
+    "Gleu",
+    "Jaccard",
+    "Levenshtein",
+    "LevenshteinDistance",
+    "Measurement",
+    "Meteor",
+    "MissingNLTKDataError",
+    "Rouge",
+    "TfidfCosine",
+    "as_text",
+    "available_types",
+    "evaluator",
+    "from_config",
+    "parse_spec",
+    "register",
+    "unregister",
+]

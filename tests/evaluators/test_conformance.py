@@ -1,0 +1,92 @@
+"""Every check in shared/conformance/cases.jsonl: the numbers the reference tools produce."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tracesim.evaluators import from_config
+
+CASES_FILE = (Path(__file__).parents[2] / "../shared/conformance/cases.jsonl").resolve()
+
+
+def _checks() -> list[Any]:
+    if not CASES_FILE.is_file():
+        return [pytest.param(None, None, None, marks=pytest.mark.skip(reason=f"{CASES_FILE} not found"))]
+    params = []
+    for line in CASES_FILE.read_text(encoding="utf-8").splitlines():
+        case = json.loads(line)
+        for index, check in enumerate(case["checks"]):
+            what = check.get("compat") or check["evaluator"]["type"]
+            params.append(pytest.param(case, check, None, id=f"{case['id']}-{index}-{what}"))
+    return params
+
+
+def same(actual: Any, expected: Any) -> bool:
+    """Floats within a relative 1e-9; ints and bools exactly; dicts by every expected key."""
+    if isinstance(expected, bool):
+        return isinstance(actual, bool) and actual is expected
+    if isinstance(expected, dict):
+        return isinstance(actual, dict) and all(
+            k in actual and same(actual[k], v) for k, v in expected.items()
+        )
+    if isinstance(expected, int):
+        return not isinstance(actual, bool) and isinstance(actual, (int, float)) and actual == expected
+    if isinstance(expected, float):
+        return (
+            not isinstance(actual, bool)
+            and isinstance(actual, (int, float))
+            and math.isclose(actual, expected, rel_tol=1e-9, abs_tol=0.0)
+        )
+    return bool(actual == expected)
+
+
+_cache: dict[str, Any] = {}
+
+
+def _evaluator(config: dict[str, Any]) -> Any:
+    key = json.dumps(config, sort_keys=True)
+    if key not in _cache:
+        _cache[key] = from_config(config)
+    return _cache[key]
+
+
+def _run_compat(check: dict[str, Any], response: str, expected: str) -> Any:
+    module_name, name = check["compat"].split(".")
+    target = getattr(importlib.import_module(f"tracesim.evaluators.compat.{module_name}"), name)
+    init, call = check["init"], check["call"]
+    if call == "Cls(**init)(response=R, ground_truth=E)":
+        return target(**init)(response=response, ground_truth=expected)
+    if call == "fn(R, E, **init)":
+        return target(response, expected, **init)
+    if call == "Cls(**init).evaluate(R, E)":
+        return target(**init).evaluate(response, expected)
+    if call == "Cls(**init).measure(E, R)":
+        return target(**init).measure(expected, response)
+    raise AssertionError(f"unknown call style {call!r}")
+
+
+@pytest.mark.parametrize(("case", "check", "_unused"), _checks())
+def test_conformance(case: dict[str, Any], check: dict[str, Any], _unused: None) -> None:
+    response, expected = case["response"], case["expected"]
+    if "evaluator" in check:
+        result = _evaluator(check["evaluator"]).evaluate(response, expected)
+        assert result.status == "ok", result.error
+        assert same(result.score, check["score"]), (check["evaluator"], result.score, check["score"])
+    else:
+        actual = _run_compat(check, response, expected)
+        assert same(actual, check["result"]), (check["compat"], check["init"], actual, check["result"])
+
+
+def test_the_file_has_every_kind_of_check() -> None:
+    if not CASES_FILE.is_file():
+        pytest.skip("conformance file not found")
+    lines = CASES_FILE.read_text(encoding="utf-8").splitlines()
+    total = sum(len(json.loads(line)["checks"]) for line in lines)
+    assert len(lines) >= 49
+    assert total >= 1857

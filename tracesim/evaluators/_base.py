@@ -1,0 +1,250 @@
+"""The Evaluator base class: thresholds, direction, labels, skipping and errors, once."""
+
+from __future__ import annotations
+
+import copy
+import math
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Final
+
+from tracesim._errors import ConfigError
+from tracesim.evaluators._options import check_int, check_number, require_number
+from tracesim.evaluators._result import EvalResult
+
+__all__ = ["DEFAULT", "Evaluator", "MeasureValue", "Measurement"]
+
+
+class _Default:
+    """Marker for "use the class default" (so that ``None`` can mean "no threshold")."""
+
+    def __repr__(self) -> str:
+        return "DEFAULT"
+
+    def __reduce__(self) -> str:
+        return "DEFAULT"
+
+
+DEFAULT: Final = _Default()
+
+_NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*\Z")
+_SHARED_KEYS = ("name", "threshold", "sample_rate", "timeout_s", "max_concurrency")
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """What a metric computed, before the base class applies the threshold.
+
+    Example:
+        >>> Measurement(0.5, {"method": "dice"}).score
+        0.5
+    """
+
+    score: float
+    details: dict[str, Any] = field(default_factory=dict)
+    explanation: str | None = None
+    label: str | None = None
+
+
+MeasureValue = float | int | bool | Measurement | EvalResult
+
+
+class Evaluator:
+    """Base class of every evaluator.
+
+    Subclasses implement :meth:`measure`, returning a float, a bool, a :class:`Measurement`
+    or an :class:`EvalResult`. The base turns that into an :class:`EvalResult`: it skips
+    when ``expected is None``, turns exceptions into ``status="error"``, compares the score
+    with the threshold (``>=`` by default; ``<=`` when ``higher_is_better`` is false;
+    strict ``>`` / ``<`` when ``strict`` is set), sets the ``pass``/``fail`` label and
+    times the call.
+
+    Shared keyword arguments: ``name`` (defaults to the type name, e.g. ``"levenshtein"``),
+    ``threshold`` (the class default unless given; ``None`` means no pass/fail),
+    ``sample_rate`` (0..1), ``timeout_s`` (> 0) and ``max_concurrency`` (for async
+    evaluators); the last three are read by the scoring pipeline, not by ``evaluate``.
+
+    Example:
+        >>> class Shorter(Evaluator):
+        ...     type_name = "shorter"
+        ...     default_threshold = 1.0
+        ...     def measure(self, output, expected, *, input=None):
+        ...         return len(str(output)) <= len(str(expected))
+        >>> Shorter().evaluate("hi", "hello").label
+        'pass'
+    """
+
+    type_name: ClassVar[str] = "custom"
+    default_threshold: ClassVar[float | None] = None
+    higher_is_better: ClassVar[bool] = True
+    strict: ClassVar[bool] = False
+    requires_expected: ClassVar[bool] = True
+
+    name: str
+    threshold: float | None
+    sample_rate: float
+    timeout_s: float | None
+    max_concurrency: int | None
+
+    def __init__(
+        self,
+        *,
+        name: str | None = None,
+        threshold: float | _Default | None = DEFAULT,
+        sample_rate: float = 1.0,
+        timeout_s: float | None = None,
+        max_concurrency: int | None = None,
+    ) -> None:
+        key = self.type_name
+        if name is None:
+            name = self._default_name()
+        if not isinstance(name, str) or not _NAME_RE.match(name):
+            raise ConfigError(f"{key}.name", name, "a non-empty name of letters, digits, '_', '.', '-'")
+        self.name = name
+        if isinstance(threshold, _Default):
+            threshold = self.default_threshold
+        self.threshold = check_number(f"{key}.threshold", threshold, allow_none=True)
+        self.sample_rate = require_number(f"{key}.sample_rate", sample_rate, low=0.0, high=1.0)
+        self.timeout_s = check_number(f"{key}.timeout_s", timeout_s, low=0.0, low_open=True, allow_none=True)
+        self.max_concurrency = check_int(f"{key}.max_concurrency", max_concurrency, low=1, allow_none=True)
+
+    def _default_name(self) -> str:
+        return self.type_name
+
+    # -- the metric ---------------------------------------------------------------------
+
+    def measure(self, output: Any, expected: Any, *, input: Any = None) -> MeasureValue:
+        """Compute the metric; raise on bad data (the base turns it into an error result)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement measure()")
+
+    # -- the public calls ---------------------------------------------------------------
+
+    def evaluate(self, output: Any, expected: Any, *, input: Any = None) -> EvalResult:
+        """Score ``output`` against ``expected``; never raises for data problems."""
+        if expected is None and self.requires_expected:
+            return self._skipped()
+        start = time.perf_counter()
+        try:
+            value = self.measure(output, expected, input=input)
+        except Exception as exc:
+            return self._error(exc, time.perf_counter() - start)
+        return self._finish(value, time.perf_counter() - start)
+
+    async def aevaluate(self, output: Any, expected: Any, *, input: Any = None) -> EvalResult:
+        """Async form of :meth:`evaluate`; by default it runs :meth:`evaluate` inline."""
+        return self.evaluate(output, expected, input=input)
+
+    @property
+    def is_async(self) -> bool:
+        """True when the class overrides :meth:`aevaluate` (it does real async work)."""
+        return type(self).aevaluate is not Evaluator.aevaluate
+
+    def passes(self, score: float) -> bool | None:
+        """Apply the threshold and direction to ``score``; None without a threshold."""
+        threshold = self.threshold
+        if threshold is None or math.isnan(score):
+            return None
+        if self.higher_is_better:
+            return score > threshold if self.strict else score >= threshold
+        return score < threshold if self.strict else score <= threshold
+
+    def replace(self, **shared: Any) -> Evaluator:
+        """Return a copy with other shared settings (``name``, ``threshold``, ...).
+
+        Example:
+            >>> from tracesim.evaluators import Levenshtein
+            >>> Levenshtein().replace(threshold=0.9).threshold
+            0.9
+        """
+        unknown = sorted(set(shared) - set(_SHARED_KEYS))
+        if unknown:
+            raise ConfigError(f"{self.type_name}.{unknown[0]}", shared[unknown[0]], ", ".join(_SHARED_KEYS))
+        current = {key: getattr(self, key) for key in _SHARED_KEYS}
+        clone = copy.copy(self)
+        Evaluator.__init__(clone, **{**current, **shared})
+        return clone
+
+    # -- result assembly (also for subclasses that override aevaluate) ------------------
+
+    def _skipped(self) -> EvalResult:
+        return EvalResult(
+            name=self.name,
+            threshold=self.threshold,
+            status="skipped",
+            explanation="no expected output to compare against",
+        )
+
+    def _error(self, exc: BaseException, duration_s: float) -> EvalResult:
+        kind = type(exc).__name__
+        return EvalResult(
+            name=self.name,
+            threshold=self.threshold,
+            status="error",
+            error=f"{kind}: {exc}",
+            error_type=kind,
+            duration_s=duration_s,
+        )
+
+    def _finish(self, value: MeasureValue, duration_s: float) -> EvalResult:
+        # Typed as MeasureValue, but user metrics can return anything: check at run time.
+        checked: object = value
+        if isinstance(checked, Measurement):
+            passed = self.passes(checked.score)
+            label = checked.label if checked.label is not None else _label(passed)
+            return EvalResult(
+                name=self.name,
+                score=checked.score,
+                passed=passed,
+                label=label,
+                threshold=self.threshold,
+                explanation=checked.explanation,
+                details=checked.details,
+                duration_s=duration_s,
+            )
+        if isinstance(checked, bool):
+            return EvalResult(
+                name=self.name,
+                score=1.0 if checked else 0.0,
+                passed=checked,
+                label=_label(checked),
+                threshold=self.threshold,
+                duration_s=duration_s,
+            )
+        if isinstance(checked, (int, float)):
+            passed = self.passes(checked)
+            return EvalResult(
+                name=self.name,
+                score=checked,
+                passed=passed,
+                label=_label(passed),
+                threshold=self.threshold,
+                duration_s=duration_s,
+            )
+        if isinstance(checked, EvalResult):
+            return self._adopt(checked, duration_s)
+        problem = TypeError(
+            f"measure() returned {type(checked).__name__}; expected a float, a bool, "
+            "a Measurement or an EvalResult"
+        )
+        return self._error(problem, duration_s)
+
+    def _adopt(self, result: EvalResult, duration_s: float) -> EvalResult:
+        update: dict[str, Any] = {"name": self.name, "duration_s": duration_s}
+        if result.threshold is None:
+            update["threshold"] = self.threshold
+        if result.status == "ok" and result.score is not None and result.passed is None:
+            update["passed"] = self.passes(result.score)
+        passed = update.get("passed", result.passed)
+        if result.label is None and passed is not None:
+            update["label"] = _label(passed)
+        return result.model_copy(update=update)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, threshold={self.threshold!r})"
+
+
+def _label(passed: bool | None) -> str | None:
+    if passed is None:
+        return None
+    return "pass" if passed else "fail"

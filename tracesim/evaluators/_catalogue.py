@@ -1,0 +1,31 @@
+"""The built-in evaluator types, by type name (registered on first use of the registry)."""
+
+from __future__ import annotations
+
+from tracesim.evaluators._base import Evaluator
+from tracesim.evaluators._dice import ContentSimilarity
+from tracesim.evaluators._edit import Levenshtein, LevenshteinDistance
+from tracesim.evaluators._exact import ExactMatch
+from tracesim.evaluators._nltk_metrics import Bleu, Gleu, Meteor
+from tracesim.evaluators._overlap import F1Score, Jaccard
+from tracesim.evaluators._rouge import Rouge
+from tracesim.evaluators._tfidf import TfidfCosine
+
+__all__ = ["BUILTIN_TYPES"]
+
+BUILTIN_TYPES: dict[str, type[Evaluator]] = {
+    cls.type_name: cls
+    for cls in (
+        ExactMatch,
+        Levenshtein,
+        LevenshteinDistance,
+        Jaccard,
+        TfidfCosine,
+        ContentSimilarity,
+        F1Score,
+        Bleu,
+        Gleu,
+        Rouge,
+        Meteor,
+    )
+}

@@ -1,0 +1,178 @@
+"""NLTK data: found through NLTK's search path, loaded once per process, never downloaded.
+
+Each loader raises :class:`MissingNLTKDataError` (naming the package and the command that
+installs it) when its data is absent, so evaluator construction fails early and clearly.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from tracesim._errors import TracesimError
+
+__all__ = [
+    "NLTK_PACKAGES",
+    "MissingNLTKDataError",
+    "find_missing",
+    "nist_tokenizer",
+    "punkt_tokenizer",
+    "synonym_source",
+    "treebank_tokenizer",
+]
+
+#: NLTK data package -> the resource path NLTK looks up for it.
+NLTK_PACKAGES: dict[str, str] = {
+    "punkt_tab": "tokenizers/punkt_tab/english/",
+    "perluniprops": "misc/perluniprops",
+    "wordnet": "corpora/wordnet",
+}
+
+_T = TypeVar("_T")
+_lock = threading.Lock()
+_loaded: dict[str, Any] = {}
+
+
+class MissingNLTKDataError(TracesimError, LookupError):
+    """An NLTK data package an evaluator needs is not installed.
+
+    Example:
+        >>> str(MissingNLTKDataError("wordnet", "meteor")).split(":")[0]
+        "evaluator 'meteor' needs the NLTK data package 'wordnet', which is not on NLTK's search path"
+    """
+
+    def __init__(self, package: str, needed_by: str) -> None:
+        self.package = package
+        self.needed_by = needed_by
+        from nltk import data
+
+        searched = ", ".join(str(p) for p in data.path) or "(empty)"
+        super().__init__(
+            f"evaluator {needed_by!r} needs the NLTK data package {package!r}, which is not on NLTK's "
+            f"search path: {searched}. Install it with `python -m tracesim nlp-data` (downloads every "
+            f"package tracesim's evaluators use) or `python -m nltk.downloader {package}`, or set "
+            f"NLTK_DATA to a folder that holds it (NLTK_DATA={os.environ.get('NLTK_DATA', '')!r} now)."
+        )
+
+
+def find_missing(packages: list[str] | None = None) -> list[str]:
+    """The packages among ``packages`` (default: all tracesim uses) NLTK cannot find.
+
+    Example:
+        >>> find_missing(["punkt_tab"])  # with NLTK_DATA pointing at the data
+        []
+    """
+    from nltk import data
+
+    missing = []
+    for package in packages if packages is not None else list(NLTK_PACKAGES):
+        resource = NLTK_PACKAGES[package]
+        candidates = [resource]
+        if resource.startswith(("corpora/", "misc/")):
+            folder, name = resource.split("/", 1)
+            candidates.insert(0, f"{folder}/{name}.zip/{name}/")
+        if not any(_found(data, path) for path in candidates):
+            missing.append(package)
+    return missing
+
+
+def _found(data: Any, path: str) -> bool:
+    try:
+        data.find(path)
+    except LookupError:
+        return False
+    return True
+
+
+def _once(key: str, package: str, needed_by: str, load: Callable[[], _T]) -> _T:
+    value = _loaded.get(key)
+    if value is not None:
+        return value  # type: ignore[no-any-return]
+    with _lock:
+        value = _loaded.get(key)
+        if value is None:
+            try:
+                value = load()
+            except LookupError:
+                raise MissingNLTKDataError(package, needed_by) from None
+            _loaded[key] = value
+    return value
+
+
+def punkt_tokenizer(needed_by: str) -> Any:
+    """NLTK's English Punkt sentence tokenizer (data: ``punkt_tab``)."""
+
+    def load() -> Any:
+        from nltk.tokenize.punkt import PunktTokenizer
+
+        return PunktTokenizer("english")
+
+    return _once("punkt", "punkt_tab", needed_by, load)
+
+
+def treebank_tokenizer() -> Any:
+    """NLTK's improved Treebank word tokenizer, the one ``nltk.word_tokenize`` uses (no data)."""
+
+    def load() -> Any:
+        from nltk.tokenize.destructive import NLTKWordTokenizer
+
+        return NLTKWordTokenizer()
+
+    return _once("treebank", "", "", load)
+
+
+def nist_tokenizer(needed_by: str) -> Any:
+    """NLTK's NIST tokenizer (data: ``perluniprops``, read when its module is imported)."""
+
+    def load() -> Any:
+        from nltk.tokenize.nist import NISTTokenizer
+
+        return NISTTokenizer()
+
+    return _once("nist", "perluniprops", needed_by, load)
+
+
+class _SynonymSource:
+    """WordNet ``synsets()`` behind a lock and a bounded cache.
+
+    NLTK's WordNet reader seeks in shared file handles, so concurrent lookups from the
+    scoring thread pool could read each other's lines; the lock prevents that, and the
+    cache makes repeated words cost a dict lookup.
+    """
+
+    _MAX_CACHED = 200_000
+
+    def __init__(self, reader: Any) -> None:
+        self._reader = reader
+        self._lock = threading.Lock()
+        self._cache: dict[str, tuple[Any, ...]] = {}
+
+    def synsets(self, word: str) -> tuple[Any, ...]:
+        found = self._cache.get(word)
+        if found is None:
+            with self._lock:
+                found = tuple(self._reader.synsets(word))
+            if len(self._cache) < self._MAX_CACHED:
+                self._cache[word] = found
+        return found
+
+
+class NoSynonyms:
+    """A stand-in WordNet with no synonyms (METEOR with ``synonyms=False``)."""
+
+    def synsets(self, word: str) -> tuple[Any, ...]:
+        return ()
+
+
+def synonym_source(needed_by: str) -> _SynonymSource:
+    """WordNet 3.0, loaded once per process (data: ``wordnet``)."""
+
+    def load() -> _SynonymSource:
+        from nltk.corpus import wordnet
+
+        wordnet.ensure_loaded()
+        return _SynonymSource(wordnet)
+
+    return _once("wordnet", "wordnet", needed_by, load)

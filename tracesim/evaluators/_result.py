@@ -1,0 +1,41 @@
+"""The one result type every evaluator returns."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["EvalResult", "Status"]
+
+Status = Literal["ok", "skipped", "error"]
+
+
+class EvalResult(BaseModel):
+    """The outcome of scoring one output against its expected value.
+
+    ``status`` says which fields are meaningful: ``ok`` has a ``score`` (and ``passed`` /
+    ``label`` when the evaluator has a threshold); ``skipped`` means there was nothing to
+    compare against (the expected value was ``None``); ``error`` means the metric raised,
+    and ``error`` / ``error_type`` say what happened. Results are immutable.
+
+    Example:
+        >>> from tracesim.evaluators import Levenshtein
+        >>> result = Levenshtein().evaluate("Hello World!", "Hello World")
+        >>> result.score, result.passed, result.label
+        (0.92, True, 'pass')
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    score: float | None = None
+    passed: bool | None = None
+    label: str | None = None
+    threshold: float | None = None
+    explanation: str | None = None
+    details: dict[str, Any] = Field(default_factory=dict)
+    status: Status = "ok"
+    error: str | None = None
+    error_type: str | None = None
+    duration_s: float | None = None

@@ -1,0 +1,84 @@
+"""``cosine``: cosine of TF-IDF vectors fitted on the pair (scikit-learn's defaults)."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from typing import Any
+
+from tracesim.evaluators._base import Evaluator, Measurement
+from tracesim.evaluators._text import as_text
+
+__all__ = ["TfidfCosine", "tfidf_cosine"]
+
+# scikit-learn TfidfVectorizer() defaults: lowercase, this token pattern (one-character
+# tokens dropped), smooth idf, l2 norm. The idf is fitted on the two texts only.
+_TOKEN = re.compile(r"(?u)\b\w\w+\b")
+_N_DOCS = 2
+
+
+def _idf(document_frequency: int) -> float:
+    return math.log((_N_DOCS + 1) / (document_frequency + 1)) + 1.0
+
+
+_IDF_BOTH = _idf(2)
+_IDF_ONE = _idf(1)
+
+
+def _unit(vector: list[float]) -> list[float]:
+    norm = math.sqrt(sum(x * x for x in vector))
+    return vector if norm == 0.0 else [x / norm for x in vector]
+
+
+def tfidf_cosine(a: str, b: str) -> float | None:
+    """Cosine similarity of the TF-IDF vectors of ``a`` and ``b``, or None without vocabulary.
+
+    Equal (to float rounding) to ``cosine_similarity(TfidfVectorizer().fit_transform([a, b]))``
+    in scikit-learn, which raises "empty vocabulary" where this returns None.
+
+    Example:
+        >>> round(tfidf_cosine("the cat sat", "the cat ran"), 6)
+        0.503103
+    """
+    counts_a = Counter(_TOKEN.findall(a.lower()))
+    counts_b = Counter(_TOKEN.findall(b.lower()))
+    vocabulary = sorted(counts_a.keys() | counts_b.keys())
+    if not vocabulary:
+        return None
+    vector_a: list[float] = []
+    vector_b: list[float] = []
+    for term in vocabulary:
+        in_a, in_b = counts_a.get(term, 0), counts_b.get(term, 0)
+        idf = _IDF_BOTH if in_a and in_b else _IDF_ONE
+        vector_a.append(in_a * idf)
+        vector_b.append(in_b * idf)
+    # The vectorizer normalises each row, then cosine_similarity normalises again.
+    unit_a, unit_b = _unit(_unit(vector_a)), _unit(_unit(vector_b))
+    return sum(x * y for x, y in zip(unit_a, unit_b, strict=True))
+
+
+class TfidfCosine(Evaluator):
+    """Cosine of TF-IDF vectors fitted on the pair, as scikit-learn's ``TfidfVectorizer()``.
+
+    Tokens are lowercased runs of two or more word characters. When neither text has
+    such a token (e.g. ``"I"`` or ``""``) there is no vocabulary: the score is 1.0 if the
+    texts are identical and 0.0 otherwise, with ``details.reason`` saying so. The score
+    is clipped to 1.0 (float rounding can give 1.0000000000000002; ``details.cosine``
+    keeps the unclipped value). ``threshold=0.8``.
+
+    Example:
+        >>> TfidfCosine().evaluate("Paris is the capital", "the capital is Paris").score
+        1.0
+    """
+
+    type_name = "cosine"
+    default_threshold = 0.8
+
+    def measure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
+        a, b = as_text(output), as_text(expected)
+        cosine = tfidf_cosine(a, b)
+        if cosine is None:
+            reason = "no vocabulary (no token of two or more word characters in either text)"
+            return Measurement(1.0 if a == b else 0.0, {"method": "tfidf", "reason": reason})
+        return Measurement(min(cosine, 1.0), {"method": "tfidf", "cosine": cosine})

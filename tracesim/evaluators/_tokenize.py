@@ -1,0 +1,36 @@
+"""The tokenizer of BLEU, GLEU and METEOR, chosen per string as Azure AI Evaluation does."""
+
+from __future__ import annotations
+
+from tracesim.evaluators import _nltk_data
+
+__all__ = ["NIST", "WORD_TOKENIZE", "AzureTokenizer"]
+
+WORD_TOKENIZE = "nltk.word_tokenize"
+NIST = "nltk.NISTTokenizer.international_tokenize"
+
+
+class AzureTokenizer:
+    """Pure-ASCII text -> ``nltk.word_tokenize``; any other text -> NIST international.
+
+    ``word_tokenize`` is Punkt sentence splitting followed by NLTK's Treebank word
+    tokenizer on each sentence; this class holds both, loaded once per process, and
+    composes them the same way. Needs the ``punkt_tab`` and ``perluniprops`` data.
+
+    Example:
+        >>> tok = AzureTokenizer("bleu")
+        >>> tok.tokenize("Marie Curie was born in Warsaw.")
+        (['Marie', 'Curie', 'was', 'born', 'in', 'Warsaw', '.'], 'nltk.word_tokenize')
+    """
+
+    def __init__(self, needed_by: str) -> None:
+        self._sentences = _nltk_data.punkt_tokenizer(needed_by).tokenize
+        self._words = _nltk_data.treebank_tokenizer().tokenize
+        self._international = _nltk_data.nist_tokenizer(needed_by).international_tokenize
+
+    def tokenize(self, text: str) -> tuple[list[str], str]:
+        """Return the tokens of ``text`` and the name of the tokenizer used."""
+        if text.isascii():
+            words = self._words
+            return [token for sentence in self._sentences(text) for token in words(sentence)], WORD_TOKENIZE
+        return list(self._international(text)), NIST

@@ -1,0 +1,90 @@
+"""Agenta's text evaluators, as its documented (legacy backend) code computes them.
+
+Plain functions ``fn(output, correct_answer, **settings)`` returning what Agenta's result
+holds: a bool or an int. Where Agenta's evaluator ends in an error result, these raise
+:class:`AgentaEvaluationError` (a ``ValueError``).
+
+Example:
+    >>> from tracesim.evaluators.compat import agenta
+    >>> agenta.levenshtein_distance("Pari", "Paris")
+    1
+    >>> agenta.levenshtein_distance("Pari", "Paris", threshold=0)
+    False
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tracesim.evaluators._edit import LevenshteinDistance
+from tracesim.evaluators._overlap import Jaccard
+
+__all__ = ["AgentaEvaluationError", "levenshtein_distance", "similarity_match"]
+
+
+class AgentaEvaluationError(ValueError):
+    """Agenta would return ``Result(type="error")`` here."""
+
+
+class _StrictJaccard(Jaccard):
+    """Jaccard that passes only when the score is strictly greater than the threshold."""
+
+    strict = True
+
+
+_DISTANCE = LevenshteinDistance(threshold=None)
+
+
+def _text(value: Any, what: str) -> str:
+    """Agenta's ``validate_string_output``: str, or a dict with a str ``content``/``data``."""
+    if isinstance(value, dict):
+        for key in ("content", "data"):
+            if isinstance(value.get(key), str):
+                return str(value[key])
+        data = value.get("data")
+        if isinstance(data, dict) and isinstance(data.get("content"), str):
+            return str(data["content"])
+        raise AgentaEvaluationError(f"{what}: the dictionary structure is invalid")
+    if not isinstance(value, str):
+        raise AgentaEvaluationError(f"{what}: expected a string, got {type(value).__name__}")
+    return value
+
+
+def similarity_match(output: Any, correct_answer: Any, *, similarity_threshold: float = 0.5) -> bool:
+    """Agenta "Similarity Match": is the word-set Jaccard **strictly greater** than the threshold?
+
+    Case-sensitive ``str.split()`` words, punctuation kept; the Jaccard value itself is
+    not returned. Two empty texts are an error in Agenta (division by zero), so they
+    raise here.
+
+    Example:
+        >>> similarity_match("the cat sat", "the cat ran", similarity_threshold=0.5)
+        False
+    """
+    a, b = _text(output, "output"), _text(correct_answer, "correct_answer")
+    if not a.split() and not b.split():
+        raise AgentaEvaluationError("Error during Auto Similarity Match evaluation: both texts have no words")
+    result = _StrictJaccard(threshold=similarity_threshold).evaluate(a, b)
+    if result.passed is None:
+        raise AgentaEvaluationError(f"Error during Auto Similarity Match evaluation: {result.error}")
+    return result.passed
+
+
+def levenshtein_distance(output: Any, correct_answer: Any, *, threshold: float | None = None) -> int | bool:
+    """Agenta "Levenshtein Distance": the int distance, or ``distance <= threshold``.
+
+    Case-sensitive, over Python code points; an empty correct answer gives
+    ``len(output)`` (Agenta's 2024-08 behaviour, before a later regression).
+
+    Example:
+        >>> levenshtein_distance("kitten", "sitting"), levenshtein_distance("kitten", "sitting", threshold=3)
+        (3, True)
+    """
+    a, b = _text(output, "output"), _text(correct_answer, "correct_answer")
+    result = _DISTANCE.evaluate(a, b)
+    if result.status != "ok":
+        raise AgentaEvaluationError(f"Error during Levenshtein threshold evaluation: {result.error}")
+    distance = int(result.details["distance"])
+    if threshold is None:
+        return distance
+    return distance <= threshold

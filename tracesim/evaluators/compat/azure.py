@@ -1,0 +1,192 @@
+"""Azure AI Evaluation's NLP evaluators (the documented 1.5–1.16 output shape).
+
+Called as ``ev(response=..., ground_truth=...)``; each returns the dict Azure documents,
+e.g. ``{"f1_score": 0.63, "f1_result": "pass", "f1_threshold": 0.5}``. Scores are those
+of ``azure-ai-evaluation`` (same tokenizers, same NLTK metrics), including its quirks:
+BLEU is the int ``0`` when no word matches, empty texts score 0.0, ROUGE thresholds must
+be floats, ``None`` inputs raise :class:`EvaluationException`.
+
+Example:
+    >>> from tracesim.evaluators.compat.azure import F1ScoreEvaluator
+    >>> F1ScoreEvaluator()(response="Paris, France", ground_truth="Paris")
+    {'f1_score': 0.6666666666666666, 'f1_result': 'pass', 'f1_threshold': 0.5}
+"""
+
+from __future__ import annotations
+
+import math
+from enum import Enum
+from typing import Any
+
+from tracesim.evaluators._base import Evaluator
+from tracesim.evaluators._nltk_metrics import Bleu, Gleu, Meteor
+from tracesim.evaluators._overlap import F1Score
+from tracesim.evaluators._rouge import Rouge
+
+__all__ = [
+    "BleuScoreEvaluator",
+    "EvaluationException",
+    "F1ScoreEvaluator",
+    "GleuScoreEvaluator",
+    "MeteorScoreEvaluator",
+    "RougeScoreEvaluator",
+    "RougeType",
+    "SimilarityEvaluator",
+]
+
+
+class EvaluationException(Exception):
+    """Raised where Azure raises its own ``EvaluationException`` (missing inputs, bad thresholds)."""
+
+
+class RougeType(str, Enum):
+    """The ROUGE variants Azure accepts (no rougeLsum)."""
+
+    ROUGE_1 = "rouge1"
+    ROUGE_2 = "rouge2"
+    ROUGE_3 = "rouge3"
+    ROUGE_4 = "rouge4"
+    ROUGE_5 = "rouge5"
+    ROUGE_L = "rougeL"
+
+
+def _verdict(score: float, threshold: float) -> str:
+    return "pass" if not math.isnan(score) and score >= threshold else "fail"
+
+
+def _texts(evaluator: object, response: Any, ground_truth: Any) -> tuple[str, str]:
+    if response is None or ground_truth is None:
+        raise EvaluationException(
+            f"{type(evaluator).__name__}: Either 'conversation' or individual inputs must be provided."
+        )
+    return str(response), str(ground_truth)
+
+
+class _ScoreEvaluator:
+    """Shared shape: ``{<key>_score, <key>_result, <key>_threshold}``."""
+
+    _key = ""
+    _core: Evaluator
+
+    def __init__(self, *, threshold: float = 0.5) -> None:
+        self._threshold = threshold
+
+    def _score(self, response: str, ground_truth: str) -> float:
+        result = self._core.evaluate(response, ground_truth)
+        if result.status != "ok" or result.score is None:
+            raise EvaluationException(f"{type(self).__name__}: {result.error}")
+        return result.score
+
+    def __call__(self, *, response: str, ground_truth: str) -> dict[str, Any]:
+        score = self._score(*_texts(self, response, ground_truth))
+        return {
+            f"{self._key}_score": score,
+            f"{self._key}_result": _verdict(score, self._threshold),
+            f"{self._key}_threshold": self._threshold,
+        }
+
+
+class F1ScoreEvaluator(_ScoreEvaluator):
+    """SQuAD token F1 between response and ground truth (``threshold=0.5``)."""
+
+    _key = "f1"
+
+    def __init__(self, *, threshold: float = 0.5) -> None:
+        super().__init__(threshold=threshold)
+        self._core = F1Score(threshold=None)
+
+
+class BleuScoreEvaluator(_ScoreEvaluator):
+    """NLTK sentence BLEU with smoothing method 4; the int 0 when nothing matches."""
+
+    _key = "bleu"
+
+    def __init__(self, *, threshold: float = 0.5) -> None:
+        super().__init__(threshold=threshold)
+        self._core = Bleu(threshold=None)
+
+    def _score(self, response: str, ground_truth: str) -> float:
+        score = super()._score(response, ground_truth)
+        # nltk returns the int 0 exactly when no unigram matches (also for empty texts).
+        return 0 if score == 0 else score
+
+
+class GleuScoreEvaluator(_ScoreEvaluator):
+    """NLTK sentence GLEU over 1- to 4-grams."""
+
+    _key = "gleu"
+
+    def __init__(self, *, threshold: float = 0.5) -> None:
+        super().__init__(threshold=threshold)
+        self._core = Gleu(threshold=None)
+
+
+class MeteorScoreEvaluator(_ScoreEvaluator):
+    """NLTK METEOR with WordNet synonyms (``alpha=0.9, beta=3.0, gamma=0.5``)."""
+
+    _key = "meteor"
+
+    def __init__(
+        self, alpha: float = 0.9, beta: float = 3.0, gamma: float = 0.5, *, threshold: float = 0.5
+    ) -> None:
+        super().__init__(threshold=threshold)
+        self._core = Meteor(alpha, beta, gamma, threshold=None)
+
+
+class RougeScoreEvaluator:
+    """ROUGE precision, recall and F1 of one type, each with its own threshold.
+
+    ``rouge_type`` is required (a :class:`RougeType` or its string value); thresholds must
+    be floats, as in Azure (``1`` raises :class:`EvaluationException`).
+    """
+
+    def __init__(
+        self,
+        rouge_type: RougeType | str,
+        *,
+        precision_threshold: float = 0.5,
+        recall_threshold: float = 0.5,
+        f1_score_threshold: float = 0.5,
+    ) -> None:
+        for name, value in (
+            ("precision_threshold", precision_threshold),
+            ("recall_threshold", recall_threshold),
+            ("f1_score_threshold", f1_score_threshold),
+        ):
+            if not isinstance(value, float):
+                raise EvaluationException(f"{name} must be a float, got {type(value)}")
+        self._type = RougeType(rouge_type)
+        self._thresholds = (precision_threshold, recall_threshold, f1_score_threshold)
+        self._core = Rouge(self._type.value, threshold=None)
+
+    def __call__(self, *, response: str, ground_truth: str) -> dict[str, Any]:
+        result = self._core.evaluate(*_texts(self, response, ground_truth))
+        if result.status != "ok":
+            raise EvaluationException(f"RougeScoreEvaluator: {result.error}")
+        values = (
+            float(result.details["precision"]),
+            float(result.details["recall"]),
+            float(result.details["f1"]),
+        )
+        names = ("rouge_precision", "rouge_recall", "rouge_f1_score")
+        out: dict[str, Any] = dict(zip(names, values, strict=True))
+        for name, value, threshold in zip(names, values, self._thresholds, strict=True):
+            out[f"{name}_result"] = _verdict(value, threshold)
+        for name, threshold in zip(names, self._thresholds, strict=True):
+            out[f"{name}_threshold"] = threshold
+        return out
+
+
+class SimilarityEvaluator:
+    """Azure's LLM-judged similarity (1–5): planned, not available in this version.
+
+    It needs tracesim's ``llm_similarity`` evaluator, which calls a model and is not part
+    of this release; constructing it raises ``NotImplementedError`` rather than returning
+    made-up numbers.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise NotImplementedError(
+            "compat.azure.SimilarityEvaluator needs the 'llm_similarity' evaluator, which is planned "
+            "but not available in this version of tracesim"
+        )
