@@ -1,0 +1,46 @@
+"""``tracesim report``: how an agent is doing, summarised from trace files.
+
+Usable from Python as well as from the command line:
+
+    >>> from tracesim._report import read_report, render_html
+    >>> report = read_report([".tracesim/traces.jsonl"], group_by="service.name")  # doctest: +SKIP
+    >>> report.evaluator("levenshtein").pass_rate  # doctest: +SKIP
+    0.82
+    >>> Path("report.html").write_text(render_html(report))  # doctest: +SKIP
+
+The pieces: `summarize` (spans to a `Report`), `read_report` (files to a `Report`),
+`Report.to_dict` (the ``--json`` document), `parse_gate`/`check_gates` (``--fail-under``),
+`render_html` (the offline page) and `print_report` (terminal tables).
+"""
+
+from tracesim._report._collect import NONE_GROUP, group_key
+from tracesim._report._gate import Gate, GateResult, check_gates, parse_gate
+from tracesim._report._html import render_html
+from tracesim._report._math import histogram, histogram_edges, percentile
+from tracesim._report._model import SCHEMA, EvaluatorStats, Histogram, LatencyStats, Report, SpanStats, Totals
+from tracesim._report._stats import read_report, summarize
+from tracesim._report._text import print_report, summary_line
+
+__all__ = [
+    "NONE_GROUP",
+    "SCHEMA",
+    "EvaluatorStats",
+    "Gate",
+    "GateResult",
+    "Histogram",
+    "LatencyStats",
+    "Report",
+    "SpanStats",
+    "Totals",
+    "check_gates",
+    "group_key",
+    "histogram",
+    "histogram_edges",
+    "parse_gate",
+    "percentile",
+    "print_report",
+    "read_report",
+    "render_html",
+    "summarize",
+    "summary_line",
+]

@@ -1,0 +1,182 @@
+"""Read spans into flat samples: one per span, one per evaluation result, one per skipped sample.
+
+This is the only module of the report that knows how results are written (DESIGN §4): events
+named ``gen_ai.evaluation.result`` on the evaluated span, or on a carrier span
+(``openinference.span.kind=EVALUATOR``) with one link to the evaluated span; evaluators left
+out by sampling listed in ``tracesim.evaluation.not_sampled``. The flattened
+``tracesim.eval.<name>.*`` attributes repeat the events and are not read, so nothing counts twice.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from tracesim import _semconv as sc
+from tracesim.exporters import SpanRecord
+
+__all__ = ["NONE_GROUP", "UNNAMED", "Collected", "ResultSample", "SpanSample", "collect", "group_key"]
+
+NONE_GROUP = "(none)"
+"""The group of spans that lack the ``--group-by`` attribute."""
+UNNAMED = "(unnamed)"
+"""The evaluator name of a result event without ``gen_ai.evaluation.name``."""
+
+Status = Literal["ok", "skipped", "error"]
+_STATUSES: dict[str, Status] = {"ok": "ok", "skipped": "skipped", "error": "error"}
+_EVALUATOR_KIND = sc.SPAN_KINDS["evaluator"][0]
+
+
+@dataclass(frozen=True, slots=True)
+class SpanSample:
+    """One non-evaluator span: where it is counted and what it measured."""
+
+    group: str | None
+    name: str
+    kind: str | None
+    duration_s: float
+    error: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ResultSample:
+    """One evaluation result, attributed to the span it evaluates."""
+
+    evaluator: str
+    group: str | None
+    span: str | None
+    status: Status
+    score: float | None
+    passed: bool | None
+    threshold: float | None
+    label: str | None
+    from_carrier: bool
+
+
+@dataclass
+class Collected:
+    """Everything the statistics need, in one pass over the spans."""
+
+    spans: list[SpanSample] = field(default_factory=list)
+    results: list[ResultSample] = field(default_factory=list)
+    not_sampled: list[tuple[str | None, str, str]] = field(default_factory=list)
+    trace_ids: set[str] = field(default_factory=set)
+    evaluator_spans: int = 0
+    duplicate_spans: int = 0
+    unresolved_links: int = 0
+    start_ns: int | None = None
+    end_ns: int | None = None
+
+
+def group_key(span: SpanRecord, attribute: str | None) -> str | None:
+    """The group of ``span``: its ``attribute``, else the resource's, else ``"(none)"``.
+
+    ``None`` when not grouping. Non-string values are written as JSON (``true``, ``3``).
+
+    Example:
+        >>> from tracesim.exporters import SpanRecord
+        >>> bot = {"service.name": "bot"}
+        >>> span = SpanRecord("t", "s", None, "answer", "INTERNAL", 0, 1, {}, resource=bot)
+        >>> group_key(span, "service.name"), group_key(span, "user.id")
+        ('bot', '(none)')
+    """
+    if attribute is None:
+        return None
+    value = span.attributes.get(attribute)
+    if value is None:
+        value = span.resource.get(attribute)
+    if value is None:
+        return NONE_GROUP
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def collect(spans: Iterable[SpanRecord], group_by: str | None = None) -> Collected:
+    """Turn spans into samples; spans read twice (same trace and span id) count once."""
+    unique: dict[tuple[str, str], SpanRecord] = {}
+    out = Collected()
+    for span in spans:
+        key = (span.trace_id, span.span_id)
+        if key in unique:
+            out.duplicate_spans += 1
+        else:
+            unique[key] = span
+    for span in unique.values():
+        _add_span(out, span, unique, group_by)
+    return out
+
+
+def _add_span(
+    out: Collected, span: SpanRecord, index: Mapping[tuple[str, str], SpanRecord], group_by: str | None
+) -> None:
+    out.trace_ids.add(span.trace_id)
+    start, end = span.start_time_unix_nano, span.end_time_unix_nano
+    out.start_ns = start if out.start_ns is None else min(out.start_ns, start)
+    out.end_ns = end if out.end_ns is None else max(out.end_ns, end)
+    kind = span.attributes.get(sc.SPAN_KIND)
+    kind = kind if isinstance(kind, str) else None
+    target: SpanRecord | None = span
+    carrier = kind == _EVALUATOR_KIND
+    if carrier:
+        out.evaluator_spans += 1
+        target = _link_target(span, index)
+        if target is None:
+            out.unresolved_links += 1
+    else:
+        error = span.status_code == "ERROR"
+        out.spans.append(SpanSample(group_key(span, group_by), span.name, kind, span.duration_s, error))
+    # A carrier whose target is missing keeps its own group (usually the same service).
+    group = group_key(target if target is not None else span, group_by)
+    name = target.name if target is not None else None
+    for event in span.events:
+        if event.name == sc.EVALUATION_EVENT:
+            out.results.append(_result(event.attributes, group, name, from_carrier=carrier))
+    skipped = span.attributes.get(sc.EVALUATION_NOT_SAMPLED)
+    if isinstance(skipped, list) and not carrier:
+        out.not_sampled.extend((group, str(evaluator), span.name) for evaluator in skipped)
+
+
+def _link_target(span: SpanRecord, index: Mapping[tuple[str, str], SpanRecord]) -> SpanRecord | None:
+    """The span a carrier evaluates; an ``EVALUATOR`` span without exactly one link evaluates itself."""
+    if len(span.links) != 1:
+        return span
+    link = span.links[0]
+    return index.get((link.trace_id, link.span_id))
+
+
+def _result(
+    attrs: Mapping[str, Any], group: str | None, span: str | None, *, from_carrier: bool
+) -> ResultSample:
+    name = attrs.get(sc.EVALUATION_NAME)
+    status = _status(attrs)
+    passed = attrs.get(sc.EVALUATION_PASSED)
+    label = attrs.get(sc.EVALUATION_SCORE_LABEL)
+    return ResultSample(
+        evaluator=name if isinstance(name, str) and name else UNNAMED,
+        group=group,
+        span=span,
+        status=status,
+        score=_finite(attrs.get(sc.EVALUATION_SCORE_VALUE)),
+        passed=passed if isinstance(passed, bool) else None,
+        threshold=_finite(attrs.get(sc.EVALUATION_THRESHOLD)),
+        label=label if isinstance(label, str) and label else None,
+        from_carrier=from_carrier,
+    )
+
+
+def _status(attrs: Mapping[str, Any]) -> Status:
+    status = attrs.get(sc.EVALUATION_STATUS)
+    known = _STATUSES.get(status) if isinstance(status, str) else None
+    if known is not None:
+        return known
+    # Writers that predate the status attribute: an error type marks a failed evaluation.
+    return "error" if sc.ERROR_TYPE in attrs else "ok"
+
+
+def _finite(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None

@@ -1,0 +1,57 @@
+"""Number formats shared by the terminal tables and the HTML page."""
+
+from __future__ import annotations
+
+__all__ = ["DASH", "format_count", "format_duration", "format_rate", "format_score"]
+
+DASH = "–"
+"""Shown where there is no value (no scores, no decisions)."""
+
+
+def format_duration(seconds: float | None) -> str:
+    """A duration with a unit chosen for its size.
+
+    Example:
+        >>> format_duration(0.000042), format_duration(0.0123), format_duration(1.5), format_duration(125)
+        ('42 µs', '12.3 ms', '1.50 s', '2m05s')
+    """
+    if seconds is None:
+        return DASH
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.0f} µs"
+    if seconds < 1:
+        return f"{seconds * 1e3:.1f} ms"
+    if seconds < 60:
+        return f"{seconds:.2f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes}m{rest:02d}s"
+
+
+def format_rate(rate: float | None) -> str:
+    """A fraction as a percentage with one decimal.
+
+    Example:
+        >>> format_rate(0.8125), format_rate(None)
+        ('81.2%', '–')
+    """
+    return DASH if rate is None else f"{rate * 100:.1f}%"
+
+
+def format_score(score: float | None) -> str:
+    """A score with three decimals.
+
+    Example:
+        >>> format_score(0.84375)
+        '0.844'
+    """
+    return DASH if score is None else f"{score:.3f}"
+
+
+def format_count(count: int) -> str:
+    """A count with thousands separators; zero shows as ``0``.
+
+    Example:
+        >>> format_count(104857)
+        '104,857'
+    """
+    return f"{count:,}"

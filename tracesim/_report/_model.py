@@ -1,0 +1,166 @@
+"""The typed result of ``tracesim report``: frozen dataclasses that turn into plain JSON.
+
+`Report.to_dict` is the documented ``--json`` shape (see ``docs/report.md``). Keys come out in
+the order the fields are declared here, and every key is always present (``null`` when there
+is no value), so scripts can rely on the shape.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["SCHEMA", "EvaluatorStats", "Histogram", "LatencyStats", "Report", "SpanStats", "Totals"]
+
+SCHEMA = "tracesim.report/1"
+"""Version tag written as ``"schema"``; it changes only when the JSON shape changes incompatibly."""
+
+
+@dataclass(frozen=True)
+class LatencyStats:
+    """Span durations in seconds; percentiles interpolate linearly (see `percentile`)."""
+
+    min: float
+    mean: float
+    p50: float
+    p95: float
+    p99: float
+    max: float
+
+
+@dataclass(frozen=True)
+class Histogram:
+    """Score counts: ``counts[i]`` scores fell in ``[edges[i], edges[i + 1])``, the last bin closed."""
+
+    edges: tuple[float, ...]
+    counts: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class SpanStats:
+    """Count, errors and latency of the spans sharing one name (within one group).
+
+    ``errors`` counts spans with status ``ERROR``; ``error_rate`` is ``errors / count``.
+    ``kinds`` lists the ``openinference.span.kind`` values seen, sorted.
+    """
+
+    group: str | None
+    name: str
+    kinds: tuple[str, ...]
+    count: int
+    errors: int
+    error_rate: float
+    latency_s: LatencyStats
+
+
+@dataclass(frozen=True)
+class EvaluatorStats:
+    """What one evaluator said about the spans named ``span`` (within one group).
+
+    ``results`` counts every ``gen_ai.evaluation.result`` event, ``results == ok + skipped +
+    errors``. ``mean_score`` averages the finite scores of ``ok`` results (``scored`` of them).
+    ``passed``/``failed`` count ``ok`` results carrying ``tracesim.evaluation.passed``, and
+    ``pass_rate = passed / (passed + failed)``, ``None`` when no result had a decision.
+    ``not_sampled`` counts spans that listed the evaluator in ``tracesim.evaluation.not_sampled``
+    (they are not results). ``from_carriers`` counts results read from carrier spans.
+    ``span`` is ``None`` in the per-evaluator totals and for carrier results whose target span
+    is not in the files.
+    """
+
+    group: str | None
+    name: str
+    span: str | None
+    results: int
+    ok: int
+    skipped: int
+    errors: int
+    not_sampled: int
+    from_carriers: int
+    scored: int
+    mean_score: float | None
+    passed: int
+    failed: int
+    pass_rate: float | None
+    thresholds: tuple[float, ...]
+    labels: dict[str, int]
+    histogram: Histogram
+
+
+@dataclass(frozen=True)
+class Totals:
+    """File-wide counts.
+
+    ``spans`` excludes ``evaluator_spans`` (spans of kind ``EVALUATOR``, such as carriers of
+    late results). ``duplicate_spans`` were read more than once (same trace and span id) and
+    counted once. ``unresolved_links`` are carrier spans whose target is not in the files.
+    ``start``/``end`` are the earliest span start and latest span end, ISO 8601 UTC.
+    """
+
+    files: int
+    spans: int
+    traces: int
+    errors: int
+    evaluator_spans: int
+    results: int
+    duplicate_spans: int
+    unresolved_links: int
+    start: str | None
+    end: str | None
+
+
+@dataclass(frozen=True)
+class Report:
+    """Summary of trace files: per-span-name latency and errors, per-evaluator scores.
+
+    ``spans`` and ``evaluators`` have one row per group (``group`` is ``None`` unless
+    ``group_by`` is set), sorted by group then name. ``evaluator_totals`` has one row per
+    evaluator over all groups and spans; ``--fail-under`` and the score charts use it.
+    ``warnings`` holds the messages of trace-file lines that were skipped.
+
+    Example:
+        >>> from tracesim._report import summarize
+        >>> report = summarize([])
+        >>> report.to_dict()["totals"]["spans"]
+        0
+    """
+
+    files: tuple[str, ...]
+    group_by: str | None
+    totals: Totals
+    spans: tuple[SpanStats, ...]
+    evaluators: tuple[EvaluatorStats, ...]
+    evaluator_totals: tuple[EvaluatorStats, ...]
+    warnings: tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``--json`` document: plain dicts, lists, strings, numbers, booleans and nulls."""
+        return {
+            "schema": SCHEMA,
+            "files": list(self.files),
+            "group_by": self.group_by,
+            "totals": _plain(self.totals),
+            "spans": [_plain(s) for s in self.spans],
+            "evaluators": [_plain(e) for e in self.evaluators],
+            "evaluator_totals": [_plain(e) for e in self.evaluator_totals],
+            "warnings": list(self.warnings),
+        }
+
+    def to_json(self, *, indent: int | None = 2) -> str:
+        """`to_dict` as strict JSON text (no NaN or infinities)."""
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False, ensure_ascii=False)
+
+    def evaluator(self, name: str) -> EvaluatorStats | None:
+        """The totals row of evaluator ``name``, or ``None`` when it is not in the files."""
+        return next((e for e in self.evaluator_totals if e.name == name), None)
+
+
+def _plain(value: Any) -> Any:
+    # dataclasses.asdict would deep-copy and keep tuples; JSON wants lists, in field order.
+    if hasattr(value, "__dataclass_fields__"):
+        return {name: _plain(getattr(value, name)) for name in value.__dataclass_fields__}
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value

@@ -1,0 +1,196 @@
+"""Aggregate span and result samples into a `Report`.
+
+Definitions (also in ``docs/report.md``):
+
+- latency percentiles interpolate linearly between closest ranks (numpy's default method);
+- ``error_rate = errors / count``, errors being spans with status ``ERROR``;
+- ``mean_score`` averages the finite scores of results with status ``ok``; skipped and errored
+  results never contribute a score;
+- ``pass_rate = passed / (passed + failed)`` over ``ok`` results that carry
+  ``tracesim.evaluation.passed``; ``None`` when there is no such result.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timezone
+from warnings import catch_warnings, simplefilter
+
+from tracesim._report._collect import Collected, ResultSample, SpanSample, collect
+from tracesim._report._math import histogram, histogram_edges, percentile
+from tracesim._report._model import EvaluatorStats, LatencyStats, Report, SpanStats, Totals
+from tracesim.exporters import SpanRecord, load_spans
+
+__all__ = ["read_report", "summarize"]
+
+_EvalKey = tuple[str | None, str, str | None]  # group, evaluator, evaluated span name
+
+
+def summarize(
+    spans: Iterable[SpanRecord],
+    *,
+    group_by: str | None = None,
+    files: Sequence[str] = (),
+    warnings: Sequence[str] = (),
+) -> Report:
+    """Summarise spans: latency and errors per span name, scores per evaluator.
+
+    ``group_by`` names a span attribute, or a resource attribute such as ``service.name``;
+    rows are then split by its value (``"(none)"`` where it is missing). Results on carrier
+    spans count for the span they link to, in that span's group.
+
+    Example:
+        >>> from tracesim.exporters import load_spans
+        >>> spans = load_spans(".tracesim/traces.jsonl")  # doctest: +SKIP
+        >>> report = summarize(spans, group_by="service.name")  # doctest: +SKIP
+        >>> [(s.name, s.latency_s.p95) for s in report.spans]  # doctest: +SKIP
+        [('answer', 1.82), ('retrieve', 0.21)]
+    """
+    collected = collect(spans, group_by)
+    rows, totals = _evaluator_rows(collected)
+    return Report(
+        files=tuple(files),
+        group_by=group_by,
+        totals=_totals(collected, len(files)),
+        spans=_span_rows(collected.spans),
+        evaluators=rows,
+        evaluator_totals=totals,
+        warnings=tuple(warnings),
+    )
+
+
+def read_report(paths: Iterable[str | os.PathLike[str]], *, group_by: str | None = None) -> Report:
+    """Load trace files and summarise them.
+
+    Lines that cannot be read (a torn last line after a crash) are skipped; their
+    `~tracesim.exporters.TraceFileWarning` messages are kept in `Report.warnings` instead of
+    being raised as warnings.
+
+    Example:
+        >>> report = read_report([".tracesim/traces.jsonl"])  # doctest: +SKIP
+        >>> report.evaluator("levenshtein").pass_rate  # doctest: +SKIP
+        0.82
+    """
+    files = [os.fspath(p) for p in paths]
+    with catch_warnings(record=True) as caught:
+        simplefilter("always")
+        spans = load_spans(files)
+    return summarize(spans, group_by=group_by, files=files, warnings=[str(w.message) for w in caught])
+
+
+def _span_rows(samples: Iterable[SpanSample]) -> tuple[SpanStats, ...]:
+    by_key: dict[tuple[str | None, str], list[SpanSample]] = defaultdict(list)
+    for sample in samples:
+        by_key[(sample.group, sample.name)].append(sample)
+    rows = []
+    for (group, name), items in sorted(by_key.items(), key=lambda kv: (kv[0][0] or "", kv[0][1])):
+        errors = sum(s.error for s in items)
+        rows.append(
+            SpanStats(
+                group=group,
+                name=name,
+                kinds=tuple(sorted({s.kind for s in items if s.kind is not None})),
+                count=len(items),
+                errors=errors,
+                error_rate=errors / len(items),
+                latency_s=_latency(sorted(s.duration_s for s in items)),
+            )
+        )
+    return tuple(rows)
+
+
+def _latency(durations: Sequence[float]) -> LatencyStats:
+    return LatencyStats(
+        min=durations[0],
+        mean=sum(durations) / len(durations),
+        p50=percentile(durations, 50),
+        p95=percentile(durations, 95),
+        p99=percentile(durations, 99),
+        max=durations[-1],
+    )
+
+
+def _thresholds(results: Iterable[ResultSample]) -> tuple[float, ...]:
+    return tuple(sorted({r.threshold for r in results if r.threshold is not None}))
+
+
+def _evaluator_rows(collected: Collected) -> tuple[tuple[EvaluatorStats, ...], tuple[EvaluatorStats, ...]]:
+    results: dict[_EvalKey, list[ResultSample]] = defaultdict(list)
+    by_name: dict[str, list[ResultSample]] = defaultdict(list)
+    not_sampled: Counter[_EvalKey] = Counter(collected.not_sampled)
+    not_sampled_by_name: Counter[str] = Counter(name for _, name, _ in collected.not_sampled)
+    for r in collected.results:
+        results[(r.group, r.evaluator, r.span)].append(r)
+        by_name[r.evaluator].append(r)
+    # One set of bin edges per evaluator, so its charts and groups compare bin by bin.
+    edges = {name: histogram_edges(_ok_scores(items), _thresholds(items)) for name, items in by_name.items()}
+    keys = sorted(set(results) | set(not_sampled), key=_sort_key)
+    rows = tuple(_evaluator_stats(key, results.get(key, []), not_sampled[key], edges) for key in keys)
+    totals = tuple(
+        _evaluator_stats((None, name, None), by_name.get(name, []), not_sampled_by_name[name], edges)
+        for name in sorted({key[1] for key in keys})
+    )
+    return rows, totals
+
+
+def _ok_scores(results: Iterable[ResultSample]) -> list[float]:
+    return [r.score for r in results if r.status == "ok" and r.score is not None]
+
+
+def _sort_key(key: _EvalKey) -> tuple[str, str, bool, str]:
+    group, evaluator, span = key
+    return (group or "", evaluator, span is None, span or "")
+
+
+def _evaluator_stats(
+    key: _EvalKey, results: Sequence[ResultSample], not_sampled: int, edges: dict[str, tuple[float, ...]]
+) -> EvaluatorStats:
+    group, name, span = key
+    ok = [r for r in results if r.status == "ok"]
+    scores = _ok_scores(ok)
+    passed = sum(r.passed is True for r in ok)
+    failed = sum(r.passed is False for r in ok)
+    labels = Counter(r.label for r in ok if r.label is not None)
+    return EvaluatorStats(
+        group=group,
+        name=name,
+        span=span,
+        results=len(results),
+        ok=len(ok),
+        skipped=sum(r.status == "skipped" for r in results),
+        errors=sum(r.status == "error" for r in results),
+        not_sampled=not_sampled,
+        from_carriers=sum(r.from_carrier for r in results),
+        scored=len(scores),
+        mean_score=sum(scores) / len(scores) if scores else None,
+        passed=passed,
+        failed=failed,
+        pass_rate=passed / (passed + failed) if passed + failed else None,
+        thresholds=_thresholds(results),
+        labels=dict(sorted(labels.items(), key=lambda kv: (-kv[1], kv[0]))),
+        histogram=histogram(scores, edges.get(name) or histogram_edges([])),
+    )
+
+
+def _totals(collected: Collected, files: int) -> Totals:
+    return Totals(
+        files=files,
+        spans=len(collected.spans),
+        traces=len(collected.trace_ids),
+        errors=sum(s.error for s in collected.spans),
+        evaluator_spans=collected.evaluator_spans,
+        results=len(collected.results),
+        duplicate_spans=collected.duplicate_spans,
+        unresolved_links=collected.unresolved_links,
+        start=_iso(collected.start_ns),
+        end=_iso(collected.end_ns),
+    )
+
+
+def _iso(ns: int | None) -> str | None:
+    if ns is None:
+        return None
+    moment = datetime.fromtimestamp(ns // 1_000_000_000, tz=timezone.utc)
+    return moment.replace(microsecond=(ns % 1_000_000_000) // 1000).isoformat().replace("+00:00", "Z")

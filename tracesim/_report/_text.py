@@ -1,0 +1,123 @@
+"""The report as terminal tables, drawn with rich."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from tracesim._report._format import DASH, format_count, format_duration, format_rate, format_score
+from tracesim._report._model import EvaluatorStats, Report, SpanStats
+
+__all__ = ["print_report", "summary_line"]
+
+_DECISION_LABELS = frozenset({"pass", "fail"})
+_TOP_LABELS = 3
+
+
+def summary_line(report: Report) -> str:
+    """One sentence saying what was read.
+
+    Example:
+        >>> from tracesim._report import summarize
+        >>> summary_line(summarize([]))
+        'No spans found.'
+    """
+    t = report.totals
+    if not t.spans and not t.evaluator_spans:
+        return "No spans found."
+    files = f"{t.files} file{'s' * (t.files != 1)}"
+    text = f"{format_count(t.spans)} spans in {format_count(t.traces)} traces from {files}"
+    if t.start and t.end:
+        text += f" ({t.start} to {t.end})"
+    text += f"; {format_count(t.results)} evaluation results"
+    carried = sum(e.from_carriers for e in report.evaluator_totals)
+    if carried:
+        text += f", {format_count(carried)} of them on {format_count(t.evaluator_spans)} carrier spans"
+    if t.duplicate_spans:
+        text += f"; {format_count(t.duplicate_spans)} duplicate spans counted once"
+    if t.unresolved_links:
+        text += f"; {format_count(t.unresolved_links)} carrier links to spans not in the files"
+    return text + "."
+
+
+def print_report(report: Report, console: Console) -> None:
+    """Print the summary line, the span table and the evaluator table.
+
+    Example:
+        >>> from rich.console import Console
+        >>> from tracesim._report import summarize
+        >>> print_report(summarize([]), Console())
+        No spans found.
+    """
+    console.print(Text(summary_line(report)))
+    grouped = report.group_by is not None
+    if report.spans:
+        console.print(span_table(report.spans, report.group_by if grouped else None))
+    if report.evaluators:
+        console.print(evaluator_table(report.evaluators, report.group_by if grouped else None))
+
+
+def span_table(rows: Sequence[SpanStats], group_by: str | None) -> Table:
+    """Count, errors and latency percentiles per span name."""
+    table = Table(title="Spans", title_justify="left")
+    if group_by:
+        table.add_column(group_by)
+    table.add_column("span")
+    table.add_column("kind")
+    for name in ("count", "errors", "error rate", "p50", "p95", "p99", "max"):
+        table.add_column(name, justify="right")
+    for row in rows:
+        lat = row.latency_s
+        cells = [
+            row.name,
+            ", ".join(row.kinds) or DASH,
+            format_count(row.count),
+            format_count(row.errors),
+            format_rate(row.error_rate),
+            *(format_duration(v) for v in (lat.p50, lat.p95, lat.p99, lat.max)),
+        ]
+        table.add_row(*(Text(c) for c in ([row.group or ""] if group_by else []) + cells))
+    return table
+
+
+def evaluator_table(rows: Sequence[EvaluatorStats], group_by: str | None) -> Table:
+    """Results, mean score, pass rate and what was skipped, per evaluator and evaluated span."""
+    table = Table(title="Evaluators", title_justify="left")
+    if group_by:
+        table.add_column(group_by)
+    table.add_column("evaluator")
+    table.add_column("span")
+    numbers = ["results", "mean score", "pass rate", "passed", "failed", "skipped", "errors", "not sampled"]
+    carriers = any(r.from_carriers for r in rows)
+    if carriers:
+        numbers.append("on carriers")
+    for name in numbers:
+        table.add_column(name, justify="right")
+    labels = any(set(r.labels) - _DECISION_LABELS for r in rows)
+    if labels:
+        table.add_column("top labels")
+    for row in rows:
+        cells = [
+            row.name,
+            row.span if row.span is not None else DASH,
+            format_count(row.results),
+            format_score(row.mean_score),
+            format_rate(row.pass_rate),
+            *(format_count(n) for n in (row.passed, row.failed, row.skipped, row.errors, row.not_sampled)),
+        ]
+        if carriers:
+            cells.append(format_count(row.from_carriers))
+        if labels:
+            cells.append(top_labels(row))
+        table.add_row(*(Text(c) for c in ([row.group or ""] if group_by else []) + cells))
+    return table
+
+
+def top_labels(row: EvaluatorStats, limit: int = _TOP_LABELS) -> str:
+    """The most frequent labels with their counts, e.g. ``helpful 12, unhelpful 3``."""
+    items = list(row.labels.items())
+    text = ", ".join(f"{label} {count}" for label, count in items[:limit])
+    return text + (f", +{len(items) - limit} more" if len(items) > limit else "") if items else DASH
