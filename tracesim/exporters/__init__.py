@@ -8,6 +8,7 @@ from tracesim.exporters._console import ConsoleExporter
 from tracesim.exporters._jsonl import JsonlExporter, TraceFileWarning, load_spans, read_jsonl, rotated_files
 from tracesim.exporters._otlp import otlp_exporter
 from tracesim.exporters._records import EventRecord, LinkRecord, SpanRecord, spans_from_request
+from tracesim.exporters._spool import SpoolingExporter, SpoolStats
 from tracesim.exporters._tree import render_trees
 
 __all__ = [
@@ -16,6 +17,8 @@ __all__ = [
     "JsonlExporter",
     "LinkRecord",
     "SpanRecord",
+    "SpoolStats",
+    "SpoolingExporter",
     "TraceFileWarning",
     "load_spans",
     "otlp_exporter",

@@ -23,6 +23,8 @@ def otlp_exporter(
     headers: Mapping[str, str] | None = None,
     *,
     timeout_s: float | None = None,
+    spool_dir: str | os.PathLike[str] | None = None,
+    spool_max_bytes: int = 256 * 1024 * 1024,
 ) -> SpanExporter:
     """Build the official OpenTelemetry OTLP span exporter for ``protocol``.
 
@@ -37,11 +39,26 @@ def otlp_exporter(
             ``https://host:4317``.
         headers: Extra request headers, e.g. an API key.
         timeout_s: Per-export time limit in seconds.
+        spool_dir: When set, batches the backend does not accept are kept in this directory
+            and re-sent when it is back (a `SpoolingExporter` around the OTLP exporter).
+        spool_max_bytes: Size bound of the spool; the oldest batches go first when it is full.
 
     Example:
         >>> from tracesim.exporters import otlp_exporter
         >>> exporter = otlp_exporter("grpc", "http://127.0.0.1:4317")
+        >>> durable = otlp_exporter(endpoint="http://127.0.0.1:6006", spool_dir=".tracesim/spool")
     """
+    exporter = _official_exporter(protocol, endpoint, headers, timeout_s)
+    if spool_dir is None:
+        return exporter
+    from tracesim.exporters._spool import SpoolingExporter
+
+    return SpoolingExporter(exporter, spool_dir, max_bytes=spool_max_bytes)
+
+
+def _official_exporter(
+    protocol: str | None, endpoint: str | None, headers: Mapping[str, str] | None, timeout_s: float | None
+) -> SpanExporter:
     if protocol is None:
         protocol = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or os.environ.get(
             "OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"
@@ -66,7 +83,9 @@ def otlp_exporter(
 def _traces_url(endpoint: str) -> str:
     parsed = urlparse(endpoint)
     if parsed.scheme not in ("http", "https") or not parsed.netloc:
-        raise ConfigError("otlp_endpoint", endpoint, "an http:// or https:// URL", env_var="OTEL_EXPORTER_OTLP_ENDPOINT")
+        raise ConfigError(
+            "otlp_endpoint", endpoint, "an http:// or https:// URL", env_var="OTEL_EXPORTER_OTLP_ENDPOINT"
+        )
     if parsed.path in ("", "/"):
         return endpoint.rstrip("/") + "/v1/traces"
     return endpoint

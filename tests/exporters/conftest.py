@@ -1,0 +1,113 @@
+"""A scripted OTLP/HTTP endpoint on loopback: the edge the spool tests fake.
+
+It decodes every request with the real OTLP protobuf types, so tests can check exactly which
+spans arrived, how often and in what order.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+
+class OtlpSink:
+    """Answers POST /v1/traces with ``script`` status codes in turn, then ``status``."""
+
+    def __init__(self) -> None:
+        self.status = 200
+        self.script: list[int] = []
+        self.reject: Callable[[list[str]], int | None] = lambda names: None
+        self.requests: list[list[str]] = []  # span names per request, in arrival order
+        self.span_ids: list[str] = []
+        self.content_types: list[str] = []
+        self.bodies: list[bytes] = []
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1/traces"
+
+    @property
+    def delivered_names(self) -> list[str]:
+        with self._lock:
+            return [name for request in self.requests for name in request]
+
+    def _answer(self, body: bytes, content_type: str) -> int:
+        request = ExportTraceServiceRequest()
+        request.ParseFromString(body)
+        spans = [s for rs in request.resource_spans for ss in rs.scope_spans for s in ss.spans]
+        names = [s.name for s in spans]
+        with self._lock:
+            self.content_types.append(content_type)
+            status = self.script.pop(0) if self.script else self.status
+            rejected = self.reject(names) if names else None
+            status = rejected or status
+            if status == 200:
+                self.bodies.append(body)
+                if names:
+                    self.requests.append(names)
+                    self.span_ids.extend(s.span_id.hex() for s in spans)
+            return status
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        sink = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                status = sink._answer(body, self.headers.get("Content-Type", ""))
+                self.send_response(status)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        return Handler
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()
+
+
+@pytest.fixture
+def sink() -> Iterator[OtlpSink]:
+    server = OtlpSink()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def make_batch() -> Iterator[Callable[..., list[ReadableSpan]]]:
+    """Finished SDK spans named ``<prefix>-<i>``, one trace per batch, from a real provider."""
+    memory = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": "spool-test"}))
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer("tests")
+
+    def make(prefix: str, size: int = 3) -> list[ReadableSpan]:
+        memory.clear()
+        with tracer.start_as_current_span(f"{prefix}-0", attributes={"input.value": "x" * 100}):
+            for i in range(1, size):
+                with tracer.start_as_current_span(f"{prefix}-{i}"):
+                    pass
+        return sorted(memory.get_finished_spans(), key=lambda s: s.name)
+
+    yield make
+    provider.shutdown()
