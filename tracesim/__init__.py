@@ -1,6 +1,33 @@
-"""tracesim: trace LLM agent functions with OpenTelemetry and score their outputs online."""
+"""tracesim: trace LLM agent functions with OpenTelemetry and score their outputs online.
 
+Example:
+    >>> import tracesim
+    >>> tracesim.configure(service_name="support-bot")  # doctest: +SKIP
+    >>> @tracesim.trace(kind="agent")
+    ... def answer(question: str) -> str:
+    ...     return "Warsaw"
+"""
+
+from tracesim._api import configure, force_flush, shutdown
+from tracesim._context import ContextThreadPoolExecutor, propagate_context
 from tracesim._errors import ConfigError, TracesimError
+from tracesim._runtime import NotConfiguredWarning
+from tracesim._span import Span, current_span, span
+from tracesim._tracing import trace
 from tracesim._version import __version__
 
-__all__ = ["ConfigError", "TracesimError", "__version__"]
+__all__ = [
+    "ConfigError",
+    "ContextThreadPoolExecutor",
+    "NotConfiguredWarning",
+    "Span",
+    "TracesimError",
+    "__version__",
+    "configure",
+    "current_span",
+    "force_flush",
+    "propagate_context",
+    "shutdown",
+    "span",
+    "trace",
+]

@@ -29,7 +29,9 @@ class ConsoleExporter(SpanExporter):
         >>> tracesim.configure(exporters=["console"])  # doctest: +SKIP
     """
 
-    def __init__(self, stream: TextIO | None = None, *, details: bool = True, max_pending: int = 10_000) -> None:
+    def __init__(
+        self, stream: TextIO | None = None, *, details: bool = True, max_pending: int = 10_000
+    ) -> None:
         self._stream = stream
         self._details = details
         self._max_pending = max_pending

@@ -126,7 +126,7 @@ class JsonlExporter(SpanExporter):
             self.path.unlink(missing_ok=True)
             return
         files[-1].unlink(missing_ok=True)
-        for older, newer in zip(reversed(files[1:]), reversed(files[:-1])):
+        for older, newer in zip(reversed(files[1:]), reversed(files[:-1]), strict=True):
             if newer.exists():
                 newer.replace(older)
 

@@ -67,7 +67,15 @@ def _render(
             out.append(body + ("│  " if kids else "   ") + line)
     for i, (child, grandkids) in enumerate(kids):
         last = i == len(kids) - 1
-        _render(child, grandkids, body + ("└─ " if last else "├─ "), body + ("   " if last else "│  "), out, details, width)
+        _render(
+            child,
+            grandkids,
+            body + ("└─ " if last else "├─ "),
+            body + ("   " if last else "│  "),
+            out,
+            details,
+            width,
+        )
 
 
 def _headline(span: SpanRecord) -> str:

@@ -1,0 +1,51 @@
+"""Shared fixtures: every test starts unconfigured, in its own directory, with a clean environment."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tracesim import _runtime
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = (REPO / ".." / "shared").resolve()
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    for key in list(os.environ):
+        if key.startswith(("TRACESIM_", "OTEL_")):
+            monkeypatch.delenv(key)
+    # tracesim's own bugs must fail our tests, not be logged and hidden
+    monkeypatch.setenv("TRACESIM_INTERNAL_ERRORS", "raise")
+    monkeypatch.chdir(tmp_path)
+    yield
+    _runtime.shutdown(10)
+
+
+class PythonRunner:
+    """Runs code in a fresh interpreter: for process-global behaviour (providers, exit, fork)."""
+
+    def __call__(
+        self, code: str, *, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120
+    ) -> subprocess.CompletedProcess[str]:
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith(("TRACESIM_", "OTEL_"))}
+        full_env.update(env or {})
+        return subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=cwd,
+            env=full_env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+
+@pytest.fixture
+def run_python() -> PythonRunner:
+    return PythonRunner()

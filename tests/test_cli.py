@@ -1,0 +1,89 @@
+"""The ``tracesim`` command: demo and show, run as a user runs them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tracesim import _demo
+from tracesim.exporters import load_spans
+
+
+def _tracesim(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith(("TRACESIM_", "OTEL_"))}
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "tracesim", *args],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_demo_writes_every_call_with_input_output_and_the_right_tree(tmp_path: Path) -> None:
+    result = _tracesim("demo", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    path = tmp_path / ".tracesim" / "traces.jsonl"
+    assert f"written to {path}" in result.stdout
+    spans = load_spans(path)
+    roots = [s for s in spans if s.parent_span_id is None]
+    assert [r.attributes["input.value"] for r in sorted(roots, key=lambda s: s.start_time_unix_nano)] == list(
+        _demo.QUESTIONS
+    )
+    by_id = {s.span_id: s for s in spans}
+    for span in spans:
+        assert "input.value" in span.attributes, span.name
+        assert "output.value" in span.attributes, span.name
+        assert span.resource["service.name"] == "tracesim-demo"
+        if span.parent_span_id is not None:
+            parent = by_id[span.parent_span_id]
+            assert parent.name == "answer"
+            assert parent.trace_id == span.trace_id
+    for root in roots:
+        children = sorted(
+            (s for s in spans if s.parent_span_id == root.span_id), key=lambda s: s.start_time_unix_nano
+        )
+        names = [c.name for c in children]
+        assert names in (["plan", "retrieve", "generate"], ["calculator"]), names
+        assert root.attributes["openinference.span.kind"] == "AGENT"
+    calculator = next(s for s in spans if s.name == "calculator" and s.attributes["input.value"] == "17 * 23")
+    assert calculator.attributes["output.value"] == "391.0"
+    assert "answer  AGENT" in result.stdout
+
+
+def test_show_prints_the_trees_of_a_file(tmp_path: Path) -> None:
+    assert _tracesim("demo", "--quiet", cwd=tmp_path).returncode == 0
+    result = _tracesim("show", ".tracesim/traces.jsonl", "--last", "1", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("answer  AGENT  ")
+    assert lines[1] == "│  in: What is (1903 - 1867) / 4?"
+    assert lines[2] == "│  out: 9"
+    assert lines[3].startswith("└─ calculator  TOOL  ")
+    brief = _tracesim("show", "--no-details", cwd=tmp_path)
+    assert brief.stdout.count("answer  AGENT") == len(_demo.QUESTIONS)
+    assert "in:" not in brief.stdout
+
+
+def test_show_reports_a_missing_file_and_a_torn_line(tmp_path: Path) -> None:
+    missing = _tracesim("show", "nope.jsonl", cwd=tmp_path)
+    assert missing.returncode == 2
+    assert "no such file: nope.jsonl" in missing.stderr
+    assert _tracesim("demo", "--quiet", cwd=tmp_path).returncode == 0
+    with open(tmp_path / ".tracesim" / "traces.jsonl", "a") as f:
+        f.write('{"resourceSpans": [')
+    torn = _tracesim("show", "--no-details", cwd=tmp_path)
+    assert torn.returncode == 0
+    assert "torn last line" in torn.stderr
+    assert torn.stdout.count("answer  AGENT") == len(_demo.QUESTIONS)
+
+
+def test_the_command_lists_its_subcommands(tmp_path: Path) -> None:
+    result = _tracesim("--help", cwd=tmp_path)
+    assert result.returncode == 0
+    for command in ("demo", "show"):
+        assert command in result.stdout

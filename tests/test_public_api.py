@@ -1,0 +1,41 @@
+"""The public API is a short, deliberate list."""
+
+from __future__ import annotations
+
+import tracesim
+import tracesim.exporters
+import tracesim.testing
+
+
+def test_top_level_names_are_pinned() -> None:
+    assert sorted(tracesim.__all__) == sorted(
+        [
+            "ConfigError",
+            "ContextThreadPoolExecutor",
+            "NotConfiguredWarning",
+            "Span",
+            "TracesimError",
+            "__version__",
+            "configure",
+            "current_span",
+            "force_flush",
+            "propagate_context",
+            "shutdown",
+            "span",
+            "trace",
+        ]
+    )
+
+
+def test_every_exported_name_exists_and_is_documented() -> None:
+    for module in (tracesim, tracesim.exporters, tracesim.testing):
+        for name in module.__all__:
+            value = getattr(module, name)
+            if name != "__version__":
+                assert getattr(value, "__doc__", None), f"{module.__name__}.{name} has no docstring"
+
+
+def test_the_package_is_typed() -> None:
+    from importlib.resources import files
+
+    assert files("tracesim").joinpath("py.typed").is_file()

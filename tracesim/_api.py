@@ -1,0 +1,97 @@
+"""`configure`, `force_flush` and `shutdown`: the typed public face of the runtime."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from opentelemetry.sdk.trace.export import SpanExporter
+
+from tracesim import _runtime
+from tracesim._config import Redactor
+
+__all__ = ["configure", "force_flush", "shutdown"]
+
+
+def configure(
+    *,
+    service_name: str | None = None,
+    exporters: Sequence[str | SpanExporter] | str | SpanExporter | None = None,
+    enabled: bool | None = None,
+    resource_attributes: Mapping[str, Any] | None = None,
+    capture: bool | None = None,
+    max_value_chars: int | None = None,
+    max_generator_items: int | None = None,
+    redact: Redactor | None = None,
+    redact_patterns: Sequence[str] | str | None = None,
+    jsonl_path: str | os.PathLike[str] | None = None,
+    jsonl_max_bytes: int | None = None,
+    jsonl_backups: int | None = None,
+    otlp_protocol: str | None = None,
+    otlp_endpoint: str | None = None,
+    otlp_headers: Mapping[str, str] | None = None,
+    spool_dir: str | os.PathLike[str] | None = None,
+    spool_max_bytes: int | None = None,
+    batch_export: bool | None = None,
+    set_global_tracer_provider: bool | None = None,
+    scoring_mode: str | None = None,
+    evaluation_sample_rate: float | None = None,
+    max_defer_s: float | None = None,
+    scoring_queue_size: int | None = None,
+    scoring_workers: int | None = None,
+    evaluation_log_events: bool | None = None,
+    evaluators: Sequence[Mapping[str, Any]] | None = None,
+    phoenix_annotations_url: str | None = None,
+    shutdown_timeout_s: float | None = None,
+    internal_errors: str | None = None,
+    config_file: str | os.PathLike[str] | None = None,
+) -> None:
+    """Set tracesim up: where spans go, what is captured, how outputs are scored.
+
+    Every argument is optional; one left out comes from its environment variable
+    (``TRACESIM_*`` or the standard ``OTEL_*``), then from ``tracesim.yaml`` in the working
+    directory (or ``config_file``), then from the default. With no exporter named and no
+    ``OTEL_EXPORTER_OTLP_ENDPOINT`` set, spans go to ``.tracesim/traces.jsonl``.
+
+    Calling it again replaces the configuration: the previous exporters are flushed and
+    shut down. If the application already installed an OpenTelemetry ``TracerProvider``,
+    tracesim adds its processors to it instead of replacing it.
+
+    The README's configuration table lists every setting, its variable and its values.
+
+    Raises:
+        ConfigError: a setting has an invalid value; the message names the setting, its
+            environment variable and the accepted values.
+
+    Example:
+        >>> import tracesim
+        >>> tracesim.configure(service_name="support-bot", exporters=["jsonl", "console"])  # doctest: +SKIP
+    """
+    arguments = {name: value for name, value in locals().items() if name != "config_file"}
+    if isinstance(jsonl_path, os.PathLike):
+        arguments["jsonl_path"] = os.fspath(jsonl_path)
+    _runtime.configure(arguments, config_file=config_file)
+
+
+def force_flush(timeout_s: float = 30.0) -> bool:
+    """Wait until pending scores are written and finished spans are exported.
+
+    Use it at the end of short scripts, in serverless handlers and in tests. Returns False
+    when the deadline passed first.
+
+    Example:
+        >>> import tracesim
+        >>> tracesim.force_flush(timeout_s=5)
+        True
+    """
+    return _runtime.force_flush(timeout_s)
+
+
+def shutdown(timeout_s: float | None = None) -> bool:
+    """Drain pending work, then stop exporting; traced code runs untraced afterwards.
+
+    Runs automatically at interpreter exit. ``timeout_s`` defaults to the
+    ``shutdown_timeout_s`` setting (10 s). Returns False when the deadline passed first.
+    """
+    return _runtime.shutdown(timeout_s)

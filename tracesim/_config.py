@@ -1,0 +1,484 @@
+"""Settings: one table, resolved once into a frozen object.
+
+Precedence, for every setting: the argument to `tracesim.configure()` > the environment
+(``TRACESIM_*`` first, then the standard ``OTEL_*`` variable where one exists) > the
+config file (``tracesim.yaml`` in the working directory, or ``TRACESIM_CONFIG_FILE``) >
+the default. Every value is validated here, so a bad value fails at ``configure()`` with the
+setting's name, its environment variable and what is accepted; nothing on a hot path reads
+the environment.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from tracesim._errors import ConfigError
+
+__all__ = ["SETTINGS", "Redactor", "Settings", "resolve"]
+
+EXPORTER_NAMES = ("jsonl", "console", "otlp")
+REDACT_PATTERNS = ("email", "api_key", "bearer")
+SCORING_MODES = ("background", "inline", "off")
+INTERNAL_ERRORS = ("log", "raise")
+OTLP_PROTOCOLS = ("http/protobuf", "grpc")
+
+
+class Redactor(Protocol):
+    """A hook that rewrites captured text before it leaves the process.
+
+    Called with the text and the attribute it is for (``input.value``, ``output.value``,
+    ``tracesim.expected.value``, ...); returns the text to record.
+    """
+
+    def __call__(self, value: str, attribute: str, /) -> str: ...
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Resolved configuration. Built by `resolve`; see `SETTINGS` for each field's meaning."""
+
+    service_name: str | None = None
+    enabled: bool = True
+    exporters: tuple[Any, ...] = ("jsonl",)
+    jsonl_path: str = ".tracesim/traces.jsonl"
+    jsonl_max_bytes: int = 64 * 1024 * 1024
+    jsonl_backups: int = 5
+    otlp_protocol: str = "http/protobuf"
+    otlp_endpoint: str | None = None
+    otlp_headers: Mapping[str, str] | None = None
+    spool_dir: str | None = ".tracesim/spool"
+    spool_max_bytes: int = 256 * 1024 * 1024
+    batch_export: bool = True
+    resource_attributes: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    set_global_tracer_provider: bool = True
+    capture: bool = True
+    max_value_chars: int = 32 * 1024
+    max_generator_items: int = 1000
+    redact: Redactor | None = None
+    redact_patterns: tuple[str, ...] = REDACT_PATTERNS
+    scoring_mode: str = "background"
+    evaluation_sample_rate: float = 1.0
+    max_defer_s: float = 30.0
+    scoring_queue_size: int = 10_000
+    scoring_workers: int = 2
+    evaluation_log_events: bool = False
+    evaluators: tuple[Mapping[str, Any], ...] = ()
+    phoenix_annotations_url: str | None = None
+    shutdown_timeout_s: float = 10.0
+    internal_errors: str = "log"
+
+
+# ---------------------------------------------------------------- parsers (raise ValueError)
+
+
+def _bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("1", "true", "yes", "on"):
+        return True
+    if isinstance(value, str) and value.strip().lower() in ("0", "false", "no", "off"):
+        return False
+    raise ValueError
+
+
+def _int(low: int) -> Callable[[Any], int]:
+    def parse(value: Any) -> int:
+        if isinstance(value, bool):
+            raise ValueError
+        number = int(value) if isinstance(value, (int, str)) else None
+        if number is None or number < low:
+            raise ValueError
+        return number
+
+    return parse
+
+
+def _float(low: float, high: float | None = None, *, open_low: bool = False) -> Callable[[Any], float]:
+    def parse(value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise ValueError
+        number = float(value)
+        if number != number or number < low or (open_low and number == low):
+            raise ValueError
+        if high is not None and number > high:
+            raise ValueError
+        return number
+
+    return parse
+
+
+def _choice(options: Sequence[str]) -> Callable[[Any], str]:
+    def parse(value: Any) -> str:
+        if not isinstance(value, str) or value.strip().lower() not in options:
+            raise ValueError
+        return value.strip().lower()
+
+    return parse
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError
+    return value.strip()
+
+
+def _optional_path(value: Any) -> str | None:
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none", "off")):
+        return None
+    if isinstance(value, os.PathLike):
+        return str(os.fspath(value))
+    return _text(value)
+
+
+def _names(options: Sequence[str]) -> Callable[[Any], tuple[str, ...]]:
+    def parse(value: Any) -> tuple[str, ...]:
+        items = value.split(",") if isinstance(value, str) else value
+        if not isinstance(items, (list, tuple)):
+            raise ValueError
+        names = tuple(str(i).strip().lower() for i in items if str(i).strip())
+        if names in (("none",), ()):
+            return ()
+        if any(n not in options for n in names):
+            raise ValueError
+        return names
+
+    return parse
+
+
+def _exporters(value: Any) -> tuple[Any, ...]:
+    from opentelemetry.sdk.trace.export import SpanExporter
+
+    items = value.split(",") if isinstance(value, str) else value
+    if isinstance(items, SpanExporter) or not isinstance(items, (list, tuple)):
+        items = [items]
+    result: list[Any] = []
+    for item in items:
+        if isinstance(item, SpanExporter):
+            result.append(item)
+        elif isinstance(item, str) and item.strip().lower() in (*EXPORTER_NAMES, "none", ""):
+            if item.strip().lower() not in ("none", ""):
+                result.append(item.strip().lower())
+        else:
+            raise ValueError
+    return tuple(result)
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+        raise ValueError
+    return dict(value)
+
+
+def _headers(value: Any) -> Mapping[str, str] | None:
+    if value is None:
+        return None
+    mapping = _mapping(value)
+    return {k: str(v) for k, v in mapping.items()}
+
+
+def _callable_or_none(value: Any) -> Any:
+    if value is not None and not callable(value):
+        raise ValueError
+    return value
+
+
+def _rules(value: Any) -> tuple[Mapping[str, Any], ...]:
+    if isinstance(value, Mapping) or not isinstance(value, (list, tuple)):
+        raise ValueError
+    if not all(isinstance(rule, Mapping) for rule in value):
+        raise ValueError
+    return tuple(dict(rule) for rule in value)
+
+
+# ---------------------------------------------------------------- the table
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One row of the settings table."""
+
+    name: str
+    parse: Callable[[Any], Any]
+    accepted: str
+    doc: str
+    env: tuple[str, ...] = ()
+    in_file: bool = True
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting(
+        "service_name",
+        _text,
+        "a non-empty string",
+        "service.name of every span",
+        ("TRACESIM_SERVICE_NAME", "OTEL_SERVICE_NAME"),
+    ),
+    Setting(
+        "enabled",
+        _bool,
+        "true or false",
+        "false makes every traced function run untouched",
+        ("TRACESIM_ENABLED",),
+    ),
+    Setting(
+        "exporters",
+        _exporters,
+        "a list of 'jsonl', 'console', 'otlp' or SpanExporter objects; 'none'",
+        "where spans go (default: 'otlp' when OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT is set, else 'jsonl')",
+        ("TRACESIM_EXPORTERS",),
+    ),
+    Setting("jsonl_path", _text, "a file path", "the local trace file", ("TRACESIM_JSONL_PATH",)),
+    Setting(
+        "jsonl_max_bytes",
+        _int(1024),
+        "an integer >= 1024",
+        "rotate the local file past this size",
+        ("TRACESIM_JSONL_MAX_BYTES",),
+    ),
+    Setting(
+        "jsonl_backups", _int(0), "an integer >= 0", "rotated local files kept", ("TRACESIM_JSONL_BACKUPS",)
+    ),
+    Setting(
+        "otlp_protocol",
+        _choice(OTLP_PROTOCOLS),
+        " or ".join(OTLP_PROTOCOLS),
+        "OTLP transport",
+        ("TRACESIM_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"),
+    ),
+    Setting("otlp_endpoint", _text, "a URL", "OTLP endpoint (default: the OTEL_EXPORTER_OTLP_* variables)"),
+    Setting("otlp_headers", _headers, "a mapping of header names to values", "extra OTLP request headers"),
+    Setting(
+        "spool_dir",
+        _optional_path,
+        "a directory path, or 'none' to disable",
+        "where OTLP batches wait while the backend is unreachable",
+        ("TRACESIM_SPOOL_DIR",),
+    ),
+    Setting(
+        "spool_max_bytes",
+        _int(1024),
+        "an integer >= 1024",
+        "spool size bound (oldest dropped first)",
+        ("TRACESIM_SPOOL_MAX_BYTES",),
+    ),
+    Setting(
+        "batch_export",
+        _bool,
+        "true or false",
+        "false exports each span as it ends (serverless, tests)",
+        ("TRACESIM_BATCH_EXPORT",),
+    ),
+    Setting(
+        "resource_attributes",
+        _mapping,
+        "a mapping of attribute names to values",
+        "extra resource attributes (OTEL_RESOURCE_ATTRIBUTES is honoured too)",
+    ),
+    Setting(
+        "set_global_tracer_provider",
+        _bool,
+        "true or false",
+        "install tracesim's TracerProvider as the global one when none is set",
+        ("TRACESIM_SET_GLOBAL_TRACER_PROVIDER",),
+    ),
+    Setting(
+        "capture",
+        _bool,
+        "true or false",
+        "record inputs, outputs and expected outputs",
+        ("TRACESIM_CAPTURE",),
+    ),
+    Setting(
+        "max_value_chars",
+        _int(64),
+        "an integer >= 64",
+        "longer captured values are cut with a marker",
+        ("TRACESIM_MAX_VALUE_CHARS",),
+    ),
+    Setting(
+        "max_generator_items",
+        _int(0),
+        "an integer >= 0",
+        "yielded items kept as a generator's output",
+        ("TRACESIM_MAX_GENERATOR_ITEMS",),
+    ),
+    Setting(
+        "redact",
+        _callable_or_none,
+        "a callable (value, attribute) -> str",
+        "your redaction hook",
+        in_file=False,
+    ),
+    Setting(
+        "redact_patterns",
+        _names(REDACT_PATTERNS),
+        f"a list of {', '.join(REDACT_PATTERNS)}, or 'none'",
+        "built-in redaction patterns",
+        ("TRACESIM_REDACT_PATTERNS",),
+    ),
+    Setting(
+        "scoring_mode",
+        _choice(SCORING_MODES),
+        ", ".join(SCORING_MODES),
+        "background: score off the caller's path; inline: before returning; off",
+        ("TRACESIM_SCORING_MODE",),
+    ),
+    Setting(
+        "evaluation_sample_rate",
+        _float(0.0, 1.0),
+        "a number from 0 to 1",
+        "share of traces scored (times each evaluator's own sample_rate)",
+        ("TRACESIM_EVALUATION_SAMPLE_RATE",),
+    ),
+    Setting(
+        "max_defer_s",
+        _float(0.0),
+        "a number >= 0",
+        "longest a span waits for its scores before ending",
+        ("TRACESIM_MAX_DEFER_S",),
+    ),
+    Setting(
+        "scoring_queue_size",
+        _int(1),
+        "an integer >= 1",
+        "pending scoring jobs before new ones are dropped",
+        ("TRACESIM_SCORING_QUEUE_SIZE",),
+    ),
+    Setting(
+        "scoring_workers",
+        _int(1),
+        "an integer >= 1",
+        "threads running CPU evaluators",
+        ("TRACESIM_SCORING_WORKERS",),
+    ),
+    Setting(
+        "evaluation_log_events",
+        _bool,
+        "true or false",
+        "also emit each result as an OTLP log record",
+        ("TRACESIM_EVALUATION_LOG_EVENTS",),
+    ),
+    Setting(
+        "evaluators",
+        _rules,
+        "a list of rules {match: ..., kind: ..., evaluators: [...]}",
+        "attach evaluators to spans selected by name and kind",
+    ),
+    Setting(
+        "phoenix_annotations_url",
+        _optional_path,
+        "a Phoenix base URL, or 'none'",
+        "also send results as Phoenix span annotations",
+        ("TRACESIM_PHOENIX_ANNOTATIONS_URL",),
+    ),
+    Setting(
+        "shutdown_timeout_s",
+        _float(0.0),
+        "a number >= 0",
+        "time allowed to drain at exit",
+        ("TRACESIM_SHUTDOWN_TIMEOUT_S",),
+    ),
+    Setting(
+        "internal_errors",
+        _choice(INTERNAL_ERRORS),
+        "log or raise",
+        "what tracesim does with its own bugs (raise is for tracesim's tests)",
+        ("TRACESIM_INTERNAL_ERRORS",),
+    ),
+)
+_BY_NAME = {s.name: s for s in SETTINGS}
+
+
+def resolve(
+    arguments: Mapping[str, Any],
+    environ: Mapping[str, str] | None = None,
+    config_file: str | os.PathLike[str] | None = None,
+) -> Settings:
+    """Merge arguments, environment, config file and defaults into validated `Settings`.
+
+    Arguments whose value is ``None`` count as not given.
+
+    Raises:
+        ConfigError: a value is invalid, or the config file is unreadable or has unknown keys.
+    """
+    environ = os.environ if environ is None else environ
+    file_values, file_name = _read_file(config_file, environ)
+    values: dict[str, Any] = {}
+    for setting in SETTINGS:
+        raw, source, env_var = _pick(setting, arguments, environ, file_values, file_name)
+        if source is None:
+            continue
+        try:
+            values[setting.name] = setting.parse(raw)
+        except (ValueError, TypeError):
+            raise ConfigError(
+                setting.name, raw, setting.accepted, env_var=env_var or _env_hint(setting), source=source
+            ) from None
+    if "exporters" not in values:
+        otlp = environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+        values["exporters"] = ("otlp",) if otlp else ("jsonl",)
+    return Settings(**values)
+
+
+def _pick(
+    setting: Setting,
+    arguments: Mapping[str, Any],
+    environ: Mapping[str, str],
+    file_values: Mapping[str, Any],
+    file_name: str,
+) -> tuple[Any, str | None, str | None]:
+    if arguments.get(setting.name) is not None:
+        return arguments[setting.name], "the configure() argument", None
+    for var in setting.env:
+        if environ.get(var, "").strip():
+            return environ[var], f"environment variable {var}", var
+    if setting.name in file_values:
+        return file_values[setting.name], file_name, None
+    return None, None, None
+
+
+def _env_hint(setting: Setting) -> str | None:
+    return setting.env[0] if setting.env else None
+
+
+def _read_file(
+    config_file: str | os.PathLike[str] | None, environ: Mapping[str, str]
+) -> tuple[Mapping[str, Any], str]:
+    explicit = config_file or environ.get("TRACESIM_CONFIG_FILE")
+    path = Path(explicit) if explicit else Path("tracesim.yaml")
+    if not path.exists():
+        if explicit:
+            raise ConfigError(
+                "config_file", str(path), "an existing YAML file", env_var="TRACESIM_CONFIG_FILE"
+            )
+        return {}, ""
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError("config_file", str(path), f"a readable YAML mapping ({exc})") from None
+    if data is None:
+        return {}, str(path)
+    if not isinstance(data, Mapping):
+        raise ConfigError("config_file", str(path), "a YAML mapping of setting names to values")
+    allowed = sorted(s.name for s in SETTINGS if s.in_file)
+    for key in data:
+        if key not in allowed:
+            raise ConfigError("config_file", key, f"setting names: {', '.join(allowed)}", source=str(path))
+    return data, str(path)
+
+
+def describe() -> list[tuple[str, str, str, str]]:
+    """(setting, environment variables, accepted values, meaning) for each setting, for docs."""
+    return [(s.name, ", ".join(s.env) or "-", s.accepted, s.doc) for s in SETTINGS]
+
+
+def setting(name: str) -> Setting:
+    """The table row for ``name``."""
+    return _BY_NAME[name]

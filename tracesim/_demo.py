@@ -1,0 +1,110 @@
+"""A small deterministic question-answering agent, used by ``tracesim demo``.
+
+It retrieves from a tiny built-in knowledge base, calls a calculator tool for arithmetic and
+"generates" an answer by picking the best-matching sentence, so it runs offline, needs no
+model, and gives the same trees every time.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+import re
+from collections.abc import Callable
+from typing import Any
+
+import tracesim
+
+KNOWLEDGE = (
+    "Marie Curie was born in Warsaw in 1867.",
+    "Marie Curie won the Nobel Prize in Physics in 1903 and in Chemistry in 1911.",
+    "Ada Lovelace wrote the first published algorithm for Babbage's Analytical Engine.",
+    "Alan Turing proposed the Turing test in 1950.",
+    "The Eiffel Tower is in Paris and was completed in 1889.",
+    "Warsaw is the capital of Poland.",
+    "Paris is the capital of France.",
+    "The speed of light in vacuum is 299,792,458 metres per second.",
+    "Water boils at 100 degrees Celsius at sea level.",
+    "Mount Everest is 8,849 metres high.",
+)
+
+QUESTIONS = (
+    "Where was Marie Curie born?",
+    "When did Marie Curie win the Nobel Prize in Chemistry?",
+    "Who wrote the first published algorithm?",
+    "What did Alan Turing propose in 1950?",
+    "Where is the Eiffel Tower?",
+    "What is the capital of Poland?",
+    "What is the capital of France?",
+    "How fast is light in vacuum?",
+    "At what temperature does water boil?",
+    "How high is Mount Everest?",
+    "What is 17 * 23?",
+    "What is (1903 - 1867) / 4?",
+)
+
+_WORD = re.compile(r"[a-z0-9]+")
+_STOP = frozenset(
+    {"the", "a", "an", "is", "was", "in", "of", "at", "to", "and", "for"}
+    | {"what", "who", "where", "when", "how", "did", "does"}
+)
+_ARITHMETIC = re.compile(r"^what is ([0-9+\-*/(). ]+)\?$", re.IGNORECASE)
+_OPS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+}
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
+
+
+@tracesim.trace(kind="retriever")
+def retrieve(query: str, top_k: int = 2) -> list[str]:
+    """The ``top_k`` knowledge-base sentences sharing the most words with ``query``."""
+    scored = sorted(KNOWLEDGE, key=lambda doc: (-len(_words(doc) & _words(query)), KNOWLEDGE.index(doc)))
+    return [doc for doc in scored[:top_k] if _words(doc) & _words(query)]
+
+
+@tracesim.trace(kind="tool")
+def calculator(expression: str) -> float:
+    """Evaluate + - * / arithmetic safely."""
+
+    def walk(node: ast.AST) -> Any:
+        if isinstance(node, ast.Expression):
+            return walk(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+            return node.value
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+            return _OPS[type(node.op)](walk(node.left), walk(node.right))
+        raise ValueError(f"unsupported expression: {expression!r}")
+
+    return float(walk(ast.parse(expression, mode="eval")))
+
+
+@tracesim.trace(kind="llm")
+def generate(question: str, documents: list[str]) -> str:
+    """Stand-in for a model: answer with the document closest to the question."""
+    if not documents:
+        return "I don't know."
+    return max(documents, key=lambda doc: len(_words(doc) & _words(question)))
+
+
+@tracesim.trace(kind="agent")
+def answer(question: str) -> str:
+    """Answer ``question`` from the knowledge base, or with the calculator for arithmetic."""
+    arithmetic = _ARITHMETIC.match(question.strip())
+    if arithmetic:
+        value = calculator(arithmetic.group(1))
+        return f"{value:g}"
+    with tracesim.span("plan", kind="chain", input=question) as plan:
+        steps = ["retrieve", "generate"]
+        plan.set_output(steps)
+    return generate(question, retrieve(question))
+
+
+def run_demo() -> list[tuple[str, str]]:
+    """Ask every demo question; return (question, answer) pairs."""
+    return [(question, answer(question)) for question in QUESTIONS]

@@ -1,0 +1,49 @@
+"""The one place where tracesim's own failures are handled.
+
+Telemetry must never break the host program: an internal error inside a traced call is
+logged once per place on the ``tracesim`` logger and the call goes on untraced. While
+tracesim's own tests run (``internal_errors="raise"``) the error is re-raised instead, so
+bugs are not hidden from us.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+__all__ = ["internal_error", "set_raise"]
+
+_logger = logging.getLogger("tracesim")
+_lock = threading.Lock()
+_logged: set[str] = set()
+_raise = False
+counts: dict[str, int] = {}
+
+
+def set_raise(value: bool) -> None:
+    """Re-raise internal errors (tracesim's tests) or log them (everyone else)."""
+    global _raise
+    _raise = value
+
+
+def internal_error(where: str) -> None:
+    """Handle the exception being processed: call from an ``except`` block only.
+
+    Example:
+        >>> try:
+        ...     1 / 0
+        ... except ZeroDivisionError:
+        ...     internal_error("doctest")  # logs once, or re-raises under tracesim's tests
+    """
+    with _lock:
+        counts[where] = counts.get(where, 0) + 1
+        first = where not in _logged
+        _logged.add(where)
+    if _raise:
+        raise
+    if first:
+        _logger.exception(
+            "tracesim internal error in %s; telemetry for this call is incomplete, your code is unaffected "
+            "(logged once)",
+            where,
+        )

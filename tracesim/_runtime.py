@@ -1,0 +1,276 @@
+"""The one piece of global state: the active configuration and its pipeline.
+
+`configure()` builds a complete `Runtime` first (so a bad setting raises before anything
+changes), then swaps it in and drains the old one. Spans reach the exporters through one
+delegating `SpanProcessor`, added once to whichever `TracerProvider` tracesim uses: its own,
+or the application's when one was already installed. Swapping the runtime swaps what that
+processor forwards to; tracesim never removes or patches anyone else's processors.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import threading
+import warnings
+import weakref
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace as otel_trace
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
+
+from tracesim import _guard
+from tracesim._capture import CaptureOptions, make_options
+from tracesim._config import Settings, resolve
+from tracesim._version import __version__
+
+__all__ = [
+    "NotConfiguredWarning",
+    "Runtime",
+    "active",
+    "build",
+    "configure",
+    "force_flush",
+    "install",
+    "shutdown",
+]
+
+_logger = logging.getLogger("tracesim")
+
+
+class NotConfiguredWarning(UserWarning):
+    """Traced code ran before `tracesim.configure()`; it ran untraced."""
+
+
+class Runtime:
+    """One configuration's live objects: tracer, capture options, processors."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        tracer: otel_trace.Tracer,
+        processors: Sequence[SpanProcessor],
+        capture: CaptureOptions,
+    ) -> None:
+        self.settings = settings
+        self.tracer = tracer
+        self.processors = tuple(processors)
+        self.capture = capture
+        self.enabled = settings.enabled
+
+    def force_flush(self, timeout_s: float) -> bool:
+        """Export everything finished so far, within ``timeout_s``."""
+        deadline = _Deadline(timeout_s)
+        ok = True
+        for processor in self.processors:
+            ok = processor.force_flush(deadline.millis()) and ok
+        return ok
+
+    def shutdown(self, timeout_s: float) -> bool:
+        """Flush, then stop the exporters. The runtime must not be used afterwards."""
+        ok = self.force_flush(timeout_s)
+        for processor in self.processors:
+            try:
+                processor.shutdown()
+            except Exception:
+                _logger.exception("tracesim: a span processor failed to shut down")
+                ok = False
+        return ok
+
+
+class _Deadline:
+    def __init__(self, timeout_s: float) -> None:
+        import time
+
+        self._clock = time.monotonic
+        self._end = time.monotonic() + max(0.0, timeout_s)
+
+    def seconds(self) -> float:
+        return max(0.0, self._end - self._clock())
+
+    def millis(self) -> int:
+        return int(self.seconds() * 1000)
+
+
+class _Pipeline(SpanProcessor):
+    """Forwards to the active runtime's processors; added once to each provider tracesim uses."""
+
+    processors: tuple[SpanProcessor, ...] = ()
+
+    def on_start(self, span: Any, parent_context: otel_context.Context | None = None) -> None:
+        for processor in self.processors:
+            processor.on_start(span, parent_context=parent_context)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        for processor in self.processors:
+            processor.on_end(span)
+
+    def shutdown(self) -> None:
+        """The runtime owns the processors and shuts them down; the provider's call is a no-op."""
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return all(p.force_flush(timeout_millis) for p in self.processors)
+
+
+_PIPELINE = _Pipeline()
+_lock = threading.RLock()
+_providers_with_pipeline: weakref.WeakSet[TracerProvider] = weakref.WeakSet()
+_own_providers: weakref.WeakSet[TracerProvider] = weakref.WeakSet()
+_warned_unconfigured = False
+_atexit_registered = False
+_was_configured = False
+
+current: Runtime | None = None
+"""The active runtime, read on every traced call; None before `configure()` and after `shutdown()`."""
+
+
+def active() -> Runtime | None:
+    """The runtime traced code should use, or None to run untraced (warning once if never configured)."""
+    runtime = current
+    if runtime is None:
+        if not _was_configured:
+            _warn_unconfigured()
+        return None
+    return runtime if runtime.enabled else None
+
+
+def _warn_unconfigured() -> None:
+    global _warned_unconfigured
+    if not _warned_unconfigured:
+        _warned_unconfigured = True
+        warnings.warn(
+            "tracesim is not configured, so traced code runs untraced; call tracesim.configure() at start-up",
+            NotConfiguredWarning,
+            stacklevel=4,
+        )
+
+
+# ---------------------------------------------------------------- building
+
+
+def build(settings: Settings) -> Runtime:
+    """Create every object of a configuration without installing it. Raises `ConfigError`."""
+    capture = make_options(
+        settings.capture, settings.max_value_chars, settings.redact, settings.redact_patterns
+    )
+    if not settings.enabled:
+        return Runtime(settings, otel_trace.NoOpTracer(), (), capture)
+    exporters = [_exporter(item, settings) for item in settings.exporters]
+    processor_type = BatchSpanProcessor if settings.batch_export else SimpleSpanProcessor
+    processors = [processor_type(exporter) for exporter in exporters]
+    provider = _provider(settings)
+    tracer = provider.get_tracer("tracesim", __version__)
+    return Runtime(settings, tracer, processors, capture)
+
+
+def _exporter(item: Any, settings: Settings) -> SpanExporter:
+    if isinstance(item, SpanExporter):
+        return item
+    if item == "jsonl":
+        from tracesim.exporters import JsonlExporter
+
+        return JsonlExporter(
+            Path(settings.jsonl_path).absolute(),
+            max_bytes=settings.jsonl_max_bytes,
+            backups=settings.jsonl_backups,
+        )
+    if item == "console":
+        from tracesim.exporters import ConsoleExporter
+
+        return ConsoleExporter()
+    from tracesim.exporters import otlp_exporter
+
+    return otlp_exporter(settings.otlp_protocol, settings.otlp_endpoint, settings.otlp_headers)
+
+
+def _provider(settings: Settings) -> TracerProvider:
+    existing = otel_trace.get_tracer_provider()
+    if isinstance(existing, TracerProvider) and existing not in _own_providers:
+        # The application set up OpenTelemetry first: join its pipeline, keep its resource.
+        _add_pipeline(existing)
+        return existing
+    provider = TracerProvider(resource=_resource(settings), shutdown_on_exit=False)
+    _own_providers.add(provider)
+    _add_pipeline(provider)
+    if settings.set_global_tracer_provider and isinstance(existing, otel_trace.ProxyTracerProvider):
+        # Other OpenTelemetry instrumentation (HTTP clients, databases) then joins the same
+        # traces. OpenTelemetry allows this once per process; later configure() calls keep
+        # the first global provider, which still forwards to the active runtime.
+        otel_trace.set_tracer_provider(provider)
+    return provider
+
+
+def _add_pipeline(provider: TracerProvider) -> None:
+    if provider not in _providers_with_pipeline:
+        provider.add_span_processor(_PIPELINE)
+        _providers_with_pipeline.add(provider)
+
+
+def _resource(settings: Settings) -> Resource:
+    attributes: dict[str, Any] = {
+        "telemetry.distro.name": "tracesim",
+        "telemetry.distro.version": __version__,
+    }
+    attributes.update(settings.resource_attributes)
+    if settings.service_name:
+        attributes["service.name"] = settings.service_name
+    resource = Resource.create(attributes)
+    service = resource.attributes.get("service.name")
+    if settings.service_name and "openinference.project.name" not in resource.attributes:
+        # Phoenix files spans under this project; without it everything lands in "default".
+        resource = resource.merge(Resource({"openinference.project.name": str(service)}))
+    return resource
+
+
+# ---------------------------------------------------------------- installing
+
+
+def install(runtime: Runtime | None) -> Runtime | None:
+    """Make ``runtime`` the active one and return the previous one (not shut down)."""
+    global current, _was_configured, _atexit_registered
+    with _lock:
+        previous, current = current, runtime
+        _PIPELINE.processors = runtime.processors if runtime is not None else ()
+        _guard.set_raise(runtime is not None and runtime.settings.internal_errors == "raise")
+        if runtime is not None:
+            _was_configured = True
+            if not _atexit_registered:
+                atexit.register(_at_exit)
+                _atexit_registered = True
+    return previous
+
+
+def configure(arguments: dict[str, Any], config_file: str | os.PathLike[str] | None = None) -> Runtime:
+    """Resolve settings, build and install a runtime, drain the previous one."""
+    runtime = build(resolve(arguments, config_file=config_file))
+    previous = install(runtime)
+    if previous is not None:
+        previous.shutdown(previous.settings.shutdown_timeout_s)
+    return runtime
+
+
+def force_flush(timeout_s: float) -> bool:
+    """Flush the active runtime; True when tracesim is not configured."""
+    runtime = current
+    return True if runtime is None else runtime.force_flush(timeout_s)
+
+
+def shutdown(timeout_s: float | None) -> bool:
+    """Drain and stop the active runtime; traced code runs untraced afterwards."""
+    runtime = install(None)
+    if runtime is None:
+        return True
+    return runtime.shutdown(runtime.settings.shutdown_timeout_s if timeout_s is None else timeout_s)
+
+
+def _at_exit() -> None:
+    try:
+        shutdown(None)
+    except Exception:
+        _logger.exception("tracesim: shutdown at exit failed")

@@ -1,0 +1,326 @@
+"""`Span`: tracesim's handle on one OpenTelemetry span, and the `span()` context manager."""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace as otel_trace
+from opentelemetry.trace import INVALID_SPAN, Status, StatusCode
+from opentelemetry.util.types import AttributeValue
+
+from tracesim import _runtime
+from tracesim import _semconv as sc
+from tracesim._capture import CaptureOptions, capture_value, dumps
+from tracesim._errors import ConfigError
+from tracesim._guard import internal_error
+
+if TYPE_CHECKING:
+    from tracesim._runtime import Runtime
+
+__all__ = ["Span", "current_span", "span"]
+
+_ACTIVE: contextvars.ContextVar[Span | None] = contextvars.ContextVar("tracesim_active_span", default=None)
+_NOT_SET: Any = object()
+
+
+class Span:
+    """tracesim's handle on one span: record input, output, expected output and attributes.
+
+    You get one from `tracesim.span()` or `tracesim.current_span()`. Every method is safe to
+    call at any time: on a span that is not recording (tracesim not configured, or the span
+    was not sampled) it does nothing, and it never raises into your code.
+
+    Example:
+        >>> import tracesim
+        >>> with tracesim.span("retrieve", kind="retriever", input="Marie Curie") as s:
+        ...     docs = ["Marie Curie was born in Warsaw."]
+        ...     s.set_output(docs)
+    """
+
+    __slots__ = (
+        "_active_token",
+        "_context_token",
+        "_expected",
+        "_input",
+        "_otel",
+        "_output",
+        "_output_set",
+        "_runtime",
+        "evaluators",
+    )
+
+    def __init__(self, otel_span: otel_trace.Span, runtime: Runtime | None) -> None:
+        self._otel = otel_span
+        self._runtime = runtime
+        self._input: Any = _NOT_SET
+        self._output: Any = _NOT_SET
+        self._expected: Any = _NOT_SET
+        self._output_set = False
+        self._context_token: object | None = None
+        self._active_token: contextvars.Token[Span | None] | None = None
+        self.evaluators: tuple[Any, ...] = ()
+
+    # ------------------------------------------------------------ public
+
+    @property
+    def otel_span(self) -> otel_trace.Span:
+        """The underlying OpenTelemetry span."""
+        return self._otel
+
+    @property
+    def span_context(self) -> otel_trace.SpanContext:
+        """The span's trace and span ids, e.g. to pass to `tracesim.score` later."""
+        return self._otel.get_span_context()
+
+    def is_recording(self) -> bool:
+        """Whether anything set on this span will be exported."""
+        return self._runtime is not None and self._otel.is_recording()
+
+    def set_input(self, value: Any) -> None:
+        """Record ``value`` as the span's input (``input.value``)."""
+        self._input = value
+        self._record(sc.INPUT_VALUE, sc.INPUT_MIME_TYPE, sc.INPUT_ORIGINAL_CHARS, value)
+
+    def set_output(self, value: Any) -> None:
+        """Record ``value`` as the span's output; a traced function's return value no longer replaces it."""
+        self._output = value
+        self._output_set = True
+        self._record(sc.OUTPUT_VALUE, sc.OUTPUT_MIME_TYPE, sc.OUTPUT_ORIGINAL_CHARS, value)
+
+    def set_expected(self, value: Any) -> None:
+        """Record the output this call should have produced; evaluators compare against it."""
+        self._expected = value
+        self._record(sc.EXPECTED_VALUE, sc.EXPECTED_MIME_TYPE, sc.EXPECTED_ORIGINAL_CHARS, value)
+
+    def set_attribute(self, key: str, value: Any) -> None:
+        """Set an attribute; values OpenTelemetry cannot hold are recorded as JSON text."""
+        if not self.is_recording():
+            return
+        try:
+            self._otel.set_attribute(key, _attribute_value(value))
+        except Exception:
+            internal_error("Span.set_attribute")
+
+    def record_exception(self, exception: BaseException, *, mark_error: bool = True) -> None:
+        """Record ``exception`` as an event; with ``mark_error`` also set the span's status to ERROR."""
+        if not self.is_recording():
+            return
+        try:
+            _record_error(self._otel, exception, mark_error=mark_error)
+        except Exception:
+            internal_error("Span.record_exception")
+
+    # ------------------------------------------------------------ internal
+
+    @property
+    def capture(self) -> CaptureOptions | None:
+        """Capture options when recording and capture is on, else None."""
+        runtime = self._runtime
+        if runtime is None or not runtime.capture.enabled or not self._otel.is_recording():
+            return None
+        return runtime.capture
+
+    def _record(self, value_key: str, mime_key: str, length_key: str, value: Any) -> None:
+        options = self.capture
+        if options is None:
+            return
+        try:
+            self._otel.set_attributes(captured_attributes(value, value_key, mime_key, length_key, options))
+        except Exception:
+            internal_error("Span.capture")
+
+    def _attach(self) -> None:
+        self._context_token = otel_context.attach(otel_trace.set_span_in_context(self._otel))
+        self._active_token = _ACTIVE.set(self)
+
+    def _detach(self) -> None:
+        if self._active_token is not None:
+            _ACTIVE.reset(self._active_token)
+            self._active_token = None
+        if self._context_token is not None:
+            otel_context.detach(self._context_token)  # type: ignore[arg-type]
+            self._context_token = None
+
+
+def _attribute_value(value: Any) -> AttributeValue:
+    if isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
+        items = list(value)
+        for kind in (str, bool, int, float):
+            if items and all(type(i) is kind for i in items):
+                return items
+    return dumps(value)
+
+
+def error_type(exception: BaseException) -> str:
+    """The ``error.type`` of an exception: its qualified class name."""
+    cls = type(exception)
+    return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _record_error(otel: otel_trace.Span, exception: BaseException, *, mark_error: bool = True) -> None:
+    otel.record_exception(exception)
+    if mark_error:
+        try:
+            message = str(exception)
+        except Exception:
+            message = "<unprintable>"
+        otel.set_status(Status(StatusCode.ERROR, f"{type(exception).__name__}: {message}"))
+        otel.set_attribute(sc.ERROR_TYPE, error_type(exception))
+
+
+def captured_attributes(
+    value: Any, value_key: str, mime_key: str, length_key: str, options: CaptureOptions
+) -> dict[str, AttributeValue]:
+    """The attributes recording ``value``: text, MIME type and, when cut, the original length."""
+    captured = capture_value(value, value_key, options)
+    attributes: dict[str, AttributeValue] = {value_key: captured.text, mime_key: captured.mime_type}
+    if captured.original_chars is not None:
+        attributes[length_key] = captured.original_chars
+    return attributes
+
+
+def start(
+    runtime: Runtime, name: str, attributes: Mapping[str, AttributeValue], input_value: Any = _NOT_SET
+) -> Span:
+    """Open a span named ``name`` with its input captured, and make it current."""
+    if input_value is not _NOT_SET and runtime.capture.enabled:
+        # Given at start, the input joins the span's attributes in one step, not a second write.
+        attributes = {
+            **attributes,
+            **captured_attributes(
+                input_value, sc.INPUT_VALUE, sc.INPUT_MIME_TYPE, sc.INPUT_ORIGINAL_CHARS, runtime.capture
+            ),
+        }
+    otel = runtime.tracer.start_span(name, attributes=attributes)
+    handle = Span(otel, runtime)
+    handle._input = input_value
+    handle._attach()
+    return handle
+
+
+def current_span() -> Span:
+    """The span of the innermost traced call or ``with tracesim.span(...)`` block.
+
+    Outside any span, returns a span that records nothing.
+
+    Example:
+        >>> import tracesim
+        >>> @tracesim.trace
+        ... def answer(question: str) -> str:
+        ...     tracesim.current_span().set_attribute("retrieval.hits", 3)
+        ...     return "Warsaw"
+    """
+    otel = otel_trace.get_current_span()
+    active = _ACTIVE.get()
+    if active is not None and active._otel is otel:
+        return active
+    return Span(otel, _runtime.current if otel is not INVALID_SPAN else None)
+
+
+class span:
+    """Open a span for a block of code: ``with tracesim.span("retrieve", kind="retriever") as s:``.
+
+    The block's exception, if any, is recorded on the span and propagates unchanged.
+
+    Args:
+        name: The span name.
+        kind: ``agent``, ``tool``, ``chain`` (default), ``llm``, ``retriever``, ``embedding``
+            or ``evaluator``.
+        input: Recorded as the span's input.
+        expected: The expected output, for evaluators.
+        evaluators: Evaluators scoring the output set with `Span.set_output`.
+        attributes: Extra span attributes.
+
+    Example:
+        >>> import tracesim
+        >>> with tracesim.span("lookup", kind="tool", input={"city": "Warsaw"}) as s:
+        ...     s.set_output({"country": "Poland"})
+    """
+
+    __slots__ = ("_attributes", "_evaluators", "_expected", "_handle", "_input", "_name")
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        kind: str = "chain",
+        input: Any = _NOT_SET,
+        expected: Any = _NOT_SET,
+        evaluators: Sequence[Any] = (),
+        attributes: Mapping[str, AttributeValue] | None = None,
+    ) -> None:
+        self._name = name
+        self._attributes = static_attributes(name, kind, attributes)
+        self._input = input
+        self._expected = expected
+        self._evaluators = tuple(evaluators)
+        self._handle: Span | None = None
+
+    def __enter__(self) -> Span:
+        runtime = _runtime.active()
+        if runtime is None:
+            return Span(INVALID_SPAN, None)
+        try:
+            handle = start(runtime, self._name, self._attributes, self._input)
+            if self._expected is not _NOT_SET:
+                handle.set_expected(self._expected)
+            handle.evaluators = self._evaluators
+        except Exception:
+            internal_error("span.__enter__")
+            return Span(INVALID_SPAN, None)
+        self._handle = handle
+        return handle
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        handle, self._handle = self._handle, None
+        if handle is not None:
+            finish(handle, exc)
+
+    async def __aenter__(self) -> Span:
+        return self.__enter__()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.__exit__(exc_type, exc, tb)
+
+
+def finish(handle: Span, exception: BaseException | None, end_time: int | None = None) -> None:
+    """Detach ``handle``, record ``exception`` if any, and end the span. Never raises."""
+    try:
+        handle._detach()
+    except Exception:
+        internal_error("span: detach")
+    try:
+        if exception is not None:
+            _record_error(handle._otel, exception)
+        handle._otel.end(end_time)
+    except Exception:
+        internal_error("span: end")
+
+
+def static_attributes(
+    name: str, kind: str, attributes: Mapping[str, AttributeValue] | None
+) -> dict[str, AttributeValue]:
+    """The attributes a span gets at start, from ``kind=`` and ``attributes=``; validated."""
+    if not isinstance(kind, str) or kind.lower() not in sc.SPAN_KINDS:
+        raise ConfigError("kind", kind, ", ".join(sc.SPAN_KINDS))
+    span_kind, operation, name_key = sc.SPAN_KINDS[kind.lower()]
+    result: dict[str, AttributeValue] = {sc.SPAN_KIND: span_kind}
+    if operation:
+        result[sc.GEN_AI_OPERATION_NAME] = operation
+    if name_key:
+        result[name_key] = name
+    for key, value in (attributes or {}).items():
+        if not isinstance(key, str):
+            raise ConfigError("attributes", key, "string attribute names")
+        result[key] = _attribute_value(value)
+    return result
