@@ -30,7 +30,7 @@ h1 { font-size: 1.6rem; margin-bottom: .2rem; } h2 { margin-top: 2.2rem; font-si
 .card b { display: block; font-size: 1.35rem; }
 table { border-collapse: collapse; margin: .8rem 0; font-variant-numeric: tabular-nums; }
 th, td { border-bottom: 1px solid #e4e4e4; padding: .3rem .7rem; text-align: left; }
-th { background: #f5f5f5; } td.n, th.n { text-align: right; }
+th { background: #f5f5f5; } td.n, th.n { text-align: right; white-space: nowrap; }
 .charts { display: flex; flex-wrap: wrap; gap: 1.2rem; }
 figure { margin: 0; border: 1px solid #e4e4e4; border-radius: 6px; padding: .5rem; }
 figcaption { font-size: 13px; margin-bottom: .3rem; }

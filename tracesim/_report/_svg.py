@@ -126,7 +126,7 @@ def latency_chart(
     for exponent in range(round(math.log10(lo)), round(math.log10(hi)) + 1):
         gx = x(10.0**exponent)
         parts.append(f'<line x1="{gx:.1f}" y1="{top - 6}" x2="{gx:.1f}" y2="{height - 8}" stroke="{_GRID}"/>')
-        parts.append(_text(gx, top - 10, format_duration(10.0**exponent)))
+        parts.append(_text(gx, top - 10, _decade(exponent)))
     for i, row in enumerate(rows):
         parts.append(_latency_row(row, label(row), top + i * row_h, row_h, x))
     parts.append("</svg>")
@@ -151,10 +151,18 @@ def _latency_row(row: SpanStats, name: str, y: float, row_h: float, x: Callable[
         f'<line class="max" x1="{mx:.1f}" y1="{y + 3:.1f}" x2="{mx:.1f}" y2="{y + row_h - 3:.1f}" '
         f'stroke="{_AXIS}" stroke-width="2"><title>max {format_duration(lat.max)}</title></line>'
     )
-    summary = "   ".join(f"{k} {format_duration(getattr(lat, k))}" for k in ("p50", "p95", "p99"))
+    summary = " · ".join(f"{k} {format_duration(getattr(lat, k))}" for k in ("p50", "p95", "p99"))
     parts.append(_text(x(math.inf) + 10, mid + 4, summary, anchor="start"))
     parts.append("</g>")
     return "".join(parts)
+
+
+def _decade(exponent: int) -> str:
+    """``10**exponent`` seconds as a round label: 1 µs, 10 ms, 1 s, 100 s."""
+    for unit, shift in (("s", 0), ("ms", 3)):
+        if exponent + shift >= 0:
+            return f"{10.0 ** (exponent + shift):g} {unit}"
+    return f"{10.0 ** (exponent + 6):g} µs"
 
 
 def _log_domain(rows: Sequence[SpanStats]) -> tuple[float, float]:

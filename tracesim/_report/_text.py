@@ -28,19 +28,22 @@ def summary_line(report: Report) -> str:
     t = report.totals
     if not t.spans and not t.evaluator_spans:
         return "No spans found."
-    files = f"{t.files} file{'s' * (t.files != 1)}"
-    text = f"{format_count(t.spans)} spans in {format_count(t.traces)} traces from {files}"
+    text = f"{_n(t.spans, 'span')} in {_n(t.traces, 'trace')} from {_n(t.files, 'file')}"
     if t.start and t.end:
         text += f" ({t.start} to {t.end})"
-    text += f"; {format_count(t.results)} evaluation results"
+    text += f"; {_n(t.results, 'evaluation result')}"
     carried = sum(e.from_carriers for e in report.evaluator_totals)
     if carried:
-        text += f", {format_count(carried)} of them on {format_count(t.evaluator_spans)} carrier spans"
+        text += f", {format_count(carried)} of them on {_n(t.evaluator_spans, 'carrier span')}"
     if t.duplicate_spans:
-        text += f"; {format_count(t.duplicate_spans)} duplicate spans counted once"
+        text += f"; {_n(t.duplicate_spans, 'duplicate span')} counted once"
     if t.unresolved_links:
-        text += f"; {format_count(t.unresolved_links)} carrier links to spans not in the files"
+        text += f"; {_n(t.unresolved_links, 'carrier link')} to spans not in the files"
     return text + "."
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{format_count(count)} {noun}{'s' * (count != 1)}"
 
 
 def print_report(report: Report, console: Console) -> None:
@@ -52,7 +55,7 @@ def print_report(report: Report, console: Console) -> None:
         >>> print_report(summarize([]), Console())
         No spans found.
     """
-    console.print(Text(summary_line(report)))
+    console.print(Text(summary_line(report)), soft_wrap=True)
     grouped = report.group_by is not None
     if report.spans:
         console.print(span_table(report.spans, report.group_by if grouped else None))
