@@ -6,6 +6,7 @@ spans arrived, how often and in what order.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -17,17 +18,21 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from tracesim.exporters._otlp_decode import request_to_protobuf
+
 
 class OtlpSink:
     """Answers POST /v1/traces with ``script`` status codes in turn, then ``status``."""
 
     def __init__(self) -> None:
         self.status = 200
+        self.accept_json = False  # like Phoenix: 415 for OTLP/JSON
         self.script: list[int] = []
         self.reject: Callable[[list[str]], int | None] = lambda names: None
         self.requests: list[list[str]] = []  # span names per request, in arrival order
         self.span_ids: list[str] = []
         self.content_types: list[str] = []
+        self.headers: list[dict[str, str]] = []
         self.bodies: list[bytes] = []
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -45,6 +50,13 @@ class OtlpSink:
             return [name for request in self.requests for name in request]
 
     def _answer(self, body: bytes, content_type: str) -> int:
+        raw = body
+        if content_type == "application/json":
+            if not self.accept_json:
+                with self._lock:
+                    self.content_types.append(content_type)
+                return 415
+            body = request_to_protobuf(json.loads(body))
         request = ExportTraceServiceRequest()
         request.ParseFromString(body)
         spans = [s for rs in request.resource_spans for ss in rs.scope_spans for s in ss.spans]
@@ -55,7 +67,7 @@ class OtlpSink:
             rejected = self.reject(names) if names else None
             status = rejected or status
             if status == 200:
-                self.bodies.append(body)
+                self.bodies.append(raw)
                 if names:
                     self.requests.append(names)
                     self.span_ids.extend(s.span_id.hex() for s in spans)
@@ -67,6 +79,7 @@ class OtlpSink:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                sink.headers.append({k.lower(): v for k, v in self.headers.items()})
                 status = sink._answer(body, self.headers.get("Content-Type", ""))
                 self.send_response(status)
                 self.send_header("Content-Type", "application/x-protobuf")

@@ -8,6 +8,7 @@ from tracesim.exporters._console import ConsoleExporter
 from tracesim.exporters._jsonl import JsonlExporter, TraceFileWarning, load_spans, read_jsonl, rotated_files
 from tracesim.exporters._otlp import otlp_exporter
 from tracesim.exporters._records import EventRecord, LinkRecord, SpanRecord, spans_from_request
+from tracesim.exporters._replay import ReplayReport, replay
 from tracesim.exporters._spool import SpoolingExporter, SpoolStats
 from tracesim.exporters._tree import render_trees
 
@@ -16,6 +17,7 @@ __all__ = [
     "EventRecord",
     "JsonlExporter",
     "LinkRecord",
+    "ReplayReport",
     "SpanRecord",
     "SpoolStats",
     "SpoolingExporter",
@@ -24,6 +26,7 @@ __all__ = [
     "otlp_exporter",
     "read_jsonl",
     "render_trees",
+    "replay",
     "rotated_files",
     "spans_from_request",
 ]

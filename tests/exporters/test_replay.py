@@ -1,0 +1,120 @@
+"""tracesim replay against a scripted loopback OTLP/HTTP endpoint (Phoenix-like: 415 for JSON)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan
+
+from tracesim.cli import main
+from tracesim.exporters import JsonlExporter, replay
+
+if TYPE_CHECKING:
+    from conftest import OtlpSink
+
+Batch = Callable[..., list[ReadableSpan]]
+
+
+@pytest.fixture
+def trace_file(tmp_path: Path, make_batch: Batch) -> Path:
+    path = tmp_path / "traces.jsonl"
+    exporter = JsonlExporter(path)
+    for i in range(4):
+        exporter.export(make_batch(f"r{i}"))
+    exporter.shutdown()
+    return path
+
+
+def _all_names() -> list[str]:
+    return [f"r{i}-{j}" for i in range(4) for j in range(3)]
+
+
+def test_json_endpoint_gets_each_line_byte_for_byte(sink: OtlpSink, trace_file: Path) -> None:
+    sink.accept_json = True
+    report = replay([trace_file], endpoint=sink.url, batch_size=3)
+    assert (report.ok, report.requests, report.spans, report.encoding) == (True, 4, 12, "json")
+    assert sink.bodies == [line.rstrip(b"\n") for line in trace_file.read_bytes().splitlines(keepends=True)]
+    assert set(sink.content_types) == {"application/json"}
+
+
+def test_protobuf_only_endpoint_gets_converted_requests_after_a_415(sink: OtlpSink, trace_file: Path) -> None:
+    report = replay([trace_file], endpoint=sink.url.removesuffix("/v1/traces"), batch_size=100)
+    assert (report.ok, report.encoding, report.requests, report.lines) == (True, "protobuf", 1, 4)
+    assert sorted(sink.delivered_names) == sorted(_all_names())
+    assert sink.content_types == ["application/json", "application/x-protobuf"]
+
+
+def test_rerun_sends_nothing_twice_and_force_sends_again(sink: OtlpSink, trace_file: Path) -> None:
+    first = replay([trace_file], endpoint=sink.url, batch_size=3)
+    second = replay([trace_file], endpoint=sink.url, batch_size=3)
+    assert (first.spans, second.spans, second.already_sent, second.requests) == (12, 0, 4, 0)
+    assert len(sink.delivered_names) == 12
+    forced = replay([trace_file], endpoint=sink.url, batch_size=3, force=True)
+    assert forced.spans == 12
+    ledger = [
+        json.loads(line) for line in trace_file.with_name("traces.jsonl.replayed").read_text().splitlines()
+    ]
+    assert {entry["endpoint"] for entry in ledger} == {sink.url}
+
+
+def test_a_run_that_failed_half_way_resumes_with_what_was_not_accepted(
+    sink: OtlpSink, trace_file: Path
+) -> None:
+    sink.reject = lambda names: 400 if names[0].startswith(("r1", "r3")) else None
+    first = replay([trace_file], endpoint=sink.url, batch_size=3, encoding="protobuf")
+    assert (first.ok, first.spans, first.failed_requests, first.failed_spans) == (False, 6, 2, 6)
+    assert any("HTTP 400" in p for p in first.problems)
+    sink.reject = lambda names: None
+    second = replay([trace_file], endpoint=sink.url, batch_size=3, encoding="protobuf")
+    assert (second.ok, second.spans, second.already_sent) == (True, 6, 2)
+    assert sorted(sink.delivered_names) == sorted(_all_names())  # each span exactly once
+
+
+def test_429_and_5xx_are_retried(sink: OtlpSink, trace_file: Path) -> None:
+    sink.script = [429, 503, 500]
+    report = replay([trace_file], endpoint=sink.url, batch_size=100, encoding="protobuf")
+    assert (report.ok, report.spans) == (True, 12)
+
+
+def test_unreachable_endpoint_fails_after_retries(trace_file: Path) -> None:
+    report = replay([trace_file], endpoint="http://127.0.0.1:9/v1/traces", batch_size=100, max_attempts=2)
+    assert (report.ok, report.failed_requests, report.failed_spans) == (False, 1, 12)
+    assert "ConnectError" in report.problems[0]
+
+
+def test_bad_lines_are_skipped_and_counted(sink: OtlpSink, trace_file: Path) -> None:
+    with open(trace_file, "ab") as f:
+        f.write(b'{"not": "otlp"}\n{"resourceSpans": [{"scopeSp')  # a torn last line
+    report = replay([trace_file], endpoint=sink.url, encoding="protobuf")
+    assert (report.ok, report.spans, report.skipped_lines) == (True, 12, 2)
+    assert any("torn last line" in p for p in report.problems)
+
+
+def test_endpoint_and_headers_come_from_the_standard_variables(
+    sink: OtlpSink, trace_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", sink.url.removesuffix("/v1/traces"))
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "x-team=a%20b")
+    report = replay([trace_file], headers={"x-extra": "1"})
+    assert (report.ok, report.endpoint) == (True, sink.url)
+    assert sink.headers[-1]["x-team"] == "a b"
+    assert sink.headers[-1]["x-extra"] == "1"
+
+
+def test_cli_prints_a_summary_and_sets_the_exit_status(
+    sink: OtlpSink, trace_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["replay", str(trace_file), "--endpoint", sink.url, "--headers", "api_key=k"]) == 0
+    out = capsys.readouterr().out
+    assert sink.headers[-1]["api_key"] == "k"
+    assert "spans sent" in out
+    assert "12" in out
+    assert "protobuf" in out
+    sink.status = 400
+    assert main(["replay", str(trace_file), "--endpoint", sink.url, "--force", "--encoding", "protobuf"]) == 1
+    assert "run the same command again" in capsys.readouterr().out
+    assert main(["replay", str(trace_file.with_name("missing.jsonl"))]) == 2

@@ -1,0 +1,149 @@
+"""``tracesim replay FILE...``: send local trace files to an OTLP/HTTP endpoint.
+
+Lines go out as they are (OTLP/JSON); endpoints that only take OTLP/protobuf (415, as Arize
+Phoenix answers) get the same requests converted losslessly. Accepted lines are recorded in
+``<file>.replayed``, so running the command again sends only what was not accepted yet
+(``--force`` sends everything again).
+
+Exit status: 0 when everything was sent (or had been before); 1 when a request failed or the
+endpoint rejected spans; 2 for usage errors (a file that does not exist, bad ``--headers``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from tracesim.exporters import ReplayReport
+
+__all__ = ["add_arguments", "run"]
+
+_EXIT_OK, _EXIT_FAILED, _EXIT_USAGE = 0, 1, 2
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare the ``replay`` options."""
+    parser.add_argument("files", nargs="+", metavar="FILE", type=Path, help="OTLP/JSON-lines trace files")
+    parser.add_argument(
+        "--endpoint",
+        metavar="URL",
+        help="OTLP/HTTP traces URL or base URL (default: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, "
+        "OTEL_EXPORTER_OTLP_ENDPOINT + /v1/traces, or http://localhost:4318/v1/traces)",
+    )
+    parser.add_argument(
+        "--headers", metavar="K=V,...", default="", help="extra request headers, e.g. api_key=..."
+    )
+    parser.add_argument(
+        "--batch-size", metavar="N", type=int, default=512, help="most spans per request (default 512)"
+    )
+    parser.add_argument(
+        "--encoding",
+        choices=("auto", "json", "protobuf"),
+        default="auto",
+        help="auto: OTLP/JSON as is, protobuf if the endpoint answers 415 (default)",
+    )
+    parser.add_argument(
+        "--timeout", metavar="SECONDS", type=float, default=10.0, help="per request (default 10)"
+    )
+    parser.add_argument("--force", action="store_true", help="also send lines a previous run delivered")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Replay the files and print a summary."""
+    from rich.console import Console
+
+    from tracesim.exporters import replay
+    from tracesim.exporters._replay import parse_headers
+
+    err = Console(stderr=True)
+    missing = [str(p) for p in args.files if not p.is_file()]
+    if missing:
+        err.print(f"[red]error:[/red] no such file: {', '.join(missing)}")
+        return _EXIT_USAGE
+    if args.batch_size < 1:
+        err.print("[red]error:[/red] --batch-size must be at least 1")
+        return _EXIT_USAGE
+    if args.headers and not parse_headers(args.headers):
+        err.print(f"[red]error:[/red] --headers expects k=v,k2=v2, got {args.headers!r}")
+        return _EXIT_USAGE
+
+    with _progress(err, sum(p.stat().st_size for p in args.files)) as advance:
+        report = replay(
+            args.files,
+            endpoint=args.endpoint,
+            headers=parse_headers(args.headers),
+            batch_size=args.batch_size,
+            force=args.force,
+            encoding=args.encoding,
+            timeout_s=args.timeout,
+            on_progress=advance,
+        )
+    _summary(Console(), report)
+    return _EXIT_OK if report.ok else _EXIT_FAILED
+
+
+class _progress:
+    """A byte progress bar on a terminal; nothing when stderr is not one (CI, pipes)."""
+
+    def __init__(self, console: Console, total: int) -> None:
+        from rich.progress import Progress
+
+        self._bar = Progress(console=console, transient=True) if console.is_terminal else None
+        self._total = total
+        self._done_before = 0  # bytes of the files finished before the current one
+        self._last = 0
+
+    def __enter__(self) -> Callable[[int], None] | None:
+        if self._bar is None:
+            return None
+        self._bar.start()
+        self._task = self._bar.add_task("replaying", total=self._total)
+        return self._advance
+
+    def _advance(self, offset: int) -> None:
+        assert self._bar is not None
+        if offset < self._last:  # a new file started
+            self._done_before += self._last
+        self._last = offset
+        self._bar.update(self._task, completed=self._done_before + offset)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+
+def _summary(console: Console, report: ReplayReport) -> None:
+    from rich.table import Table
+
+    encoding = (
+        "OTLP/JSON, as written"
+        if report.encoding == "json"
+        else "OTLP/protobuf (converted: the endpoint takes no JSON)"
+    )
+    table = Table(title=f"replay → {report.endpoint}", show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    table.add_row("files", str(report.files))
+    table.add_row("requests accepted", str(report.requests))
+    table.add_row("spans sent", f"[green]{report.spans}[/green]" if report.spans else "0")
+    table.add_row("lines already sent before (ledger)", str(report.already_sent))
+    table.add_row(
+        "bad lines skipped", f"[yellow]{report.skipped_lines}[/yellow]" if report.skipped_lines else "0"
+    )
+    failed = f"{report.failed_requests} ({report.failed_spans} spans)"
+    table.add_row("requests failed", f"[red]{failed}[/red]" if report.failed_requests else "0")
+    if report.rejected_spans:
+        table.add_row("spans rejected by the endpoint", f"[red]{report.rejected_spans}[/red]")
+    table.add_row("encoding", encoding)
+    console.print(table)
+    for problem in report.problems[:20]:
+        console.print(f"  [yellow]•[/yellow] {problem}", highlight=False)
+    if len(report.problems) > 20:
+        console.print(f"  … and {len(report.problems) - 20} more")
+    if not report.ok:
+        console.print("[red]Some spans were not delivered; run the same command again to retry them.[/red]")
