@@ -90,8 +90,9 @@ class Meteor(_TokenMetric):
 
     Matching is exact (lowercased), then Porter stems, then WordNet 3.0 synonyms
     (``synonyms=False`` skips that stage). As in NLTK, the synonym stage looks up the
-    *stemmed* leftovers, so "auto"/"car" match but "automobile"/"car" do not. ``alpha=0.9, beta=3.0, gamma=0.5``,
-    ``threshold=0.5``. One identical word scores 0.5 (the fragmentation penalty).
+    *stemmed* leftovers, so "auto"/"car" match but "automobile"/"car" do not.
+    ``alpha=0.9, beta=3.0, gamma=0.5``, ``threshold=0.5``. One identical word scores 0.5
+    (the fragmentation penalty).
     Needs NLTK's ``wordnet``, ``punkt_tab`` and ``perluniprops`` data; WordNet is loaded
     once per process, when the first METEOR evaluator is built.
 

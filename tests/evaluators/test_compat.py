@@ -1,0 +1,140 @@
+"""Compat façades: the interfaces, defaults and edge cases of each product."""
+
+from __future__ import annotations
+
+import pytest
+
+from tracesim.evaluators.compat import agenta, agenttest, azure, mastra, twosignal
+
+MARIE_R = "According to wikipedia, Marie Curie was not born in Paris but in Warsaw."
+MARIE_E = "Marie Curie was born in Warsaw."
+
+
+def test_azure_documented_example() -> None:
+    assert azure.F1ScoreEvaluator()(response=MARIE_R, ground_truth=MARIE_E) == {
+        "f1_score": 0.631578947368421,
+        "f1_result": "pass",
+        "f1_threshold": 0.5,
+    }
+    assert (
+        azure.BleuScoreEvaluator(threshold=0.1)(response=MARIE_R, ground_truth=MARIE_E)["bleu_result"]
+        == "pass"
+    )
+    rouge = azure.RougeScoreEvaluator(azure.RougeType.ROUGE_L)(response=MARIE_R, ground_truth=MARIE_E)
+    assert set(rouge) == {
+        "rouge_precision",
+        "rouge_recall",
+        "rouge_f1_score",
+        "rouge_precision_result",
+        "rouge_recall_result",
+        "rouge_f1_score_result",
+        "rouge_precision_threshold",
+        "rouge_recall_threshold",
+        "rouge_f1_score_threshold",
+    }
+    assert (
+        azure.MeteorScoreEvaluator()(response=MARIE_R, ground_truth=MARIE_E)["meteor_score"]
+        == 0.8621140763997908
+    )
+
+
+def test_azure_edge_cases() -> None:
+    bleu = azure.BleuScoreEvaluator()(response="x", ground_truth="y")["bleu_score"]
+    assert bleu == 0
+    assert type(bleu) is int
+    for evaluator in (azure.F1ScoreEvaluator(), azure.GleuScoreEvaluator(), azure.MeteorScoreEvaluator()):
+        out = evaluator(response="", ground_truth="")
+        assert next(iter(out.values())) == 0.0
+    with pytest.raises(azure.EvaluationException, match="precision_threshold must be a float"):
+        azure.RougeScoreEvaluator("rouge1", precision_threshold=1)  # type: ignore[arg-type]
+    with pytest.raises(azure.EvaluationException):
+        azure.F1ScoreEvaluator()(response=None, ground_truth="a")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="rougeLsum"):
+        azure.RougeScoreEvaluator("rougeLsum")
+    with pytest.raises(NotImplementedError, match="planned"):
+        azure.SimilarityEvaluator({"azure_endpoint": "x"})
+
+
+def test_agenta() -> None:
+    # Jaccard 2/4 = 0.5: passes only when strictly greater than the threshold.
+    assert agenta.similarity_match("a b c", "a b d", similarity_threshold=0.5) is False
+    assert agenta.similarity_match("a b c", "a b d", similarity_threshold=0.49) is True
+    assert agenta.levenshtein_distance("abc", "") == 3
+    assert agenta.levenshtein_distance({"content": "abc"}, "abd") == 1
+    with pytest.raises(agenta.AgentaEvaluationError):
+        agenta.similarity_match("", "  ")
+    with pytest.raises(agenta.AgentaEvaluationError):
+        agenta.levenshtein_distance(42, "x")
+
+
+def test_twosignal_documented_examples() -> None:
+    lev = twosignal.Levenshtein()
+    assert lev.evaluate("The quick brown fox", "The quick brown fox") == {"score": 1.0, "label": "pass"}
+    assert lev.evaluate("The quick brown dog", "The quick brown fox") == {"score": 0.89, "label": "pass"}
+    assert lev.evaluate("Something entirely different", "The quick brown fox")["score"] == 0.18
+    assert twosignal.Levenshtein(case_sensitive=True).evaluate("hello world", "Hello World")["score"] == 0.82
+    assert twosignal.Levenshtein(threshold=0.5).evaluate("customer service", "customer support") == {
+        "score": 0.63,
+        "label": "pass",
+    }
+    assert lev.evaluate("anything", None) == {"score": 0.0, "label": "fail"}
+    assert lev.evaluate("anything", "") == {"score": 0.0, "label": "fail"}
+
+
+def test_mastra_documented_examples() -> None:
+    metric = mastra.ContentSimilarityMetric()
+    assert metric.measure(
+        "The quick brown fox jumps over the lazy dog.", "A quick brown fox jumped over a lazy dog."
+    )["score"] == pytest.approx(0.7761194029850746)
+    assert metric.measure("Hello, world!", "hello world")["score"] == 0.8
+    assert mastra.ContentSimilarityMetric(ignore_case=False).measure("Hello World", "hello world")[
+        "score"
+    ] == pytest.approx(0.6666666666666666)
+    assert metric.measure("", "") == {"score": 1.0, "info": {"similarity": 1.0}}
+    assert metric.measure("abc", "")["score"] == 0.0
+    # ignore_whitespace=False changes nothing in Mastra: string-similarity deletes whitespace.
+    assert mastra.ContentSimilarityMetric(ignore_whitespace=False).measure("a b c", "abc")["score"] == 1.0
+
+
+def test_agenttest() -> None:
+    sim = agenttest.StringSimilarity(method="jaccard")
+    result = sim.evaluate("Python, Java, JavaScript, C++, Go", "JavaScript, Python, Java, C++, Rust")
+    assert result["score"] == pytest.approx(0.6666666666666666)
+    assert result["passed"] is False
+    assert result["details"]["actual"] == "Python, Java, JavaScript, C++, Go"
+    cosine = agenttest.StringSimilarity().evaluate(
+        "ML is a subset of AI that enables computers to learn from data",
+        "Machine learning allows computers to learn patterns from data automatically",
+    )
+    assert cosine["score"] == pytest.approx(0.29876, abs=1e-5)
+    assert agenttest.StringSimilarity().evaluate("x", None) == {
+        "passed": True,
+        "score": 1.0,
+        "threshold": None,
+        "details": {"reason": "No expected value provided"},
+        "error": None,
+    }
+    assert (
+        agenttest.StringSimilarity().evaluate(None, "x")["error"] == "No 'actual' value found in test output"
+    )
+    empty = agenttest.StringSimilarity().evaluate("a b", "I")
+    assert empty["score"] is None
+    assert "empty vocabulary" in empty["error"]
+    assert agenttest.StringSimilarity(method="jaccard").evaluate("", "")["score"] == 0.0
+    typo = agenttest.StringSimilarity(method="cosin").evaluate("the cat", "the cat")
+    assert typo["details"]["method"] == "cosin"
+    assert typo["passed"] is True
+    many = agenttest.StringSimilarity(method="exact").evaluate_output(
+        {
+            "test_cases": [
+                {"actual": "a", "expected": "a"},
+                {"actual": "b", "expected": "c"},
+                {"expected": "d"},
+            ]
+        }
+    )
+    assert many["score"] == pytest.approx(1 / 3)
+    assert many["passed"] is False
+    assert many["details"]["passed_cases"] == 1
+    assert agenttest.StringSimilarity().evaluate_output("scalar")["score"] == 1.0
+    assert agenttest.StringSimilarity.from_config({"method": "exact"}).threshold == 0.8
