@@ -20,7 +20,7 @@ from collections.abc import Mapping, Set
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import PurePath
-from typing import Any
+from typing import Any, NamedTuple
 
 from tracesim import _semconv as sc
 from tracesim._config import Redactor
@@ -33,8 +33,7 @@ _REDACT_MARGIN = 256
 _TRUNCATED = "…[truncated: {} chars]"
 
 
-@dataclass(frozen=True)
-class Captured:
+class Captured(NamedTuple):
     """A value ready to be recorded: its text, MIME type and, when cut, its original length."""
 
     text: str

@@ -43,6 +43,7 @@ class Span:
 
     __slots__ = (
         "_active_token",
+        "_context",
         "_context_token",
         "_expected",
         "_input",
@@ -60,6 +61,7 @@ class Span:
         self._output: Any = _NOT_SET
         self._expected: Any = _NOT_SET
         self._output_set = False
+        self._context: otel_context.Context | None = None
         self._context_token: object | None = None
         self._active_token: contextvars.Token[Span | None] | None = None
         self.evaluators: tuple[Any, ...] = ()
@@ -134,7 +136,10 @@ class Span:
             internal_error("Span.capture")
 
     def _attach(self) -> None:
-        self._context_token = otel_context.attach(otel_trace.set_span_in_context(self._otel))
+        # Built once: a generator attaches the same context at every step.
+        if self._context is None:
+            self._context = otel_trace.set_span_in_context(self._otel)
+        self._context_token = otel_context.attach(self._context)
         self._active_token = _ACTIVE.set(self)
 
     def _detach(self) -> None:

@@ -12,10 +12,12 @@ import inspect
 from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Mapping, Sequence
 from typing import Any, ParamSpec, TypeVar, overload
 
+from opentelemetry.util.types import AttributeValue
+
 from tracesim import _runtime
 from tracesim import _semconv as sc
 from tracesim._guard import internal_error
-from tracesim._span import _NOT_SET, Span, finish, start, static_attributes
+from tracesim._span import _NOT_SET, Span, captured_attributes, finish, start, static_attributes
 
 __all__ = ["trace"]
 
@@ -185,13 +187,20 @@ def _end_stream(
     handle: Span, meta: _Meta, items: _Items | None, exc: BaseException | None, closed: bool
 ) -> None:
     try:
-        if items is not None:
-            handle.set_attribute(sc.OUTPUT_ITEMS, items.count)
+        options = handle.capture
+        if items is not None and options is not None:
+            attributes: dict[str, AttributeValue] = {sc.OUTPUT_ITEMS: items.count}
             if closed:
-                handle.set_attribute(sc.GENERATOR_CLOSED_EARLY, True)
-            if meta.capture_output and not handle._output_set:
-                handle.set_output(items.output())
-                handle._output_set = False
+                attributes[sc.GENERATOR_CLOSED_EARLY] = True
+            if not handle._output_set:
+                output = items.output()
+                handle._output = output
+                attributes.update(
+                    captured_attributes(
+                        output, sc.OUTPUT_VALUE, sc.OUTPUT_MIME_TYPE, sc.OUTPUT_ORIGINAL_CHARS, options
+                    )
+                )
+            handle.otel_span.set_attributes(attributes)
     except Exception:
         internal_error("trace: generator output")
     finish(handle, exc)

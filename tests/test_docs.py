@@ -1,0 +1,45 @@
+"""The README and examples say what the code does."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from tracesim._config import SETTINGS
+from tracesim.exporters import load_spans
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_the_readme_configuration_table_lists_every_setting_and_variable() -> None:
+    readme = (REPO / "README.md").read_text()
+    rows = {m.group(1): m.group(0) for m in re.finditer(r"^\| `(\w+)` \|.*$", readme, re.MULTILINE)}
+    for setting in SETTINGS:
+        assert setting.name in rows, f"README lacks a row for {setting.name}"
+        for variable in setting.env:
+            assert f"`{variable}`" in rows[setting.name], f"README row {setting.name} lacks {variable}"
+
+
+def test_the_readme_names_the_two_commands_and_ci_runs_the_test_one() -> None:
+    readme = (REPO / "README.md").read_text()
+    assert "make demo" in readme
+    assert "make test" in readme
+    assert "make test" in (REPO / ".ci" / "run").read_text()
+
+
+def test_the_quickstart_example_runs_and_writes_the_tree(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, str(REPO / "examples" / "quickstart.py")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "Warsaw, in Poland"
+    spans = {s.name: s for s in load_spans(tmp_path / ".tracesim" / "traces.jsonl")}
+    assert spans["retrieve"].parent_span_id == spans["answer"].span_id
+    assert spans["lookup"].parent_span_id == spans["answer"].span_id
+    assert spans["answer"].resource["service.name"] == "support-bot"
