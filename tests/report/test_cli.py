@@ -43,7 +43,7 @@ def test_group_by_adds_a_column(known_file: Path, capsys: pytest.CaptureFixture[
     out = capsys.readouterr().out
     assert "┃ user.id ┃ span " in out
     assert "│ bob     │ answer   │ AGENT     │     2 │      1 │      50.0% │" in out
-    assert "│ (none)  │ retrieve │ RETRIEVER │     4 │" in out
+    assert "│ alice   │ search   │ TOOL      │     1 │      1 │     100.0% │" in out  # inherited from answer
 
 
 def test_json_document(known_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -211,3 +211,15 @@ def test_console_entry_point(writer: Callable[..., TraceWriter], tmp_path: Path)
     assert proc.returncode == 1, proc.stderr
     assert "judge: pass rate 0.000 < 0.500 (0 of 1 passed): FAILED" in proc.stderr
     assert "1 span in 1 trace from 1 file (" in proc.stdout
+
+
+def test_markup_in_names_is_printed_literally(
+    writer: Callable[..., TraceWriter], capsys: pytest.CaptureFixture[str]
+) -> None:
+    w = writer()
+    w.span("[bold]answer[/bold]", attributes={"team": "[red]x"}, results=[result("[i]judge", 0.5)])
+    w.close()
+    assert main(["report", str(w.path), "--group-by", "team"]) == 0
+    out = capsys.readouterr().out
+    for literal in ("[bold]answer[/bold]", "[red]x", "[i]judge"):
+        assert literal in out

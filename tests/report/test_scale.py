@@ -71,7 +71,7 @@ def test_hundred_thousand_spans(tmp_path: Path, capsys: pytest.CaptureFixture[st
 
     assert report.totals.spans == 4 * TRACES
     assert report.totals.traces == TRACES
-    assert len(report.spans) == 50 + 3  # answer per user, the children have no user.id
+    assert len(report.spans) == 50 * 4  # the children take user.id from their answer span
     lev = report.evaluator("levenshtein")
     assert lev is not None
     assert (lev.results, lev.passed, lev.pass_rate) == (TRACES, passed, passed / TRACES)

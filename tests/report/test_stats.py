@@ -108,13 +108,16 @@ def test_group_by_span_attribute_splits_both_tables(known_file: Path) -> None:
     report = read_report([known_file], group_by="user.id")
 
     assert report.group_by == "user.id"
+    # user.id is set on answer only; its children take it from there
     assert [(s.group, s.name, s.count) for s in report.spans] == [
-        (NONE_GROUP, "retrieve", 4),
-        (NONE_GROUP, "search", 1),
         ("alice", "answer", 2),
+        ("alice", "retrieve", 2),
+        ("alice", "search", 1),
         ("bob", "answer", 2),
+        ("bob", "retrieve", 2),
     ]
     assert _span(report, "answer", "bob").errors == 1
+    assert _span(report, "retrieve", "bob").latency_s.max == 0.04
     # the late levenshtein result sits on a carrier without user.id; it counts for its target, bob
     bob = _eval(report, "levenshtein", "bob")
     assert (bob.results, bob.passed, bob.failed, bob.from_carriers) == (2, 1, 1, 1)
@@ -127,6 +130,29 @@ def test_group_by_span_attribute_splits_both_tables(known_file: Path) -> None:
     totals = report.evaluator("levenshtein")
     assert totals is not None
     assert (totals.group, totals.results, totals.pass_rate) == (None, 4, 2 / 3)
+
+
+def test_missing_group_attribute_is_its_own_group(known_file: Path) -> None:
+    report = read_report([known_file], group_by="tenant")
+    assert {s.group for s in report.spans} == {NONE_GROUP}
+    assert {e.group for e in report.evaluators} == {NONE_GROUP}
+    assert [s.count for s in report.spans] == [4, 4, 1]
+
+
+def test_a_span_attribute_wins_over_the_parent_and_the_resource(writer: Callable[..., TraceWriter]) -> None:
+    w = writer(service="bot")
+    root = w.span("answer", attributes={"service.name": "override"})
+    w.span("tool", parent=root, attributes={"service.name": "tool-svc"})
+    w.span("llm", parent=root)
+    w.span("other")
+    w.close()
+    report = summarize(load_spans(w.path), group_by="service.name")
+    assert [(s.group, s.name) for s in report.spans] == [
+        ("bot", "other"),
+        ("override", "answer"),
+        ("override", "llm"),
+        ("tool-svc", "tool"),
+    ]
 
 
 def test_group_by_resource_attribute_across_files(writer: Callable[..., TraceWriter]) -> None:

@@ -13,7 +13,7 @@ The pieces: `summarize` (spans to a `Report`), `read_report` (files to a `Report
 `render_html` (the offline page) and `print_report` (terminal tables).
 """
 
-from tracesim._report._collect import NONE_GROUP, group_key
+from tracesim._report._collect import NONE_GROUP
 from tracesim._report._gate import Gate, GateResult, check_gates, parse_gate
 from tracesim._report._html import render_html
 from tracesim._report._math import histogram, histogram_edges, percentile
@@ -33,7 +33,6 @@ __all__ = [
     "SpanStats",
     "Totals",
     "check_gates",
-    "group_key",
     "histogram",
     "histogram_edges",
     "parse_gate",

@@ -18,7 +18,7 @@ from typing import Any, Literal
 from tracesim import _semconv as sc
 from tracesim.exporters import SpanRecord
 
-__all__ = ["NONE_GROUP", "UNNAMED", "Collected", "ResultSample", "SpanSample", "collect", "group_key"]
+__all__ = ["NONE_GROUP", "UNNAMED", "Collected", "Grouper", "ResultSample", "SpanSample", "collect"]
 
 NONE_GROUP = "(none)"
 """The group of spans that lack the ``--group-by`` attribute."""
@@ -71,26 +71,61 @@ class Collected:
     end_ns: int | None = None
 
 
-def group_key(span: SpanRecord, attribute: str | None) -> str | None:
-    """The group of ``span``: its ``attribute``, else the resource's, else ``"(none)"``.
+class Grouper:
+    """The ``--group-by`` value of a span, ``None`` when not grouping.
 
-    ``None`` when not grouping. Non-string values are written as JSON (``true``, ``3``).
+    The value is the span's own attribute, else its nearest ancestor's (within the files), else
+    the resource's, else ``"(none)"``.
+
+    Looking up the ancestors puts a ``retrieve`` span under the ``user.id`` that was set on the
+    agent span above it. Non-string values are written as JSON (``true``, ``3``).
 
     Example:
         >>> from tracesim.exporters import SpanRecord
+        >>> root = SpanRecord("t", "r", None, "answer", "INTERNAL", 0, 2, {"user.id": "ann"})
         >>> bot = {"service.name": "bot"}
-        >>> span = SpanRecord("t", "s", None, "answer", "INTERNAL", 0, 1, {}, resource=bot)
-        >>> group_key(span, "service.name"), group_key(span, "user.id")
-        ('bot', '(none)')
+        >>> child = SpanRecord("t", "c", "r", "retrieve", "INTERNAL", 0, 1, {}, resource=bot)
+        >>> index = {("t", "r"): root, ("t", "c"): child}
+        >>> [Grouper(attribute, index)(child) for attribute in ("user.id", "service.name", "x")]
+        ['ann', 'bot', '(none)']
     """
-    if attribute is None:
-        return None
-    value = span.attributes.get(attribute)
-    if value is None:
-        value = span.resource.get(attribute)
-    if value is None:
-        return NONE_GROUP
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+    def __init__(self, attribute: str | None, index: Mapping[tuple[str, str], SpanRecord]) -> None:
+        self.attribute = attribute
+        self._index = index
+        self._lineage: dict[tuple[str, str], Any] = {}  # value found on the span or an ancestor, or None
+
+    def __call__(self, span: SpanRecord) -> str | None:
+        if self.attribute is None:
+            return None
+        value = self._from_lineage(span)
+        if value is None:
+            value = span.resource.get(self.attribute)
+        if value is None:
+            return NONE_GROUP
+        return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+    def _from_lineage(self, span: SpanRecord) -> Any:
+        assert self.attribute is not None
+        chain: list[tuple[str, str]] = []
+        current: SpanRecord | None = span
+        value: Any = None
+        while current is not None:
+            key = (current.trace_id, current.span_id)
+            if key in self._lineage:
+                value = self._lineage[key]
+                break
+            if key in chain:  # a parent cycle in a damaged file
+                break
+            chain.append(key)
+            value = current.attributes.get(self.attribute)
+            if value is not None:
+                break
+            parent = current.parent_span_id
+            current = self._index.get((current.trace_id, parent)) if parent else None
+        for key in chain:
+            self._lineage[key] = value
+        return value
 
 
 def collect(spans: Iterable[SpanRecord], group_by: str | None = None) -> Collected:
@@ -103,13 +138,14 @@ def collect(spans: Iterable[SpanRecord], group_by: str | None = None) -> Collect
             out.duplicate_spans += 1
         else:
             unique[key] = span
+    grouper = Grouper(group_by, unique)
     for span in unique.values():
-        _add_span(out, span, unique, group_by)
+        _add_span(out, span, unique, grouper)
     return out
 
 
 def _add_span(
-    out: Collected, span: SpanRecord, index: Mapping[tuple[str, str], SpanRecord], group_by: str | None
+    out: Collected, span: SpanRecord, index: Mapping[tuple[str, str], SpanRecord], grouper: Grouper
 ) -> None:
     out.trace_ids.add(span.trace_id)
     start, end = span.start_time_unix_nano, span.end_time_unix_nano
@@ -126,9 +162,9 @@ def _add_span(
             out.unresolved_links += 1
     else:
         error = span.status_code == "ERROR"
-        out.spans.append(SpanSample(group_key(span, group_by), span.name, kind, span.duration_s, error))
+        out.spans.append(SpanSample(grouper(span), span.name, kind, span.duration_s, error))
     # A carrier whose target is missing keeps its own group (usually the same service).
-    group = group_key(target if target is not None else span, group_by)
+    group = grouper(target if target is not None else span)
     name = target.name if target is not None else None
     for event in span.events:
         if event.name == sc.EVALUATION_EVENT:
