@@ -13,7 +13,7 @@ from html import escape
 from tracesim._report._format import DASH, format_count, format_duration, format_rate, format_score
 from tracesim._report._gate import GateResult
 from tracesim._report._model import EvaluatorStats, Report, SpanStats
-from tracesim._report._svg import latency_chart, score_histogram
+from tracesim._report._svg import LATENCY_COLOURS, latency_chart, score_histogram
 from tracesim._report._text import summary_line, top_labels
 from tracesim._version import __version__
 
@@ -34,6 +34,8 @@ th { background: #f5f5f5; } td.n, th.n { text-align: right; white-space: nowrap;
 .charts { display: flex; flex-wrap: wrap; gap: 1.2rem; }
 figure { margin: 0; border: 1px solid #e4e4e4; border-radius: 6px; padding: .5rem; }
 figcaption { font-size: 13px; margin-bottom: .3rem; }
+.key { display: inline-block; width: .8em; height: .8em; margin: 0 .25em 0 .4em; vertical-align: -1px; }
+.scroll { overflow-x: auto; }
 .fail, .missing, .undecided { color: #b03020; font-weight: 600; } .pass { color: #27743a; font-weight: 600; }
 .warnings li { color: #8a5a00; } footer { margin-top: 2.5rem; color: #777; font-size: 12px; }
 """
@@ -66,10 +68,7 @@ def render_html(report: Report, gates: Sequence[GateResult] = ()) -> str:
     if report.spans:
         body.append('<section id="spans"><h2>Spans</h2>')
         label = (lambda r: f"{r.group} · {r.name}") if grouped else (lambda r: r.name)
-        body.append(
-            '<figure class="latency-chart"><figcaption>Latency: bars to p50, p95 and p99 '
-            "(log scale); the tick marks the slowest span</figcaption>"
-        )
+        body.append(f'<figure class="latency-chart"><figcaption>{_LATENCY_LEGEND}</figcaption>')
         body.append(latency_chart(report.spans, label=label) + "</figure>")
         body.append(_span_table(report.spans, report.group_by if grouped else None))
         body.append("</section>")
@@ -89,6 +88,13 @@ def render_html(report: Report, gates: Sequence[GateResult] = ()) -> str:
         + "\n".join(body)
         + "\n</body></html>\n"
     )
+
+
+_LATENCY_LEGEND = (
+    "Latency per span name, log scale: "
+    + ", ".join(f'<i class="key" style="background:{colour}"></i>{name}' for name, colour in LATENCY_COLOURS)
+    + "; the tick marks the slowest span"
+)
 
 
 def _cards(report: Report) -> str:
@@ -187,4 +193,4 @@ def _table(headers: list[str], rows: list[list[str]], numeric: set[int]) -> str:
     body = "".join(
         "<tr>" + "".join(f"<td{cls(i)}>{escape(c)}</td>" for i, c in enumerate(row)) + "</tr>" for row in rows
     )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'

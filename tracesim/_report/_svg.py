@@ -15,12 +15,14 @@ from html import escape
 from tracesim._report._format import format_duration
 from tracesim._report._model import EvaluatorStats, SpanStats
 
-__all__ = ["latency_chart", "score_histogram"]
+__all__ = ["LATENCY_COLOURS", "latency_chart", "score_histogram"]
 
 _FONT = 'font-family="system-ui, sans-serif" font-size="11"'
 _BAR = "#4f7cac"
 _THRESHOLD = "#c0392b"
 _P50, _P95, _P99 = "#2c5d8f", "#7fa7cf", "#c9daec"
+LATENCY_COLOURS = (("p50", _P50), ("p95", _P95), ("p99", _P99))
+"""The bar colours of the latency chart, for a legend."""
 _AXIS = "#666"
 _GRID = "#ddd"
 _LABEL_CHARS = 34
@@ -140,7 +142,8 @@ def _latency_row(row: SpanStats, name: str, y: float, row_h: float, x: Callable[
     mid = y + row_h / 2
     parts = [f'<g class="latency-row" data-span="{escape(name)}"><title>{escape(name)}</title>']
     parts.append(_text(start - 8, mid + 4, shown, anchor="end"))
-    for cls, value, colour in (("p99", lat.p99, _P99), ("p95", lat.p95, _P95), ("p50", lat.p50, _P50)):
+    for cls, colour in reversed(LATENCY_COLOURS):  # widest bar first, so the narrower ones show on top
+        value = getattr(lat, cls)
         end = x(value)
         parts.append(
             f'<rect class="{cls}" x="{start:.1f}" y="{y + 5:.1f}" width="{max(end - start, 1):.1f}" '
