@@ -40,10 +40,12 @@ DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 class SpoolStats:
     """Counters of a `SpoolingExporter`, in spans."""
 
+    delivered: int
+    """Spans the backend has accepted, sent from memory or from disk."""
     spooled: int
     """Spans written to disk (backend down, or too many batches waiting)."""
     resent: int
-    """Spans from disk that the backend has accepted."""
+    """Spans from disk that the backend has accepted (part of ``delivered``)."""
     dropped: int
     """Spans deleted unsent: spool full (oldest first), or a batch that could not be written."""
     rejected: int
@@ -119,7 +121,7 @@ class SpoolingExporter(SpanExporter):
         self._flush_requested = False  # a flush wants an attempt that starts after it asked
         self._sending: SpoolEntry | None = None
         self._rejections: dict[str, int] = {}
-        self._spooled = self._resent = self._dropped = self._rejected = 0
+        self._delivered = self._spooled = self._resent = self._dropped = self._rejected = 0
         self._burst_dropped = 0
         self._write_error_logged = False
         self._worker: threading.Thread | None = None
@@ -147,6 +149,7 @@ class SpoolingExporter(SpanExporter):
         """A snapshot of the counters."""
         with self._lock:
             return SpoolStats(
+                delivered=self._delivered,
                 spooled=self._spooled,
                 resent=self._resent,
                 dropped=self._dropped,
@@ -297,6 +300,7 @@ class SpoolingExporter(SpanExporter):
             return True
 
     def _on_success(self, head: SpoolEntry, *, resent: bool) -> None:
+        self._delivered += head.spans
         if resent:
             self._resent += head.spans
         self._rejections.pop(head.name, None)
@@ -329,6 +333,7 @@ class SpoolingExporter(SpanExporter):
                     self._rejections.pop(head.name, None)
                     self._rejected += head.spans
                     return
+            self._sending = None  # the attempt is over: the head may be dropped if the spool is full
             if not self._circuit_open:
                 _logger.warning(
                     "tracesim: the trace backend did not accept a batch; spooling to %s until it does",
