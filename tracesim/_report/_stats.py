@@ -16,12 +16,12 @@ import os
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
-from warnings import catch_warnings, simplefilter
+from warnings import catch_warnings, simplefilter, warn_explicit
 
 from tracesim._report._collect import Collected, ResultSample, SpanSample, collect
 from tracesim._report._math import histogram, histogram_edges, percentile
 from tracesim._report._model import EvaluatorStats, LatencyStats, Report, SpanStats, Totals
-from tracesim.exporters import SpanRecord, load_spans
+from tracesim.exporters import SpanRecord, TraceFileWarning, load_spans
 
 __all__ = ["read_report", "summarize"]
 
@@ -75,9 +75,15 @@ def read_report(paths: Iterable[str | os.PathLike[str]], *, group_by: str | None
     """
     files = [os.fspath(p) for p in paths]
     with catch_warnings(record=True) as caught:
-        simplefilter("always")
+        simplefilter("always", TraceFileWarning)
         spans = load_spans(files)
-    return summarize(spans, group_by=group_by, files=files, warnings=[str(w.message) for w in caught])
+    kept = []
+    for w in caught:
+        if issubclass(w.category, TraceFileWarning):
+            kept.append(str(w.message))
+        else:  # not ours to keep: pass it on as it came
+            warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return summarize(spans, group_by=group_by, files=files, warnings=kept)
 
 
 def _span_rows(samples: Iterable[SpanSample]) -> tuple[SpanStats, ...]:
