@@ -26,6 +26,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from tracesim._errors import ConfigError
+from tracesim._guard import internal_error
 from tracesim.exporters._otlp_decode import readable_spans
 from tracesim.exporters._spool_store import SpoolEntry, SpoolStore, claim
 
@@ -256,11 +257,11 @@ class SpoolingExporter(SpanExporter):
                 head = self._sending = self._store.entries[0]
                 self._flush_requested = False
             try:
-                delivered = self._send(head)
-            except Exception:  # never let the sender die; the batch stays for a later attempt
-                _logger.exception("tracesim: unexpected error re-sending spooled spans")
-                delivered = False
-            try:
+                try:
+                    delivered = self._send(head)
+                except Exception:  # a bug of ours: logged once (raised under our tests); the batch stays
+                    delivered = False
+                    internal_error("spool sender")
                 if not delivered:
                     self._on_failure(head)
             finally:
