@@ -1,0 +1,76 @@
+"""``tracesim replay`` of a real trace file into a real Phoenix, twice."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+from tracesim import _semconv as sc
+from tracesim.cli import main
+from tracesim.exporters import JsonlExporter, load_spans, replay
+
+
+def _write_trace_file(path: Path, project: str) -> None:
+    provider = TracerProvider(resource=Resource.create({"service.name": "replay", sc.PROJECT_NAME: project}))
+    provider.add_span_processor(SimpleSpanProcessor(JsonlExporter(path)))
+    tracer = provider.get_tracer("tracesim.replay")
+    for question in ("q1", "q2", "q3"):
+        with tracer.start_as_current_span("answer", attributes={sc.SPAN_KIND: "AGENT"}) as root:
+            root.set_attribute(sc.INPUT_VALUE, question)
+            with tracer.start_as_current_span("search", attributes={sc.SPAN_KIND: "TOOL", "hits": 2}):
+                pass
+            root.set_attribute(sc.OUTPUT_VALUE, f"answer to {question}")
+            root.set_attribute(sc.eval_score("exact"), 1.0)
+            root.add_event(sc.EVALUATION_EVENT, {sc.EVALUATION_NAME: "exact", sc.EVALUATION_SCORE_VALUE: 1.0})
+            if question == "q3":
+                root.set_status(trace.StatusCode.ERROR, "late")
+    provider.shutdown()
+
+
+def test_replayed_file_arrives_whole_and_a_second_replay_adds_nothing(
+    phoenix: Any, project: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "traces.jsonl"
+    _write_trace_file(path, project)
+    local = {s.span_id: s for s in load_spans(path)}
+    assert len(local) == 6
+
+    first = replay([path], endpoint=phoenix.http_endpoint, batch_size=4)
+    # Phoenix takes only OTLP/protobuf: the first JSON post gets 415, the rest is converted.
+    assert (first.ok, first.encoding, first.spans, first.lines) == (True, "protobuf", 6, 6)
+
+    spans = phoenix.spans(project, min_count=6)
+    assert {s["context"]["span_id"] for s in spans} == set(local)
+    for span in spans:
+        original = local[span["context"]["span_id"]]
+        assert span["name"] == original.name
+        assert span["parent_id"] == original.parent_span_id
+        assert span["context"]["trace_id"] == original.trace_id
+        expected_attributes = {k: v for k, v in original.attributes.items() if k != sc.SPAN_KIND}
+        assert span["attributes"] == pytest.approx(expected_attributes)
+        assert [(e["name"], e["attributes"]) for e in span["events"]] == [
+            (e.name, dict(e.attributes)) for e in original.events
+        ]
+        assert span["status_code"] == original.status_code
+
+    second = replay([path], endpoint=phoenix.http_endpoint)
+    assert (second.ok, second.spans, second.already_sent) == (True, 0, 6)
+    # Even a forced re-send duplicates nothing: Phoenix keeps the first copy of a span id.
+    assert main(["replay", str(path), "--endpoint", phoenix.http_endpoint, "--force"]) == 0
+    # A sentinel sent after the forced replay: once Phoenix shows it, it has ingested the
+    # re-sent copies before it (one ingestion queue, first in, first out).
+    sentinel = tmp_path / "sentinel.jsonl"
+    provider = TracerProvider(resource=Resource.create({sc.PROJECT_NAME: project}))
+    provider.add_span_processor(SimpleSpanProcessor(JsonlExporter(sentinel)))
+    provider.get_tracer("t").start_span("sentinel").end()
+    provider.shutdown()
+    assert replay([sentinel], endpoint=phoenix.http_endpoint, encoding="protobuf").ok
+    again = phoenix.spans(project, min_count=7)
+    ids = [s["context"]["span_id"] for s in again if s["name"] != "sentinel"]
+    assert sorted(ids) == sorted(local)  # six spans, none twice
