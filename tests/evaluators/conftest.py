@@ -19,4 +19,8 @@ settings.register_profile(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
+# HYPOTHESIS_PROFILE=tracesim-evaluators-thorough for a long local run.
+settings.register_profile(
+    "tracesim-evaluators-thorough", parent=settings.get_profile("tracesim-evaluators"), max_examples=2000
+)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "tracesim-evaluators"))

@@ -256,3 +256,45 @@ def test_jaccard_matches_sets(a: str, b: str) -> None:
     sa, sb = set(a.split()), set(b.split())
     expected = 1.0 if not sa | sb else len(sa & sb) / len(sa | sb)
     assert from_config({"type": "jaccard"}).evaluate(a, b).score == expected
+
+
+# -- tokenizers on the re engine vs NLTK's own ---------------------------------------------------
+
+PIECES = [*"abcXYZ019 .,;:!?'\"`()[]{}<>-$%&*@#/\\\n\t", "n't", "'s", "--", "...", "can", "wanna", "'Tis"]
+PUNCTUATED = st.lists(st.sampled_from(PIECES), max_size=40).map("".join)
+INTERNATIONAL = st.lists(
+    st.one_of(
+        st.characters(exclude_categories=("Cs",)),
+        st.characters(categories=("Nd", "No", "Po", "Ps", "Pe", "Pd", "Sc", "Sm", "So", "Zs")),
+        st.sampled_from([*"aé5,.€ <>&;", "<skipped>", "&amp;", "&#124;", "\u2028"]),
+    ),
+    max_size=40,
+).map("".join)
+
+
+@given(text=st.one_of(PUNCTUATED, sentences))
+def test_azure_tokenizer_equals_nltk_word_tokenize_on_ascii(text: str) -> None:
+    from tracesim.evaluators._tokenize import AzureTokenizer
+
+    if not text.isascii():
+        return
+    assert AzureTokenizer("test").tokenize(text) == (nltk.word_tokenize(text), "nltk.word_tokenize")
+
+
+@given(text=INTERNATIONAL)
+def test_nist_on_re_equals_nltk(text: str) -> None:
+    from nltk.tokenize.nist import NISTTokenizer
+
+    from tracesim.evaluators._nist import NistInternational
+
+    assert NistInternational("test").tokenize(text) == NISTTokenizer().international_tokenize(text)
+
+
+@given(value=st.floats(min_value=0, max_value=1e6, allow_nan=False), places=st.integers(0, 6))
+def test_round_half_up_equals_decimal_rounding_of_repr(value: float, places: int) -> None:
+    from decimal import ROUND_HALF_UP, Decimal
+
+    from tracesim.evaluators._text import round_half_up
+
+    expected = float(Decimal(repr(value)).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP))
+    assert round_half_up(value, places) == expected

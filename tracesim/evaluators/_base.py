@@ -32,7 +32,7 @@ _NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*\Z")
 _SHARED_KEYS = ("name", "threshold", "sample_rate", "timeout_s", "max_concurrency")
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Measurement:
     """What a metric computed, before the base class applies the threshold.
 
@@ -189,7 +189,7 @@ class Evaluator:
     def _finish(self, value: MeasureValue, duration_s: float) -> EvalResult:
         # Typed as MeasureValue, but user metrics can return anything: check at run time.
         checked: object = value
-        if isinstance(checked, Measurement):
+        if type(checked) is Measurement or isinstance(checked, Measurement):
             passed = self.passes(checked.score)
             label = checked.label if checked.label is not None else _label(passed)
             return EvalResult(

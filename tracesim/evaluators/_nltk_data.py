@@ -17,7 +17,7 @@ __all__ = [
     "NLTK_PACKAGES",
     "MissingNLTKDataError",
     "find_missing",
-    "nist_tokenizer",
+    "perluniprops_classes",
     "punkt_tokenizer",
     "synonym_source",
     "treebank_tokenizer",
@@ -123,15 +123,15 @@ def treebank_tokenizer() -> Any:
     return _once("treebank", "", "", load)
 
 
-def nist_tokenizer(needed_by: str) -> Any:
-    """NLTK's NIST tokenizer (data: ``perluniprops``, read when its module is imported)."""
+def perluniprops_classes(needed_by: str) -> dict[str, frozenset[str]]:
+    """The Perl Unicode property sets NLTK's NIST tokenizer uses: Number, Punctuation, Symbol."""
 
-    def load() -> Any:
-        from nltk.tokenize.nist import NISTTokenizer
+    def load() -> dict[str, frozenset[str]]:
+        from nltk.corpus import perluniprops
 
-        return NISTTokenizer()
+        return {name: frozenset(perluniprops.chars(name)) for name in ("Number", "Punctuation", "Symbol")}
 
-    return _once("nist", "perluniprops", needed_by, load)
+    return _once("perluniprops", "perluniprops", needed_by, load)
 
 
 class _SynonymSource:

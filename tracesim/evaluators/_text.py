@@ -64,7 +64,13 @@ def round_half_up(value: float, places: int) -> float:
         >>> round_half_up(0.625, 2), round(0.625, 2)
         (0.63, 0.62)
     """
+    text = repr(value)
+    dot = text.find(".")
+    # Only a decimal tie (repr ends in a 5 just past the kept places) can round differently
+    # from round(), which rounds the exact binary value; anything else takes the fast path.
+    if dot >= 0 and "e" not in text and (text[-1] != "5" or len(text) - dot - 1 != places + 1):
+        return round(value, places)
     quantum = _QUANTUM.get(places)
     if quantum is None:
         quantum = _QUANTUM.setdefault(places, Decimal(1).scaleb(-places))
-    return float(Decimal(repr(value)).quantize(quantum, rounding=ROUND_HALF_UP))
+    return float(Decimal(text).quantize(quantum, rounding=ROUND_HALF_UP))
