@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tracesim
+import tracesim.evaluators
 import tracesim.exporters
 import tracesim.testing
 
@@ -12,14 +13,19 @@ def test_top_level_names_are_pinned() -> None:
         [
             "ConfigError",
             "ContextThreadPoolExecutor",
+            "Golden",
             "NotConfiguredWarning",
+            "ScoringStats",
             "Span",
             "TracesimError",
             "__version__",
             "configure",
             "current_span",
+            "expect",
             "force_flush",
             "propagate_context",
+            "score",
+            "scoring_stats",
             "shutdown",
             "span",
             "trace",
@@ -28,7 +34,7 @@ def test_top_level_names_are_pinned() -> None:
 
 
 def test_every_exported_name_exists_and_is_documented() -> None:
-    for module in (tracesim, tracesim.exporters, tracesim.testing):
+    for module in (tracesim, tracesim.evaluators, tracesim.exporters, tracesim.testing):
         for name in module.__all__:
             value = getattr(module, name)
             if name != "__version__":

@@ -8,10 +8,12 @@ Example:
     ...     return "Warsaw"
 """
 
-from tracesim._api import configure, force_flush, shutdown
+from tracesim._api import configure, force_flush, score, scoring_stats, shutdown
 from tracesim._context import ContextThreadPoolExecutor, propagate_context
 from tracesim._errors import ConfigError, TracesimError
+from tracesim._expect import Golden, expect
 from tracesim._runtime import NotConfiguredWarning
+from tracesim._scoring import ScoringStats
 from tracesim._span import Span, current_span, span
 from tracesim._tracing import trace
 from tracesim._version import __version__
@@ -19,14 +21,19 @@ from tracesim._version import __version__
 __all__ = [
     "ConfigError",
     "ContextThreadPoolExecutor",
+    "Golden",
     "NotConfiguredWarning",
+    "ScoringStats",
     "Span",
     "TracesimError",
     "__version__",
     "configure",
     "current_span",
+    "expect",
     "force_flush",
     "propagate_context",
+    "score",
+    "scoring_stats",
     "shutdown",
     "span",
     "trace",

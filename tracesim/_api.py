@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -10,8 +11,9 @@ from opentelemetry.sdk.trace.export import SpanExporter
 
 from tracesim import _runtime
 from tracesim._config import Redactor
+from tracesim._scoring import ScoringStats
 
-__all__ = ["configure", "force_flush", "shutdown"]
+__all__ = ["configure", "force_flush", "score", "scoring_stats", "shutdown"]
 
 
 def configure(
@@ -95,3 +97,75 @@ def shutdown(timeout_s: float | None = None) -> bool:
     ``shutdown_timeout_s`` setting (10 s). Returns False when the deadline passed first.
     """
     return _runtime.shutdown(timeout_s)
+
+
+def score(
+    target: Any,
+    *,
+    name: str,
+    value: float | None = None,
+    label: str | None = None,
+    explanation: str | None = None,
+    passed: bool | None = None,
+    annotator_kind: str = "HUMAN",
+) -> None:
+    """Record a result for a span after the fact: human feedback, a late judge, a user rating.
+
+    The result goes on a carrier span (``openinference.span.kind=EVALUATOR``) in the target's
+    trace, linked to the target, with the same ``gen_ai.evaluation.result`` event and flat
+    ``tracesim.eval.<name>.*`` attributes as online scores.
+
+    Args:
+        target: The span scored: a `tracesim.Span`, an OpenTelemetry span, or its
+            ``SpanContext`` (keep ``span.span_context`` to score later).
+        name: The score's name, e.g. ``"user_rating"``.
+        value: A numeric score.
+        label: A short label, e.g. ``"helpful"``.
+        explanation: Free text; redacted like captured values.
+        passed: Whether this counts as a pass.
+        annotator_kind: ``HUMAN`` (default), ``LLM`` or ``CODE``.
+
+    Raises:
+        TypeError, ValueError: the target or the values are not usable (a bug at the call site).
+
+    Example:
+        >>> import tracesim
+        >>> with tracesim.span("answer") as s:
+        ...     s.set_output("Warsaw")
+        >>> tracesim.score(s, name="user_rating", value=1.0, label="helpful")
+    """
+    from tracesim import _semconv as sc
+    from tracesim._results import emit_carrier, target_context
+    from tracesim.evaluators import EvalResult
+
+    context = target_context(target)
+    if not isinstance(name, str) or not name:
+        raise ValueError("score() needs a non-empty name")
+    if value is None and label is None and explanation is None:
+        raise ValueError("score() needs at least one of value, label or explanation")
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        raise TypeError(f"score() value must be a number, got {type(value).__name__}")
+    runtime = _runtime.active()
+    if runtime is None or not context.is_valid:
+        return
+    result = EvalResult(name=name, score=value, label=label, explanation=explanation, passed=passed)
+    emit_carrier(
+        runtime.tracer, context, result, runtime.capture, {sc.EVALUATION_ANNOTATOR_KIND: annotator_kind}
+    )
+    if runtime.scoring is not None:
+        for sink in runtime.scoring.sinks:
+            sink.submit(context, result, annotator_kind)
+
+
+def scoring_stats() -> ScoringStats:
+    """A snapshot of the scoring counters: queued, completed, dropped, errors, time-outs, late.
+
+    Example:
+        >>> import tracesim
+        >>> tracesim.scoring_stats().dropped
+        0
+    """
+    runtime = _runtime.current
+    if runtime is None or runtime.scoring is None:
+        return ScoringStats()
+    return dataclasses.replace(runtime.scoring.stats)

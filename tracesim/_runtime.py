@@ -28,6 +28,9 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcess
 from tracesim import _guard
 from tracesim._capture import CaptureOptions, make_options
 from tracesim._config import Settings, resolve
+from tracesim._scoring import ScoringPipeline
+from tracesim._selection import Plan, Rule, compile_rules, plan
+from tracesim._sinks import result_sinks
 from tracesim._version import __version__
 
 __all__ = [
@@ -57,24 +60,56 @@ class Runtime:
         tracer: otel_trace.Tracer,
         processors: Sequence[SpanProcessor],
         capture: CaptureOptions,
+        scoring: ScoringPipeline | None = None,
+        rules: Sequence[Rule] = (),
+        closers: Sequence[Any] = (),
     ) -> None:
         self.settings = settings
         self.tracer = tracer
         self.processors = tuple(processors)
         self.capture = capture
         self.enabled = settings.enabled
+        self.scoring = scoring
+        self.rules = tuple(rules)
+        self.closers = tuple(closers)
+
+    def plan(self, name: str, kind: str, evaluators: tuple[Any, ...], expected: Any) -> Plan | None:
+        """How a span named ``name`` of kind ``kind`` is scored here, or None."""
+        if self.scoring is None:
+            return None
+        return plan(evaluators, expected, self.rules, name, kind)
 
     def force_flush(self, timeout_s: float) -> bool:
-        """Export everything finished so far, within ``timeout_s``."""
+        """Score what is queued, then export everything finished, within ``timeout_s``."""
         deadline = _Deadline(timeout_s)
-        ok = True
+        ok = self.scoring.force_flush(deadline.seconds()) if self.scoring is not None else True
+        for closer in self.closers:
+            ok = closer.force_flush(deadline.seconds()) and ok
         for processor in self.processors:
             ok = processor.force_flush(deadline.millis()) and ok
         return ok
 
     def shutdown(self, timeout_s: float) -> bool:
-        """Flush, then stop the exporters. The runtime must not be used afterwards."""
-        ok = self.force_flush(timeout_s)
+        """Drain scoring, flush, then stop the exporters. The runtime must not be used afterwards."""
+        deadline = _Deadline(timeout_s)
+        ok = self.drain(deadline.seconds())
+        return self.close(deadline.seconds()) and ok
+
+    def drain(self, timeout_s: float) -> bool:
+        """Finish scoring: every span still open ends. Run it while this runtime is installed,
+        so those spans still reach its exporters."""
+        return self.scoring.shutdown(timeout_s) if self.scoring is not None else True
+
+    def close(self, timeout_s: float) -> bool:
+        """Flush and stop the result sinks and the exporters."""
+        deadline = _Deadline(timeout_s)
+        ok = self.force_flush(deadline.seconds())
+        for closer in self.closers:
+            try:
+                ok = closer.shutdown(deadline.seconds()) and ok
+            except Exception:
+                _logger.exception("tracesim: a result sink failed to shut down")
+                ok = False
         for processor in self.processors:
             try:
                 processor.shutdown()
@@ -161,12 +196,26 @@ def build(settings: Settings) -> Runtime:
     )
     if not settings.enabled:
         return Runtime(settings, otel_trace.NoOpTracer(), (), capture)
+    rules = compile_rules(settings.evaluators)
     exporters = [_exporter(item, settings) for item in settings.exporters]
     processor_type = BatchSpanProcessor if settings.batch_export else SimpleSpanProcessor
     processors = [processor_type(exporter) for exporter in exporters]
     provider = _provider(settings)
     tracer = provider.get_tracer("tracesim", __version__)
-    return Runtime(settings, tracer, processors, capture)
+    sinks = result_sinks(settings, provider)
+    scoring = None
+    if settings.scoring_mode != "off":
+        scoring = ScoringPipeline(
+            tracer=tracer,
+            capture=capture,
+            mode=settings.scoring_mode,
+            sample_rate=settings.evaluation_sample_rate,
+            max_defer_s=settings.max_defer_s,
+            queue_size=settings.scoring_queue_size,
+            workers=settings.scoring_workers,
+            sinks=sinks,
+        )
+    return Runtime(settings, tracer, processors, capture, scoring, rules, sinks)
 
 
 def _exporter(item: Any, settings: Settings) -> SpanExporter:
@@ -263,10 +312,13 @@ def force_flush(timeout_s: float) -> bool:
 
 def shutdown(timeout_s: float | None) -> bool:
     """Drain and stop the active runtime; traced code runs untraced afterwards."""
-    runtime = install(None)
+    runtime = current
     if runtime is None:
         return True
-    return runtime.shutdown(runtime.settings.shutdown_timeout_s if timeout_s is None else timeout_s)
+    deadline = _Deadline(runtime.settings.shutdown_timeout_s if timeout_s is None else timeout_s)
+    ok = runtime.drain(deadline.seconds())  # while installed: the spans it ends get exported
+    install(None)
+    return runtime.close(deadline.seconds()) and ok
 
 
 def _at_exit() -> None:

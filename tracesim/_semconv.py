@@ -47,6 +47,7 @@ EVALUATION_SAMPLED: Final = "tracesim.evaluation.sampled"
 EVALUATION_NOT_SAMPLED: Final = "tracesim.evaluation.not_sampled"
 EVALUATION_DROPPED: Final = "tracesim.evaluation.dropped"
 EVALUATION_DEFERRED: Final = "tracesim.evaluation.deferred"
+EVALUATION_ANNOTATOR_KIND: Final = "tracesim.evaluation.annotator_kind"
 
 MIME_TEXT: Final = "text/plain"
 MIME_JSON: Final = "application/json"
@@ -65,6 +66,11 @@ def eval_label(name: str) -> str:
 def eval_passed(name: str) -> str:
     """Flat attribute holding whether evaluator ``name`` passed."""
     return f"tracesim.eval.{name}.passed"
+
+
+def eval_status(name: str) -> str:
+    """Flat attribute holding evaluator ``name``'s status when it is not ``ok`` (skipped, error)."""
+    return f"tracesim.eval.{name}.status"
 
 
 # kind= value -> (openinference.span.kind, gen_ai.operation.name or None, name attribute or None)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextvars
+import time
 from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -16,7 +17,10 @@ from tracesim import _runtime
 from tracesim import _semconv as sc
 from tracesim._capture import CaptureOptions, capture_value, dumps
 from tracesim._errors import ConfigError
+from tracesim._expect import NOT_SET as _NOT_SET
+from tracesim._expect import release_expected, take_expected
 from tracesim._guard import internal_error
+from tracesim._selection import Plan, build_evaluators
 
 if TYPE_CHECKING:
     from tracesim._runtime import Runtime
@@ -24,7 +28,6 @@ if TYPE_CHECKING:
 __all__ = ["Span", "current_span", "span"]
 
 _ACTIVE: contextvars.ContextVar[Span | None] = contextvars.ContextVar("tracesim_active_span", default=None)
-_NOT_SET: Any = object()
 
 
 class Span:
@@ -45,13 +48,14 @@ class Span:
         "_active_token",
         "_context",
         "_context_token",
+        "_expect_token",
         "_expected",
         "_input",
         "_otel",
         "_output",
         "_output_set",
+        "_plan",
         "_runtime",
-        "evaluators",
     )
 
     def __init__(self, otel_span: otel_trace.Span, runtime: Runtime | None) -> None:
@@ -64,7 +68,8 @@ class Span:
         self._context: otel_context.Context | None = None
         self._context_token: object | None = None
         self._active_token: contextvars.Token[Span | None] | None = None
-        self.evaluators: tuple[Any, ...] = ()
+        self._expect_token: contextvars.Token[Any] | None = None
+        self._plan: Plan | None = None
 
     # ------------------------------------------------------------ public
 
@@ -143,6 +148,9 @@ class Span:
         self._active_token = _ACTIVE.set(self)
 
     def _detach(self) -> None:
+        if self._expect_token is not None:
+            release_expected(self._expect_token)
+            self._expect_token = None
         if self._active_token is not None:
             _ACTIVE.reset(self._active_token)
             self._active_token = None
@@ -209,6 +217,33 @@ def start(
     return handle
 
 
+def adopt_plan(handle: Span, plan: Plan) -> None:
+    """Mark ``handle`` as scored by ``plan``; it takes the value of an enclosing `expect` block."""
+    handle._plan = plan
+    pending, token = take_expected()
+    if token is not None:
+        handle._expect_token = token
+        handle.set_expected(pending)
+
+
+def score(
+    handle: Span, output: Any, end_ns: int, args: tuple[Any, ...], kwargs: dict[str, Any], binder: Any
+) -> None:
+    """Leave the span open and hand the finished call to the scoring pipeline. Never raises."""
+    try:
+        handle._detach()
+    except Exception:
+        internal_error("span: detach")
+    runtime, plan = handle._runtime, handle._plan
+    try:
+        if runtime is None or runtime.scoring is None or plan is None:
+            raise RuntimeError("score() called for a span without a scoring plan")
+        runtime.scoring.submit(handle, output, end_ns, plan.evaluators, plan.sources, args, kwargs, binder)
+    except Exception:
+        internal_error("scoring: submit")
+        handle._otel.end(end_ns)
+
+
 def current_span() -> Span:
     """The span of the innermost traced call or ``with tracesim.span(...)`` block.
 
@@ -248,7 +283,7 @@ class span:
         ...     s.set_output({"country": "Poland"})
     """
 
-    __slots__ = ("_attributes", "_evaluators", "_expected", "_handle", "_input", "_name")
+    __slots__ = ("_attributes", "_evaluators", "_expected", "_handle", "_input", "_kind", "_name")
 
     def __init__(
         self,
@@ -261,10 +296,11 @@ class span:
         attributes: Mapping[str, AttributeValue] | None = None,
     ) -> None:
         self._name = name
+        self._kind = kind.lower() if isinstance(kind, str) else kind
         self._attributes = static_attributes(name, kind, attributes)
         self._input = input
         self._expected = expected
-        self._evaluators = tuple(evaluators)
+        self._evaluators = build_evaluators(evaluators, name) if evaluators else ()
         self._handle: Span | None = None
 
     def __enter__(self) -> Span:
@@ -273,9 +309,11 @@ class span:
             return Span(INVALID_SPAN, None)
         try:
             handle = start(runtime, self._name, self._attributes, self._input)
-            if self._expected is not _NOT_SET:
+            plan = runtime.plan(self._name, self._kind, self._evaluators, self._expected)
+            if plan is not None:
+                adopt_plan(handle, plan)
+            elif self._expected is not _NOT_SET and not callable(self._expected):
                 handle.set_expected(self._expected)
-            handle.evaluators = self._evaluators
         except Exception:
             internal_error("span.__enter__")
             return Span(INVALID_SPAN, None)
@@ -286,7 +324,11 @@ class span:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         handle, self._handle = self._handle, None
-        if handle is not None:
+        if handle is None:
+            return
+        if exc is None and handle._plan is not None and handle._output_set:
+            score(handle, handle._output, time.time_ns(), (handle._input,), {}, BLOCK_BINDER)
+        else:
             finish(handle, exc)
 
     async def __aenter__(self) -> Span:
@@ -296,6 +338,20 @@ class span:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.__exit__(exc_type, exc, tb)
+
+
+class _BlockBinder:
+    """The arguments of a ``span()`` block, for expected-output callables and datasets: its input."""
+
+    def input(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        return args[0] if args else None
+
+    def arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        value = self.input(args, kwargs)
+        return dict(value) if isinstance(value, Mapping) else {"input": value}
+
+
+BLOCK_BINDER = _BlockBinder()
 
 
 def finish(handle: Span, exception: BaseException | None, end_time: int | None = None) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Mapping, Sequence
 from typing import Any, ParamSpec, TypeVar, overload
 
@@ -16,8 +17,18 @@ from opentelemetry.util.types import AttributeValue
 
 from tracesim import _runtime
 from tracesim import _semconv as sc
+from tracesim._expect import NOT_SET as _NOT_SET
 from tracesim._guard import internal_error
-from tracesim._span import _NOT_SET, Span, captured_attributes, finish, start, static_attributes
+from tracesim._selection import Plan, build_evaluators
+from tracesim._span import (
+    Span,
+    adopt_plan,
+    captured_attributes,
+    finish,
+    score,
+    start,
+    static_attributes,
+)
 
 __all__ = ["trace"]
 
@@ -28,10 +39,71 @@ F = TypeVar("F", bound=Callable[..., Any])
 _PARAMETER_KINDS_SIMPLE = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
 
+class Binder:
+    """Turns call arguments into the span input, computed from the signature once.
+
+    Arguments are bound to parameter names, defaults applied and ``self``/``cls`` dropped;
+    one parameter is recorded as its value, several as a mapping of names to values.
+    """
+
+    __slots__ = ("count", "names", "signature", "simple", "single", "skip")
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        try:
+            self.signature: inspect.Signature | None = inspect.signature(fn)
+        except (TypeError, ValueError):
+            self.signature = None
+        params = list(self.signature.parameters.values()) if self.signature else []
+        first_is_self = bool(params) and params[0].name in ("self", "cls")
+        self.skip = 1 if first_is_self and params[0].kind in _PARAMETER_KINDS_SIMPLE else 0
+        self.names = [p.name for p in params[self.skip :]]
+        self.count = len(params)
+        self.simple = all(p.kind in _PARAMETER_KINDS_SIMPLE for p in params)
+        self.single = len(self.names) == 1 and params[-1].kind in _PARAMETER_KINDS_SIMPLE
+
+    def input(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """The input to record: the one argument, or all of them by name; NOT_SET without parameters."""
+        if self.signature is None:
+            return {"args": list(args), "kwargs": kwargs} if kwargs else list(args)
+        if not self.names:
+            return _NOT_SET
+        if self.simple and not kwargs and len(args) == self.count:  # the common case, without inspect
+            skip = self.skip
+            return args[skip] if self.single else dict(zip(self.names, args[skip:], strict=True))
+        arguments = self.arguments(args, kwargs)
+        if self.single and self.names[0] in arguments:
+            return arguments[self.names[0]]
+        return arguments
+
+    def arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        """Every argument by parameter name, defaults applied, ``self``/``cls`` dropped."""
+        if self.signature is None:
+            return {"args": list(args), "kwargs": kwargs}
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError:  # the call itself fails the same way; record what was passed
+            return {"args": list(args[self.skip :]), "kwargs": kwargs}
+        bound.apply_defaults()
+        arguments = dict(bound.arguments)
+        if self.skip:
+            arguments.pop(next(iter(self.signature.parameters)), None)
+        return arguments
+
+
 class _Meta:
     """What a decorated function needs per call, computed once."""
 
-    __slots__ = ("attributes", "bind", "capture_input", "capture_output", "evaluators", "name")
+    __slots__ = (
+        "attributes",
+        "binder",
+        "capture_input",
+        "capture_output",
+        "evaluators",
+        "expected",
+        "kind",
+        "name",
+        "plans",
+    )
 
     def __init__(
         self,
@@ -42,13 +114,25 @@ class _Meta:
         capture_output: bool,
         attributes: Mapping[str, Any] | None,
         evaluators: Sequence[Any],
+        expected: Any,
     ) -> None:
         self.name = name or span_name(fn)
+        self.kind = kind.lower() if isinstance(kind, str) else kind
         self.attributes = static_attributes(self.name, kind, attributes)
-        self.bind = make_binder(fn)
+        self.binder = Binder(fn)
         self.capture_input = capture_input
         self.capture_output = capture_output
-        self.evaluators = tuple(evaluators)
+        self.evaluators = build_evaluators(evaluators, self.name) if evaluators else ()
+        self.expected = expected
+        # (runtime, plan) for the runtime that computed it: rules come from configure()
+        self.plans: tuple[Any, Plan | None] = (None, None)
+
+    def plan(self, runtime: _runtime.Runtime) -> Plan | None:
+        cached_runtime, plan = self.plans
+        if cached_runtime is not runtime:
+            plan = runtime.plan(self.name, self.kind, self.evaluators, self.expected)
+            self.plans = (runtime, plan)
+        return plan
 
 
 def span_name(fn: Callable[..., Any]) -> str:
@@ -57,62 +141,31 @@ def span_name(fn: Callable[..., Any]) -> str:
     return qualname.rsplit("<locals>.", 1)[-1]
 
 
-def make_binder(fn: Callable[..., Any]) -> Callable[[tuple[Any, ...], dict[str, Any]], Any]:
-    """A function turning call arguments into the span input.
-
-    Arguments are bound to parameter names, defaults applied and ``self``/``cls`` dropped;
-    one parameter is recorded as its value, several as a mapping of names to values.
-    """
-    try:
-        signature = inspect.signature(fn)
-    except (TypeError, ValueError):
-        return lambda args, kwargs: {"args": list(args), "kwargs": kwargs} if kwargs else list(args)
-    params = list(signature.parameters.values())
-    skip = (
-        1 if params and params[0].name in ("self", "cls") and params[0].kind in _PARAMETER_KINDS_SIMPLE else 0
-    )
-    names = [p.name for p in params[skip:]]
-    count = len(params)
-    simple = all(p.kind in _PARAMETER_KINDS_SIMPLE for p in params)
-    single = len(names) == 1 and params[-1].kind in _PARAMETER_KINDS_SIMPLE
-    if not names:
-        return lambda args, kwargs: _NOT_SET  # nothing to record
-
-    def bind(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if simple and not kwargs and len(args) == count:  # the common case, without inspect
-            return args[skip] if single else dict(zip(names, args[skip:], strict=True))
-        try:
-            bound = signature.bind(*args, **kwargs)
-        except TypeError:  # the call itself will fail the same way; record what was passed
-            return {"args": list(args[skip:]), "kwargs": kwargs}
-        bound.apply_defaults()
-        arguments = dict(bound.arguments)
-        if skip:
-            arguments.pop(params[0].name, None)
-        if single and names[0] in arguments:
-            return arguments[names[0]]
-        return arguments
-
-    return bind
-
-
 def _begin(runtime: _runtime.Runtime, meta: _Meta, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Span:
     value = _NOT_SET
     if meta.capture_input and runtime.capture.enabled:
-        value = meta.bind(args, kwargs)
+        value = meta.binder.input(args, kwargs)
     handle = start(runtime, meta.name, meta.attributes, value)
-    handle.evaluators = meta.evaluators
+    plan = meta.plan(runtime)
+    if plan is not None:
+        adopt_plan(handle, plan)
     return handle
 
 
-def _succeed(handle: Span, meta: _Meta, output: Any) -> None:
+def _succeed(handle: Span, meta: _Meta, output: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    end_ns = time.time_ns()  # the call's end, whatever scoring takes afterwards
     try:
         if meta.capture_output and not handle._output_set:
             handle.set_output(output)
             handle._output_set = False
     except Exception:
         internal_error("trace: output")
-    finish(handle, None)
+    if handle._plan is None:
+        finish(handle, None, end_ns)
+        return
+    if handle._output_set:
+        output = handle._output  # what set_output() recorded is what gets scored
+    score(handle, output, end_ns, args, kwargs, meta.binder)
 
 
 # ---------------------------------------------------------------- wrappers, one per kind of callable
@@ -134,7 +187,7 @@ def _wrap_function(fn: Callable[P, R], meta: _Meta) -> Callable[P, R]:
         except BaseException as exc:
             finish(handle, exc)
             raise
-        _succeed(handle, meta, result)
+        _succeed(handle, meta, result, args, kwargs)
         return result
 
     return wrapper
@@ -156,58 +209,94 @@ def _wrap_coroutine(fn: Callable[P, Awaitable[R]], meta: _Meta) -> Callable[P, A
         except BaseException as exc:  # CancelledError included: the call did not complete
             finish(handle, exc)
             raise
-        _succeed(handle, meta, result)
+        _succeed(handle, meta, result, args, kwargs)
         return result
 
     return wrapper
 
 
 class _Items:
-    """Yielded items kept as a generator's output: at most ``limit`` of them."""
+    """Yielded items kept as a generator's output.
 
-    __slots__ = ("count", "items", "limit")
+    Text chunks (a streamed answer) are kept whole, up to `_TEXT_CAP` characters, so the
+    output scored and recorded is the full answer; other items are kept up to ``limit``.
+    """
+
+    __slots__ = ("chars", "count", "items", "limit", "text")
 
     def __init__(self, limit: int) -> None:
         self.items: list[Any] = []
         self.count = 0
+        self.chars = 0
+        self.text = True
         self.limit = limit
 
     def add(self, item: Any) -> None:
         self.count += 1
+        if self.text and isinstance(item, str):
+            if self.chars < _TEXT_CAP:
+                self.items.append(item)
+                self.chars += len(item)
+            return
+        self.text = False
         if len(self.items) < self.limit:
             self.items.append(item)
+        elif len(self.items) > self.limit:  # a text stream that turned out mixed
+            del self.items[self.limit :]
 
     def output(self) -> Any:
-        if self.items and all(isinstance(i, str) for i in self.items):
+        if self.items and self.text:
             return "".join(self.items)
         return self.items
 
 
+_TEXT_CAP = 10_000_000
+
+
 def _end_stream(
-    handle: Span, meta: _Meta, items: _Items | None, exc: BaseException | None, closed: bool
+    handle: Span,
+    meta: _Meta,
+    items: _Items | None,
+    exc: BaseException | None,
+    closed: bool,
+    call: tuple[tuple[Any, ...], dict[str, Any]] | None = None,
 ) -> None:
+    end_ns = time.time_ns()
+    output: Any = _NOT_SET
     try:
-        options = handle.capture
-        if items is not None and options is not None:
-            attributes: dict[str, AttributeValue] = {sc.OUTPUT_ITEMS: items.count}
-            if closed:
-                attributes[sc.GENERATOR_CLOSED_EARLY] = True
-            if not handle._output_set:
-                output = items.output()
-                handle._output = output
-                attributes.update(
-                    captured_attributes(
-                        output, sc.OUTPUT_VALUE, sc.OUTPUT_MIME_TYPE, sc.OUTPUT_ORIGINAL_CHARS, options
+        if items is not None:
+            output = handle._output if handle._output_set else items.output()
+            options = handle.capture
+            if options is not None:
+                attributes: dict[str, AttributeValue] = {sc.OUTPUT_ITEMS: items.count}
+                if closed:
+                    attributes[sc.GENERATOR_CLOSED_EARLY] = True
+                if meta.capture_output and not handle._output_set:
+                    attributes.update(
+                        captured_attributes(
+                            output, sc.OUTPUT_VALUE, sc.OUTPUT_MIME_TYPE, sc.OUTPUT_ORIGINAL_CHARS, options
+                        )
                     )
-                )
-            handle.otel_span.set_attributes(attributes)
+                handle.otel_span.set_attributes(attributes)
     except Exception:
         internal_error("trace: generator output")
-    finish(handle, exc)
+    # Only a stream that ran to its end is scored: a partial answer would score unfairly.
+    if (
+        exc is None
+        and not closed
+        and call is not None
+        and handle._plan is not None
+        and output is not _NOT_SET
+    ):
+        score(handle, output, end_ns, call[0], call[1], meta.binder)
+    else:
+        finish(handle, exc, end_ns)
 
 
-def _stream_items(runtime: _runtime.Runtime, meta: _Meta) -> _Items | None:
-    return _Items(runtime.settings.max_generator_items) if meta.capture_output else None
+def _stream_items(runtime: _runtime.Runtime, meta: _Meta, handle: Span) -> _Items | None:
+    if meta.capture_output or handle._plan is not None:
+        return _Items(runtime.settings.max_generator_items)
+    return None
 
 
 def _wrap_generator(
@@ -222,7 +311,7 @@ def _wrap_generator(
         try:
             handle = _begin(runtime, meta, args, kwargs)
             handle._detach()  # the span is current only while a step runs
-            items = _stream_items(runtime, meta)
+            items = _stream_items(runtime, meta, handle)
         except Exception:
             internal_error("trace: start")
             return (yield from gen)
@@ -233,7 +322,7 @@ def _wrap_generator(
             try:
                 item = step(arg)
             except StopIteration as stop:
-                _end_stream(handle, meta, items, None, False)
+                _end_stream(handle, meta, items, None, False, (args, kwargs))
                 return stop.value
             except BaseException as exc:
                 _end_stream(handle, meta, items, exc, False)
@@ -277,7 +366,7 @@ def _wrap_async_generator(
         try:
             handle = _begin(runtime, meta, args, kwargs)
             handle._detach()
-            items = _stream_items(runtime, meta)
+            items = _stream_items(runtime, meta, handle)
         except Exception:
             internal_error("trace: start")
             async for item in _passthrough(agen):
@@ -290,7 +379,7 @@ def _wrap_async_generator(
             try:
                 item = await step(arg)
             except StopAsyncIteration:
-                _end_stream(handle, meta, items, None, False)
+                _end_stream(handle, meta, items, None, False, (args, kwargs))
                 return
             except BaseException as exc:
                 _end_stream(handle, meta, items, exc, False)
@@ -342,21 +431,12 @@ async def _passthrough(agen: AsyncGenerator[Any, Any]) -> AsyncGenerator[Any, An
 # ---------------------------------------------------------------- the decorator
 
 
-def _decorate(
-    fn: Any,
-    name: str | None,
-    kind: str,
-    capture_input: bool,
-    capture_output: bool,
-    attributes: Mapping[str, Any] | None,
-    evaluators: Sequence[Any],
-) -> Any:
+def _decorate(fn: Any, options: dict[str, Any]) -> Any:
     if isinstance(fn, (classmethod, staticmethod)):
-        inner = _decorate(fn.__func__, name, kind, capture_input, capture_output, attributes, evaluators)
-        return type(fn)(inner)
+        return type(fn)(_decorate(fn.__func__, options))
     if not callable(fn):
         raise TypeError(f"@tracesim.trace needs a function or method, got {type(fn).__name__}")
-    meta = _Meta(fn, name, kind, capture_input, capture_output, attributes, evaluators)
+    meta = _Meta(fn, **options)
     if inspect.isasyncgenfunction(fn):
         return _wrap_async_generator(fn, meta)
     if inspect.isgeneratorfunction(fn):
@@ -379,6 +459,7 @@ def trace(
     capture_output: bool = True,
     attributes: Mapping[str, Any] | None = None,
     evaluators: Sequence[Any] = (),
+    expected: Any = _NOT_SET,
 ) -> Callable[[F], F]: ...
 
 
@@ -392,12 +473,17 @@ def trace(
     capture_output: bool = True,
     attributes: Mapping[str, Any] | None = None,
     evaluators: Sequence[Any] = (),
+    expected: Any = _NOT_SET,
 ) -> Any:
-    """Record every call of a function as a span, with its input and output.
+    """Record every call of a function as a span, with its input and output; score the output.
 
     Works bare (``@trace``) or with arguments, on functions, methods, class and static
     methods, ``async def`` functions, generators and async generators. The wrapped function
     keeps its signature for type checkers. Exceptions are recorded and propagate unchanged.
+
+    With ``evaluators``, every call's output is scored against its expected output in the
+    background (see `tracesim.configure`'s ``scoring_mode``); the caller does not wait, and
+    the results land on the call's span.
 
     Args:
         name: Span name; default ``Class.method`` for methods, else the function's name.
@@ -406,23 +492,37 @@ def trace(
         capture_input: Record the arguments as ``input.value``.
         capture_output: Record the return value (or the yielded items) as ``output.value``.
         attributes: Static attributes added to every span of this function.
-        evaluators: Evaluators that score every call's output.
+        evaluators: Evaluators (objects from `tracesim.evaluators`, config mappings such as
+            ``{"type": "levenshtein", "threshold": 0.8}``, or ``"rouge:rouge_type=rougeL"``).
+        expected: The expected output: a value, a callable taking the function's arguments,
+            or a `tracesim.Golden` dataset. ``with tracesim.expect(...)`` and
+            `Span.set_expected` override it per call.
 
     Raises:
-        ConfigError: ``kind`` or ``attributes`` are invalid (at decoration time).
+        ConfigError: ``kind``, ``attributes`` or ``evaluators`` are invalid (at decoration time).
 
     Example:
         >>> import tracesim
-        >>> @tracesim.trace(kind="agent")
+        >>> from tracesim.evaluators import Levenshtein
+        >>> @tracesim.trace(kind="agent", evaluators=[Levenshtein(threshold=0.8)], expected="Warsaw")
         ... def answer(question: str) -> str:
         ...     return "Warsaw"
         >>> answer("Where was Marie Curie born?")
         'Warsaw'
     """
+    options = {
+        "name": name,
+        "kind": kind,
+        "capture_input": capture_input,
+        "capture_output": capture_output,
+        "attributes": attributes,
+        "evaluators": evaluators,
+        "expected": expected,
+    }
     if fn is not None:
-        return _decorate(fn, name, kind, capture_input, capture_output, attributes, evaluators)
+        return _decorate(fn, options)
 
     def decorator(f: Any) -> Any:
-        return _decorate(f, name, kind, capture_input, capture_output, attributes, evaluators)
+        return _decorate(f, options)
 
     return decorator

@@ -84,5 +84,6 @@ def capture_spans(**settings: Any) -> Iterator[CapturedSpans]:
     try:
         yield CapturedSpans(exporter)
     finally:
+        runtime.drain(runtime.settings.shutdown_timeout_s)  # pending scores land in this capture
         _runtime.install(previous)
-        runtime.shutdown(runtime.settings.shutdown_timeout_s)
+        runtime.close(runtime.settings.shutdown_timeout_s)

@@ -1,0 +1,203 @@
+"""Where expected outputs come from: a value, a function of the call, a block, a dataset.
+
+Precedence, most specific first: `Span.set_expected` inside the call > ``with
+tracesim.expect(value)`` around it > the ``expected=`` of ``@trace``/``span()`` (a value, a
+callable taking the traced function's arguments, or a `Golden` dataset) > the ``expected`` of
+a configured evaluator rule. Callables and datasets are resolved by the scoring worker, off
+the caller's path, and only for calls that are sampled for scoring.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import csv
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from tracesim._errors import ConfigError
+
+__all__ = ["Golden", "expect", "resolve_expected"]
+
+_logger = logging.getLogger("tracesim")
+NOT_SET: Any = object()
+_EXPECTED: contextvars.ContextVar[Any] = contextvars.ContextVar("tracesim_expected", default=NOT_SET)
+
+
+@contextmanager
+def expect(value: Any) -> Iterator[None]:
+    """Give the next scored call inside the block its expected output.
+
+    The value goes to the outermost traced call (or span) in the block that has
+    evaluators; calls nested inside that one do not see it.
+
+    Example:
+        >>> import tracesim
+        >>> from tracesim.evaluators import ExactMatch
+        >>> @tracesim.trace(evaluators=[ExactMatch()])
+        ... def answer(question: str) -> str:
+        ...     return "Warsaw"
+        >>> with tracesim.expect("Warsaw"):
+        ...     _ = answer("Where was Marie Curie born?")
+    """
+    token = _EXPECTED.set(value)
+    try:
+        yield
+    finally:
+        _EXPECTED.reset(token)
+
+
+def take_expected() -> tuple[Any, contextvars.Token[Any] | None]:
+    """The value of an enclosing `expect` block, hidden from nested calls; (NOT_SET, None) if none."""
+    value = _EXPECTED.get()
+    if value is NOT_SET:
+        return NOT_SET, None
+    return value, _EXPECTED.set(NOT_SET)
+
+
+def release_expected(token: contextvars.Token[Any]) -> None:
+    """Undo `take_expected` when the call's context is left."""
+    _EXPECTED.reset(token)
+
+
+class Golden:
+    """Expected outputs looked up in a dataset file by the call's input.
+
+    The file is JSON lines (one object per line) or CSV with a header. ``key`` names the
+    traced function's argument to look up (matched against the column of the same name, or
+    ``column``), or is a function of the call's arguments returning the lookup value. The
+    expected output is the ``expected_column`` of the matching row. The file is read once,
+    and read again when it changes (checked at most once per ``reload_every_s``). A call with
+    no matching row has no expected output, so its evaluators report ``skipped``.
+
+    Args:
+        path: The dataset file (``.jsonl``/``.json`` or ``.csv``).
+        key: Argument name, or a callable taking the traced function's arguments.
+        column: The dataset column holding the key (default: ``key`` when it is a name,
+            else ``"input"``).
+        expected_column: The column holding the expected output.
+        reload_every_s: How often to check the file for changes.
+
+    Raises:
+        ConfigError: the file is missing or unreadable, or lacks the columns.
+
+    Example:
+        >>> import tracesim
+        >>> golden = tracesim.Golden("golden.jsonl", key="question")  # doctest: +SKIP
+        >>> @tracesim.trace(evaluators=[{"type": "levenshtein"}], expected=golden)  # doctest: +SKIP
+        ... def answer(question: str) -> str: ...
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        key: str | Callable[..., Any],
+        *,
+        column: str | None = None,
+        expected_column: str = "expected",
+        reload_every_s: float = 1.0,
+    ) -> None:
+        if not (isinstance(key, str) and key) and not callable(key):
+            raise ConfigError("Golden.key", key, "an argument name or a callable taking the call's arguments")
+        self.path = Path(path).absolute()
+        self.key = key
+        self.column = column or (key if isinstance(key, str) else "input")
+        self.expected_column = expected_column
+        self.reload_every_s = reload_every_s
+        self._lock = threading.Lock()
+        self._stamp: tuple[int, int] | None = None
+        self._checked = 0.0
+        self._rows: dict[str, Any] = {}
+        try:
+            self._load()
+        except (OSError, ValueError) as exc:
+            raise ConfigError(
+                "Golden.path",
+                str(path),
+                f"a readable JSONL or CSV file with columns {self.column!r} and "
+                f"{self.expected_column!r} ({exc})",
+            ) from None
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def lookup(
+        self, args: tuple[Any, ...], kwargs: Mapping[str, Any], bound: Mapping[str, Any] | None
+    ) -> Any:
+        """The expected output for a call, or None when the dataset has no row for it."""
+        self._maybe_reload()
+        if callable(self.key):
+            value = self.key(*args, **kwargs)
+        elif bound is not None and self.key in bound:
+            value = bound[self.key]
+        else:
+            return None
+        return self._rows.get(_normalise(value))
+
+    def _maybe_reload(self) -> None:
+        now = time.monotonic()
+        if now - self._checked < self.reload_every_s:
+            return
+        with self._lock:
+            self._checked = now
+            try:
+                stat = self.path.stat()
+                if (stat.st_mtime_ns, stat.st_size) != self._stamp:
+                    self._load()
+            except (OSError, ValueError):
+                _logger.warning(
+                    "tracesim: could not reload %s; keeping the rows read before", self.path, exc_info=True
+                )
+
+    def _load(self) -> None:
+        stat = self.path.stat()
+        rows = list(_read_rows(self.path))
+        table: dict[str, Any] = {}
+        for number, row in enumerate(rows, start=1):
+            if self.column not in row or self.expected_column not in row:
+                raise ValueError(f"row {number} lacks {self.column!r} or {self.expected_column!r}")
+            table[_normalise(row[self.column])] = row[self.expected_column]
+        self._rows = table
+        self._stamp = (stat.st_mtime_ns, stat.st_size)
+
+    def __repr__(self) -> str:
+        return f"Golden({str(self.path)!r}, key={self.key!r}, rows={len(self._rows)})"
+
+
+def _read_rows(path: Path) -> Iterator[Mapping[str, Any]]:
+    if path.suffix.lower() == ".csv":
+        with open(path, newline="", encoding="utf-8") as f:
+            yield from csv.DictReader(f)
+        return
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, start=1):
+            if line.strip():
+                row = json.loads(line)
+                if not isinstance(row, dict):
+                    raise ValueError(f"line {number} is not a JSON object")
+                yield row
+
+
+def _normalise(value: Any) -> str:
+    if isinstance(value, str):
+        return value.strip()
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def resolve_expected(
+    source: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], bound: Mapping[str, Any] | None
+) -> Any:
+    """The expected output from a declared source: a `Golden`, a callable, or a value."""
+    if source is NOT_SET:
+        return NOT_SET
+    if isinstance(source, Golden):
+        return source.lookup(args, kwargs, bound)
+    if callable(source):
+        return source(*args, **kwargs)
+    return source

@@ -1,0 +1,109 @@
+"""How an evaluation result is written: a span event plus flat attributes, or a carrier span.
+
+Each result becomes a ``gen_ai.evaluation.result`` event (OpenTelemetry GenAI conventions,
+with tracesim's extras) and flat ``tracesim.eval.<name>.*`` attributes that backends can
+query. When the evaluated span has already ended, the same event and attributes go on a
+short carrier span: ``openinference.span.kind=EVALUATOR``, child of the target and linked to
+it, as the OpenInference annotation conventions ask for post-hoc feedback.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry import trace as otel_trace
+from opentelemetry.trace import Link, NonRecordingSpan, SpanContext
+from opentelemetry.util.types import AttributeValue
+
+from tracesim import _semconv as sc
+from tracesim._capture import CaptureOptions, capture_value, dumps
+
+if TYPE_CHECKING:
+    from tracesim.evaluators import EvalResult
+
+__all__ = ["emit_carrier", "render"]
+
+
+def render(
+    result: EvalResult, capture: CaptureOptions
+) -> tuple[dict[str, AttributeValue], dict[str, AttributeValue]]:
+    """The event attributes and the flat span attributes for one result."""
+    name = result.name
+    event: dict[str, AttributeValue] = {sc.EVALUATION_NAME: name, sc.EVALUATION_STATUS: result.status}
+    flat: dict[str, AttributeValue] = {}
+    if result.score is not None:
+        event[sc.EVALUATION_SCORE_VALUE] = float(result.score)
+        flat[sc.eval_score(name)] = float(result.score)
+    if result.label is not None:
+        event[sc.EVALUATION_SCORE_LABEL] = result.label
+        flat[sc.eval_label(name)] = result.label
+    if result.passed is not None:
+        event[sc.EVALUATION_PASSED] = result.passed
+        flat[sc.eval_passed(name)] = result.passed
+    if result.threshold is not None:
+        event[sc.EVALUATION_THRESHOLD] = float(result.threshold)
+    explanation = result.explanation
+    if result.status == "error":
+        event[sc.ERROR_TYPE] = result.error_type or "_OTHER"
+        explanation = result.error or explanation
+    if explanation:
+        # Explanations can quote the output: they pass through the same redaction.
+        event[sc.EVALUATION_EXPLANATION] = capture_value(explanation, sc.EVALUATION_EXPLANATION, capture).text
+    if result.details:
+        event[sc.EVALUATION_DETAILS] = capture_value(
+            dumps(result.details), sc.EVALUATION_DETAILS, capture
+        ).text
+    if result.duration_s is not None:
+        event[sc.EVALUATION_DURATION] = float(result.duration_s)
+    if result.status != "ok":
+        flat[sc.eval_status(name)] = result.status
+    return event, flat
+
+
+def write(span: otel_trace.Span, result: EvalResult, capture: CaptureOptions, timestamp: int | None) -> None:
+    """Record ``result`` on a span that is still open."""
+    event, flat = render(result, capture)
+    span.add_event(sc.EVALUATION_EVENT, event, timestamp=timestamp)
+    span.set_attributes(flat)
+
+
+def emit_carrier(
+    tracer: otel_trace.Tracer,
+    target: SpanContext,
+    result: EvalResult,
+    capture: CaptureOptions,
+    attributes: Mapping[str, AttributeValue] | None = None,
+) -> SpanContext:
+    """Record ``result`` on a new carrier span linked to (and parented by) ``target``."""
+    now = time.time_ns()
+    parent = otel_trace.set_span_in_context(NonRecordingSpan(target))
+    span_attributes: dict[str, AttributeValue] = {sc.SPAN_KIND: "EVALUATOR", **(attributes or {})}
+    span = tracer.start_span(
+        f"evaluation {result.name}",
+        context=parent,
+        links=[Link(target)],
+        attributes=span_attributes,
+        start_time=now,
+    )
+    write(span, result, capture, now)
+    span.end(end_time=now)
+    return span.get_span_context()
+
+
+def target_context(target: Any) -> SpanContext:
+    """A span context from a tracesim `Span`, an OpenTelemetry span or a `SpanContext`."""
+    if isinstance(target, SpanContext):
+        return target
+    context = getattr(target, "span_context", None)  # tracesim.Span
+    if isinstance(context, SpanContext):
+        return context
+    get = getattr(target, "get_span_context", None)  # opentelemetry Span
+    if callable(get):
+        found = get()
+        if isinstance(found, SpanContext):
+            return found
+    raise TypeError(
+        f"cannot score {type(target).__name__}: pass a tracesim Span, an OpenTelemetry span or SpanContext"
+    )

@@ -1,0 +1,595 @@
+"""Online scoring: evaluators run off the caller's path; results land on the evaluated span.
+
+When a scored call returns, its end time is recorded and the caller gets its result; a job
+(output, expected-output sources, input, evaluators) goes on a bounded queue and the span
+stays open. Worker threads run CPU evaluators; evaluators with a real ``aevaluate`` run on
+one asyncio loop thread under a per-evaluator concurrency limit. When every result is in,
+the span ends **with the recorded end time**, so its duration is the call's. A watchdog
+turns an evaluator past its ``timeout_s`` into a ``timeout`` error result, and ends a span
+whose evaluators take longer than ``max_defer_s``; results that arrive after that go on a
+carrier span. Nothing here raises into user code, and no span is lost: a full queue ends the
+span unscored and says so on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import heapq
+import itertools
+import logging
+import os
+import queue
+import threading
+import time
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any, Protocol
+
+from opentelemetry import trace as otel_trace
+
+from tracesim import _semconv as sc
+from tracesim._capture import CaptureOptions
+from tracesim._expect import NOT_SET, resolve_expected
+from tracesim._guard import internal_error
+from tracesim._results import emit_carrier, write
+from tracesim._selection import sample_unit
+
+if TYPE_CHECKING:
+    from tracesim._span import Span
+    from tracesim.evaluators import EvalResult, Evaluator
+
+__all__ = ["Job", "ScoringPipeline", "ScoringStats"]
+
+_logger = logging.getLogger("tracesim")
+_DEFAULT_ASYNC_CONCURRENCY = 8
+
+
+@dataclass
+class ScoringStats:
+    """Counters of the scoring pipeline since `configure()`.
+
+    Example:
+        >>> import tracesim
+        >>> tracesim.scoring_stats().dropped
+        0
+    """
+
+    submitted: int = 0
+    """Calls queued for scoring."""
+    completed: int = 0
+    """Calls whose evaluators have all reported."""
+    dropped: int = 0
+    """Calls left unscored because the queue was full (or tracesim was shutting down)."""
+    not_sampled: int = 0
+    """Evaluator runs skipped by sampling."""
+    results: int = 0
+    """Results recorded, on the span or on a carrier span."""
+    errors: int = 0
+    """Results with status ``error`` (time-outs included)."""
+    timeouts: int = 0
+    """Evaluator runs stopped by their ``timeout_s``."""
+    late: int = 0
+    """Results that arrived after the span ended and went on a carrier span."""
+    pending: int = 0
+    """Calls queued or being scored right now."""
+
+
+class Binder(Protocol):
+    """Turns a call's arguments into what evaluators and expected-output sources see."""
+
+    def input(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """The input as recorded on the span."""
+
+    def arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        """Every argument by name."""
+
+
+class Job:
+    """One scored call: what to evaluate, and where the results go."""
+
+    __slots__ = (
+        "args",
+        "binder",
+        "done",
+        "end_ns",
+        "ended",
+        "evaluators",
+        "finished",
+        "handle",
+        "id",
+        "kwargs",
+        "lock",
+        "output",
+        "pending",
+        "sources",
+    )
+
+    def __init__(
+        self,
+        handle: Span,
+        output: Any,
+        end_ns: int,
+        evaluators: Sequence[Evaluator],
+        sources: Sequence[Any],
+        args: tuple[Any, ...],
+        kwargs: Mapping[str, Any],
+        binder: Binder,
+    ) -> None:
+        self.handle = handle
+        self.output = output
+        self.end_ns = end_ns
+        self.evaluators = tuple(evaluators)
+        self.sources = tuple(sources)
+        self.args = args
+        self.kwargs = kwargs
+        self.binder = binder
+        self.pending = len(self.evaluators)
+        self.done: set[str] = set()
+        self.ended = False
+        self.finished = threading.Event()
+        self.lock = threading.Lock()
+        self.id = 0
+
+    def inputs(self) -> tuple[Any, Mapping[str, Any]]:
+        """The call's input as evaluators see it, and the arguments by name (for datasets)."""
+        value = self.handle._input
+        if value is NOT_SET:
+            value = self.binder.input(self.args, dict(self.kwargs))
+        arguments = self.binder.arguments(self.args, dict(self.kwargs))
+        return (None if value is NOT_SET else value), arguments
+
+
+class _Run:
+    """A CPU evaluator running in a worker thread, watched for its time limit."""
+
+    __slots__ = ("abandoned", "evaluator", "finished", "job", "thread")
+
+    def __init__(self, job: Job, evaluator: Evaluator) -> None:
+        self.job = job
+        self.evaluator = evaluator
+        self.thread = threading.current_thread()
+        self.finished = False
+        self.abandoned = False
+
+
+class ScoringPipeline:
+    """The bounded queue, its workers and the watchdog. One per configuration."""
+
+    def __init__(
+        self,
+        *,
+        tracer: otel_trace.Tracer,
+        capture: CaptureOptions,
+        mode: str,
+        sample_rate: float,
+        max_defer_s: float,
+        queue_size: int,
+        workers: int,
+        sinks: Sequence[Any] = (),
+    ) -> None:
+        self.tracer = tracer
+        self.capture = capture
+        self.inline = mode == "inline"
+        self.sample_rate = sample_rate
+        self.max_defer_s = max_defer_s
+        self.queue_size = queue_size
+        self.worker_count = workers
+        self.sinks = tuple(sinks)
+        self.stats = ScoringStats()
+        self._ids = itertools.count(1)
+        self._reset()
+        pipeline = weakref.ref(self)
+
+        def after_fork() -> None:
+            alive = pipeline()
+            if alive is not None:
+                alive._reset()
+
+        os.register_at_fork(after_in_child=after_fork)
+
+    def _reset(self) -> None:
+        # Also the after-fork hook: the child starts with no threads and no inherited jobs.
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._queue: queue.SimpleQueue[Job | tuple[Job, Evaluator, Any, Any] | None] = queue.SimpleQueue()
+        self._inflight: dict[int, Job] = {}
+        self._threads: list[threading.Thread] = []
+        self._closed = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._semaphores: dict[int, asyncio.Semaphore] = {}
+        self._watch_lock = threading.Lock()
+        self._watch_wake = threading.Condition(self._watch_lock)
+        self._watchdog: threading.Thread | None = None
+        self._defer: collections.deque[tuple[float, int]] = collections.deque()
+        self._timers: list[tuple[float, int, _Run]] = []
+        self._timer_ids = itertools.count()
+        self._warned: set[str] = set()
+        self.stats.pending = 0
+
+    # ------------------------------------------------------------ the caller's side
+
+    def submit(
+        self,
+        handle: Span,
+        output: Any,
+        end_ns: int,
+        evaluators: Sequence[Evaluator],
+        sources: Sequence[Any],
+        args: tuple[Any, ...],
+        kwargs: Mapping[str, Any],
+        binder: Binder,
+    ) -> None:
+        """Queue a finished call for scoring (or score it now, inline). Never raises."""
+        otel = handle.otel_span
+        chosen = self._sample(otel, evaluators)
+        if not chosen:
+            otel.end(end_ns)
+            return
+        job = Job(handle, output, end_ns, chosen, sources, args, kwargs, binder)
+        if self.inline:
+            self._run_inline(job)
+            return
+        with self._lock:
+            full = self._closed or len(self._inflight) >= self.queue_size
+            if not full:
+                job.id = next(self._ids)
+                self._inflight[job.id] = job
+                self.stats.submitted += 1
+                self.stats.pending = len(self._inflight)
+        if full:
+            self._drop(job)
+            return
+        if not self._threads:
+            self._start()
+        if self.max_defer_s <= 0:
+            self._expire(job)  # never wait: every result goes on a carrier span
+        else:
+            self._watch_defer(job)
+        self._queue.put(job)
+
+    def _sample(self, otel: otel_trace.Span, evaluators: Sequence[Evaluator]) -> list[Evaluator]:
+        if self.sample_rate >= 1.0 and all(e.sample_rate >= 1.0 for e in evaluators):
+            return list(evaluators)
+        unit = sample_unit(otel.get_span_context().trace_id)
+        chosen = [e for e in evaluators if unit < self.sample_rate * e.sample_rate]
+        if len(chosen) < len(evaluators):
+            skipped = [e.name for e in evaluators if e not in chosen]
+            otel.set_attribute(sc.EVALUATION_NOT_SAMPLED, skipped)
+            self.stats.not_sampled += len(skipped)
+        return chosen
+
+    def _drop(self, job: Job) -> None:
+        self.stats.dropped += 1
+        otel = job.handle.otel_span
+        otel.set_attribute(sc.EVALUATION_DROPPED, True)
+        otel.end(job.end_ns)
+        self._warn_once(
+            "full",
+            "tracesim: the scoring queue is full (%d calls pending); calls end unscored, marked "
+            "tracesim.evaluation.dropped. Raise scoring_queue_size or scoring_workers, or lower "
+            "evaluation_sample_rate.",
+            self.queue_size,
+        )
+
+    def _run_inline(self, job: Job) -> None:
+        self.stats.submitted += 1
+        self._process(job)
+        if not job.finished.wait(self.max_defer_s if self.max_defer_s > 0 else None):
+            self._expire(job)
+
+    # ------------------------------------------------------------ workers
+
+    def _start(self) -> None:
+        with self._lock:
+            while len(self._threads) < self.worker_count:
+                self._spawn()
+
+    def _spawn(self) -> None:
+        thread = threading.Thread(target=self._work, name="tracesim-scoring", daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    def _work(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            try:
+                if isinstance(item, Job):
+                    self._process(item)
+                else:
+                    self._run_cpu(*item)
+            except Exception:
+                internal_error("scoring: worker")
+            if self._surplus():
+                return
+
+    def _surplus(self) -> bool:
+        """A worker replaced while stuck in an evaluator retires once it comes back."""
+        with self._lock:
+            live = [t for t in self._threads if t.is_alive()]
+            if len(live) > self.worker_count and threading.current_thread() in live:
+                self._threads.remove(threading.current_thread())
+                return True
+        return False
+
+    def _process(self, job: Job) -> None:
+        try:
+            expected, failure = self._expected(job)
+            value, _ = job.inputs()
+        except Exception as exc:  # the user's expected-output callable or dataset failed
+            expected, failure, value = None, exc, None
+        cpu: list[Evaluator] = []
+        for evaluator in job.evaluators:
+            if failure is not None:
+                self._complete(job, evaluator, _failure(evaluator, failure, "resolving the expected output"))
+            elif evaluator.is_async:
+                self._dispatch_async(job, evaluator, expected, value)
+            else:
+                cpu.append(evaluator)
+        if self.inline:
+            for evaluator in cpu:
+                self._run_cpu(job, evaluator, expected, value)
+            return
+        # One queue item per evaluator: when one hangs past its timeout_s, the replacement
+        # worker takes the others instead of leaving them behind the stuck one.
+        for evaluator in cpu[1:]:
+            self._queue.put((job, evaluator, expected, value))
+        if cpu:
+            self._run_cpu(job, cpu[0], expected, value)
+
+    def _expected(self, job: Job) -> tuple[Any, BaseException | None]:
+        handle = job.handle
+        expected = handle._expected
+        if expected is NOT_SET:
+            _, arguments = job.inputs()
+            for source in job.sources:
+                try:
+                    expected = resolve_expected(source, job.args, job.kwargs, arguments)
+                except Exception as exc:
+                    return None, exc
+                if expected is not NOT_SET:
+                    if expected is not None:
+                        handle.set_expected(expected)
+                    break
+        return (None if expected is NOT_SET else expected), None
+
+    def _run_cpu(self, job: Job, evaluator: Evaluator, expected: Any, value: Any) -> None:
+        run = _Run(job, evaluator)
+        if evaluator.timeout_s is not None and not self.inline:
+            self._watch_run(run, evaluator.timeout_s)
+        try:
+            result = evaluator.evaluate(job.output, expected, input=value)
+        except Exception as exc:  # evaluate() handles data errors; this is a broken evaluator
+            result = _failure(evaluator, exc, "evaluate() raised")
+        run.finished = True
+        if run.abandoned:
+            return  # its time-out result was recorded already
+        self._complete(job, evaluator, result)
+
+    # ------------------------------------------------------------ async evaluators
+
+    def _dispatch_async(self, job: Job, evaluator: Evaluator, expected: Any, value: Any) -> None:
+        loop = self._ensure_loop()
+        asyncio.run_coroutine_threadsafe(self._run_async(job, evaluator, expected, value), loop)
+
+    def _ensure_loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(target=loop.run_forever, name="tracesim-scoring-async", daemon=True)
+                thread.start()
+                self._loop = loop
+            return self._loop
+
+    async def _run_async(self, job: Job, evaluator: Evaluator, expected: Any, value: Any) -> None:
+        semaphore = self._semaphores.get(id(evaluator))
+        if semaphore is None:
+            semaphore = asyncio.Semaphore(evaluator.max_concurrency or _DEFAULT_ASYNC_CONCURRENCY)
+            self._semaphores[id(evaluator)] = semaphore
+        async with semaphore:
+            try:
+                result = await asyncio.wait_for(
+                    evaluator.aevaluate(job.output, expected, input=value), evaluator.timeout_s
+                )
+            except asyncio.TimeoutError:
+                result = _timeout(evaluator)
+            except Exception as exc:
+                result = _failure(evaluator, exc, "aevaluate() raised")
+        self._complete(job, evaluator, result)
+
+    # ------------------------------------------------------------ results
+
+    def _complete(self, job: Job, evaluator: Evaluator, result: Any) -> None:
+        try:
+            result = _checked(evaluator, result)
+            with job.lock:
+                if evaluator.name in job.done:
+                    return
+                job.done.add(evaluator.name)
+                late = job.ended
+                if not late:
+                    write(job.handle.otel_span, result, self.capture, job.end_ns)
+                job.pending -= 1
+                last = job.pending == 0
+                end_now = last and not job.ended
+                if end_now:
+                    job.ended = True
+            self._count(result, late)
+            if late:
+                emit_carrier(self.tracer, job.handle.span_context, result, self.capture)
+            for sink in self.sinks:
+                sink.submit(job.handle.span_context, result, getattr(evaluator, "annotator_kind", "CODE"))
+            if end_now:
+                job.handle.otel_span.end(job.end_ns)
+            if last:
+                self._finish(job)
+        except Exception:
+            internal_error("scoring: recording a result")
+
+    def _count(self, result: EvalResult, late: bool) -> None:
+        stats = self.stats
+        stats.results += 1
+        if result.status == "error":
+            stats.errors += 1
+            if result.error_type == "timeout":
+                stats.timeouts += 1
+        if late:
+            stats.late += 1
+
+    def _finish(self, job: Job) -> None:
+        job.finished.set()
+        with self._lock:
+            self.stats.completed += 1
+            if self._inflight.pop(job.id, None) is not None:
+                self.stats.pending = len(self._inflight)
+                if not self._inflight:
+                    self._idle.notify_all()
+
+    def _expire(self, job: Job) -> None:
+        """End the span now; results still running will go on carrier spans."""
+        with job.lock:
+            if job.ended:
+                return
+            job.ended = True
+            waiting = [e.name for e in job.evaluators if e.name not in job.done]
+        otel = job.handle.otel_span
+        otel.set_attribute(sc.EVALUATION_DEFERRED, waiting)
+        otel.end(job.end_ns)
+
+    # ------------------------------------------------------------ the watchdog
+
+    def _watch_defer(self, job: Job) -> None:
+        with self._watch_lock:
+            wake = not self._defer  # otherwise the watchdog already sleeps until an earlier deadline
+            self._defer.append((time.monotonic() + self.max_defer_s, job.id))
+            self._ensure_watchdog()
+            if wake:
+                self._watch_wake.notify()
+
+    def _watch_run(self, run: _Run, timeout_s: float) -> None:
+        with self._watch_lock:
+            heapq.heappush(self._timers, (time.monotonic() + timeout_s, next(self._timer_ids), run))
+            self._ensure_watchdog()
+            self._watch_wake.notify()
+
+    def _ensure_watchdog(self) -> None:
+        if self._watchdog is None:
+            self._watchdog = threading.Thread(
+                target=self._watch, name="tracesim-scoring-watchdog", daemon=True
+            )
+            self._watchdog.start()
+
+    def _watch(self) -> None:
+        while True:
+            expired_jobs: list[Job] = []
+            expired_runs: list[_Run] = []
+            with self._watch_lock:
+                now = time.monotonic()
+                while self._defer and self._defer[0][0] <= now:
+                    job = self._inflight.get(self._defer.popleft()[1])
+                    if job is not None:
+                        expired_jobs.append(job)
+                while self._timers and self._timers[0][0] <= now:
+                    expired_runs.append(heapq.heappop(self._timers)[2])
+                deadlines = [self._defer[0][0]] if self._defer else []
+                if self._timers:
+                    deadlines.append(self._timers[0][0])
+                if not expired_jobs and not expired_runs:
+                    self._watch_wake.wait(max(0.001, min(deadlines) - now) if deadlines else None)
+                    continue
+            for run in expired_runs:
+                self._time_out(run)
+            for job in expired_jobs:
+                self._expire(job)
+
+    def _time_out(self, run: _Run) -> None:
+        if run.finished:
+            return
+        run.abandoned = True
+        self._complete(run.job, run.evaluator, _timeout(run.evaluator))
+        with self._lock:
+            live = [t for t in self._threads if t.is_alive()]
+            if run.thread in live and len(live) < self.worker_count * 4:
+                self._spawn()  # the stuck thread keeps running; keep the pool's capacity
+            else:
+                self._warn_once(
+                    "stuck", "tracesim: evaluators keep exceeding their timeout_s; scoring slows down"
+                )
+
+    # ------------------------------------------------------------ flush, shutdown
+
+    def force_flush(self, timeout_s: float) -> bool:
+        """Wait until every queued call is scored (or ``timeout_s`` passes)."""
+        deadline = time.monotonic() + timeout_s
+        with self._idle:
+            while self._inflight:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._idle.wait(remaining)
+        return True
+
+    def shutdown(self, timeout_s: float) -> bool:
+        """Score what is queued within ``timeout_s``, end every span still open, stop the threads."""
+        with self._lock:
+            self._closed = True
+        drained = self.force_flush(timeout_s)
+        with self._lock:
+            left = list(self._inflight.values())
+        for job in left:
+            self._expire(job)
+        for _ in self._threads:
+            self._queue.put(None)
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+        return drained
+
+    def _warn_once(self, key: str, message: str, *args: Any) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            _logger.warning(message, *args)
+
+
+def _checked(evaluator: Evaluator, result: Any) -> EvalResult:
+    from tracesim.evaluators import EvalResult
+
+    if not isinstance(result, EvalResult):
+        return _failure(
+            evaluator, TypeError(f"returned {type(result).__name__}, not an EvalResult"), "evaluate()"
+        )
+    if result.name != evaluator.name:
+        return result.model_copy(update={"name": evaluator.name})
+    return result
+
+
+def _failure(evaluator: Evaluator, exc: BaseException, where: str) -> EvalResult:
+    from tracesim.evaluators import EvalResult
+
+    return EvalResult(
+        name=evaluator.name,
+        threshold=evaluator.threshold,
+        status="error",
+        error=f"{where}: {type(exc).__name__}: {exc}",
+        error_type=type(exc).__name__,
+    )
+
+
+def _timeout(evaluator: Evaluator) -> EvalResult:
+    from tracesim.evaluators import EvalResult
+
+    return EvalResult(
+        name=evaluator.name,
+        threshold=evaluator.threshold,
+        status="error",
+        error=f"no result within timeout_s={evaluator.timeout_s}",
+        error_type="timeout",
+        duration_s=evaluator.timeout_s,
+    )
+
+
+def stats_dict(stats: ScoringStats) -> dict[str, int]:
+    """The counters as a plain dict."""
+    return {f.name: getattr(stats, f.name) for f in fields(stats)}

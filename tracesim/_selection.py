@@ -1,0 +1,168 @@
+"""Which evaluators score a span: attached ones, configured rules, and sampling."""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tracesim._errors import ConfigError
+from tracesim._expect import NOT_SET, Golden
+
+__all__ = ["Plan", "Rule", "build_evaluators", "compile_rules", "sample_unit"]
+
+_RULE_KEYS = ("match", "kind", "evaluators", "expected")
+
+
+def build_evaluators(specs: Sequence[Any], where: str) -> tuple[Any, ...]:
+    """Evaluator objects from instances, config mappings or ``"type:option=value"`` strings.
+
+    Raises:
+        ConfigError: an unknown type, a bad option, or two evaluators with one name.
+    """
+    from tracesim.evaluators import Evaluator, from_config, parse_spec
+
+    if isinstance(specs, (str, Mapping, Evaluator)):
+        specs = [specs]
+    evaluators: list[Any] = []
+    for spec in specs:
+        if isinstance(spec, Evaluator):
+            evaluators.append(spec)
+        elif isinstance(spec, Mapping):
+            evaluators.append(from_config(spec))
+        elif isinstance(spec, str):
+            evaluators.append(from_config(parse_spec(spec)))
+        else:
+            raise ConfigError(
+                f"{where}.evaluators", spec, "Evaluator objects, config mappings or 'type:opt=value'"
+            )
+    names = [e.name for e in evaluators]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ConfigError(
+            f"{where}.evaluators",
+            duplicates,
+            "evaluators with distinct names (pass name=... to tell them apart)",
+        )
+    return tuple(evaluators)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Attach ``evaluators`` to spans whose name matches ``match`` and whose kind is ``kind``."""
+
+    match: str
+    kind: str | None
+    evaluators: tuple[Any, ...]
+    expected: Any = NOT_SET
+
+    def selects(self, name: str, kind: str) -> bool:
+        """Whether this rule applies to a span called ``name`` of kind ``kind``."""
+        return (self.kind is None or self.kind == kind) and fnmatch.fnmatchcase(name, self.match)
+
+
+def compile_rules(rules: Sequence[Mapping[str, Any]]) -> tuple[Rule, ...]:
+    """Validate the ``evaluators`` setting (from ``configure()`` or ``tracesim.yaml``).
+
+    Each rule: ``{"match": "answer*", "kind": "agent", "evaluators": [...], "expected":
+    {"golden": "golden.jsonl", "key": "question"}}``; ``match`` (a glob on the span name,
+    default ``*``) and ``kind`` are optional.
+    """
+    from tracesim._semconv import SPAN_KINDS
+
+    compiled = []
+    for index, rule in enumerate(rules):
+        where = f"evaluators[{index}]"
+        unknown = sorted(set(rule) - set(_RULE_KEYS))
+        if unknown:
+            raise ConfigError(where, unknown[0], f"rule keys: {', '.join(_RULE_KEYS)}")
+        kind = rule.get("kind")
+        if kind is not None and (not isinstance(kind, str) or kind.lower() not in SPAN_KINDS):
+            raise ConfigError(f"{where}.kind", kind, ", ".join(SPAN_KINDS))
+        match = rule.get("match", "*")
+        if not isinstance(match, str):
+            raise ConfigError(f"{where}.match", match, "a glob pattern on span names, e.g. 'answer*'")
+        if "evaluators" not in rule:
+            raise ConfigError(f"{where}.evaluators", None, "a list of evaluators")
+        evaluators = build_evaluators(rule["evaluators"], where)
+        compiled.append(
+            Rule(
+                match,
+                kind.lower() if kind else None,
+                evaluators,
+                _expected_source(rule.get("expected"), where),
+            )
+        )
+    return tuple(compiled)
+
+
+def _expected_source(spec: Any, where: str) -> Any:
+    if spec is None:
+        return NOT_SET
+    if isinstance(spec, Mapping) and "golden" in spec:
+        options = dict(spec)
+        path = options.pop("golden")
+        key = options.pop("key", None)
+        if not isinstance(key, str):
+            raise ConfigError(f"{where}.expected.key", key, "the traced function's argument to look up")
+        try:
+            return Golden(path, key, **options)
+        except TypeError as exc:
+            raise ConfigError(
+                f"{where}.expected", spec, f"golden, key, column, expected_column ({exc})"
+            ) from None
+    if isinstance(spec, Mapping) and "value" in spec:
+        return spec["value"]
+    raise ConfigError(f"{where}.expected", spec, "{golden: FILE, key: ARGUMENT} or {value: VALUE}")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How a span is scored: its evaluators and where its expected output comes from, in order."""
+
+    evaluators: tuple[Any, ...]
+    sources: tuple[Any, ...]
+
+
+def plan(
+    attached: tuple[Any, ...], expected: Any, rules: Sequence[Rule], name: str, kind: str
+) -> Plan | None:
+    """The scoring plan of a span, or None when nothing scores it.
+
+    Evaluators attached in code come first and win a name clash with a rule's; the code's
+    ``expected`` comes before a rule's.
+    """
+    evaluators = list(attached)
+    names = {e.name for e in attached}
+    sources = [expected] if expected is not NOT_SET else []
+    for rule in rules:
+        if rule.selects(name, kind):
+            for evaluator in rule.evaluators:
+                if evaluator.name not in names:
+                    evaluators.append(evaluator)
+                    names.add(evaluator.name)
+            if rule.expected is not NOT_SET:
+                sources.append(rule.expected)
+    if not evaluators:
+        return None
+    return Plan(tuple(evaluators), tuple(sources))
+
+
+_MASK64 = (1 << 64) - 1
+
+
+def sample_unit(trace_id: int) -> float:
+    """A number in [0, 1) fixed by the trace id: every span of a trace gets the same one.
+
+    An evaluator with rate ``r`` scores a trace when this is below ``r``, so decisions are
+    deterministic per trace and nested across rates (a trace scored at 10 % is also scored
+    at 50 %). The id is mixed first (splitmix64), so the decision does not simply repeat a
+    trace-id-ratio head sampler's.
+    """
+    x = ((trace_id >> 64) ^ trace_id) & _MASK64
+    x = (x + 0x9E3779B97F4A7C15) & _MASK64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK64
+    x ^= x >> 31
+    return x / 2.0**64

@@ -1,0 +1,160 @@
+"""Optional extra destinations for evaluation results, next to the span events.
+
+- OTLP log records named ``gen_ai.evaluation.result``, parented to the evaluated span, for
+  backends that read evaluation results from logs (the form the GenAI conventions favour).
+- Phoenix span annotations, so results appear in Phoenix's evaluation views.
+
+A sink's ``submit`` never blocks and never raises; ``force_flush`` and ``shutdown`` take
+deadlines in seconds.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from opentelemetry import trace as otel_trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.trace import NonRecordingSpan, SpanContext
+
+from tracesim import _semconv as sc
+from tracesim._capture import CaptureOptions, make_options
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk._logs.export import LogRecordExporter
+
+    from tracesim._config import Settings
+    from tracesim.evaluators import EvalResult
+
+__all__ = ["ResultSink", "result_sinks"]
+
+_logger = logging.getLogger("tracesim")
+
+
+class ResultSink(Protocol):
+    """Somewhere evaluation results go besides the evaluated span."""
+
+    def submit(self, target: SpanContext, result: EvalResult, annotator_kind: str) -> None:
+        """Take one result for the span ``target``; never blocks, never raises."""
+
+    def force_flush(self, timeout_s: float) -> bool:
+        """Deliver what was submitted, within ``timeout_s``."""
+
+    def shutdown(self, timeout_s: float) -> bool:
+        """Flush, then stop."""
+
+
+def result_sinks(settings: Settings, provider: TracerProvider) -> list[ResultSink]:
+    """The sinks the settings ask for."""
+    capture = make_options(
+        settings.capture, settings.max_value_chars, settings.redact, settings.redact_patterns
+    )
+    sinks: list[ResultSink] = []
+    if settings.evaluation_log_events:
+        sinks.append(LogEventSink(settings, provider, capture))
+    if settings.phoenix_annotations_url:
+        sinks.append(PhoenixSink(settings.phoenix_annotations_url, settings.otlp_headers))
+    return sinks
+
+
+class LogEventSink:
+    """Each result as an OTLP log record (``event_name="gen_ai.evaluation.result"``).
+
+    Records go through the OpenTelemetry logs SDK to the same places as the spans: the OTLP
+    endpoint for ``otlp``, and ``<trace file>.logs.jsonl`` (OTLP/JSON lines) next to the
+    local trace file for ``jsonl``.
+    """
+
+    def __init__(self, settings: Settings, provider: TracerProvider, capture: CaptureOptions) -> None:
+        from opentelemetry.sdk._logs import LoggerProvider
+        from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, SimpleLogRecordProcessor
+
+        self._capture = capture
+        self._provider = LoggerProvider(resource=provider.resource, shutdown_on_exit=False)
+        processor = BatchLogRecordProcessor if settings.batch_export else SimpleLogRecordProcessor
+        for exporter in _log_exporters(settings):
+            self._provider.add_log_record_processor(processor(exporter))
+        self._logger = self._provider.get_logger("tracesim")
+
+    def submit(self, target: SpanContext, result: EvalResult, annotator_kind: str) -> None:
+        from opentelemetry._logs import SeverityNumber
+
+        from tracesim._results import render
+
+        try:
+            attributes, _ = render(result, self._capture)
+            self._logger.emit(
+                timestamp=time.time_ns(),
+                context=otel_trace.set_span_in_context(NonRecordingSpan(target)),
+                severity_number=SeverityNumber.WARN if result.status == "error" else SeverityNumber.INFO,
+                event_name=sc.EVALUATION_EVENT,
+                attributes=attributes,
+            )
+        except Exception:
+            _logger.exception("tracesim: could not emit an evaluation log record")
+
+    def force_flush(self, timeout_s: float) -> bool:
+        return self._provider.force_flush(int(timeout_s * 1000))
+
+    def shutdown(self, timeout_s: float) -> bool:
+        self._provider.shutdown()
+        return True
+
+
+def _log_exporters(settings: Settings) -> list[LogRecordExporter]:
+    exporters: list[LogRecordExporter] = []
+    for item in settings.exporters:
+        if item == "jsonl":
+            path = Path(settings.jsonl_path).absolute()
+            from tracesim.exporters._jsonl_logs import JsonlLogExporter
+
+            exporters.append(JsonlLogExporter(path.with_name(path.stem + ".logs.jsonl")))
+        elif item == "otlp":
+            exporters.append(_otlp_log_exporter(settings))
+    return exporters
+
+
+def _otlp_log_exporter(settings: Settings) -> LogRecordExporter:
+    headers = dict(settings.otlp_headers) if settings.otlp_headers else None
+    if settings.otlp_protocol == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter as GrpcLogExporter
+
+        return GrpcLogExporter(endpoint=settings.otlp_endpoint, headers=headers)
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter as HttpLogExporter
+
+    endpoint = settings.otlp_endpoint
+    if endpoint and endpoint.rstrip("/").endswith("/v1/traces"):
+        endpoint = endpoint.rstrip("/")[: -len("/v1/traces")] + "/v1/logs"
+    elif endpoint:
+        endpoint = endpoint.rstrip("/") + "/v1/logs"
+    return HttpLogExporter(endpoint=endpoint, headers=headers)
+
+
+class PhoenixSink:
+    """Each result as a Phoenix span annotation (through Phoenix's REST API)."""
+
+    def __init__(self, base_url: str, headers: Any = None) -> None:
+        from tracesim._phoenix import PhoenixAnnotationSink
+
+        self._sink = PhoenixAnnotationSink(base_url, headers=dict(headers) if headers else None)
+
+    def submit(self, target: SpanContext, result: EvalResult, annotator_kind: str) -> None:
+        if result.status != "ok":
+            return  # annotations describe scores; errors stay on the span
+        self._sink.submit(
+            format(target.span_id, "016x"),
+            result.name,
+            score=result.score,
+            label=result.label,
+            explanation=result.explanation,
+            annotator_kind=annotator_kind,
+            metadata={"passed": result.passed, "threshold": result.threshold, "details": result.details},
+        )
+
+    def force_flush(self, timeout_s: float) -> bool:
+        return bool(self._sink.force_flush(timeout_s))
+
+    def shutdown(self, timeout_s: float) -> bool:
+        return bool(self._sink.shutdown(timeout_s))
