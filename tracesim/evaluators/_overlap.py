@@ -47,8 +47,9 @@ class Jaccard(Evaluator):
         return f"Jaccard(lowercase={self.lowercase}, name={self.name!r}, threshold={self.threshold!r})"
 
 
-_DROP_PUNCTUATION = str.maketrans("", "", string.punctuation)
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
+# A regex deletes ASCII punctuation faster than str.translate (same result).
+_PUNCTUATION = re.compile("[" + re.escape(string.punctuation) + "]+")
+_ARTICLES = re.compile(r"\b(?:the|an?)\b")
 
 
 def squad_tokens(text: str) -> list[str]:
@@ -58,8 +59,7 @@ def squad_tokens(text: str) -> list[str]:
         >>> squad_tokens("The Eiffel Tower, in Paris!")
         ['eiffel', 'tower', 'in', 'paris']
     """
-    text = text.lower().translate(_DROP_PUNCTUATION)
-    return _ARTICLES.sub(" ", text).split()
+    return _ARTICLES.sub(" ", _PUNCTUATION.sub("", text.lower())).split()
 
 
 class F1Score(Evaluator):
