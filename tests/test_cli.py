@@ -50,6 +50,23 @@ def test_demo_writes_every_call_with_input_output_and_the_right_tree(tmp_path: P
         names = [c.name for c in children]
         assert names in (["plan", "retrieve", "generate"], ["calculator"]), names
         assert root.attributes["openinference.span.kind"] == "AGENT"
+        # scored online against the golden file, results on the agent span itself
+        events = root.event("gen_ai.evaluation.result")
+        results = {e.attributes["gen_ai.evaluation.name"]: e.attributes for e in events}
+        assert set(results) == {"levenshtein", "rouge", "f1"}
+        question = root.attributes["input.value"]
+        if question in _demo.GOLDEN:
+            assert root.attributes["tracesim.expected.value"] == _demo.GOLDEN[question]
+            assert all(r["tracesim.evaluation.status"] == "ok" for r in results.values())
+        else:
+            assert all(r["tracesim.evaluation.status"] == "skipped" for r in results.values())
+    curie = next(r for r in roots if r.attributes["input.value"] == "Where was Marie Curie born?")
+    assert curie.attributes["tracesim.eval.rouge.passed"] is True
+    lovelace = next(
+        r for r in roots if r.attributes["input.value"] == "Who wrote the first published algorithm?"
+    )
+    assert lovelace.attributes["tracesim.eval.levenshtein.passed"] is False
+    assert (tmp_path / ".tracesim" / "demo-golden.jsonl").is_file()
     calculator = next(s for s in spans if s.name == "calculator" and s.attributes["input.value"] == "17 * 23")
     assert calculator.attributes["output.value"] == "391.0"
     assert "answer  AGENT" in result.stdout
@@ -63,7 +80,9 @@ def test_show_prints_the_trees_of_a_file(tmp_path: Path) -> None:
     assert lines[0].startswith("answer  AGENT  ")
     assert lines[1] == "│  in: What is (1903 - 1867) / 4?"
     assert lines[2] == "│  out: 9"
-    assert lines[3].startswith("└─ calculator  TOOL  ")
+    assert lines[3] == "│  expected: 9"
+    assert lines[4] == "│  scores: ✓ levenshtein 1 pass  ✓ rouge 1 pass  ✓ f1 1 pass"
+    assert lines[5].startswith("└─ calculator  TOOL  ")
     brief = _tracesim("show", "--no-details", cwd=tmp_path)
     assert brief.stdout.count("answer  AGENT") == len(_demo.QUESTIONS)
     assert "in:" not in brief.stdout

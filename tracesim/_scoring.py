@@ -128,7 +128,7 @@ class Job:
         self.pending = len(self.evaluators)
         self.done: set[str] = set()
         self.ended = False
-        self.finished = threading.Event()
+        self.finished: threading.Event | None = None  # only inline callers wait on a job
         self.lock = threading.Lock()
         self.id = 0
 
@@ -220,10 +220,14 @@ class ScoringPipeline:
         args: tuple[Any, ...],
         kwargs: Mapping[str, Any],
         binder: Binder,
+        always: bool = False,
     ) -> None:
-        """Queue a finished call for scoring (or score it now, inline). Never raises."""
+        """Queue a finished call for scoring (or score it now, inline). Never raises.
+
+        ``always`` says every evaluator has ``sample_rate`` 1, so sampling can be skipped.
+        """
         otel = handle.otel_span
-        chosen = self._sample(otel, evaluators)
+        chosen = self._sample(otel, evaluators, always)
         if not chosen:
             otel.end(end_ns)
             return
@@ -249,9 +253,11 @@ class ScoringPipeline:
             self._watch_defer(job)
         self._queue.put(job)
 
-    def _sample(self, otel: otel_trace.Span, evaluators: Sequence[Evaluator]) -> list[Evaluator]:
-        if self.sample_rate >= 1.0 and all(e.sample_rate >= 1.0 for e in evaluators):
-            return list(evaluators)
+    def _sample(
+        self, otel: otel_trace.Span, evaluators: Sequence[Evaluator], always: bool
+    ) -> Sequence[Evaluator]:
+        if always and self.sample_rate >= 1.0:
+            return evaluators
         unit = sample_unit(otel.get_span_context().trace_id)
         chosen = [e for e in evaluators if unit < self.sample_rate * e.sample_rate]
         if len(chosen) < len(evaluators):
@@ -275,6 +281,7 @@ class ScoringPipeline:
 
     def _run_inline(self, job: Job) -> None:
         self.stats.submitted += 1
+        job.finished = threading.Event()
         self._process(job)
         if not job.finished.wait(self.max_defer_s if self.max_defer_s > 0 else None):
             self._expire(job)
@@ -440,7 +447,8 @@ class ScoringPipeline:
             stats.late += 1
 
     def _finish(self, job: Job) -> None:
-        job.finished.set()
+        if job.finished is not None:
+            job.finished.set()
         with self._lock:
             self.stats.completed += 1
             if self._inflight.pop(job.id, None) is not None:
@@ -462,12 +470,12 @@ class ScoringPipeline:
     # ------------------------------------------------------------ the watchdog
 
     def _watch_defer(self, job: Job) -> None:
-        with self._watch_lock:
-            wake = not self._defer  # otherwise the watchdog already sleeps until an earlier deadline
-            self._defer.append((time.monotonic() + self.max_defer_s, job.id))
-            self._ensure_watchdog()
-            if wake:
-                self._watch_wake.notify()
+        # No lock and no wake-up on this hot path: deadlines arrive in order, and a watchdog
+        # that saw no deadline sleeps at most max_defer_s, never past one added meanwhile.
+        self._defer.append((time.monotonic() + self.max_defer_s, job.id))
+        if self._watchdog is None:
+            with self._watch_lock:
+                self._ensure_watchdog()
 
     def _watch_run(self, run: _Run, timeout_s: float) -> None:
         with self._watch_lock:
@@ -498,7 +506,8 @@ class ScoringPipeline:
                 if self._timers:
                     deadlines.append(self._timers[0][0])
                 if not expired_jobs and not expired_runs:
-                    self._watch_wake.wait(max(0.001, min(deadlines) - now) if deadlines else None)
+                    wait = min(deadlines) - now if deadlines else self.max_defer_s
+                    self._watch_wake.wait(max(0.001, min(wait, self.max_defer_s)))
                     continue
             for run in expired_runs:
                 self._time_out(run)

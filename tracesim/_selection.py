@@ -123,6 +123,8 @@ class Plan:
 
     evaluators: tuple[Any, ...]
     sources: tuple[Any, ...]
+    always: bool = False
+    """Every evaluator has ``sample_rate`` 1: no sampling decision to make per call."""
 
 
 def plan(
@@ -146,7 +148,7 @@ def plan(
                 sources.append(rule.expected)
     if not evaluators:
         return None
-    return Plan(tuple(evaluators), tuple(sources))
+    return Plan(tuple(evaluators), tuple(sources), all(e.sample_rate >= 1.0 for e in evaluators))
 
 
 _MASK64 = (1 << 64) - 1

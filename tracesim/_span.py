@@ -238,7 +238,9 @@ def score(
     try:
         if runtime is None or runtime.scoring is None or plan is None:
             raise RuntimeError("score() called for a span without a scoring plan")
-        runtime.scoring.submit(handle, output, end_ns, plan.evaluators, plan.sources, args, kwargs, binder)
+        runtime.scoring.submit(
+            handle, output, end_ns, plan.evaluators, plan.sources, args, kwargs, binder, plan.always
+        )
     except Exception:
         internal_error("scoring: submit")
         handle._otel.end(end_ns)

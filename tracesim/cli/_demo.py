@@ -1,4 +1,4 @@
-"""``tracesim demo``: run the bundled example agent and write its traces."""
+"""``tracesim demo``: run the bundled example agent, score it online, and show its traces."""
 
 from __future__ import annotations
 
@@ -19,8 +19,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the demo agent over its questions, flush, and print what was recorded."""
+    """Run the demo agent over its questions, wait for the scores, and print what was recorded."""
     import os
+    import time
 
     import tracesim
     from tracesim import _demo, _runtime
@@ -29,18 +30,44 @@ def run(args: argparse.Namespace) -> int:
     tracesim.configure(service_name="tracesim-demo", exporters=args.exporters, jsonl_path=args.path)
     runtime = _runtime.current
     assert runtime is not None
-    pairs = _demo.run_demo()
+    settings = runtime.settings
+    golden = os.path.join(os.path.dirname(os.path.abspath(settings.jsonl_path)), "demo-golden.jsonl")
+    os.makedirs(os.path.dirname(golden), exist_ok=True)
+    _demo.write_golden(golden)
+    agent = _demo.scored_agent(golden)
+
+    started = time.perf_counter()
+    pairs = _demo.run_demo(agent)
+    answered = time.perf_counter() - started
     tracesim.force_flush()
+    scored = time.perf_counter() - started
+
     width = max(len(q) for q, _ in pairs)
     for question, reply in pairs:
         print(f"{question:<{width}}  ->  {reply}")
-    if "jsonl" in runtime.settings.exporters:
-        path = os.path.abspath(runtime.settings.jsonl_path)
-        spans = load_spans(path)
-        roots = sum(1 for s in spans if s.parent_span_id is None)
-        print(f"\n{len(pairs)} questions answered; {len(spans)} spans in {roots} traces written to {path}")
+    stats = tracesim.scoring_stats()
+    print(
+        f"\n{len(pairs)} questions answered in {answered * 1e3:.1f} ms; {stats.results} scores computed "
+        f"in the background, all in {scored * 1e3:.1f} ms (golden answers: {golden})"
+    )
+    if "jsonl" in settings.exporters:
+        path = os.path.abspath(settings.jsonl_path)
+        spans = [s for s in load_spans(path) if s.service_name == "tracesim-demo"]
+        roots = [s for s in spans if s.parent_span_id is None]
+        print(f"{len(spans)} spans in {len(roots)} traces written to {path}")
         if not args.quiet:
-            print("\n" + render_trees([s for s in spans if s.service_name == "tracesim-demo"][-200:]))
+            last = {s.trace_id for s in roots[-len(pairs) :]}
+            print("\n" + render_trees([s for s in spans if s.trace_id in last]))
+            _print_scores(path)
         print(f"See them again with: tracesim show {path}")
+        print(f"Summarise them with: tracesim report {path}")
     tracesim.shutdown()
     return 0
+
+
+def _print_scores(path: str) -> None:
+    from rich.console import Console
+
+    from tracesim._report import print_report, read_report
+
+    print_report(read_report([path], group_by=None), Console())

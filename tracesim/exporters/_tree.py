@@ -105,6 +105,8 @@ def _format_result(attrs: Mapping[str, Any]) -> str:
     name = attrs.get(sc.EVALUATION_NAME, "?")
     if sc.ERROR_TYPE in attrs:
         return f"! {name} error ({attrs[sc.ERROR_TYPE]})"
+    if attrs.get(sc.EVALUATION_STATUS) == "skipped":
+        return f"· {name} skipped"
     score = attrs.get(sc.EVALUATION_SCORE_VALUE)
     label = attrs.get(sc.EVALUATION_SCORE_LABEL)
     passed = attrs.get(sc.EVALUATION_PASSED)
