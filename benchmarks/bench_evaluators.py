@@ -302,6 +302,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-time", type=float, default=0.3, help="min CPU seconds per sample")
     parser.add_argument("--azure-python", type=Path, default=REPO / ".venv-bench-azure/bin/python")
     parser.add_argument("--no-azure", action="store_true")
+    parser.add_argument("--only", help="run only the evaluators whose name contains this text")
     args = parser.parse_args(argv)
 
     pairs = make_pairs()
@@ -310,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{n} pairs (sha256 {fingerprint(pairs)}), {args.rounds} rounds, process CPU time, median; "
         f"Python {sys.version.split()[0]}, load {os.getloadavg()[0]:.1f}"
     )
-    cases = build_cases()
+    cases = [case for case in build_cases() if not args.only or args.only in case.name]
     for case in cases:  # warm up: loads WordNet, Punkt, scorers
         for a, b in pairs:
             case.ours(a, b)
@@ -346,6 +347,8 @@ def main(argv: list[str] | None = None) -> int:
     print("bare NLTK metric on pre-tokenized input (tokenization excluded), for reference:")
     by_name = {case.name: case for case in cases}
     for name, samples in pretok_samples.items():
+        if name not in by_name:
+            continue
         bare = statistics.median(samples)
         ours = statistics.median(by_name[name].samples_ours or [])
         print(f"  {name:8} {fmt_rate(bare, n):>10} pairs/s; tracesim {name} is {ours / bare:.2f}x its time")
@@ -361,6 +364,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  version {azure['version']}; network download attempts seen: {azure['download_attempts']}")
     print(f"  {'evaluator':16} {'azure pairs/s':>14} {'tracesim compat pairs/s':>24} {'speed-up':>9}  scores")
     for name, fn in compat.items():
+        if args.only and args.only not in name:
+            continue
         ours_scores = [fn(a, b) for a, b in pairs]
         theirs = azure["results"][name]
         same = sum(1 for x, y in zip(ours_scores, theirs["scores"], strict=True) if x == y)

@@ -25,7 +25,7 @@ class NistInternational:
 
     Example:
         >>> NistInternational("bleu").tokenize("café, world. 5,000€")
-        ['caf', 'é', ',', 'world', '.', '5', ',', '000', '€']
+        ['caf', 'é', ',', 'world', '.', '5,000', '€']
     """
 
     def __init__(self, needed_by: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import json
+import math
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
@@ -52,6 +53,7 @@ def as_text(value: Any) -> str:
 
 
 _QUANTUM: dict[int, Decimal] = {}
+_SCALE = [10.0**places for places in range(16)]
 
 
 def round_half_up(value: float, places: int) -> float:
@@ -64,10 +66,14 @@ def round_half_up(value: float, places: int) -> float:
         >>> round_half_up(0.625, 2), round(0.625, 2)
         (0.63, 0.62)
     """
+    # Only a decimal tie (repr ends in a 5 just past the kept places) can round differently
+    # from round(), which rounds the exact binary value. Values far from a tie take round().
+    if places < len(_SCALE):
+        scaled = value * _SCALE[places]
+        if scaled < 1e9 and abs(scaled - math.floor(scaled) - 0.5) > 1e-6:
+            return round(value, places)
     text = repr(value)
     dot = text.find(".")
-    # Only a decimal tie (repr ends in a 5 just past the kept places) can round differently
-    # from round(), which rounds the exact binary value; anything else takes the fast path.
     if dot >= 0 and "e" not in text and (text[-1] != "5" or len(text) - dot - 1 != places + 1):
         return round(value, places)
     quantum = _QUANTUM.get(places)
