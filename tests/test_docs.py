@@ -43,3 +43,22 @@ def test_the_quickstart_example_runs_and_writes_the_tree(tmp_path: Path) -> None
     assert spans["retrieve"].parent_span_id == spans["answer"].span_id
     assert spans["lookup"].parent_span_id == spans["answer"].span_id
     assert spans["answer"].resource["service.name"] == "support-bot"
+
+
+def test_the_online_scoring_example_scores_against_its_golden_file(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, str(REPO / "examples" / "online_scoring" / "agent.py")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    spans = {s.attributes["input.value"]: s for s in load_spans(tmp_path / ".tracesim" / "traces.jsonl")}
+    curie = spans["Where was Marie Curie born?"].attributes
+    assert curie["tracesim.eval.levenshtein.score"] == 0.79
+    assert curie["tracesim.eval.levenshtein.passed"] is False
+    assert curie["tracesim.eval.rouge.passed"] is True
+    assert curie["tracesim.expected.value"] == "Marie Curie was born in Warsaw."
+    everest = spans["How high is Mount Everest?"].attributes
+    assert everest["tracesim.eval.rouge.status"] == "skipped"
