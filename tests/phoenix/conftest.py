@@ -55,16 +55,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(scope="session")
 def phoenix_server() -> Iterator[object]:
     """The session's Phoenix server (see the module docstring for its API)."""
+    problem = None
     try:
-        venv = harness.ensure_venv(log=sys.stderr)
-        server = harness.PhoenixServer(venv)
+        server = harness.PhoenixServer(harness.ensure_venv(log=sys.stderr))
     except harness.PhoenixUnavailable as exc:
-        _unavailable(f"Phoenix virtualenv: {exc}")
-    try:
-        server.start()
-    except harness.PhoenixUnavailable as exc:
-        server.close()
-        _unavailable(f"Phoenix server: {exc}")
+        problem = f"Phoenix virtualenv: {exc}"
+    else:
+        try:
+            server.start()
+        except harness.PhoenixUnavailable as exc:
+            server.close()
+            problem = f"Phoenix server: {exc}"
+    if problem:  # outside the except blocks, so the report shows the reason, not a traceback chain
+        _unavailable(problem)
     try:
         yield server
     finally:
