@@ -419,3 +419,24 @@ def test_decorated_functions_keep_their_metadata() -> None:
     assert inspect.isgeneratorfunction(gen)
     assert inspect.iscoroutinefunction(coro)
     assert inspect.isasyncgenfunction(agen)
+
+
+def test_a_span_around_a_yield_survives_steps_taken_in_different_threads(captured: CapturedSpans) -> None:
+    import threading
+
+    @tracesim.trace
+    def stream() -> Iterator[int]:
+        with tracesim.span("around-yield"):
+            yield 1
+            yield 2
+        yield 3
+
+    gen = stream()
+    seen: list[int] = [next(gen)]  # step 1 in this thread
+    assert not tracesim.current_span().is_recording()  # nothing leaked into the consumer
+    thread = threading.Thread(target=lambda: seen.extend(gen))  # the rest in another thread
+    thread.start()
+    thread.join()
+    assert seen == [1, 2, 3]
+    around = captured.by_name("around-yield")
+    assert around.parent_span_id == captured.by_name("stream").span_id

@@ -58,17 +58,21 @@ class CaptureOptions:
 class Pattern:
     """A built-in redaction rule.
 
-    ``guards`` are literal substrings, at least one of which any match must contain (checked
-    on lower-cased text when ``fold`` is set): the common case, text with no secret, then
-    costs a few substring searches instead of a regex scan per rule.
+    Cheap checks come first, so that text with no secret, the common case, costs a few
+    substring searches instead of a regex scan per rule: ``requires`` holds single
+    characters of which a match needs at least one (a ``memchr`` each), ``guards`` literal
+    substrings of which a match contains at least one (checked on lower-cased text when
+    ``fold`` is set).
     """
 
     guards: tuple[str, ...]
     regex: re.Pattern[str]
     replacement: str
     fold: bool = False
+    requires: tuple[str, ...] = ()
 
 
+_KEY = "[REDACTED:api_key]"
 _PATTERNS: dict[str, tuple[Pattern, ...]] = {
     "bearer": (
         Pattern(
@@ -79,27 +83,25 @@ _PATTERNS: dict[str, tuple[Pattern, ...]] = {
         ),
     ),
     "api_key": (
-        Pattern(("sk-",), re.compile(r"\bsk-[A-Za-z0-9_-]{16,}"), "[REDACTED:api_key]"),
-        Pattern(("AKIA",), re.compile(r"\bAKIA[0-9A-Z]{16}\b"), "[REDACTED:api_key]"),
+        Pattern(("sk-",), re.compile(r"\bsk-[A-Za-z0-9_-]{16,}"), _KEY, requires=("-",)),
+        Pattern(("AKIA",), re.compile(r"\bAKIA[0-9A-Z]{16}\b"), _KEY, requires=("A",)),
         Pattern(
-            ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+            ("gh",),
             re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}"),
-            "[REDACTED:api_key]",
+            _KEY,
+            requires=("_",),
         ),
-        Pattern(("xox",), re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"), "[REDACTED:api_key]"),
-        Pattern(("AIza",), re.compile(r"\bAIza[0-9A-Za-z_-]{35}"), "[REDACTED:api_key]"),
-        Pattern(
-            ("eyJ",),
-            re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
-            "[REDACTED:api_key]",
-        ),
+        Pattern(("xox",), re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"), _KEY, requires=("-",)),
+        Pattern(("AIza",), re.compile(r"\bAIza[0-9A-Za-z_-]{35}"), _KEY, requires=("A",)),
+        Pattern(("eyJ",), re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), _KEY),
         Pattern(
             ("key", "secret", "token", "passw"),
             re.compile(
                 r"(?i)(\b(?:api[_-]?key|secret|token|password)\b[\"']?\s*[:=]\s*[\"']?)[^\s\"',;]{8,}"
             ),
-            r"\1[REDACTED:api_key]",
+            r"\1" + _KEY,
             fold=True,
+            requires=(":", "="),
         ),
     ),
     "email": (
@@ -238,6 +240,12 @@ def to_text(value: Any) -> tuple[str, str]:
 def _redact(text: str, attribute: str, options: CaptureOptions) -> str:
     folded: str | None = None
     for rule in options.patterns:
+        if rule.requires:
+            for char in rule.requires:
+                if char in text:
+                    break
+            else:
+                continue
         if rule.fold:
             if folded is None:
                 folded = text.lower()

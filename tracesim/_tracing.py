@@ -310,46 +310,43 @@ def _wrap_generator(
             return (yield from gen)
         try:
             handle = _begin(runtime, meta, args, kwargs)
-            handle._detach()  # the span is current only while a step runs
+            handle._detach()
             items = _stream_items(runtime, meta, handle)
+            # Every step runs in one private context where the span is current: nothing leaks
+            # into the consumer between steps, and context changes made by the generator's
+            # own code (a span around a yield) carry from one step to the next.
+            context = handle._private_context()
         except Exception:
             internal_error("trace: start")
             return (yield from gen)
         step: Callable[[Any], Any] = gen.send
         arg: Any = None
         while True:
-            handle._attach()
             try:
-                item = step(arg)
+                item = context.run(step, arg)
             except StopIteration as stop:
                 _end_stream(handle, meta, items, None, False, (args, kwargs))
                 return stop.value
             except BaseException as exc:
                 _end_stream(handle, meta, items, exc, False)
                 raise
-            handle._detach()
             if items is not None:
                 items.add(item)
             try:
                 arg = yield item
                 step = gen.send
             except GeneratorExit:
-                _close(gen, handle, meta, items)
+                try:
+                    context.run(gen.close)
+                except BaseException as exc:
+                    _end_stream(handle, meta, items, exc, True)
+                    raise
+                _end_stream(handle, meta, items, None, True)
                 raise
             except BaseException as exc:
                 step, arg = gen.throw, exc
 
     return wrapper
-
-
-def _close(gen: Generator[Any, Any, Any], handle: Span, meta: _Meta, items: _Items | None) -> None:
-    handle._attach()
-    try:
-        gen.close()
-    except BaseException as exc:
-        _end_stream(handle, meta, items, exc, True)
-        raise
-    _end_stream(handle, meta, items, None, True)
 
 
 def _wrap_async_generator(
