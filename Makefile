@@ -11,7 +11,7 @@ ifneq ($(wildcard $(SHARED_NLTK)),)
 export NLTK_DATA ?= $(SHARED_NLTK)
 endif
 
-.PHONY: demo test lint typecheck pytest bench clean
+.PHONY: demo test lint typecheck pytest test-deps bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,13 +35,27 @@ lint: $(VENV)/.installed-test
 typecheck: $(VENV)/.installed-test
 	$(BIN)/mypy
 
-pytest: $(VENV)/.installed-test
+# Real components the tests use, outside tracesim's venv: Arize Phoenix (its own cached venv,
+# about 855 MB, built once; TRACESIM_SKIP_PHOENIX=1 skips its tests on machines with no
+# registry) and headless Chromium for the HTML report check (Debian package, when root).
+test-deps: $(VENV)/.installed-test
+	@if [ "$$TRACESIM_SKIP_PHOENIX" != "1" ]; then $(BIN)/python tests/phoenix/_server.py ensure-venv; fi
+	@if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+		echo "installing chromium (Debian) for the HTML report test"; \
+		(apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium >/dev/null) \
+			|| echo "could not install chromium: the HTML report's browser test will skip"; \
+	fi
+
+pytest: $(VENV)/.installed-test test-deps
 	$(BIN)/pytest
 
 test: lint typecheck pytest
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/bench_overhead.py
+	$(BIN)/python benchmarks/bench_scoring.py
+	$(BIN)/python benchmarks/bench_evaluators.py
+	$(BIN)/python benchmarks/bench_export_down.py
 
 clean:
 	rm -rf $(VENV) .tracesim .mypy_cache .ruff_cache .pytest_cache .hypothesis

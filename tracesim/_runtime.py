@@ -63,6 +63,7 @@ class Runtime:
         scoring: ScoringPipeline | None = None,
         rules: Sequence[Rule] = (),
         closers: Sequence[Any] = (),
+        exporters: Sequence[SpanExporter] = (),
     ) -> None:
         self.settings = settings
         self.tracer = tracer
@@ -72,6 +73,7 @@ class Runtime:
         self.scoring = scoring
         self.rules = tuple(rules)
         self.closers = tuple(closers)
+        self.exporters = tuple(exporters)
 
     def plan(self, name: str, kind: str, evaluators: tuple[Any, ...], expected: Any) -> Plan | None:
         """How a span named ``name`` of kind ``kind`` is scored here, or None."""
@@ -87,6 +89,8 @@ class Runtime:
             ok = closer.force_flush(deadline.seconds()) and ok
         for processor in self.processors:
             ok = processor.force_flush(deadline.millis()) and ok
+        for exporter in self.exporters:
+            ok = _flush_exporter(exporter, deadline.millis()) and ok
         return ok
 
     def shutdown(self, timeout_s: float) -> bool:
@@ -215,7 +219,7 @@ def build(settings: Settings) -> Runtime:
             workers=settings.scoring_workers,
             sinks=sinks,
         )
-    return Runtime(settings, tracer, processors, capture, scoring, rules, sinks)
+    return Runtime(settings, tracer, processors, capture, scoring, rules, sinks, exporters)
 
 
 def _exporter(item: Any, settings: Settings) -> SpanExporter:
@@ -235,7 +239,27 @@ def _exporter(item: Any, settings: Settings) -> SpanExporter:
         return ConsoleExporter()
     from tracesim.exporters import otlp_exporter
 
-    return otlp_exporter(settings.otlp_protocol, settings.otlp_endpoint, settings.otlp_headers)
+    spool = str(Path(settings.spool_dir).absolute()) if settings.spool_dir else None
+    return otlp_exporter(
+        settings.otlp_protocol,
+        settings.otlp_endpoint,
+        settings.otlp_headers,
+        spool_dir=spool,
+        spool_max_bytes=settings.spool_max_bytes,
+    )
+
+
+def _flush_exporter(exporter: SpanExporter, timeout_millis: int) -> bool:
+    """Flush an exporter itself: span processors never ask it to.
+
+    A spooling exporter whose backend is down is not waited for: its batches are safe on
+    disk and its sender keeps retrying in the background.
+    """
+    from tracesim.exporters import SpoolingExporter
+
+    if isinstance(exporter, SpoolingExporter) and exporter.stats.circuit_open:
+        return False
+    return exporter.force_flush(timeout_millis)
 
 
 def _provider(settings: Settings) -> TracerProvider:

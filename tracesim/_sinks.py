@@ -150,7 +150,13 @@ class PhoenixSink:
             label=result.label,
             explanation=result.explanation,
             annotator_kind=annotator_kind,
-            metadata={"passed": result.passed, "threshold": result.threshold, "details": result.details},
+            metadata={
+                "passed": result.passed,
+                "threshold": result.threshold,
+                "details": result.details,
+                "status": result.status,
+            },
+            identifier="tracesim",
         )
 
     def force_flush(self, timeout_s: float) -> bool:

@@ -1,0 +1,155 @@
+"""A scored agent, traced with tracesim's own API, seen in a real Phoenix: live and replayed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import tracesim
+from tracesim.evaluators import ExactMatch, Levenshtein
+from tracesim.exporters import load_spans, replay
+
+GOLDEN = {"Where was Marie Curie born?": "Marie Curie was born in Warsaw."}
+
+
+def _make_agent() -> Any:
+    @tracesim.trace(kind="tool")
+    def lookup(city: str) -> str:
+        return {"Warsaw": "Poland"}.get(city, "?")
+
+    @tracesim.trace(kind="agent", evaluators=[Levenshtein(threshold=0.7), ExactMatch()], expected=GOLDEN.get)
+    def answer(question: str) -> str:
+        with tracesim.span("retrieve", kind="retriever", input=question) as s:
+            s.set_output(["Marie Curie was born in Warsaw in 1867."])
+        lookup("Warsaw")
+        return "Marie Curie was born in Warsaw in 1867."
+
+    return answer
+
+
+def _check_trace(spans: list[dict[str, Any]], question: str) -> dict[str, Any]:
+    """The agent span of ``question``'s trace, after checking its tree."""
+    (root,) = [s for s in spans if s["name"] == "answer" and s["attributes"]["input.value"] == question]
+    trace_id = root["context"]["trace_id"]
+    children = {s["name"]: s for s in spans if s["context"]["trace_id"] == trace_id and s is not root}
+    assert set(children) == {"retrieve", "lookup"}
+    assert all(c["parent_id"] == root["context"]["span_id"] for c in children.values())
+    assert root["parent_id"] is None
+    assert root["span_kind"] == "AGENT"
+    assert children["retrieve"]["span_kind"] == "RETRIEVER"
+    assert children["lookup"]["span_kind"] == "TOOL"
+    assert children["retrieve"]["attributes"]["input.value"] == question
+    assert json.loads(children["retrieve"]["attributes"]["output.value"]) == [
+        "Marie Curie was born in Warsaw in 1867."
+    ]
+    attributes = root["attributes"]
+    assert attributes["output.value"] == "Marie Curie was born in Warsaw in 1867."
+    assert attributes["gen_ai.operation.name"] == "invoke_agent"
+    assert attributes["gen_ai.agent.name"] == "answer"
+    return root
+
+
+def _check_scored(root: dict[str, Any]) -> None:
+    attributes = root["attributes"]
+    assert attributes["tracesim.expected.value"] == "Marie Curie was born in Warsaw."
+    assert attributes["tracesim.eval.levenshtein.score"] == pytest.approx(0.79)
+    assert attributes["tracesim.eval.levenshtein.label"] == "pass"
+    assert attributes["tracesim.eval.levenshtein.passed"] is True
+    assert attributes["tracesim.eval.exact.passed"] is False
+    events = {e["attributes"]["gen_ai.evaluation.name"]: e for e in root["events"]}
+    assert set(events) == {"levenshtein", "exact"}
+    assert all(e["name"] == "gen_ai.evaluation.result" for e in events.values())
+    levenshtein = events["levenshtein"]["attributes"]
+    assert levenshtein["gen_ai.evaluation.score.value"] == pytest.approx(0.79)
+    assert levenshtein["gen_ai.evaluation.score.label"] == "pass"
+    assert levenshtein["tracesim.evaluation.threshold"] == pytest.approx(0.7)
+    assert levenshtein["tracesim.evaluation.status"] == "ok"
+    assert json.loads(levenshtein["tracesim.evaluation.details"])["distance"] == 8
+
+
+def _check_skipped(root: dict[str, Any]) -> None:
+    attributes = root["attributes"]
+    assert "tracesim.expected.value" not in attributes
+    assert attributes["tracesim.eval.levenshtein.status"] == "skipped"
+    statuses = {e["attributes"]["tracesim.evaluation.status"] for e in root["events"]}
+    assert statuses == {"skipped"}
+
+
+@pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
+def test_a_scored_agent_exports_to_phoenix_with_its_scores(
+    phoenix: Any, project: str, protocol: str, tmp_path: Path
+) -> None:
+    endpoint = phoenix.grpc_endpoint if protocol == "grpc" else phoenix.http_endpoint
+    tracesim.configure(
+        service_name=project,  # also the Phoenix project
+        exporters=["otlp"],
+        otlp_protocol=protocol,
+        otlp_endpoint=endpoint,
+        spool_dir=tmp_path / "spool",
+        phoenix_annotations_url=phoenix.http_endpoint,
+    )
+    answer = _make_agent()
+    answer("Where was Marie Curie born?")
+    answer("Who painted the Mona Lisa?")
+    tracesim.score(tracesim.current_span(), name="ignored", value=1.0)  # no span here: nothing recorded
+    assert tracesim.force_flush(60)
+
+    spans = phoenix.spans(project, min_count=6)
+    assert len(spans) == 6
+    scored = _check_trace(spans, "Where was Marie Curie born?")
+    _check_scored(scored)
+    _check_skipped(_check_trace(spans, "Who painted the Mona Lisa?"))
+
+    # the same results as Phoenix span annotations, for its evaluation views
+    annotations = phoenix.span_annotations(project, [scored["context"]["span_id"]], min_count=2)
+    by_name = {a["name"]: a for a in annotations}
+    assert set(by_name) == {"levenshtein", "exact"}
+    assert by_name["levenshtein"]["result"]["score"] == pytest.approx(0.79)
+    assert by_name["levenshtein"]["result"]["label"] == "pass"
+    assert by_name["levenshtein"]["annotator_kind"] == "CODE"
+    assert by_name["exact"]["result"]["label"] == "fail"
+
+
+def test_human_feedback_reaches_phoenix_on_a_carrier_span(phoenix: Any, project: str) -> None:
+    tracesim.configure(
+        service_name=project, exporters=["otlp"], otlp_endpoint=phoenix.http_endpoint, spool_dir="none"
+    )
+    with tracesim.span("answer", kind="agent") as s:
+        s.set_output("Warsaw")
+    tracesim.score(s, name="user_rating", value=1.0, label="helpful", explanation="exactly right")
+    assert tracesim.force_flush(60)
+    spans = {sp["name"]: sp for sp in phoenix.spans(project, min_count=2)}
+    carrier = spans["evaluation user_rating"]
+    assert carrier["span_kind"] == "EVALUATOR"
+    assert carrier["parent_id"] == spans["answer"]["context"]["span_id"]
+    assert carrier["attributes"]["tracesim.eval.user_rating.label"] == "helpful"
+    assert carrier["attributes"]["tracesim.evaluation.annotator_kind"] == "HUMAN"
+    (event,) = carrier["events"]
+    assert event["attributes"]["gen_ai.evaluation.explanation"] == "exactly right"
+
+
+def test_a_local_file_replayed_to_phoenix_gives_the_same_traces(
+    phoenix: Any, project: str, tmp_path: Path
+) -> None:
+    tracesim.configure(service_name=project, jsonl_path="traces.jsonl")
+    answer = _make_agent()
+    answer("Where was Marie Curie born?")
+    answer("Who painted the Mona Lisa?")
+    tracesim.shutdown()
+    local = load_spans(tmp_path / "traces.jsonl")
+    assert len(local) == 6
+
+    report = replay([tmp_path / "traces.jsonl"], endpoint=phoenix.http_endpoint)
+    assert report.ok
+    spans = phoenix.spans(project, min_count=6)
+    assert {s["context"]["span_id"] for s in spans} == {s.span_id for s in local}
+    _check_scored(_check_trace(spans, "Where was Marie Curie born?"))
+    _check_skipped(_check_trace(spans, "Who painted the Mona Lisa?"))
+
+    again = replay([tmp_path / "traces.jsonl"], endpoint=phoenix.http_endpoint)
+    assert again.spans == 0  # the ledger knows every line was accepted
+    assert again.already_sent == report.lines
+    assert len(phoenix.all_spans(project)) == 6
