@@ -1,6 +1,6 @@
 """Online scoring: an agent scored against a golden file while callers do not wait.
 
-    cd examples/online_scoring && python agent.py && tracesim show
+cd examples/online_scoring && python agent.py && tracesim show
 """
 
 from pathlib import Path
