@@ -150,19 +150,25 @@ def test_record_exception_on_a_span(captured: CapturedSpans) -> None:
     assert span.event("exception")
 
 
+class BrokenTracer:
+    """Stands in for a bug inside tracesim: starting a span fails."""
+
+    def start_span(self, *args: object, **kwargs: object) -> None:
+        raise RuntimeError("tracer bug")
+
+
+def _break_tracer(monkeypatch: pytest.MonkeyPatch) -> None:
+    runtime = tracesim._runtime.current
+    assert runtime is not None
+    monkeypatch.setattr(runtime, "tracer", BrokenTracer())
+
+
 def test_an_internal_failure_is_logged_once_and_the_call_still_runs(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Outside tracesim's own tests, a bug in tracesim degrades to an untraced call."""
     with capture_spans(internal_errors="log") as captured:
-        runtime = tracesim._runtime.current
-        assert runtime is not None
-
-        class BrokenTracer:
-            def start_span(self, *args: object, **kwargs: object) -> None:
-                raise RuntimeError("tracer bug")
-
-        monkeypatch.setattr(runtime, "tracer", BrokenTracer())
+        _break_tracer(monkeypatch)
         calls = []
 
         @tracesim.trace
@@ -180,15 +186,8 @@ def test_an_internal_failure_is_logged_once_and_the_call_still_runs(
 
 
 def test_internal_failures_raise_under_tracesims_own_tests(monkeypatch: pytest.MonkeyPatch) -> None:
-    with capture_spans() as _:
-        runtime = tracesim._runtime.current
-        assert runtime is not None
-
-        class BrokenTracer:
-            def start_span(self, *args: object, **kwargs: object) -> None:
-                raise RuntimeError("tracer bug")
-
-        monkeypatch.setattr(runtime, "tracer", BrokenTracer())
+    with capture_spans():
+        _break_tracer(monkeypatch)
 
         @tracesim.trace
         def work() -> int:

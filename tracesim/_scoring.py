@@ -210,28 +210,19 @@ class ScoringPipeline:
 
     # ------------------------------------------------------------ the caller's side
 
-    def submit(
-        self,
-        handle: Span,
-        output: Any,
-        end_ns: int,
-        evaluators: Sequence[Evaluator],
-        sources: Sequence[Any],
-        args: tuple[Any, ...],
-        kwargs: Mapping[str, Any],
-        binder: Binder,
-        always: bool = False,
-    ) -> None:
+    def submit(self, job: Job, always: bool = False) -> None:
         """Queue a finished call for scoring (or score it now, inline). Never raises.
 
         ``always`` says every evaluator has ``sample_rate`` 1, so sampling can be skipped.
         """
-        otel = handle.otel_span
-        chosen = self._sample(otel, evaluators, always)
+        otel = job.handle.otel_span
+        chosen = self._sample(otel, job.evaluators, always)
         if not chosen:
-            otel.end(end_ns)
+            otel.end(job.end_ns)
             return
-        job = Job(handle, output, end_ns, chosen, sources, args, kwargs, binder)
+        if len(chosen) < len(job.evaluators):
+            job.evaluators = tuple(chosen)
+            job.pending = len(chosen)
         if self.inline:
             self._run_inline(job)
             return

@@ -20,6 +20,7 @@ from tracesim._errors import ConfigError
 from tracesim._expect import NOT_SET as _NOT_SET
 from tracesim._expect import release_expected, take_expected
 from tracesim._guard import internal_error
+from tracesim._scoring import Job
 from tracesim._selection import Plan, build_evaluators
 
 if TYPE_CHECKING:
@@ -246,9 +247,8 @@ def score(
     try:
         if runtime is None or runtime.scoring is None or plan is None:
             raise RuntimeError("score() called for a span without a scoring plan")
-        runtime.scoring.submit(
-            handle, output, end_ns, plan.evaluators, plan.sources, args, kwargs, binder, plan.always
-        )
+        job = Job(handle, output, end_ns, plan.evaluators, plan.sources, args, kwargs, binder)
+        runtime.scoring.submit(job, plan.always)
     except Exception:
         internal_error("scoring: submit")
         handle._otel.end(end_ns)
