@@ -12,8 +12,8 @@ from tracesim._api import configure, force_flush, score, scoring_stats, shutdown
 from tracesim._context import ContextThreadPoolExecutor, propagate_context
 from tracesim._errors import ConfigError, TracesimError
 from tracesim._expect import Golden, expect
+from tracesim._jobs import ScoringStats
 from tracesim._runtime import NotConfiguredWarning
-from tracesim._scoring import ScoringStats
 from tracesim._span import Span, current_span, span
 from tracesim._tracing import trace
 from tracesim._version import __version__

@@ -11,7 +11,7 @@ from opentelemetry.sdk.trace.export import SpanExporter
 
 from tracesim import _runtime
 from tracesim._config import Redactor
-from tracesim._scoring import ScoringStats
+from tracesim._jobs import ScoringStats
 
 __all__ = ["configure", "force_flush", "score", "scoring_stats", "shutdown"]
 

@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from tracesim import _parsers as parse
 from tracesim._errors import ConfigError
 
 __all__ = ["SETTINGS", "Redactor", "Settings", "resolve"]
 
-EXPORTER_NAMES = ("jsonl", "console", "otlp")
+EXPORTER_NAMES = parse.EXPORTER_NAMES
 REDACT_PATTERNS = ("email", "api_key", "bearer")
 SCORING_MODES = ("background", "inline", "off")
 INTERNAL_ERRORS = ("log", "raise")
@@ -73,128 +74,6 @@ class Settings:
     internal_errors: str = "log"
 
 
-# ---------------------------------------------------------------- parsers (raise ValueError)
-
-
-def _bool(value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in ("1", "true", "yes", "on"):
-        return True
-    if isinstance(value, str) and value.strip().lower() in ("0", "false", "no", "off"):
-        return False
-    raise ValueError
-
-
-def _int(low: int) -> Callable[[Any], int]:
-    def parse(value: Any) -> int:
-        if isinstance(value, bool):
-            raise ValueError
-        number = int(value) if isinstance(value, (int, str)) else None
-        if number is None or number < low:
-            raise ValueError
-        return number
-
-    return parse
-
-
-def _float(low: float, high: float | None = None, *, open_low: bool = False) -> Callable[[Any], float]:
-    def parse(value: Any) -> float:
-        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-            raise ValueError
-        number = float(value)
-        if number != number or number < low or (open_low and number == low):
-            raise ValueError
-        if high is not None and number > high:
-            raise ValueError
-        return number
-
-    return parse
-
-
-def _choice(options: Sequence[str]) -> Callable[[Any], str]:
-    def parse(value: Any) -> str:
-        if not isinstance(value, str) or value.strip().lower() not in options:
-            raise ValueError
-        return value.strip().lower()
-
-    return parse
-
-
-def _text(value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError
-    return value.strip()
-
-
-def _optional_path(value: Any) -> str | None:
-    if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none", "off")):
-        return None
-    if isinstance(value, os.PathLike):
-        return str(os.fspath(value))
-    return _text(value)
-
-
-def _names(options: Sequence[str]) -> Callable[[Any], tuple[str, ...]]:
-    def parse(value: Any) -> tuple[str, ...]:
-        items = value.split(",") if isinstance(value, str) else value
-        if not isinstance(items, (list, tuple)):
-            raise ValueError
-        names = tuple(str(i).strip().lower() for i in items if str(i).strip())
-        if names in (("none",), ()):
-            return ()
-        if any(n not in options for n in names):
-            raise ValueError
-        return names
-
-    return parse
-
-
-def _exporters(value: Any) -> tuple[Any, ...]:
-    from opentelemetry.sdk.trace.export import SpanExporter
-
-    items = value.split(",") if isinstance(value, str) else value
-    if isinstance(items, SpanExporter) or not isinstance(items, (list, tuple)):
-        items = [items]
-    result: list[Any] = []
-    for item in items:
-        if isinstance(item, SpanExporter):
-            result.append(item)
-        elif isinstance(item, str) and item.strip().lower() in (*EXPORTER_NAMES, "none", ""):
-            if item.strip().lower() not in ("none", ""):
-                result.append(item.strip().lower())
-        else:
-            raise ValueError
-    return tuple(result)
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
-        raise ValueError
-    return dict(value)
-
-
-def _headers(value: Any) -> Mapping[str, str] | None:
-    if value is None:
-        return None
-    mapping = _mapping(value)
-    return {k: str(v) for k, v in mapping.items()}
-
-
-def _callable_or_none(value: Any) -> Any:
-    if value is not None and not callable(value):
-        raise ValueError
-    return value
-
-
-def _rules(value: Any) -> tuple[Mapping[str, Any], ...]:
-    if isinstance(value, Mapping) or not isinstance(value, (list, tuple)):
-        raise ValueError
-    if not all(isinstance(rule, Mapping) for rule in value):
-        raise ValueError
-    return tuple(dict(rule) for rule in value)
-
-
 # ---------------------------------------------------------------- the table
 
 
@@ -213,185 +92,192 @@ class Setting:
 SETTINGS: tuple[Setting, ...] = (
     Setting(
         "service_name",
-        _text,
+        parse.text,
         "a non-empty string",
         "service.name of every span",
         ("TRACESIM_SERVICE_NAME", "OTEL_SERVICE_NAME"),
     ),
     Setting(
         "enabled",
-        _bool,
+        parse.boolean,
         "true or false",
         "false makes every traced function run untouched",
         ("TRACESIM_ENABLED",),
     ),
     Setting(
         "exporters",
-        _exporters,
+        parse.exporters,
         "a list of 'jsonl', 'console', 'otlp' or SpanExporter objects; 'none'",
         "where spans go (default: 'otlp' when OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT is set, else 'jsonl')",
         ("TRACESIM_EXPORTERS",),
     ),
-    Setting("jsonl_path", _text, "a file path", "the local trace file", ("TRACESIM_JSONL_PATH",)),
+    Setting("jsonl_path", parse.text, "a file path", "the local trace file", ("TRACESIM_JSONL_PATH",)),
     Setting(
         "jsonl_max_bytes",
-        _int(1024),
+        parse.integer(1024),
         "an integer >= 1024",
         "rotate the local file past this size",
         ("TRACESIM_JSONL_MAX_BYTES",),
     ),
     Setting(
-        "jsonl_backups", _int(0), "an integer >= 0", "rotated local files kept", ("TRACESIM_JSONL_BACKUPS",)
+        "jsonl_backups",
+        parse.integer(0),
+        "an integer >= 0",
+        "rotated local files kept",
+        ("TRACESIM_JSONL_BACKUPS",),
     ),
     Setting(
         "otlp_protocol",
-        _choice(OTLP_PROTOCOLS),
+        parse.choice(OTLP_PROTOCOLS),
         " or ".join(OTLP_PROTOCOLS),
         "OTLP transport",
         ("TRACESIM_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"),
     ),
-    Setting("otlp_endpoint", _text, "a URL", "OTLP endpoint (default: the OTEL_EXPORTER_OTLP_* variables)"),
-    Setting("otlp_headers", _headers, "a mapping of header names to values", "extra OTLP request headers"),
+    Setting(
+        "otlp_endpoint", parse.text, "a URL", "OTLP endpoint (default: the OTEL_EXPORTER_OTLP_* variables)"
+    ),
+    Setting(
+        "otlp_headers", parse.headers, "a mapping of header names to values", "extra OTLP request headers"
+    ),
     Setting(
         "spool_dir",
-        _optional_path,
+        parse.optional_path,
         "a directory path, or 'none' to disable",
         "where OTLP batches wait while the backend is unreachable",
         ("TRACESIM_SPOOL_DIR",),
     ),
     Setting(
         "spool_max_bytes",
-        _int(1024),
+        parse.integer(1024),
         "an integer >= 1024",
         "spool size bound (oldest dropped first)",
         ("TRACESIM_SPOOL_MAX_BYTES",),
     ),
     Setting(
         "batch_export",
-        _bool,
+        parse.boolean,
         "true or false",
         "false exports each span as it ends (serverless, tests)",
         ("TRACESIM_BATCH_EXPORT",),
     ),
     Setting(
         "resource_attributes",
-        _mapping,
+        parse.mapping,
         "a mapping of attribute names to values",
         "extra resource attributes (OTEL_RESOURCE_ATTRIBUTES is honoured too)",
     ),
     Setting(
         "set_global_tracer_provider",
-        _bool,
+        parse.boolean,
         "true or false",
         "install tracesim's TracerProvider as the global one when none is set",
         ("TRACESIM_SET_GLOBAL_TRACER_PROVIDER",),
     ),
     Setting(
         "capture",
-        _bool,
+        parse.boolean,
         "true or false",
         "record inputs, outputs and expected outputs",
         ("TRACESIM_CAPTURE",),
     ),
     Setting(
         "max_value_chars",
-        _int(64),
+        parse.integer(64),
         "an integer >= 64",
         "longer captured values are cut with a marker",
         ("TRACESIM_MAX_VALUE_CHARS",),
     ),
     Setting(
         "max_generator_items",
-        _int(0),
+        parse.integer(0),
         "an integer >= 0",
         "yielded items kept as a generator's output",
         ("TRACESIM_MAX_GENERATOR_ITEMS",),
     ),
     Setting(
         "redact",
-        _callable_or_none,
+        parse.callable_or_none,
         "a callable (value, attribute) -> str",
         "your redaction hook",
         in_file=False,
     ),
     Setting(
         "redact_patterns",
-        _names(REDACT_PATTERNS),
+        parse.names_of(REDACT_PATTERNS),
         f"a list of {', '.join(REDACT_PATTERNS)}, or 'none'",
         "built-in redaction patterns",
         ("TRACESIM_REDACT_PATTERNS",),
     ),
     Setting(
         "scoring_mode",
-        _choice(SCORING_MODES),
+        parse.choice(SCORING_MODES),
         ", ".join(SCORING_MODES),
         "background: score off the caller's path; inline: before returning; off",
         ("TRACESIM_SCORING_MODE",),
     ),
     Setting(
         "evaluation_sample_rate",
-        _float(0.0, 1.0),
+        parse.number(0.0, 1.0),
         "a number from 0 to 1",
         "share of traces scored (times each evaluator's own sample_rate)",
         ("TRACESIM_EVALUATION_SAMPLE_RATE",),
     ),
     Setting(
         "max_defer_s",
-        _float(0.0),
+        parse.number(0.0),
         "a number >= 0",
         "longest a span waits for its scores before ending",
         ("TRACESIM_MAX_DEFER_S",),
     ),
     Setting(
         "scoring_queue_size",
-        _int(1),
+        parse.integer(1),
         "an integer >= 1",
         "pending scoring jobs before new ones are dropped",
         ("TRACESIM_SCORING_QUEUE_SIZE",),
     ),
     Setting(
         "scoring_workers",
-        _int(1),
+        parse.integer(1),
         "an integer >= 1",
         "threads running CPU evaluators",
         ("TRACESIM_SCORING_WORKERS",),
     ),
     Setting(
         "evaluation_log_events",
-        _bool,
+        parse.boolean,
         "true or false",
         "also emit each result as an OTLP log record",
         ("TRACESIM_EVALUATION_LOG_EVENTS",),
     ),
     Setting(
         "evaluators",
-        _rules,
+        parse.rules,
         "a list of rules {match: ..., kind: ..., evaluators: [...]}",
         "attach evaluators to spans selected by name and kind",
     ),
     Setting(
         "phoenix_annotations_url",
-        _optional_path,
+        parse.optional_path,
         "a Phoenix base URL, or 'none'",
         "also send results as Phoenix span annotations",
         ("TRACESIM_PHOENIX_ANNOTATIONS_URL",),
     ),
     Setting(
         "shutdown_timeout_s",
-        _float(0.0),
+        parse.number(0.0),
         "a number >= 0",
         "time allowed to drain at exit",
         ("TRACESIM_SHUTDOWN_TIMEOUT_S",),
     ),
     Setting(
         "internal_errors",
-        _choice(INTERNAL_ERRORS),
+        parse.choice(INTERNAL_ERRORS),
         "log or raise",
         "what tracesim does with its own bugs (raise is for tracesim's tests)",
         ("TRACESIM_INTERNAL_ERRORS",),
     ),
 )
-_BY_NAME = {s.name: s for s in SETTINGS}
 
 
 def resolve(
@@ -472,13 +358,3 @@ def _read_file(
         if key not in allowed:
             raise ConfigError("config_file", key, f"setting names: {', '.join(allowed)}", source=str(path))
     return data, str(path)
-
-
-def describe() -> list[tuple[str, str, str, str]]:
-    """(setting, environment variables, accepted values, meaning) for each setting, for docs."""
-    return [(s.name, ", ".join(s.env) or "-", s.accepted, s.doc) for s in SETTINGS]
-
-
-def setting(name: str) -> Setting:
-    """The table row for ``name``."""
-    return _BY_NAME[name]

@@ -14,8 +14,6 @@ span unscored and says so on it.
 from __future__ import annotations
 
 import asyncio
-import collections
-import heapq
 import itertools
 import logging
 import os
@@ -23,9 +21,8 @@ import queue
 import threading
 import time
 import weakref
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace as otel_trace
 
@@ -33,125 +30,18 @@ from tracesim import _semconv as sc
 from tracesim._capture import CaptureOptions
 from tracesim._expect import NOT_SET, resolve_expected
 from tracesim._guard import internal_error
+from tracesim._jobs import Job, Run, ScoringStats, checked, failure, timeout
 from tracesim._results import emit_carrier, write
 from tracesim._selection import sample_unit
+from tracesim._watchdog import Watchdog
 
 if TYPE_CHECKING:
-    from tracesim._span import Span
     from tracesim.evaluators import EvalResult, Evaluator
 
 __all__ = ["Job", "ScoringPipeline", "ScoringStats"]
 
 _logger = logging.getLogger("tracesim")
 _DEFAULT_ASYNC_CONCURRENCY = 8
-
-
-@dataclass
-class ScoringStats:
-    """Counters of the scoring pipeline since `configure()`.
-
-    Example:
-        >>> import tracesim
-        >>> tracesim.scoring_stats().dropped
-        0
-    """
-
-    submitted: int = 0
-    """Calls queued for scoring."""
-    completed: int = 0
-    """Calls whose evaluators have all reported."""
-    dropped: int = 0
-    """Calls left unscored because the queue was full (or tracesim was shutting down)."""
-    not_sampled: int = 0
-    """Evaluator runs skipped by sampling."""
-    results: int = 0
-    """Results recorded, on the span or on a carrier span."""
-    errors: int = 0
-    """Results with status ``error`` (time-outs included)."""
-    timeouts: int = 0
-    """Evaluator runs stopped by their ``timeout_s``."""
-    late: int = 0
-    """Results that arrived after the span ended and went on a carrier span."""
-    pending: int = 0
-    """Calls queued or being scored right now."""
-
-
-class Binder(Protocol):
-    """Turns a call's arguments into what evaluators and expected-output sources see."""
-
-    def input(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """The input as recorded on the span."""
-
-    def arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
-        """Every argument by name."""
-
-
-class Job:
-    """One scored call: what to evaluate, and where the results go."""
-
-    __slots__ = (
-        "args",
-        "binder",
-        "done",
-        "end_ns",
-        "ended",
-        "evaluators",
-        "finished",
-        "handle",
-        "id",
-        "kwargs",
-        "lock",
-        "output",
-        "pending",
-        "sources",
-    )
-
-    def __init__(
-        self,
-        handle: Span,
-        output: Any,
-        end_ns: int,
-        evaluators: Sequence[Evaluator],
-        sources: Sequence[Any],
-        args: tuple[Any, ...],
-        kwargs: Mapping[str, Any],
-        binder: Binder,
-    ) -> None:
-        self.handle = handle
-        self.output = output
-        self.end_ns = end_ns
-        self.evaluators = tuple(evaluators)
-        self.sources = tuple(sources)
-        self.args = args
-        self.kwargs = kwargs
-        self.binder = binder
-        self.pending = len(self.evaluators)
-        self.done: set[str] = set()
-        self.ended = False
-        self.finished: threading.Event | None = None  # only inline callers wait on a job
-        self.lock = threading.Lock()
-        self.id = 0
-
-    def inputs(self) -> tuple[Any, Mapping[str, Any]]:
-        """The call's input as evaluators see it, and the arguments by name (for datasets)."""
-        value = self.handle._input
-        if value is NOT_SET:
-            value = self.binder.input(self.args, dict(self.kwargs))
-        arguments = self.binder.arguments(self.args, dict(self.kwargs))
-        return (None if value is NOT_SET else value), arguments
-
-
-class _Run:
-    """A CPU evaluator running in a worker thread, watched for its time limit."""
-
-    __slots__ = ("abandoned", "evaluator", "finished", "job", "thread")
-
-    def __init__(self, job: Job, evaluator: Evaluator) -> None:
-        self.job = job
-        self.evaluator = evaluator
-        self.thread = threading.current_thread()
-        self.finished = False
-        self.abandoned = False
 
 
 class ScoringPipeline:
@@ -199,12 +89,7 @@ class ScoringPipeline:
         self._closed = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._semaphores: dict[int, asyncio.Semaphore] = {}
-        self._watch_lock = threading.Lock()
-        self._watch_wake = threading.Condition(self._watch_lock)
-        self._watchdog: threading.Thread | None = None
-        self._defer: collections.deque[tuple[float, int]] = collections.deque()
-        self._timers: list[tuple[float, int, _Run]] = []
-        self._timer_ids = itertools.count()
+        self._watchdog = Watchdog(self.max_defer_s, self._deferred_too_long, self._time_out)
         self._warned: set[str] = set()
         self.stats.pending = 0
 
@@ -241,7 +126,7 @@ class ScoringPipeline:
         if self.max_defer_s <= 0:
             self._expire(job)  # never wait: every result goes on a carrier span
         else:
-            self._watch_defer(job)
+            self._watchdog.defer(job.id)
         self._queue.put(job)
 
     def _sample(
@@ -315,14 +200,14 @@ class ScoringPipeline:
 
     def _process(self, job: Job) -> None:
         try:
-            expected, failure = self._expected(job)
+            expected, problem = self._expected(job)
             value, _ = job.inputs()
         except Exception as exc:  # the user's expected-output callable or dataset failed
-            expected, failure, value = None, exc, None
+            expected, problem, value = None, exc, None
         cpu: list[Evaluator] = []
         for evaluator in job.evaluators:
-            if failure is not None:
-                self._complete(job, evaluator, _failure(evaluator, failure, "resolving the expected output"))
+            if problem is not None:
+                self._complete(job, evaluator, failure(evaluator, problem, "resolving the expected output"))
             elif evaluator.is_async:
                 self._dispatch_async(job, evaluator, expected, value)
             else:
@@ -355,13 +240,13 @@ class ScoringPipeline:
         return (None if expected is NOT_SET else expected), None
 
     def _run_cpu(self, job: Job, evaluator: Evaluator, expected: Any, value: Any) -> None:
-        run = _Run(job, evaluator)
+        run = Run(job, evaluator)
         if evaluator.timeout_s is not None and not self.inline:
-            self._watch_run(run, evaluator.timeout_s)
+            self._watchdog.watch(run, evaluator.timeout_s)
         try:
             result = evaluator.evaluate(job.output, expected, input=value)
         except Exception as exc:  # evaluate() handles data errors; this is a broken evaluator
-            result = _failure(evaluator, exc, "evaluate() raised")
+            result = failure(evaluator, exc, "evaluate() raised")
         run.finished = True
         if run.abandoned:
             return  # its time-out result was recorded already
@@ -393,16 +278,16 @@ class ScoringPipeline:
                     evaluator.aevaluate(job.output, expected, input=value), evaluator.timeout_s
                 )
             except asyncio.TimeoutError:
-                result = _timeout(evaluator)
+                result = timeout(evaluator)
             except Exception as exc:
-                result = _failure(evaluator, exc, "aevaluate() raised")
+                result = failure(evaluator, exc, "aevaluate() raised")
         self._complete(job, evaluator, result)
 
     # ------------------------------------------------------------ results
 
     def _complete(self, job: Job, evaluator: Evaluator, result: Any) -> None:
         try:
-            result = _checked(evaluator, result)
+            result = checked(evaluator, result)
             with job.lock:
                 if evaluator.name in job.done:
                     return
@@ -458,58 +343,18 @@ class ScoringPipeline:
         otel.set_attribute(sc.EVALUATION_DEFERRED, waiting)
         otel.end(job.end_ns)
 
-    # ------------------------------------------------------------ the watchdog
+    # ------------------------------------------------------------ deadlines
 
-    def _watch_defer(self, job: Job) -> None:
-        # No lock and no wake-up on this hot path: deadlines arrive in order, and a watchdog
-        # that saw no deadline sleeps at most max_defer_s, never past one added meanwhile.
-        self._defer.append((time.monotonic() + self.max_defer_s, job.id))
-        if self._watchdog is None:
-            with self._watch_lock:
-                self._ensure_watchdog()
+    def _deferred_too_long(self, job_id: int) -> None:
+        job = self._inflight.get(job_id)
+        if job is not None:
+            self._expire(job)
 
-    def _watch_run(self, run: _Run, timeout_s: float) -> None:
-        with self._watch_lock:
-            heapq.heappush(self._timers, (time.monotonic() + timeout_s, next(self._timer_ids), run))
-            self._ensure_watchdog()
-            self._watch_wake.notify()
-
-    def _ensure_watchdog(self) -> None:
-        if self._watchdog is None:
-            self._watchdog = threading.Thread(
-                target=self._watch, name="tracesim-scoring-watchdog", daemon=True
-            )
-            self._watchdog.start()
-
-    def _watch(self) -> None:
-        while True:
-            expired_jobs: list[Job] = []
-            expired_runs: list[_Run] = []
-            with self._watch_lock:
-                now = time.monotonic()
-                while self._defer and self._defer[0][0] <= now:
-                    job = self._inflight.get(self._defer.popleft()[1])
-                    if job is not None:
-                        expired_jobs.append(job)
-                while self._timers and self._timers[0][0] <= now:
-                    expired_runs.append(heapq.heappop(self._timers)[2])
-                deadlines = [self._defer[0][0]] if self._defer else []
-                if self._timers:
-                    deadlines.append(self._timers[0][0])
-                if not expired_jobs and not expired_runs:
-                    wait = min(deadlines) - now if deadlines else self.max_defer_s
-                    self._watch_wake.wait(max(0.001, min(wait, self.max_defer_s)))
-                    continue
-            for run in expired_runs:
-                self._time_out(run)
-            for job in expired_jobs:
-                self._expire(job)
-
-    def _time_out(self, run: _Run) -> None:
+    def _time_out(self, run: Run) -> None:
         if run.finished:
             return
         run.abandoned = True
-        self._complete(run.job, run.evaluator, _timeout(run.evaluator))
+        self._complete(run.job, run.evaluator, timeout(run.evaluator))
         with self._lock:
             live = [t for t in self._threads if t.is_alive()]
             if run.thread in live and len(live) < self.worker_count * 4:
@@ -551,45 +396,3 @@ class ScoringPipeline:
         if key not in self._warned:
             self._warned.add(key)
             _logger.warning(message, *args)
-
-
-def _checked(evaluator: Evaluator, result: Any) -> EvalResult:
-    from tracesim.evaluators import EvalResult
-
-    if not isinstance(result, EvalResult):
-        return _failure(
-            evaluator, TypeError(f"returned {type(result).__name__}, not an EvalResult"), "evaluate()"
-        )
-    if result.name != evaluator.name:
-        return result.model_copy(update={"name": evaluator.name})
-    return result
-
-
-def _failure(evaluator: Evaluator, exc: BaseException, where: str) -> EvalResult:
-    from tracesim.evaluators import EvalResult
-
-    return EvalResult(
-        name=evaluator.name,
-        threshold=evaluator.threshold,
-        status="error",
-        error=f"{where}: {type(exc).__name__}: {exc}",
-        error_type=type(exc).__name__,
-    )
-
-
-def _timeout(evaluator: Evaluator) -> EvalResult:
-    from tracesim.evaluators import EvalResult
-
-    return EvalResult(
-        name=evaluator.name,
-        threshold=evaluator.threshold,
-        status="error",
-        error=f"no result within timeout_s={evaluator.timeout_s}",
-        error_type="timeout",
-        duration_s=evaluator.timeout_s,
-    )
-
-
-def stats_dict(stats: ScoringStats) -> dict[str, int]:
-    """The counters as a plain dict."""
-    return {f.name: getattr(stats, f.name) for f in fields(stats)}

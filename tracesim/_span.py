@@ -20,7 +20,7 @@ from tracesim._errors import ConfigError
 from tracesim._expect import NOT_SET as _NOT_SET
 from tracesim._expect import release_expected, take_expected
 from tracesim._guard import internal_error
-from tracesim._scoring import Job
+from tracesim._jobs import Job
 from tracesim._selection import Plan, build_evaluators
 
 if TYPE_CHECKING:

@@ -1,0 +1,161 @@
+"""A scored call's data: the job queued for scoring, its runs, and the results made for it."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from tracesim._expect import NOT_SET
+
+if TYPE_CHECKING:
+    from tracesim._span import Span
+    from tracesim.evaluators import EvalResult, Evaluator
+
+__all__ = ["Binder", "Job", "Run", "ScoringStats", "checked", "failure", "timeout"]
+
+
+@dataclass
+class ScoringStats:
+    """Counters of the scoring pipeline since `configure()`.
+
+    Example:
+        >>> import tracesim
+        >>> tracesim.scoring_stats().dropped
+        0
+    """
+
+    submitted: int = 0
+    """Calls queued for scoring."""
+    completed: int = 0
+    """Calls whose evaluators have all reported."""
+    dropped: int = 0
+    """Calls left unscored because the queue was full (or tracesim was shutting down)."""
+    not_sampled: int = 0
+    """Evaluator runs skipped by sampling."""
+    results: int = 0
+    """Results recorded, on the span or on a carrier span."""
+    errors: int = 0
+    """Results with status ``error`` (time-outs included)."""
+    timeouts: int = 0
+    """Evaluator runs stopped by their ``timeout_s``."""
+    late: int = 0
+    """Results that arrived after the span ended and went on a carrier span."""
+    pending: int = 0
+    """Calls queued or being scored right now."""
+
+
+class Binder(Protocol):
+    """Turns a call's arguments into what evaluators and expected-output sources see."""
+
+    def input(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """The input as recorded on the span."""
+
+    def arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        """Every argument by name."""
+
+
+class Job:
+    """One scored call: what to evaluate, and where the results go."""
+
+    __slots__ = (
+        "args",
+        "binder",
+        "done",
+        "end_ns",
+        "ended",
+        "evaluators",
+        "finished",
+        "handle",
+        "id",
+        "kwargs",
+        "lock",
+        "output",
+        "pending",
+        "sources",
+    )
+
+    def __init__(
+        self,
+        handle: Span,
+        output: Any,
+        end_ns: int,
+        evaluators: Sequence[Evaluator],
+        sources: Sequence[Any],
+        args: tuple[Any, ...],
+        kwargs: Mapping[str, Any],
+        binder: Binder,
+    ) -> None:
+        self.handle = handle
+        self.output = output
+        self.end_ns = end_ns
+        self.evaluators = tuple(evaluators)
+        self.sources = tuple(sources)
+        self.args = args
+        self.kwargs = kwargs
+        self.binder = binder
+        self.pending = len(self.evaluators)
+        self.done: set[str] = set()
+        self.ended = False
+        self.finished: threading.Event | None = None  # only inline callers wait on a job
+        self.lock = threading.Lock()
+        self.id = 0
+
+    def inputs(self) -> tuple[Any, Mapping[str, Any]]:
+        """The call's input as evaluators see it, and the arguments by name (for datasets)."""
+        value = self.handle._input
+        if value is NOT_SET:
+            value = self.binder.input(self.args, dict(self.kwargs))
+        arguments = self.binder.arguments(self.args, dict(self.kwargs))
+        return (None if value is NOT_SET else value), arguments
+
+
+class Run:
+    """A CPU evaluator running in a worker thread, watched for its time limit."""
+
+    __slots__ = ("abandoned", "evaluator", "finished", "job", "thread")
+
+    def __init__(self, job: Job, evaluator: Evaluator) -> None:
+        self.job = job
+        self.evaluator = evaluator
+        self.thread = threading.current_thread()
+        self.finished = False
+        self.abandoned = False
+
+
+def checked(evaluator: Evaluator, result: Any) -> EvalResult:
+    from tracesim.evaluators import EvalResult
+
+    if not isinstance(result, EvalResult):
+        return failure(
+            evaluator, TypeError(f"returned {type(result).__name__}, not an EvalResult"), "evaluate()"
+        )
+    if result.name != evaluator.name:
+        return result.model_copy(update={"name": evaluator.name})
+    return result
+
+
+def failure(evaluator: Evaluator, exc: BaseException, where: str) -> EvalResult:
+    from tracesim.evaluators import EvalResult
+
+    return EvalResult(
+        name=evaluator.name,
+        threshold=evaluator.threshold,
+        status="error",
+        error=f"{where}: {type(exc).__name__}: {exc}",
+        error_type=type(exc).__name__,
+    )
+
+
+def timeout(evaluator: Evaluator) -> EvalResult:
+    from tracesim.evaluators import EvalResult
+
+    return EvalResult(
+        name=evaluator.name,
+        threshold=evaluator.threshold,
+        status="error",
+        error=f"no result within timeout_s={evaluator.timeout_s}",
+        error_type="timeout",
+        duration_s=evaluator.timeout_s,
+    )

@@ -1,0 +1,129 @@
+"""Parsers for setting values: each takes what a user passed (argument, environment text or
+YAML value) and returns the clean value, or raises ``ValueError``; `tracesim._config` turns
+that into a `ConfigError` naming the setting and what it accepts."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+EXPORTER_NAMES = ("jsonl", "console", "otlp")
+
+
+def boolean(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("1", "true", "yes", "on"):
+        return True
+    if isinstance(value, str) and value.strip().lower() in ("0", "false", "no", "off"):
+        return False
+    raise ValueError
+
+
+def integer(low: int) -> Callable[[Any], int]:
+    def parse(value: Any) -> int:
+        if isinstance(value, bool):
+            raise ValueError
+        number = int(value) if isinstance(value, (int, str)) else None
+        if number is None or number < low:
+            raise ValueError
+        return number
+
+    return parse
+
+
+def number(low: float, high: float | None = None, *, open_low: bool = False) -> Callable[[Any], float]:
+    def parse(value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise ValueError
+        number = float(value)
+        if number != number or number < low or (open_low and number == low):
+            raise ValueError
+        if high is not None and number > high:
+            raise ValueError
+        return number
+
+    return parse
+
+
+def choice(options: Sequence[str]) -> Callable[[Any], str]:
+    def parse(value: Any) -> str:
+        if not isinstance(value, str) or value.strip().lower() not in options:
+            raise ValueError
+        return value.strip().lower()
+
+    return parse
+
+
+def text(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError
+    return value.strip()
+
+
+def optional_path(value: Any) -> str | None:
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none", "off")):
+        return None
+    if isinstance(value, os.PathLike):
+        return str(os.fspath(value))
+    return text(value)
+
+
+def names_of(options: Sequence[str]) -> Callable[[Any], tuple[str, ...]]:
+    def parse(value: Any) -> tuple[str, ...]:
+        items = value.split(",") if isinstance(value, str) else value
+        if not isinstance(items, (list, tuple)):
+            raise ValueError
+        names = tuple(str(i).strip().lower() for i in items if str(i).strip())
+        if names in (("none",), ()):
+            return ()
+        if any(n not in options for n in names):
+            raise ValueError
+        return names
+
+    return parse
+
+
+def exporters(value: Any) -> tuple[Any, ...]:
+    from opentelemetry.sdk.trace.export import SpanExporter
+
+    items = value.split(",") if isinstance(value, str) else value
+    if isinstance(items, SpanExporter) or not isinstance(items, (list, tuple)):
+        items = [items]
+    result: list[Any] = []
+    for item in items:
+        if isinstance(item, SpanExporter):
+            result.append(item)
+        elif isinstance(item, str) and item.strip().lower() in (*EXPORTER_NAMES, "none", ""):
+            if item.strip().lower() not in ("none", ""):
+                result.append(item.strip().lower())
+        else:
+            raise ValueError
+    return tuple(result)
+
+
+def mapping(value: Any) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+        raise ValueError
+    return dict(value)
+
+
+def headers(value: Any) -> Mapping[str, str] | None:
+    if value is None:
+        return None
+    return {k: str(v) for k, v in mapping(value).items()}
+
+
+def callable_or_none(value: Any) -> Any:
+    if value is not None and not callable(value):
+        raise ValueError
+    return value
+
+
+def rules(value: Any) -> tuple[Mapping[str, Any], ...]:
+    if isinstance(value, Mapping) or not isinstance(value, (list, tuple)):
+        raise ValueError
+    if not all(isinstance(rule, Mapping) for rule in value):
+        raise ValueError
+    return tuple(dict(rule) for rule in value)
