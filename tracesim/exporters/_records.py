@@ -8,7 +8,6 @@ integer enums, ``key``/``value`` attribute lists, 64-bit integers as strings).
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -150,10 +149,3 @@ def _decode_span(span: Mapping[str, Any], resource: Mapping[str, Any], scope: st
         scope=scope,
     )
 
-
-def parse_json_object(text: str) -> Any:
-    """``json.loads`` for attribute values that hold JSON, or the text itself when they do not."""
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
