@@ -153,3 +153,41 @@ def test_a_local_file_replayed_to_phoenix_gives_the_same_traces(
     assert again.spans == 0  # the ledger knows every line was accepted
     assert again.already_sent == report.lines
     assert len(phoenix.all_spans(project)) == 6
+
+
+@pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
+def test_the_standard_otel_variables_alone_send_an_unchanged_script_to_phoenix(
+    phoenix: Any, protocol: str, tmp_path: Path
+) -> None:
+    """A user's script, untouched, pointed at Phoenix by the environment only."""
+    import os
+    import subprocess
+    import sys
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "online_scoring" / "agent.py"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TRACESIM_", "OTEL_"))}
+    env["OTEL_EXPORTER_OTLP_ENDPOINT"] = (
+        phoenix.grpc_endpoint if protocol == "grpc" else phoenix.http_endpoint
+    )
+    env["OTEL_EXPORTER_OTLP_PROTOCOL"] = protocol
+    before = {s["context"]["span_id"] for s in phoenix.all_spans("support-bot")}
+    result = subprocess.run(
+        [sys.executable, str(example)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert not (tmp_path / ".tracesim" / "traces.jsonl").exists()  # an OTLP endpoint replaces the file
+    spans = [
+        s
+        for s in phoenix.spans("support-bot", min_count=len(before) + 3)
+        if s["context"]["span_id"] not in before
+    ]
+    by_question = {s["attributes"]["input.value"]: s for s in spans}
+    assert set(by_question) == {
+        "Where was Marie Curie born?",
+        "What did Alan Turing propose in 1950?",
+        "How high is Mount Everest?",
+    }
+    curie = by_question["Where was Marie Curie born?"]["attributes"]
+    assert curie["tracesim.eval.levenshtein.score"] == pytest.approx(0.79)
+    assert curie["tracesim.eval.rouge.passed"] is True
+    assert by_question["How high is Mount Everest?"]["attributes"]["tracesim.eval.rouge.status"] == "skipped"
