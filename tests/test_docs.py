@@ -62,3 +62,17 @@ def test_the_online_scoring_example_scores_against_its_golden_file(tmp_path: Pat
     assert curie["tracesim.expected.value"] == "Marie Curie was born in Warsaw."
     everest = spans["How high is Mount Everest?"].attributes
     assert everest["tracesim.eval.rouge.status"] == "skipped"
+
+
+def test_the_readme_catalogue_examples_are_real() -> None:
+    from tracesim.evaluators import from_config
+
+    readme = (REPO / "README.md").read_text()
+    output, expected = "Marie Curie was born in Warsaw in 1867.", "Marie Curie was born in Warsaw."
+    rows = re.findall(r"^\| `(\w+)` \| `\w+` \|.*\| ([0-9.]+)(?: \((\w+)[^)]*\))? \|$", readme, re.MULTILINE)
+    assert len(rows) == 11
+    for type_name, score, label in rows:
+        result = from_config({"type": type_name}).evaluate(output, expected)
+        assert result.score is not None
+        assert round(result.score, 4) == float(score), type_name
+        assert (result.label or "") == label, type_name
