@@ -53,6 +53,8 @@ class ContentSimilarityMetric:
         if self.ignore_case:
             input, output = input.lower(), output.lower()
         if self.ignore_whitespace:
-            input, output = _JS_SPACES.sub(" ", input).strip(), _JS_SPACES.sub(" ", output).strip()
+            # JavaScript's trim(): only what \s matched, now single spaces (str.strip() would
+            # also drop \x1c-\x1f and \x85, which JavaScript keeps).
+            input, output = _JS_SPACES.sub(" ", input).strip(" "), _JS_SPACES.sub(" ", output).strip(" ")
         score = compare_two_strings(input, output)
         return {"score": score, "info": {"similarity": score}}
