@@ -16,9 +16,10 @@ from rapidfuzz.distance import Levenshtein as RapidLevenshtein
 from rouge_score import rouge_scorer
 
 from tracesim.evaluators import from_config
+from tracesim.evaluators._overlap import _count_py, squad_counts, squad_tokens
 from tracesim.evaluators._rouge import ROUGE_TYPES
 from tracesim.evaluators._tfidf import tfidf_cosine
-from tracesim.evaluators.compat import mastra
+from tracesim.evaluators.compat import azure, mastra
 
 WORDS = [
     "The",
@@ -249,6 +250,88 @@ def squad_f1(prediction: str, truth: str) -> float:
 @given(a=texts, b=texts)
 def test_f1_matches_squad(a: str, b: str) -> None:
     assert from_config({"type": "f1"}).evaluate(a, b).score == squad_f1(a, b)
+
+
+# Pieces around the fast paths of squad_counts: articles touching characters that are
+# neither word characters nor whitespace (so \b falls inside a word), punctuation that
+# joins or splits words, non-ASCII case mappings, lone surrogates, control characters and
+# Unicode whitespace. A small vocabulary repeats tokens on both sides.
+F1_PIECES = [
+    "a", "an", "the", "The", "A", "AN", "tHe", "cat", "cats", "an't", "the’s", "l’a", "€the",
+    "the€", "thé", "the\u0301", "a_b", "the_", "_a", "x.the", "a-the", "“a”", "İ", "ǅ", "ⅻ",
+    "½", "٣", "東京", "🍕", "1,000", "don't", "\x7fthe", "the\x00", "\ud800", "the\udfff",
+]  # fmt: skip
+F1_SEPARATORS = [" ", " ", "", "\n", "\t", "\x1c", "\x85", "\xa0", "\u2003", ", ", ".", "’", "-", "_"]
+f1_texts = st.one_of(
+    st.lists(st.tuples(st.sampled_from(F1_PIECES), st.sampled_from(F1_SEPARATORS)), max_size=40).map(
+        lambda pairs: "".join(word + sep for word, sep in pairs)
+    ),
+    st.text(st.characters(codec=None, categories=None), max_size=80),
+    texts,
+)
+
+
+def squad_reference(prediction: str, truth: str) -> tuple[float, int, float, float]:
+    """SQuAD F1 as written in the SQuAD v1.1 script (and Azure): f1, common, precision, recall."""
+
+    def normalize(text: str) -> list[str]:
+        text = text.lower()
+        text = "".join(ch for ch in text if ch not in set(string.punctuation))
+        text = re.sub(r"\b(a|an|the)\b", " ", text)
+        return " ".join(text.split()).split()
+
+    p, t = normalize(prediction), normalize(truth)
+    common = sum((Counter(p) & Counter(t)).values())
+    if common == 0:
+        return 0.0, 0, 0.0, 0.0
+    precision, recall = 1.0 * common / len(p), 1.0 * common / len(t)
+    return (2.0 * precision * recall) / (precision + recall), common, precision, recall
+
+
+@given(a=f1_texts, b=f1_texts)
+def test_f1_matches_squad_reference_on_tricky_text(a: str, b: str) -> None:
+    f1, common, precision, recall = squad_reference(a, b)
+    result = from_config({"type": "f1"}).evaluate(a, b)
+    assert result.score == f1
+    assert result.details == {"common_tokens": common, "precision": precision, "recall": recall}
+    assert azure.F1ScoreEvaluator()(response=a, ground_truth=b)["f1_score"] == f1
+    for text in (a, b):
+        tokens = " ".join(re.sub(r"\b(a|an|the)\b", " ", text.lower().translate(NO_PUNCTUATION)).split())
+        assert squad_tokens(text) == tokens.split()
+        assert squad_counts(text) == (dict(Counter(tokens.split())), len(tokens.split()))
+
+
+NO_PUNCTUATION = str.maketrans("", "", string.punctuation)
+
+
+@given(words=st.lists(st.sampled_from(F1_PIECES), max_size=30))
+def test_f1_counting_fallback_counts_like_counter(words: list[str]) -> None:
+    counts: dict[str, int] = {}
+    _count_py(counts, words)  # used where collections has no C _count_elements
+    assert counts == Counter(words)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("", ""),
+        ("a an the", "the"),
+        ("the’s cat", "’s cat"),
+        ("l’a l’an", "l’ l’"),
+        ("€the €a", "€ €"),
+        ("the\u0301 a\u0301", "\u0301 \u0301"),
+        ("a_the an-the", "athe anthe"),
+        ("the\x7f\x7fa", "\x7f\x7f"),
+        ("the\x1ca\x85an\xa0cat", "cat"),
+        ("cat cat dog", "cat dog dog"),
+        ("\ud800the \ud800", "\ud800 \ud800"),
+        ("İ the", "i̇"),
+    ],
+)
+def test_f1_edge_cases_match_squad_reference(a: str, b: str) -> None:
+    f1, common, _, _ = squad_reference(a, b)
+    result = from_config({"type": "f1"}).evaluate(a, b)
+    assert (result.score, result.details["common_tokens"]) == (f1, common)
 
 
 @given(a=texts, b=texts)

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import collections
 import re
 import string
-from collections import Counter
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from tracesim.evaluators._base import Evaluator, Measurement
 from tracesim.evaluators._options import check_bool
 from tracesim.evaluators._text import as_text
 
-__all__ = ["F1Score", "Jaccard", "squad_tokens"]
+__all__ = ["F1Score", "Jaccard", "squad_counts", "squad_tokens"]
 
 
 class Jaccard(Evaluator):
@@ -47,9 +48,40 @@ class Jaccard(Evaluator):
         return f"Jaccard(lowercase={self.lowercase}, name={self.name!r}, threshold={self.threshold!r})"
 
 
-# A regex deletes ASCII punctuation faster than str.translate (same result).
-_PUNCTUATION = re.compile("[" + re.escape(string.punctuation) + "]+")
+# ASCII punctuation is deleted from the UTF-8 bytes: UTF-8 encodes every other character
+# with bytes >= 0x80 only, so bytes.translate(None, ...) deletes exactly the characters
+# str.translate would, several times faster ("surrogatepass" round-trips lone surrogates).
+_PUNCTUATION_BYTES = string.punctuation.encode("ascii")
 _ARTICLES = re.compile(r"\b(?:the|an?)\b")
+_ARTICLE_WORDS = frozenset(("a", "an", "the"))
+
+
+def _count_py(counts: dict[str, int], words: Iterable[str]) -> None:
+    for word in words:
+        counts[word] = counts.get(word, 0) + 1
+
+
+# The C helper behind Counter.update (present in CPython and PyPy), without Counter's
+# per-call overhead; the loop above where it is missing.
+_count_into: Callable[[dict[str, int], Iterable[str]], None] = getattr(
+    collections, "_count_elements", _count_py
+)
+
+
+def _squad_text(text: str) -> str:
+    """``text`` lowercased, without ASCII punctuation (articles still in)."""
+    data = text.lower().encode("utf-8", "surrogatepass").translate(None, _PUNCTUATION_BYTES)
+    return data.decode("utf-8", "surrogatepass")
+
+
+def _only_word_characters(text: str, words: Iterable[str]) -> bool:
+    """True when ``words`` (those of ``text``) hold regex word characters only.
+
+    Then ``\\b`` falls only at the ends of the whitespace-separated words, and the article
+    regex removes exactly the words ``a``, ``an`` and ``the``. Lowercase printable ASCII
+    without punctuation is letters, digits and spaces: the common case, checked first.
+    """
+    return (text.isascii() and text.isprintable()) or "".join(words).isalnum()
 
 
 def squad_tokens(text: str) -> list[str]:
@@ -59,15 +91,48 @@ def squad_tokens(text: str) -> list[str]:
         >>> squad_tokens("The Eiffel Tower, in Paris!")
         ['eiffel', 'tower', 'in', 'paris']
     """
-    return _ARTICLES.sub(" ", _PUNCTUATION.sub("", text.lower())).split()
+    text = _squad_text(text)
+    words = text.split()
+    if _only_word_characters(text, words):
+        return [word for word in words if word not in _ARTICLE_WORDS]
+    return _ARTICLES.sub(" ", text).split()
+
+
+def squad_counts(text: str) -> tuple[dict[str, int], int]:
+    """The :func:`squad_tokens` of ``text`` as a multiset: ``({token: count}, total)``.
+
+    Counts the words first and removes articles per distinct word: only words with a
+    character that is neither a word character nor whitespace (``’``, ``€``, a combining
+    mark) can hold an article inside, and only those go through the article regex.
+
+    Example:
+        >>> squad_counts("The cat saw a cat.")
+        ({'cat': 2, 'saw': 1}, 3)
+    """
+    text = _squad_text(text)
+    words = text.split()
+    counts: dict[str, int] = {}
+    _count_into(counts, words)
+    total = len(words)
+    if not _only_word_characters(text, counts):
+        for word in [word for word in counts if not word.isalnum()]:
+            times = counts.pop(word)
+            pieces = _ARTICLES.sub(" ", word).split()
+            total += times * (len(pieces) - 1)
+            for piece in pieces:
+                counts[piece] = counts.get(piece, 0) + times
+    # Articles inside words were split off above; any article left is a whole word.
+    total -= counts.pop("a", 0) + counts.pop("an", 0) + counts.pop("the", 0)
+    return counts, total
 
 
 class F1Score(Evaluator):
     """SQuAD token F1, as Azure AI Evaluation's ``F1ScoreEvaluator`` computes it.
 
-    Both texts are normalised by :func:`squad_tokens`; common tokens are counted as a
-    multiset. No common token (including two empty texts) gives 0.0. ``threshold=0.5``.
-    ``details`` holds precision, recall and the common-token count.
+    Both texts are normalised by :func:`squad_tokens` (counted by :func:`squad_counts`);
+    common tokens are counted as a multiset. No common token (including two empty texts)
+    gives 0.0. ``threshold=0.5``. ``details`` holds precision, recall and the common-token
+    count.
 
     Example:
         >>> F1Score().evaluate("Paris, France", "paris").score
@@ -78,12 +143,16 @@ class F1Score(Evaluator):
     default_threshold = 0.5
 
     def measure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
-        predicted = squad_tokens(as_text(output))
-        reference = squad_tokens(as_text(expected))
-        common = sum((Counter(predicted) & Counter(reference)).values())
+        predicted, n_predicted = squad_counts(as_text(output))
+        reference, n_reference = squad_counts(as_text(expected))
+        shared = predicted.keys() & reference.keys()
+        if len(predicted) == n_predicted or len(reference) == n_reference:
+            common = len(shared)  # one side has no repeated token: each shared one counts once
+        else:
+            common = sum(map(min, map(predicted.__getitem__, shared), map(reference.__getitem__, shared)))
         if common == 0:
             return Measurement(0.0, {"common_tokens": 0, "precision": 0.0, "recall": 0.0})
-        precision = common / len(predicted)
-        recall = common / len(reference)
+        precision = common / n_predicted
+        recall = common / n_reference
         f1 = 2.0 * precision * recall / (precision + recall)
         return Measurement(f1, {"common_tokens": common, "precision": precision, "recall": recall})
