@@ -11,7 +11,7 @@ from typing import Any, ClassVar, Final
 
 from tracesim._errors import ConfigError
 from tracesim.evaluators._options import check_int, check_number, require_number
-from tracesim.evaluators._result import EvalResult
+from tracesim.evaluators._result import EvalResult, measured_result, scored_result
 
 __all__ = ["DEFAULT", "Evaluator", "MeasureValue", "Measurement"]
 
@@ -189,38 +189,27 @@ class Evaluator:
     def _finish(self, value: MeasureValue, duration_s: float) -> EvalResult:
         # Typed as MeasureValue, but user metrics can return anything: check at run time.
         checked: object = value
+        # These skip pydantic when the values already have the types validation returns.
         if type(checked) is Measurement or isinstance(checked, Measurement):
             passed = self.passes(checked.score)
             label = checked.label if checked.label is not None else _label(passed)
-            return EvalResult(
-                name=self.name,
-                score=checked.score,
-                passed=passed,
-                label=label,
-                threshold=self.threshold,
-                explanation=checked.explanation,
-                details=checked.details,
-                duration_s=duration_s,
+            return measured_result(
+                self.name,
+                checked.score,
+                passed,
+                label,
+                self.threshold,
+                duration_s,
+                checked.explanation,
+                checked.details,
             )
         if isinstance(checked, bool):
-            return EvalResult(
-                name=self.name,
-                score=1.0 if checked else 0.0,
-                passed=checked,
-                label=_label(checked),
-                threshold=self.threshold,
-                duration_s=duration_s,
+            return scored_result(
+                self.name, 1.0 if checked else 0.0, checked, _label(checked), self.threshold, duration_s
             )
         if isinstance(checked, (int, float)):
             passed = self.passes(checked)
-            return EvalResult(
-                name=self.name,
-                score=checked,
-                passed=passed,
-                label=_label(passed),
-                threshold=self.threshold,
-                duration_s=duration_s,
-            )
+            return scored_result(self.name, checked, passed, _label(passed), self.threshold, duration_s)
         if isinstance(checked, EvalResult):
             return self._adopt(checked, duration_s)
         problem = TypeError(
