@@ -271,6 +271,12 @@ f1_texts = st.one_of(
 )
 
 
+# Few distinct words, many repeats: both sides usually repeat tokens (the multiset path).
+repetitive_texts = st.lists(
+    st.sampled_from(["cat", "dog", "Cat.", "the", "a", "l’a", "€cat", "42"]), min_size=2, max_size=30
+).map(" ".join)
+
+
 def squad_reference(prediction: str, truth: str) -> tuple[float, int, float, float]:
     """SQuAD F1 as written in the SQuAD v1.1 script (and Azure): f1, common, precision, recall."""
 
@@ -302,6 +308,16 @@ def test_f1_matches_squad_reference_on_tricky_text(a: str, b: str) -> None:
 
 
 NO_PUNCTUATION = str.maketrans("", "", string.punctuation)
+
+
+@given(a=repetitive_texts, b=st.one_of(repetitive_texts, f1_texts))
+def test_f1_counts_repeated_tokens_like_squad_reference(a: str, b: str) -> None:
+    f1, common, precision, recall = squad_reference(a, b)
+    result = from_config({"type": "f1"}).evaluate(a, b)
+    assert result.score == f1
+    assert result.details == {"common_tokens": common, "precision": precision, "recall": recall}
+    # Swapped, the other side is the smaller token set; the common count is symmetric.
+    assert from_config({"type": "f1"}).evaluate(b, a).details["common_tokens"] == common
 
 
 @given(words=st.lists(st.sampled_from(F1_PIECES), max_size=30))
