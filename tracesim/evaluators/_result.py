@@ -55,55 +55,7 @@ _MEASURED_FIELDS = _SCORED_FIELDS | {"explanation", "details"}
 _STR_ONLY = frozenset((str,))
 _new = EvalResult.__new__
 _set = object.__setattr__
-
-
-def _unvalidated(
-    fields_set: frozenset[str],
-    name: str,
-    score: float,
-    passed: bool | None,
-    label: str | None,
-    threshold: float | None,
-    duration_s: float,
-    explanation: str | None,
-    details: dict[str, Any],
-) -> EvalResult:
-    result = _new(EvalResult)
-    _set(
-        result,
-        "__dict__",
-        {
-            "name": name,
-            "score": score,
-            "passed": passed,
-            "label": label,
-            "threshold": threshold,
-            "explanation": explanation,
-            "details": details,
-            "status": "ok",
-            "error": None,
-            "error_type": None,
-            "duration_s": duration_s,
-        },
-    )
-    _set(result, "__pydantic_fields_set__", set(fields_set))
-    _set(result, "__pydantic_extra__", None)
-    _set(result, "__pydantic_private__", None)
-    return result
-
-
-def _plain(
-    name: str, passed: bool | None, label: str | None, threshold: float | None, duration_s: float
-) -> bool:
-    """True when these values have the exact types validation returns (so it changes none)."""
-    return (
-        UNVALIDATED_OK
-        and type(name) is str
-        and type(duration_s) is float
-        and (passed is None or type(passed) is bool)
-        and (label is None or type(label) is str)
-        and (threshold is None or type(threshold) is float)
-    )
+UNVALIDATED_OK = True  # until the check at the end of this module says otherwise
 
 
 def measured_result(
@@ -125,15 +77,39 @@ def measured_result(
         True
     """
     if (
-        type(score) is float
+        UNVALIDATED_OK
+        and type(score) is float
+        and type(name) is str
+        and type(duration_s) is float
+        and (passed is None or type(passed) is bool)
+        and (label is None or type(label) is str)
+        and (threshold is None or type(threshold) is float)
         and (explanation is None or type(explanation) is str)
         and type(details) is dict
         and set(map(type, details)) <= _STR_ONLY
-        and _plain(name, passed, label, threshold, duration_s)
     ):
-        return _unvalidated(
-            _MEASURED_FIELDS, name, score, passed, label, threshold, duration_s, explanation, dict(details)
+        result = _new(EvalResult)
+        _set(
+            result,
+            "__dict__",
+            {
+                "name": name,
+                "score": score,
+                "passed": passed,
+                "label": label,
+                "threshold": threshold,
+                "explanation": explanation,
+                "details": dict(details),
+                "status": "ok",
+                "error": None,
+                "error_type": None,
+                "duration_s": duration_s,
+            },
         )
+        _set(result, "__pydantic_fields_set__", set(_MEASURED_FIELDS))
+        _set(result, "__pydantic_extra__", None)
+        _set(result, "__pydantic_private__", None)
+        return result
     return EvalResult(
         name=name,
         score=score,
@@ -161,15 +137,44 @@ def scored_result(
         ...     "name", "score", "passed", "label", "threshold", "duration_s"}
         True
     """
-    if type(score) is float and _plain(name, passed, label, threshold, duration_s):
-        return _unvalidated(_SCORED_FIELDS, name, score, passed, label, threshold, duration_s, None, {})
+    if (
+        UNVALIDATED_OK
+        and type(score) is float
+        and type(name) is str
+        and type(duration_s) is float
+        and (passed is None or type(passed) is bool)
+        and (label is None or type(label) is str)
+        and (threshold is None or type(threshold) is float)
+    ):
+        result = _new(EvalResult)
+        _set(
+            result,
+            "__dict__",
+            {
+                "name": name,
+                "score": score,
+                "passed": passed,
+                "label": label,
+                "threshold": threshold,
+                "explanation": None,
+                "details": {},
+                "status": "ok",
+                "error": None,
+                "error_type": None,
+                "duration_s": duration_s,
+            },
+        )
+        _set(result, "__pydantic_fields_set__", set(_SCORED_FIELDS))
+        _set(result, "__pydantic_extra__", None)
+        _set(result, "__pydantic_private__", None)
+        return result
     return EvalResult(
         name=name, score=score, passed=passed, label=label, threshold=threshold, duration_s=duration_s
     )
 
 
 def _unvalidated_matches_pydantic() -> bool:
-    """Whether this pydantic version builds instances as ``_unvalidated`` does."""
+    """Whether this pydantic version builds instances as the fast paths above do."""
     if EvalResult.__pydantic_post_init__ or EvalResult.__pydantic_root_model__:
         return False
     scalars: dict[str, Any] = {
@@ -180,16 +185,16 @@ def _unvalidated_matches_pydantic() -> bool:
         "threshold": 0.5,
         "duration_s": 0.1,
     }
-    pairs = [
-        (
-            _unvalidated(_SCORED_FIELDS, "x", 0.5, True, "pass", 0.5, 0.1, None, {}),
-            EvalResult(**scalars),
-        ),
-        (
-            _unvalidated(_MEASURED_FIELDS, "x", 0.5, True, "pass", 0.5, 0.1, "why", {"k": [1]}),
-            EvalResult(**scalars, explanation="why", details={"k": [1]}),
-        ),
-    ]
+    try:
+        pairs = [
+            (scored_result(**scalars), EvalResult(**scalars)),
+            (
+                measured_result(**scalars, explanation="why", details={"k": [1]}),
+                EvalResult(**scalars, explanation="why", details={"k": [1]}),
+            ),
+        ]
+    except Exception:  # e.g. a pydantic without these instance slots
+        return False
     return all(
         list(fast.__dict__.items()) == list(slow.__dict__.items())
         and fast.model_fields_set == slow.model_fields_set
@@ -201,4 +206,4 @@ def _unvalidated_matches_pydantic() -> bool:
 
 
 # Checked once at import: a pydantic that builds instances differently gets validation only.
-UNVALIDATED_OK: bool = _unvalidated_matches_pydantic()
+UNVALIDATED_OK = _unvalidated_matches_pydantic()

@@ -70,6 +70,7 @@ class _ScoreEvaluator:
 
     def __init__(self, *, threshold: float = 0.5) -> None:
         self._threshold = threshold
+        self._keys = (f"{self._key}_score", f"{self._key}_result", f"{self._key}_threshold")
 
     def _score(self, response: str, ground_truth: str) -> float:
         result = self._core.evaluate(response, ground_truth)
@@ -78,11 +79,14 @@ class _ScoreEvaluator:
         return result.score
 
     def __call__(self, *, response: str, ground_truth: str) -> dict[str, Any]:
-        score = self._score(*_texts(self, response, ground_truth))
+        if type(response) is not str or type(ground_truth) is not str:
+            response, ground_truth = _texts(self, response, ground_truth)
+        score = self._score(response, ground_truth)
+        score_key, result_key, threshold_key = self._keys
         return {
-            f"{self._key}_score": score,
-            f"{self._key}_result": _verdict(score, self._threshold),
-            f"{self._key}_threshold": self._threshold,
+            score_key: score,
+            result_key: _verdict(score, self._threshold),
+            threshold_key: self._threshold,
         }
 
 
