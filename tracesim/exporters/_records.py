@@ -148,4 +148,3 @@ def _decode_span(span: Mapping[str, Any], resource: Mapping[str, Any], scope: st
         resource=resource,
         scope=scope,
     )
-
