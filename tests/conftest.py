@@ -15,6 +15,11 @@ from tracesim import _runtime
 REPO = Path(__file__).resolve().parents[1]
 SHARED = (REPO / ".." / "shared").resolve()
 
+# NLTK data for BLEU/GLEU/METEOR comes from the shared folder (the Makefile exports it too);
+# set before anything imports nltk, which reads NLTK_DATA once.
+if not os.environ.get("NLTK_DATA") and (SHARED / "nltk_data").is_dir():
+    os.environ["NLTK_DATA"] = str(SHARED / "nltk_data")
+
 
 @pytest.fixture(autouse=True)
 def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:

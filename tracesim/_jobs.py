@@ -62,6 +62,7 @@ class Job:
     __slots__ = (
         "args",
         "binder",
+        "deadline",
         "done",
         "end_ns",
         "ended",
@@ -101,6 +102,7 @@ class Job:
         self.finished: threading.Event | None = None  # only inline callers wait on a job
         self.lock = threading.Lock()
         self.id = 0
+        self.deadline = 0.0  # monotonic time past which the span ends without waiting
 
     def inputs(self) -> tuple[Any, Mapping[str, Any]]:
         """The call's input as evaluators see it, and the arguments by name (for datasets)."""

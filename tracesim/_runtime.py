@@ -202,8 +202,7 @@ def build(settings: Settings) -> Runtime:
         return Runtime(settings, otel_trace.NoOpTracer(), (), capture)
     rules = compile_rules(settings.evaluators)
     exporters = [_exporter(item, settings) for item in settings.exporters]
-    processor_type = BatchSpanProcessor if settings.batch_export else SimpleSpanProcessor
-    processors = [processor_type(exporter) for exporter in exporters]
+    processors = [_processor(exporter, settings) for exporter in exporters]
     provider = _provider(settings)
     tracer = provider.get_tracer("tracesim", __version__)
     sinks = result_sinks(settings, provider)
@@ -247,6 +246,18 @@ def _exporter(item: Any, settings: Settings) -> SpanExporter:
         spool_dir=spool,
         spool_max_bytes=settings.spool_max_bytes,
     )
+
+
+def _processor(exporter: SpanExporter, settings: Settings) -> SpanProcessor:
+    if not settings.batch_export:
+        return SimpleSpanProcessor(exporter)
+    if os.environ.get("OTEL_BSP_MAX_QUEUE_SIZE"):
+        return BatchSpanProcessor(exporter)  # the standard variable wins
+    # Scored spans end in bursts when scoring catches up: up to scoring_queue_size of them,
+    # already held in memory while they waited. The batch queue holds that many on top of the
+    # usual 2,048, so such a burst is never dropped.
+    extra = settings.scoring_queue_size if settings.scoring_mode == "background" else 0
+    return BatchSpanProcessor(exporter, max_queue_size=2048 + extra)
 
 
 def _flush_exporter(exporter: SpanExporter, timeout_millis: int) -> bool:

@@ -17,7 +17,6 @@ import asyncio
 import itertools
 import logging
 import os
-import queue
 import threading
 import time
 import weakref
@@ -34,6 +33,7 @@ from tracesim._jobs import Job, Run, ScoringStats, checked, failure, timeout
 from tracesim._results import emit_carrier, write
 from tracesim._selection import sample_unit
 from tracesim._watchdog import Watchdog
+from tracesim._workqueue import WorkQueue
 
 if TYPE_CHECKING:
     from tracesim.evaluators import EvalResult, Evaluator
@@ -83,13 +83,15 @@ class ScoringPipeline:
         # Also the after-fork hook: the child starts with no threads and no inherited jobs.
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
-        self._queue: queue.SimpleQueue[Job | tuple[Job, Evaluator, Any, Any] | None] = queue.SimpleQueue()
+        self._queue: WorkQueue[Job | tuple[Job, Evaluator, Any, Any] | None] = WorkQueue()
         self._inflight: dict[int, Job] = {}
         self._threads: list[threading.Thread] = []
         self._closed = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._semaphores: dict[int, asyncio.Semaphore] = {}
-        self._watchdog = Watchdog(self.max_defer_s, self._deferred_too_long, self._time_out)
+        # Span deadlines are checked every tick: a quarter of max_defer_s, between 10 ms and 1 s.
+        tick_s = min(1.0, max(0.01, self.max_defer_s / 4))
+        self._watchdog: Watchdog[Run] = Watchdog(tick_s, self._expire_due, self._time_out)
         self._warned: set[str] = set()
         self.stats.pending = 0
 
@@ -111,6 +113,7 @@ class ScoringPipeline:
         if self.inline:
             self._run_inline(job)
             return
+        job.deadline = time.monotonic() + self.max_defer_s  # set before the watchdog can see it
         with self._lock:
             full = self._closed or len(self._inflight) >= self.queue_size
             if not full:
@@ -126,7 +129,7 @@ class ScoringPipeline:
         if self.max_defer_s <= 0:
             self._expire(job)  # never wait: every result goes on a carrier span
         else:
-            self._watchdog.defer(job.id)
+            self._watchdog.start()
         self._queue.put(job)
 
     def _sample(
@@ -345,9 +348,20 @@ class ScoringPipeline:
 
     # ------------------------------------------------------------ deadlines
 
-    def _deferred_too_long(self, job_id: int) -> None:
-        job = self._inflight.get(job_id)
-        if job is not None:
+    def _expire_due(self, now: float) -> None:
+        """End the spans whose evaluators have run past ``max_defer_s``.
+
+        Jobs sit in ``_inflight`` in submit order, so in deadline order: the scan stops at the
+        first one not yet due.
+        """
+        due: list[Job] = []
+        with self._lock:
+            for job in self._inflight.values():
+                if job.deadline > now:
+                    break
+                if not job.ended:
+                    due.append(job)
+        for job in due:
             self._expire(job)
 
     def _time_out(self, run: Run) -> None:
@@ -368,6 +382,7 @@ class ScoringPipeline:
 
     def force_flush(self, timeout_s: float) -> bool:
         """Wait until every queued call is scored (or ``timeout_s`` passes)."""
+        self._queue.wake()
         deadline = time.monotonic() + timeout_s
         with self._idle:
             while self._inflight:
@@ -388,6 +403,7 @@ class ScoringPipeline:
             self._expire(job)
         for _ in self._threads:
             self._queue.put(None)
+        self._queue.wake()
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)
         return drained

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import collections
 import heapq
 import itertools
 import threading
@@ -16,31 +15,28 @@ R = TypeVar("R")
 
 
 class Watchdog(Generic[R]):
-    """Calls ``on_defer(job_id)`` ``max_defer_s`` after `defer`, and ``on_timeout(run)`` when a
-    `watch`ed run passes its time limit. Started on first use; one thread.
+    """Calls ``on_tick(now)`` every ``tick_s`` and ``on_timeout(run)`` when a `watch`ed run passes
+    its time limit. Starts on first use; one thread.
 
-    Span deadlines arrive in submit order with one delay, so they sit in a FIFO and cost the
-    submitting thread no lock and no wake-up: a watchdog that saw none sleeps at most
-    ``max_defer_s``, which is never past a deadline added meanwhile. Run deadlines differ per
-    evaluator and are rare: a heap, with a wake-up.
+    Span deadlines need no registration: they are kept on the jobs, which the tick scans
+    oldest first, so a scored call costs the caller nothing here and memory is bounded by the
+    calls in flight. Run deadlines differ per evaluator and are rare: a heap, with a wake-up.
     """
 
     def __init__(
-        self, max_defer_s: float, on_defer: Callable[[int], None], on_timeout: Callable[[R], None]
+        self, tick_s: float, on_tick: Callable[[float], None], on_timeout: Callable[[R], None]
     ) -> None:
-        self.max_defer_s = max_defer_s
-        self._on_defer = on_defer
+        self.tick_s = tick_s
+        self._on_tick = on_tick
         self._on_timeout = on_timeout
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._thread: threading.Thread | None = None
-        self._defer: collections.deque[tuple[float, int]] = collections.deque()
         self._timers: list[tuple[float, int, R]] = []
         self._ids = itertools.count()
 
-    def defer(self, job_id: int) -> None:
-        """Call ``on_defer(job_id)`` in ``max_defer_s`` (lock-free: the caller's hot path)."""
-        self._defer.append((time.monotonic() + self.max_defer_s, job_id))
+    def start(self) -> None:
+        """Start the thread if it is not running."""
         if self._thread is None:
             with self._lock:
                 self._start()
@@ -58,23 +54,19 @@ class Watchdog(Generic[R]):
             self._thread.start()
 
     def _loop(self) -> None:
+        next_tick = time.monotonic() + self.tick_s
         while True:
-            jobs: list[int] = []
             runs: list[R] = []
             with self._lock:
                 now = time.monotonic()
-                while self._defer and self._defer[0][0] <= now:
-                    jobs.append(self._defer.popleft()[1])
                 while self._timers and self._timers[0][0] <= now:
                     runs.append(heapq.heappop(self._timers)[2])
-                if not jobs and not runs:
-                    deadlines = [self._defer[0][0]] if self._defer else []
-                    if self._timers:
-                        deadlines.append(self._timers[0][0])
-                    wait = min(deadlines) - now if deadlines else self.max_defer_s
-                    self._wake.wait(max(0.001, min(wait, self.max_defer_s)))
+                if not runs and now < next_tick:
+                    until = min(next_tick, self._timers[0][0]) if self._timers else next_tick
+                    self._wake.wait(max(0.001, until - now))
                     continue
             for run in runs:
                 self._on_timeout(run)
-            for job_id in jobs:
-                self._on_defer(job_id)
+            if now >= next_tick:
+                next_tick = now + self.tick_s
+                self._on_tick(now)
