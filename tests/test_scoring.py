@@ -483,3 +483,18 @@ def test_evaluation_results_as_otlp_log_records(tmp_path: Any) -> None:
     attributes = {a["key"]: a["value"] for a in record["attributes"]}
     assert attributes["gen_ai.evaluation.name"] == {"stringValue": "exact"}
     assert attributes["gen_ai.evaluation.score.value"] == {"doubleValue": 1.0}
+
+
+def test_scores_arrive_without_a_flush(background: CapturedSpans) -> None:
+    """Idle workers look for work on their own: a lone call is scored without force_flush."""
+
+    @tracesim.trace(evaluators=[ExactMatch()], expected="ok")
+    def f() -> str:
+        return "ok"
+
+    f()
+    deadline = time.monotonic() + 10
+    while not background.named("f") and time.monotonic() < deadline:
+        time.sleep(0.01)  # polling for the worker's own schedule (50 ms), with a deadline
+    (span,) = background.named("f")
+    assert span.attributes["tracesim.eval.exact.passed"] is True
