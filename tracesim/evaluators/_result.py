@@ -41,21 +41,7 @@ class EvalResult(BaseModel):
     duration_s: float | None = None
 
 
-# -- fast assembly of "ok" results by the Evaluator base class ---------------------------------
-#
-# pydantic validation costs about 1.5 us per result, most of a cheap evaluator's call (exact
-# match scores in ~2 us). When every value already has the exact type validation returns,
-# validation changes nothing but copying ``details``; the instance is then filled the way
-# ``model_construct`` fills it, without its per-field Python loop (which is slower than
-# validating). Anything else (an int score, a str subclass, a non-str details key, details
-# that are not a dict) is validated as before, and may raise ValidationError as before.
-
-_SCORED_FIELDS = frozenset(("name", "score", "passed", "label", "threshold", "duration_s"))
-_MEASURED_FIELDS = _SCORED_FIELDS | {"explanation", "details"}
-_STR_ONLY = frozenset((str,))
-_new = EvalResult.__new__
-_set = object.__setattr__
-UNVALIDATED_OK = True  # until the check at the end of this module says otherwise
+# -- "ok" results assembled by the Evaluator base class ---------------------------------------
 
 
 def measured_result(
@@ -68,48 +54,12 @@ def measured_result(
     explanation: str | None,
     details: dict[str, Any],
 ) -> EvalResult:
-    """``EvalResult(name=..., ..., explanation=..., details=...)``, validated only if needed.
+    """The result of a metric that returned a `Measurement`.
 
     Example:
-        >>> result = measured_result("f1", 0.5, True, "pass", 0.5, 1e-6, None, {"common_tokens": 1})
-        >>> result == EvalResult(name="f1", score=0.5, passed=True, label="pass", threshold=0.5,
-        ...                      explanation=None, details={"common_tokens": 1}, duration_s=1e-6)
-        True
+        >>> measured_result("f1", 0.5, True, "pass", 0.5, 1e-6, None, {"common_tokens": 1}).details
+        {'common_tokens': 1}
     """
-    if (
-        UNVALIDATED_OK
-        and type(score) is float
-        and type(name) is str
-        and type(duration_s) is float
-        and (passed is None or type(passed) is bool)
-        and (label is None or type(label) is str)
-        and (threshold is None or type(threshold) is float)
-        and (explanation is None or type(explanation) is str)
-        and type(details) is dict
-        and set(map(type, details)) <= _STR_ONLY
-    ):
-        result = _new(EvalResult)
-        _set(
-            result,
-            "__dict__",
-            {
-                "name": name,
-                "score": score,
-                "passed": passed,
-                "label": label,
-                "threshold": threshold,
-                "explanation": explanation,
-                "details": dict(details),
-                "status": "ok",
-                "error": None,
-                "error_type": None,
-                "duration_s": duration_s,
-            },
-        )
-        _set(result, "__pydantic_fields_set__", set(_MEASURED_FIELDS))
-        _set(result, "__pydantic_extra__", None)
-        _set(result, "__pydantic_private__", None)
-        return result
     return EvalResult(
         name=name,
         score=score,
@@ -130,80 +80,12 @@ def scored_result(
     threshold: float | None,
     duration_s: float,
 ) -> EvalResult:
-    """``EvalResult(name=..., score=..., ...)`` for a bare number, validated only if needed.
+    """The result of a metric that returned a plain score.
 
     Example:
-        >>> scored_result("exact", 1.0, True, "pass", 1.0, 1e-6).model_fields_set == {
-        ...     "name", "score", "passed", "label", "threshold", "duration_s"}
-        True
+        >>> scored_result("exact", 1.0, True, "pass", 1.0, 1e-6).label
+        'pass'
     """
-    if (
-        UNVALIDATED_OK
-        and type(score) is float
-        and type(name) is str
-        and type(duration_s) is float
-        and (passed is None or type(passed) is bool)
-        and (label is None or type(label) is str)
-        and (threshold is None or type(threshold) is float)
-    ):
-        result = _new(EvalResult)
-        _set(
-            result,
-            "__dict__",
-            {
-                "name": name,
-                "score": score,
-                "passed": passed,
-                "label": label,
-                "threshold": threshold,
-                "explanation": None,
-                "details": {},
-                "status": "ok",
-                "error": None,
-                "error_type": None,
-                "duration_s": duration_s,
-            },
-        )
-        _set(result, "__pydantic_fields_set__", set(_SCORED_FIELDS))
-        _set(result, "__pydantic_extra__", None)
-        _set(result, "__pydantic_private__", None)
-        return result
     return EvalResult(
         name=name, score=score, passed=passed, label=label, threshold=threshold, duration_s=duration_s
     )
-
-
-def _unvalidated_matches_pydantic() -> bool:
-    """Whether this pydantic version builds instances as the fast paths above do."""
-    if EvalResult.__pydantic_post_init__ or EvalResult.__pydantic_root_model__:
-        return False
-    scalars: dict[str, Any] = {
-        "name": "x",
-        "score": 0.5,
-        "passed": True,
-        "label": "pass",
-        "threshold": 0.5,
-        "duration_s": 0.1,
-    }
-    try:
-        pairs = [
-            (scored_result(**scalars), EvalResult(**scalars)),
-            (
-                measured_result(**scalars, explanation="why", details={"k": [1]}),
-                EvalResult(**scalars, explanation="why", details={"k": [1]}),
-            ),
-        ]
-    except Exception:  # e.g. a pydantic without these instance slots
-        return False
-    return all(
-        list(fast.__dict__.items()) == list(slow.__dict__.items())
-        and fast.model_fields_set == slow.model_fields_set
-        and fast.__pydantic_extra__ == slow.__pydantic_extra__
-        and fast.__pydantic_private__ == slow.__pydantic_private__
-        and fast == slow
-        for fast, slow in pairs
-    )
-
-
-# Checked once at import: a pydantic that builds instances differently gets validation only.
-UNVALIDATED_OK = _unvalidated_matches_pydantic()
