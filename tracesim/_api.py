@@ -152,9 +152,8 @@ def score(
     emit_carrier(
         runtime.tracer, context, result, runtime.capture, {sc.EVALUATION_ANNOTATOR_KIND: annotator_kind}
     )
-    if runtime.scoring is not None:
-        for sink in runtime.scoring.sinks:
-            sink.submit(context, result, annotator_kind)
+    for sink in runtime.sinks:
+        sink.submit(context, result, annotator_kind)
 
 
 def scoring_stats() -> ScoringStats:

@@ -13,7 +13,6 @@ import dataclasses
 import datetime
 import enum
 import json
-import logging
 import re
 import uuid
 from collections.abc import Mapping, Set
@@ -24,10 +23,10 @@ from typing import Any, NamedTuple
 
 from tracesim import _semconv as sc
 from tracesim._config import Redactor
+from tracesim._guard import warn_once
 
 __all__ = ["CaptureOptions", "Captured", "capture_value", "to_jsonable", "to_text"]
 
-_logger = logging.getLogger("tracesim")
 _MAX_DEPTH = 64
 _REDACT_MARGIN = 256
 _TRUNCATED = "…[truncated: {} chars]"
@@ -261,11 +260,11 @@ def _redact(text: str, attribute: str, options: CaptureOptions) -> str:
         try:
             result = options.redact(text, attribute)
         except Exception:
-            _log_once("redact", "tracesim: the redact hook raised; the value was withheld")
+            warn_once("redact", "tracesim: the redact hook raised; the value was withheld")
             return "[REDACTED: redact hook failed]"
         checked: object = result  # hooks are user code: do not trust the annotation
         if not isinstance(checked, str):
-            _log_once(
+            warn_once(
                 "redact-type", "tracesim: the redact hook returned a non-string; the value was withheld"
             )
             return "[REDACTED: redact hook returned a non-string]"
@@ -294,17 +293,8 @@ def capture_value(value: Any, attribute: str, options: CaptureOptions) -> Captur
         # A cut JSON document is no longer JSON, so it is labelled as text.
         return Captured(window[:keep] + _TRUNCATED.format(original), sc.MIME_TEXT, original)
     except Exception:
-        _log_once("capture", "tracesim: could not capture a value; recorded a placeholder")
+        warn_once("capture", "tracesim: could not capture a value; recorded a placeholder")
         return Captured(f"<capture failed: {type(value).__qualname__}>", sc.MIME_TEXT)
-
-
-_logged: set[str] = set()
-
-
-def _log_once(key: str, message: str) -> None:
-    if key not in _logged:
-        _logged.add(key)
-        _logger.warning(message)
 
 
 def make_options(

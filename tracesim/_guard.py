@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 
-__all__ = ["internal_error", "set_raise"]
+__all__ = ["WarnOnce", "internal_error", "set_raise", "warn_once"]
 
 _logger = logging.getLogger("tracesim")
 _lock = threading.Lock()
@@ -47,3 +47,29 @@ def internal_error(where: str) -> None:
             "(logged once)",
             where,
         )
+
+
+class WarnOnce:
+    """Log each kind of run-time problem once (per instance) on the ``tracesim`` logger.
+
+    Example:
+        >>> warnings = WarnOnce()
+        >>> warnings.warn("full", "tracesim: queue full")  # logged
+        >>> warnings.warn("full", "tracesim: queue full")  # not again
+    """
+
+    def __init__(self) -> None:
+        self._seen: set[str] = set()
+        self._lock = threading.Lock()
+
+    def warn(self, key: str, message: str, *args: object) -> None:
+        """Log ``message % args`` as a warning unless ``key`` was logged before."""
+        with self._lock:
+            if key in self._seen:
+                return
+            self._seen.add(key)
+        _logger.warning(message, *args)
+
+
+warn_once = WarnOnce().warn
+"""Once per process: for problems with no configuration of their own (capture, redaction)."""

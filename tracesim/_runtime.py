@@ -62,7 +62,7 @@ class Runtime:
         capture: CaptureOptions,
         scoring: ScoringPipeline | None = None,
         rules: Sequence[Rule] = (),
-        closers: Sequence[Any] = (),
+        sinks: Sequence[Any] = (),
         exporters: Sequence[SpanExporter] = (),
     ) -> None:
         self.settings = settings
@@ -72,7 +72,7 @@ class Runtime:
         self.enabled = settings.enabled
         self.scoring = scoring
         self.rules = tuple(rules)
-        self.closers = tuple(closers)
+        self.sinks = tuple(sinks)
         self.exporters = tuple(exporters)
 
     def plan(self, name: str, kind: str, evaluators: tuple[Any, ...], expected: Any) -> Plan | None:
@@ -85,8 +85,8 @@ class Runtime:
         """Score what is queued, then export everything finished, within ``timeout_s``."""
         deadline = _Deadline(timeout_s)
         ok = self.scoring.force_flush(deadline.seconds()) if self.scoring is not None else True
-        for closer in self.closers:
-            ok = closer.force_flush(deadline.seconds()) and ok
+        for sink in self.sinks:
+            ok = sink.force_flush(deadline.seconds()) and ok
         for processor in self.processors:
             ok = processor.force_flush(deadline.millis()) and ok
         for exporter in self.exporters:
@@ -108,9 +108,9 @@ class Runtime:
         """Flush and stop the result sinks and the exporters."""
         deadline = _Deadline(timeout_s)
         ok = self.force_flush(deadline.seconds())
-        for closer in self.closers:
+        for sink in self.sinks:
             try:
-                ok = closer.shutdown(deadline.seconds()) and ok
+                ok = sink.shutdown(deadline.seconds()) and ok
             except Exception:
                 _logger.exception("tracesim: a result sink failed to shut down")
                 ok = False
@@ -205,7 +205,7 @@ def build(settings: Settings) -> Runtime:
     processors = [_processor(exporter, settings) for exporter in exporters]
     provider = _provider(settings)
     tracer = provider.get_tracer("tracesim", __version__)
-    sinks = result_sinks(settings, provider)
+    sinks = result_sinks(settings, provider, capture)
     scoring = None
     if settings.scoring_mode != "off":
         scoring = ScoringPipeline(

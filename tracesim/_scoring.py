@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import logging
 import os
 import threading
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace as otel_trace
@@ -28,7 +27,7 @@ from opentelemetry import trace as otel_trace
 from tracesim import _semconv as sc
 from tracesim._capture import CaptureOptions
 from tracesim._expect import NOT_SET, resolve_expected
-from tracesim._guard import internal_error
+from tracesim._guard import WarnOnce, internal_error
 from tracesim._jobs import Job, Run, ScoringStats, checked, failure, timeout
 from tracesim._results import emit_carrier, write
 from tracesim._selection import sample_unit
@@ -40,7 +39,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Job", "ScoringPipeline", "ScoringStats"]
 
-_logger = logging.getLogger("tracesim")
 _DEFAULT_ASYNC_CONCURRENCY = 8
 
 
@@ -92,7 +90,7 @@ class ScoringPipeline:
         # Span deadlines are checked every tick: a quarter of max_defer_s, between 10 ms and 1 s.
         tick_s = min(1.0, max(0.01, self.max_defer_s / 4))
         self._watchdog: Watchdog[Run] = Watchdog(tick_s, self._expire_due, self._time_out)
-        self._warned: set[str] = set()
+        self._warnings = WarnOnce()  # once per configuration (and per forked child)
         self.stats.pending = 0
 
     # ------------------------------------------------------------ the caller's side
@@ -150,7 +148,7 @@ class ScoringPipeline:
         otel = job.handle.otel_span
         otel.set_attribute(sc.EVALUATION_DROPPED, True)
         otel.end(job.end_ns)
-        self._warn_once(
+        self._warnings.warn(
             "full",
             "tracesim: the scoring queue is full (%d calls pending); calls end unscored, marked "
             "tracesim.evaluation.dropped. Raise scoring_queue_size or scoring_workers, or lower "
@@ -194,6 +192,8 @@ class ScoringPipeline:
 
     def _surplus(self) -> bool:
         """A worker replaced while stuck in an evaluator retires once it comes back."""
+        if len(self._threads) <= self.worker_count:
+            return False  # the common case, without the lock
         with self._lock:
             live = [t for t in self._threads if t.is_alive()]
             if len(live) > self.worker_count and threading.current_thread() in live:
@@ -203,8 +203,8 @@ class ScoringPipeline:
 
     def _process(self, job: Job) -> None:
         try:
-            expected, problem = self._expected(job)
-            value, _ = job.inputs()
+            value, arguments = job.inputs()
+            expected, problem = self._expected(job, arguments)
         except Exception as exc:  # the user's expected-output callable or dataset failed
             expected, problem, value = None, exc, None
         cpu: list[Evaluator] = []
@@ -226,11 +226,10 @@ class ScoringPipeline:
         if cpu:
             self._run_cpu(job, cpu[0], expected, value)
 
-    def _expected(self, job: Job) -> tuple[Any, BaseException | None]:
+    def _expected(self, job: Job, arguments: Mapping[str, Any]) -> tuple[Any, BaseException | None]:
         handle = job.handle
         expected = handle._expected
         if expected is NOT_SET:
-            _, arguments = job.inputs()
             for source in job.sources:
                 try:
                     expected = resolve_expected(source, job.args, job.kwargs, arguments)
@@ -374,7 +373,7 @@ class ScoringPipeline:
             if run.thread in live and len(live) < self.worker_count * 4:
                 self._spawn()  # the stuck thread keeps running; keep the pool's capacity
             else:
-                self._warn_once(
+                self._warnings.warn(
                     "stuck", "tracesim: evaluators keep exceeding their timeout_s; scoring slows down"
                 )
 
@@ -407,8 +406,3 @@ class ScoringPipeline:
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)
         return drained
-
-    def _warn_once(self, key: str, message: str, *args: Any) -> None:
-        if key not in self._warned:
-            self._warned.add(key)
-            _logger.warning(message, *args)

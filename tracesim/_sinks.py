@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import NonRecordingSpan, SpanContext
 
 from tracesim import _semconv as sc
-from tracesim._capture import CaptureOptions, make_options
+from tracesim._capture import CaptureOptions
 
 if TYPE_CHECKING:
     from opentelemetry.sdk._logs.export import LogRecordExporter
@@ -46,11 +46,8 @@ class ResultSink(Protocol):
         """Flush, then stop."""
 
 
-def result_sinks(settings: Settings, provider: TracerProvider) -> list[ResultSink]:
-    """The sinks the settings ask for."""
-    capture = make_options(
-        settings.capture, settings.max_value_chars, settings.redact, settings.redact_patterns
-    )
+def result_sinks(settings: Settings, provider: TracerProvider, capture: CaptureOptions) -> list[ResultSink]:
+    """The sinks the settings ask for; ``capture`` redacts what they send, as on spans."""
     sinks: list[ResultSink] = []
     if settings.evaluation_log_events:
         sinks.append(LogEventSink(settings, provider, capture))
