@@ -17,7 +17,7 @@ CASES_FILE = (Path(__file__).parents[2] / "../shared/conformance/cases.jsonl").r
 
 def _checks() -> list[Any]:
     if not CASES_FILE.is_file():
-        return [pytest.param(None, None, None, marks=pytest.mark.skip(reason=f"{CASES_FILE} not found"))]
+        return [pytest.param(None, None, None, id="cases-file-missing")]  # fails below, never skips
     params = []
     for line in CASES_FILE.read_text(encoding="utf-8").splitlines():
         case = json.loads(line)
@@ -73,6 +73,7 @@ def _run_compat(check: dict[str, Any], response: str, expected: str) -> Any:
 
 @pytest.mark.parametrize(("case", "check", "_unused"), _checks())
 def test_conformance(case: dict[str, Any], check: dict[str, Any], _unused: None) -> None:
+    assert case is not None, f"{CASES_FILE} not found: the evaluator numbers would go unchecked"
     response, expected = case["response"], case["expected"]
     if "evaluator" in check:
         result = _evaluator(check["evaluator"]).evaluate(response, expected)
@@ -84,8 +85,7 @@ def test_conformance(case: dict[str, Any], check: dict[str, Any], _unused: None)
 
 
 def test_the_file_has_every_kind_of_check() -> None:
-    if not CASES_FILE.is_file():
-        pytest.skip("conformance file not found")
+    assert CASES_FILE.is_file(), f"{CASES_FILE} not found: the evaluator numbers would go unchecked"
     lines = CASES_FILE.read_text(encoding="utf-8").splitlines()
     total = sum(len(json.loads(line)["checks"]) for line in lines)
     assert len(lines) >= 49
