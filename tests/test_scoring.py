@@ -245,7 +245,7 @@ def test_a_full_queue_ends_spans_unscored_counts_and_warns_once(caplog: pytest.L
 
 
 def test_sampling_is_decided_by_the_trace_id_and_visible() -> None:
-    from tracesim._selection import sample_unit
+    from tracesim._scoring._selection import sample_unit
 
     for trace_id in (1, 2**64 + 7, 2**127 - 1):
         assert sample_unit(trace_id) == sample_unit(trace_id)

@@ -9,13 +9,13 @@ Example:
 """
 
 from tracesim._api import configure, force_flush, score, scoring_stats, shutdown
-from tracesim._context import ContextThreadPoolExecutor, propagate_context
 from tracesim._errors import ConfigError, TracesimError
-from tracesim._expect import Golden, expect
-from tracesim._jobs import ScoringStats
 from tracesim._runtime import NotConfiguredWarning
-from tracesim._span import Span, current_span, span
-from tracesim._tracing import trace
+from tracesim._scoring._expect import Golden, expect
+from tracesim._scoring._jobs import ScoringStats
+from tracesim._tracing._context import ContextThreadPoolExecutor, propagate_context
+from tracesim._tracing._decorator import trace
+from tracesim._tracing._span import Span, current_span, span
 from tracesim._version import __version__
 
 __all__ = [

@@ -11,7 +11,7 @@ from opentelemetry.sdk.trace.export import SpanExporter
 
 from tracesim import _runtime
 from tracesim._config import Redactor
-from tracesim._jobs import ScoringStats
+from tracesim._scoring._jobs import ScoringStats
 
 __all__ = ["configure", "force_flush", "score", "scoring_stats", "shutdown"]
 
@@ -135,7 +135,7 @@ def score(
         >>> tracesim.score(s, name="user_rating", value=1.0, label="helpful")
     """
     from tracesim import _semconv as sc
-    from tracesim._results import emit_carrier, target_context
+    from tracesim._scoring._results import emit_carrier, target_context
     from tracesim.evaluators import EvalResult
 
     context = target_context(target)

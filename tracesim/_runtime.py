@@ -28,9 +28,9 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcess
 from tracesim import _guard
 from tracesim._capture import CaptureOptions, make_options
 from tracesim._config import Settings, resolve
-from tracesim._scoring import ScoringPipeline
-from tracesim._selection import Plan, Rule, compile_rules, plan
-from tracesim._sinks import result_sinks
+from tracesim._scoring._pipeline import ScoringPipeline
+from tracesim._scoring._selection import Plan, Rule, compile_rules, plan
+from tracesim._scoring._sinks import result_sinks
 from tracesim._version import __version__
 
 __all__ = [

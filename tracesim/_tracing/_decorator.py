@@ -12,11 +12,11 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, ParamSpec, TypeVar, overload
 
 from tracesim import _runtime
-from tracesim._calls import Meta, begin, succeed
-from tracesim._expect import NOT_SET as _NOT_SET
 from tracesim._guard import internal_error
-from tracesim._span import finish
-from tracesim._streams import wrap_async_generator, wrap_generator
+from tracesim._scoring._expect import NOT_SET as _NOT_SET
+from tracesim._tracing._calls import Meta, begin, succeed
+from tracesim._tracing._span import finish
+from tracesim._tracing._streams import wrap_async_generator, wrap_generator
 
 __all__ = ["trace"]
 

@@ -79,7 +79,7 @@ class PhoenixAnnotationSink:
             not have yet (or while Phoenix is unreachable).
 
     Example:
-        >>> from tracesim._phoenix import PhoenixAnnotationSink
+        >>> from tracesim.exporters._phoenix import PhoenixAnnotationSink
         >>> sink = PhoenixAnnotationSink("http://127.0.0.1:6006")
         >>> sink.submit("a1b2c3d4e5f60718", "levenshtein", score=0.91, label="pass", explanation=None)
         >>> sink.shutdown(timeout_s=0.1)  # doctest: +SKIP

@@ -7,13 +7,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from tracesim._expect import NOT_SET
+from opentelemetry import trace as otel_trace
+
+from tracesim._scoring._expect import NOT_SET
 
 if TYPE_CHECKING:
-    from tracesim._span import Span
     from tracesim.evaluators import EvalResult, Evaluator
 
-__all__ = ["Binder", "Job", "Run", "ScoringStats", "checked", "failure", "timeout"]
+__all__ = ["Binder", "Job", "Run", "ScoringStats", "Subject", "checked", "failure", "timeout"]
 
 
 @dataclass
@@ -56,8 +57,27 @@ class Binder(Protocol):
         """Every argument by name."""
 
 
+class Subject(Protocol):
+    """The span of a scored call, as the pipeline sees it (tracing's `Span` is one)."""
+
+    @property
+    def otel_span(self) -> otel_trace.Span:
+        """The OpenTelemetry span the results are written on."""
+
+    @property
+    def span_context(self) -> otel_trace.SpanContext:
+        """The span's ids, for carrier spans and result sinks."""
+
+    def set_expected(self, value: Any) -> None:
+        """Record a resolved expected output on the span."""
+
+
 class Job:
-    """One scored call: what to evaluate, and where the results go."""
+    """One scored call: what to evaluate, and where the results go.
+
+    ``input`` and ``expected`` are what the call recorded (`NOT_SET` when nothing was);
+    ``output`` is the value the call returned, as it was when it returned.
+    """
 
     __slots__ = (
         "args",
@@ -67,9 +87,11 @@ class Job:
         "end_ns",
         "ended",
         "evaluators",
+        "expected",
         "finished",
         "handle",
         "id",
+        "input",
         "kwargs",
         "lock",
         "output",
@@ -79,7 +101,7 @@ class Job:
 
     def __init__(
         self,
-        handle: Span,
+        handle: Subject,
         output: Any,
         end_ns: int,
         evaluators: Sequence[Evaluator],
@@ -87,8 +109,12 @@ class Job:
         args: tuple[Any, ...],
         kwargs: Mapping[str, Any],
         binder: Binder,
+        input: Any = NOT_SET,
+        expected: Any = NOT_SET,
     ) -> None:
         self.handle = handle
+        self.input = input
+        self.expected = expected
         self.output = output
         self.end_ns = end_ns
         self.evaluators = tuple(evaluators)
@@ -106,7 +132,7 @@ class Job:
 
     def inputs(self) -> tuple[Any, Mapping[str, Any]]:
         """The call's input as evaluators see it, and the arguments by name (for datasets)."""
-        value = self.handle._input
+        value = self.input
         if value is NOT_SET:
             value = self.binder.input(self.args, dict(self.kwargs))
         arguments = self.binder.arguments(self.args, dict(self.kwargs))

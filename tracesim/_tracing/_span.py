@@ -17,11 +17,11 @@ from tracesim import _runtime
 from tracesim import _semconv as sc
 from tracesim._capture import CaptureOptions, capture_value, dumps
 from tracesim._errors import ConfigError
-from tracesim._expect import NOT_SET as _NOT_SET
-from tracesim._expect import release_expected, take_expected
 from tracesim._guard import internal_error
-from tracesim._jobs import Job
-from tracesim._selection import Plan, build_evaluators
+from tracesim._scoring._expect import NOT_SET as _NOT_SET
+from tracesim._scoring._expect import release_expected, take_expected
+from tracesim._scoring._jobs import Job
+from tracesim._scoring._selection import Plan, build_evaluators
 
 if TYPE_CHECKING:
     from tracesim._runtime import Runtime
@@ -247,7 +247,18 @@ def score(
     try:
         if runtime is None or runtime.scoring is None or plan is None:
             raise RuntimeError("score() called for a span without a scoring plan")
-        job = Job(handle, output, end_ns, plan.evaluators, plan.sources, args, kwargs, binder)
+        job = Job(
+            handle,
+            output,
+            end_ns,
+            plan.evaluators,
+            plan.sources,
+            args,
+            kwargs,
+            binder,
+            handle._input,
+            handle._expected,
+        )
         runtime.scoring.submit(job, plan.always)
     except Exception:
         internal_error("scoring: submit")

@@ -13,10 +13,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tracesim import _runtime
-from tracesim._expect import NOT_SET as _NOT_SET
 from tracesim._guard import internal_error
-from tracesim._selection import Plan, build_evaluators
-from tracesim._span import Span, adopt_plan, finish, score, start, static_attributes
+from tracesim._scoring._expect import NOT_SET as _NOT_SET
+from tracesim._scoring._selection import Plan, build_evaluators
+from tracesim._tracing._span import Span, adopt_plan, finish, score, start, static_attributes
 
 __all__ = ["Binder", "Meta", "begin", "span_name", "succeed"]
 

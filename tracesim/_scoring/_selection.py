@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tracesim._errors import ConfigError
-from tracesim._expect import NOT_SET, Golden
+from tracesim._scoring._expect import NOT_SET, Golden
 
 __all__ = ["Plan", "Rule", "build_evaluators", "compile_rules", "sample_unit"]
 

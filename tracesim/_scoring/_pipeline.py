@@ -26,13 +26,13 @@ from opentelemetry import trace as otel_trace
 
 from tracesim import _semconv as sc
 from tracesim._capture import CaptureOptions
-from tracesim._expect import NOT_SET, resolve_expected
 from tracesim._guard import WarnOnce, internal_error
-from tracesim._jobs import Job, Run, ScoringStats, checked, failure, timeout
-from tracesim._results import emit_carrier, write
-from tracesim._selection import sample_unit
-from tracesim._watchdog import Watchdog
-from tracesim._workqueue import WorkQueue
+from tracesim._scoring._expect import NOT_SET, resolve_expected
+from tracesim._scoring._jobs import Job, Run, ScoringStats, checked, failure, timeout
+from tracesim._scoring._results import emit_carrier, write
+from tracesim._scoring._selection import sample_unit
+from tracesim._scoring._watchdog import Watchdog
+from tracesim._scoring._workqueue import WorkQueue
 
 if TYPE_CHECKING:
     from tracesim.evaluators import EvalResult, Evaluator
@@ -228,7 +228,7 @@ class ScoringPipeline:
 
     def _expected(self, job: Job, arguments: Mapping[str, Any]) -> tuple[Any, BaseException | None]:
         handle = job.handle
-        expected = handle._expected
+        expected = job.expected
         if expected is NOT_SET:
             for source in job.sources:
                 try:

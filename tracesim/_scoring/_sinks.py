@@ -78,7 +78,7 @@ class LogEventSink:
     def submit(self, target: SpanContext, result: EvalResult, annotator_kind: str) -> None:
         from opentelemetry._logs import SeverityNumber
 
-        from tracesim._results import render
+        from tracesim._scoring._results import render
 
         try:
             attributes, _ = render(result, self._capture)
@@ -133,7 +133,7 @@ class PhoenixSink:
     """Each result as a Phoenix span annotation (through Phoenix's REST API)."""
 
     def __init__(self, base_url: str, headers: Any = None) -> None:
-        from tracesim._phoenix import PhoenixAnnotationSink
+        from tracesim.exporters._phoenix import PhoenixAnnotationSink
 
         self._sink = PhoenixAnnotationSink(base_url, headers=dict(headers) if headers else None)
 
