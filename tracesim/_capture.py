@@ -1,9 +1,15 @@
-"""Any Python value -> attribute text. Truncation, redaction. Never raises.
+"""Any Python value -> attribute text, bounded. Never raises.
 
-The fast path is one ``json.dumps`` with a ``default`` hook for non-JSON types. Values it
-cannot handle (cycles, non-string keys, NaN, objects whose conversion fails) take a slower
-walk that replaces each problem with a visible placeholder, so nothing is dropped silently
-and user code never sees an exception from here.
+This runs on the caller's thread, so its cost must not grow with the value: a value is cut to
+``max_value_chars`` *while* it is serialised, not after. Small values (the common case) take
+one C ``json.dumps``; a value that a quick bounded probe finds large is written by a streaming
+encoder that stops once the limit is reached, so a 1000x1000 array or a dict of a million keys
+costs about as much as 32 KiB of text. Problems (cycles, NaN, objects whose conversion fails)
+become visible placeholders. A cut never splits a token that could hold a secret (see
+`tracesim._redact.safe_cut`).
+
+Redaction is not done here: every exported span goes through one redaction pass in the export
+path (`tracesim.exporters.RedactingExporter`), whoever created it.
 """
 
 from __future__ import annotations
@@ -13,27 +19,41 @@ import dataclasses
 import datetime
 import enum
 import json
-import re
 import uuid
-from collections.abc import Mapping, Set
+from collections.abc import Iterator, Mapping, Set
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import PurePath
 from typing import Any, NamedTuple
 
 from tracesim import _semconv as sc
-from tracesim._config import Redactor
 from tracesim._guard import warn_once
+from tracesim._redact import safe_cut
 
-__all__ = ["CaptureOptions", "Captured", "capture_value", "to_jsonable", "to_text"]
+__all__ = [
+    "CaptureOptions",
+    "Captured",
+    "bounded_json",
+    "capture_value",
+    "cut",
+    "dumps",
+    "is_small",
+    "to_jsonable",
+]
 
 _MAX_DEPTH = 64
-_REDACT_MARGIN = 256
 _TRUNCATED = "…[truncated: {} chars]"
+_TRUNCATED_UNKNOWN = "…[truncated]"
+# A value with at most this many leaves and containers is serialised in one C call.
+_SMALL_NODES = 512
 
 
 class Captured(NamedTuple):
-    """A value ready to be recorded: its text, MIME type and, when cut, its original length."""
+    """A value ready to be recorded: its text, MIME type and, when cut, its original length.
+
+    ``original_chars`` is None for a value that was not cut, and -1 for a value cut while it
+    was serialised (its full length was never computed, on purpose).
+    """
 
     text: str
     mime_type: str
@@ -46,79 +66,9 @@ class CaptureOptions:
 
     enabled: bool = True
     max_value_chars: int = 32 * 1024
-    redact: Redactor | None = None
-    patterns: tuple[Pattern, ...] = ()
 
 
-# ---------------------------------------------------------------- built-in redaction patterns
-
-
-@dataclass(frozen=True)
-class Pattern:
-    """A built-in redaction rule.
-
-    Cheap checks come first, so that text with no secret, the common case, costs a few
-    substring searches instead of a regex scan per rule: ``requires`` holds single
-    characters of which a match needs at least one (a ``memchr`` each), ``guards`` literal
-    substrings of which a match contains at least one (checked on lower-cased text when
-    ``fold`` is set).
-    """
-
-    guards: tuple[str, ...]
-    regex: re.Pattern[str]
-    replacement: str
-    fold: bool = False
-    requires: tuple[str, ...] = ()
-
-
-_KEY = "[REDACTED:api_key]"
-_PATTERNS: dict[str, tuple[Pattern, ...]] = {
-    "bearer": (
-        Pattern(
-            ("bearer",),
-            re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}"),
-            "Bearer [REDACTED:token]",
-            fold=True,
-        ),
-    ),
-    "api_key": (
-        Pattern(("sk-",), re.compile(r"\bsk-[A-Za-z0-9_-]{16,}"), _KEY, requires=("-",)),
-        Pattern(("AKIA",), re.compile(r"\bAKIA[0-9A-Z]{16}\b"), _KEY, requires=("A",)),
-        Pattern(
-            ("gh",),
-            re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}"),
-            _KEY,
-            requires=("_",),
-        ),
-        Pattern(("xox",), re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"), _KEY, requires=("-",)),
-        Pattern(("AIza",), re.compile(r"\bAIza[0-9A-Za-z_-]{35}"), _KEY, requires=("A",)),
-        Pattern(("eyJ",), re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), _KEY),
-        Pattern(
-            ("key", "secret", "token", "passw"),
-            re.compile(
-                r"(?i)(\b(?:api[_-]?key|secret|token|password)\b[\"']?\s*[:=]\s*[\"']?)[^\s\"',;]{8,}"
-            ),
-            r"\1" + _KEY,
-            fold=True,
-            requires=(":", "="),
-        ),
-    ),
-    "email": (
-        Pattern(
-            ("@",),
-            re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"),
-            "[REDACTED:email]",
-        ),
-    ),
-}
-
-
-def compile_patterns(names: tuple[str, ...]) -> tuple[Pattern, ...]:
-    """The built-in patterns for the given names, in a fixed order (most specific first)."""
-    return tuple(p for name in ("bearer", "api_key", "email") if name in names for p in _PATTERNS[name])
-
-
-# ---------------------------------------------------------------- conversion
+# ---------------------------------------------------------------- conversion of one object
 
 
 def _default(obj: Any) -> Any:
@@ -153,7 +103,7 @@ def _convert(obj: Any) -> Any:
     if callable(tolist):
         return tolist()
     if isinstance(obj, BaseException):
-        return f"{type(obj).__name__}: {obj}"
+        return f"{type(obj).__name__}: {_safe_str(obj)}"
     return _describe(obj)
 
 
@@ -181,10 +131,27 @@ def _describe(obj: Any) -> str:
         return f"<unrepresentable {type(obj).__name__} object>"
 
 
+def _safe_str(obj: object) -> str:
+    try:
+        return str(obj)
+    except Exception:
+        return f"<unprintable {type(obj).__name__}>"
+
+
+def _plain(text: str) -> str:
+    """A `str` subclass as an exact `str`, without calling its (possibly broken) methods."""
+    return text if type(text) is str else str.__str__(text)
+
+
+# ---------------------------------------------------------------- whole values (small, or not on a hot path)
+
+
 def to_jsonable(value: Any, _seen: frozenset[int] = frozenset(), _depth: int = 0) -> Any:
     """Convert ``value`` to plain JSON types, replacing cycles and failures with placeholders."""
-    if value is None or isinstance(value, (str, bool, int)):
+    if value is None or isinstance(value, (bool, int)):
         return value
+    if isinstance(value, str):
+        return _plain(value)
     if isinstance(value, float):
         return value if value == value and value not in (float("inf"), float("-inf")) else repr(value)
     if id(value) in _seen:
@@ -198,22 +165,25 @@ def to_jsonable(value: Any, _seen: frozenset[int] = frozenset(), _depth: int = 0
         return [to_jsonable(v, seen, _depth + 1) for v in value]
     converted = _default(value)
     if isinstance(converted, str):
-        return converted
+        return _plain(converted)
     return to_jsonable(converted, seen, _depth + 1)
 
 
 def _key(key: Any) -> str:
-    return (
-        key
-        if isinstance(key, str)
-        else _describe(key)
-        if not isinstance(key, (int, float, bool))
-        else str(key)
-    )
+    if isinstance(key, str):
+        return _plain(key)
+    if isinstance(key, (int, float, bool)):
+        return _safe_str(key)
+    return _describe(key)
 
 
 def dumps(value: Any) -> str:
-    """Serialise any value to JSON text. Never raises."""
+    """Serialise any value to JSON text, whole. Never raises.
+
+    Example:
+        >>> dumps({"city": "Warsaw", "when": __import__("datetime").date(2024, 5, 1)})
+        '{"city":"Warsaw","when":"2024-05-01"}'
+    """
     try:
         return json.dumps(value, default=_default, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     except (ValueError, TypeError, RecursionError):
@@ -224,81 +194,225 @@ def dumps(value: Any) -> str:
         return json.dumps(_describe(value))
 
 
-def to_text(value: Any) -> tuple[str, str]:
-    """A value as attribute text and its MIME type: strings as themselves, the rest as JSON."""
-    if isinstance(value, str):
-        return value, sc.MIME_TEXT
-    if isinstance(value, (bool, int, float)) and not isinstance(value, enum.Enum):
-        return str(value), sc.MIME_TEXT
-    return dumps(value), sc.MIME_JSON
+# ---------------------------------------------------------------- bounded serialisation
 
 
-# ---------------------------------------------------------------- truncation and redaction
+def is_small(value: Any, chars: int, nodes: int = _SMALL_NODES) -> bool:
+    """Whether ``value`` has at most ``nodes`` nodes and ``chars`` characters of text.
+
+    Stops as soon as the budget is spent, so a huge value costs a few hundred steps here.
+    Objects it does not know count as one node (their conversion is bounded by the caller).
+    """
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        nodes -= 1
+        if nodes < 0:
+            return False
+        if isinstance(item, str):
+            chars -= len(_plain(item))
+            if chars < 0:
+                return False
+        elif isinstance(item, (bytes, bytearray)):
+            chars -= len(item) * 2
+            if chars < 0:
+                return False
+        elif isinstance(item, Mapping):
+            if len(item) > nodes:
+                return False
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple, Set)):
+            if len(item) > nodes:
+                return False
+            stack.extend(item)
+        elif not isinstance(item, (int, float, bool)) and item is not None:
+            size = getattr(item, "size", None)  # numpy arrays, torch tensors have one
+            if isinstance(size, int) and size > nodes:
+                return False
+            if hasattr(item, "model_fields") or dataclasses.is_dataclass(item):
+                fields = getattr(item, "__dict__", None)
+                if isinstance(fields, dict):
+                    if len(fields) > nodes:
+                        return False
+                    stack.extend(fields.values())
+    return True
 
 
-def _redact(text: str, attribute: str, options: CaptureOptions) -> str:
-    folded: str | None = None
-    for rule in options.patterns:
-        if rule.requires:
-            for char in rule.requires:
-                if char in text:
-                    break
-            else:
-                continue
-        if rule.fold:
-            if folded is None:
-                folded = text.lower()
-            haystack = folded
-        else:
-            haystack = text
-        for guard in rule.guards:  # a plain loop: a generator here doubles the cost
-            if guard in haystack:
-                text = rule.regex.sub(rule.replacement, text)
-                folded = None
-                break
-    if options.redact is not None:
+class _Full(Exception):
+    """The streaming encoder has written as much as it may."""
+
+
+class _Writer:
+    __slots__ = ("budget", "parts")
+
+    def __init__(self, budget: int) -> None:
+        self.parts: list[str] = []
+        self.budget = budget
+
+    def write(self, text: str) -> None:
+        self.parts.append(text)
+        self.budget -= len(text)
+        if self.budget < 0:
+            raise _Full
+
+
+def _stream(value: Any, out: _Writer, seen: set[int], depth: int) -> None:
+    """Write ``value`` as JSON, element by element, until ``out`` is full."""
+    if value is None or isinstance(value, bool):
+        out.write("null" if value is None else "true" if value else "false")
+    elif isinstance(value, int):
+        out.write(_int_text(value))
+    elif isinstance(value, float):
+        out.write(repr(value) if value == value and abs(value) != float("inf") else f'"{value!r}"')
+    elif isinstance(value, str):
+        text = _plain(value)
+        out.write(json.dumps(text[: max(out.budget, 0) + 1], ensure_ascii=False))
+    elif id(value) in seen:
+        out.write(json.dumps(f"<cycle: {type(value).__name__}>"))
+    elif depth >= _MAX_DEPTH:
+        out.write(json.dumps(f"<max depth: {type(value).__name__}>"))
+    else:
+        seen.add(id(value))
         try:
-            result = options.redact(text, attribute)
-        except Exception:
-            warn_once("redact", "tracesim: the redact hook raised; the value was withheld")
-            return "[REDACTED: redact hook failed]"
-        checked: object = result  # hooks are user code: do not trust the annotation
-        if not isinstance(checked, str):
-            warn_once(
-                "redact-type", "tracesim: the redact hook returned a non-string; the value was withheld"
-            )
-            return "[REDACTED: redact hook returned a non-string]"
-        text = result
-    return text
+            _stream_container(value, out, seen, depth)
+        finally:
+            seen.discard(id(value))
 
 
-def capture_value(value: Any, attribute: str, options: CaptureOptions) -> Captured:
-    """Serialise, cut and redact ``value`` for ``attribute``. Never raises.
+def _stream_container(value: Any, out: _Writer, seen: set[int], depth: int) -> None:
+    if isinstance(value, Mapping):
+        _stream_pairs(iter(value.items()), out, seen, depth)
+    elif isinstance(value, (list, tuple, Set)):
+        _stream_items(iter(value), out, seen, depth)
+    elif hasattr(value, "model_fields") and isinstance(getattr(value, "__dict__", None), dict):
+        _stream_pairs(iter(vars(value).items()), out, seen, depth)  # large pydantic model: field by field
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        pairs = ((f.name, getattr(value, f.name)) for f in dataclasses.fields(value))
+        _stream_pairs(pairs, out, seen, depth)
+    elif _is_array(value):
+        _stream_items(iter(value), out, seen, depth)  # a large array: row by row, never tolist() whole
+    else:
+        converted = _default(value)
+        if isinstance(converted, str):
+            _stream(converted, out, seen, depth + 1)
+        elif converted is value:
+            out.write(json.dumps(_describe(value)))
+        else:
+            _stream(converted, out, seen, depth + 1)
 
-    Long values are cut to ``max_value_chars`` with a visible marker, and the original length
-    is kept. Redaction runs on a window slightly wider than what is kept, so a secret that
-    straddles the cut is still found, while a 5 MB value costs no 5 MB regex scan.
+
+def _stream_pairs(pairs: Iterator[tuple[Any, Any]], out: _Writer, seen: set[int], depth: int) -> None:
+    out.write("{")
+    for index, (key, item) in enumerate(pairs):
+        out.write(("," if index else "") + json.dumps(_key(key), ensure_ascii=False) + ":")
+        _stream(item, out, seen, depth + 1)
+    out.write("}")
+
+
+def _stream_items(items: Iterator[Any], out: _Writer, seen: set[int], depth: int) -> None:
+    out.write("[")
+    for index, item in enumerate(items):
+        if index:
+            out.write(",")
+        _stream(_scalar(item), out, seen, depth + 1)
+    out.write("]")
+
+
+def _is_array(value: Any) -> bool:
+    """numpy-like: an int ``size``, ``ndim`` >= 1 and ``tolist`` (pandas frames iterate column names)."""
+    return (
+        isinstance(getattr(value, "size", None), int)
+        and isinstance(getattr(value, "ndim", None), int)
+        and value.ndim >= 1
+        and callable(getattr(value, "tolist", None))
+    )
+
+
+def _scalar(item: Any) -> Any:
+    """A numpy scalar as a Python number; anything else unchanged."""
+    if getattr(item, "ndim", None) == 0:
+        tolist = getattr(item, "tolist", None)
+        if callable(tolist):
+            return tolist()
+    return item
+
+
+def _int_text(value: int) -> str:
+    try:
+        return str(value)
+    except ValueError:  # more digits than int-to-str conversion allows
+        return json.dumps(f"<int of {value.bit_length()} bits>")
+
+
+def bounded_json(value: Any, limit: int) -> tuple[str, bool]:
+    """``value`` as JSON text of at most about ``limit`` characters, and whether it is whole.
+
+    The cost is bounded by ``limit``, not by the size of ``value``. Never raises.
+
+    Example:
+        >>> bounded_json(list(range(1_000_000)), 20)
+        ('[0,1,2,3,4,5,6,7,8,9', False)
+        >>> bounded_json({"a": 1}, 20)
+        ('{"a":1}', True)
     """
     try:
-        text, mime = to_text(value)
-        limit = options.max_value_chars
-        original = len(text)
-        if original <= limit:
-            return Captured(_redact(text, attribute, options), mime)
-        end = limit + _REDACT_MARGIN
-        window = _redact(text[:end], attribute, options)
-        # When the window itself cut the text, its tail may hold the start of a secret that
-        # no pattern could match: keep clear of it.
-        keep = limit if original <= end else max(0, min(limit, len(window) - _REDACT_MARGIN))
-        # A cut JSON document is no longer JSON, so it is labelled as text.
-        return Captured(window[:keep] + _TRUNCATED.format(original), sc.MIME_TEXT, original)
+        if is_small(value, limit):
+            text = dumps(value)
+            return (text, True) if len(text) <= limit else (text[:limit], False)
+        out = _Writer(limit)
+        try:
+            _stream(value, out, set(), 0)
+        except _Full:
+            return "".join(out.parts)[:limit], False
+        return "".join(out.parts), True
+    except Exception:
+        warn_once("capture", "tracesim: could not serialise a value; recorded a placeholder")
+        return json.dumps(f"<capture failed: {type(value).__qualname__}>"), True
+
+
+# ---------------------------------------------------------------- attribute text
+
+
+def cut(text: str, limit: int, original: int | None) -> str:
+    """``text`` cut to at most ``limit`` characters, never inside a token, with a visible marker.
+
+    Example:
+        >>> cut("see https://example.com/a/very/long/path", 12, 40)
+        'see …[truncated: 40 chars]'
+    """
+    marker = _TRUNCATED.format(original) if original is not None and original >= 0 else _TRUNCATED_UNKNOWN
+    return text[: safe_cut(text, limit)] + marker
+
+
+def capture_value(value: Any, options: CaptureOptions) -> Captured:
+    """Serialise and cut ``value`` for an attribute. Never raises; the cost is bounded.
+
+    Strings are recorded as themselves (``text/plain``), other values as JSON. A value longer
+    than ``max_value_chars`` is cut, with a marker; a cut JSON document is labelled as text.
+
+    Example:
+        >>> capture_value({"city": "Warsaw"}, CaptureOptions())
+        Captured(text='{"city":"Warsaw"}', mime_type='application/json', original_chars=None)
+    """
+    limit = options.max_value_chars
+    try:
+        if isinstance(value, str):
+            text = _plain(value)
+            if len(text) <= limit:
+                return Captured(text, sc.MIME_TEXT)
+            return Captured(cut(text, limit, len(text)), sc.MIME_TEXT, len(text))
+        if isinstance(value, (bool, int, float)) and not isinstance(value, enum.Enum):
+            return Captured(_int_text(value) if isinstance(value, int) else repr(value), sc.MIME_TEXT)
+        text, whole = bounded_json(value, limit + 1)
+        if whole and len(text) <= limit:
+            return Captured(text, sc.MIME_JSON)
+        original = len(text) if whole else -1
+        return Captured(cut(text, limit, original), sc.MIME_TEXT, original)
     except Exception:
         warn_once("capture", "tracesim: could not capture a value; recorded a placeholder")
         return Captured(f"<capture failed: {type(value).__qualname__}>", sc.MIME_TEXT)
 
 
-def make_options(
-    enabled: bool, max_value_chars: int, redact: Redactor | None, pattern_names: tuple[str, ...]
-) -> CaptureOptions:
+def make_options(enabled: bool, max_value_chars: int) -> CaptureOptions:
     """Build `CaptureOptions` from settings."""
-    return CaptureOptions(enabled, max_value_chars, redact, compile_patterns(pattern_names))
+    return CaptureOptions(enabled, max_value_chars)

@@ -19,11 +19,12 @@ from typing import Any, Protocol
 
 from tracesim import _parsers as parse
 from tracesim._errors import ConfigError
+from tracesim._redact import PATTERN_GROUPS
 
 __all__ = ["SETTINGS", "Redactor", "Settings", "resolve"]
 
 EXPORTER_NAMES = parse.EXPORTER_NAMES
-REDACT_PATTERNS = ("email", "api_key", "bearer")
+REDACT_PATTERNS = PATTERN_GROUPS
 SCORING_MODES = ("background", "inline", "off")
 INTERNAL_ERRORS = ("log", "raise")
 OTLP_PROTOCOLS = ("http/protobuf", "grpc")

@@ -13,9 +13,10 @@ import atexit
 import logging
 import os
 import threading
+import time
 import warnings
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,8 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcess
 from tracesim import _guard
 from tracesim._capture import CaptureOptions, make_options
 from tracesim._config import Settings, resolve
+from tracesim._errors import ConfigError
+from tracesim._redact import Redactor
 from tracesim._scoring._pipeline import ScoringPipeline
 from tracesim._scoring._selection import Plan, Rule, compile_rules, plan
 from tracesim._scoring._sinks import result_sinks
@@ -105,36 +108,77 @@ class Runtime:
         return self.scoring.shutdown(timeout_s) if self.scoring is not None else True
 
     def close(self, timeout_s: float) -> bool:
-        """Flush and stop the result sinks and the exporters."""
+        """Flush and stop the result sinks and the exporters, within ``timeout_s`` in all.
+
+        The processors and sinks stop in parallel threads that are waited for only until the
+        deadline: a backend that hangs cannot hold the host past it. A spooling exporter
+        writes what it could not send to disk before the deadline.
+        """
         deadline = _Deadline(timeout_s)
         ok = self.force_flush(deadline.seconds())
-        for sink in self.sinks:
-            try:
-                ok = sink.shutdown(deadline.seconds()) and ok
-            except Exception:
-                _logger.exception("tracesim: a result sink failed to shut down")
-                ok = False
-        for processor in self.processors:
-            try:
-                processor.shutdown()
-            except Exception:
-                _logger.exception("tracesim: a span processor failed to shut down")
-                ok = False
-        return ok
+        for exporter in self.exporters:
+            _set_shutdown_deadline(exporter, deadline.end)
+        stoppers = [(f"result sink {type(s).__name__}", _sink_stopper(s, deadline)) for s in self.sinks]
+        stoppers += [(f"span processor {type(p).__name__}", p.shutdown) for p in self.processors]
+        return _run_until(stoppers, deadline) and ok
 
 
 class _Deadline:
     def __init__(self, timeout_s: float) -> None:
-        import time
-
-        self._clock = time.monotonic
-        self._end = time.monotonic() + max(0.0, timeout_s)
+        self.end = time.monotonic() + max(0.0, timeout_s)
 
     def seconds(self) -> float:
-        return max(0.0, self._end - self._clock())
+        return max(0.0, self.end - time.monotonic())
 
     def millis(self) -> int:
         return int(self.seconds() * 1000)
+
+
+def _sink_stopper(sink: Any, deadline: _Deadline) -> Callable[[], object]:
+    return lambda: sink.shutdown(deadline.seconds())
+
+
+def _run_until(stoppers: Sequence[tuple[str, Callable[[], object]]], deadline: _Deadline) -> bool:
+    """Run each stopper in its own daemon thread; wait for all of them until the deadline."""
+    failed: list[str] = []
+
+    def run(what: str, stop: Callable[[], object]) -> None:
+        try:
+            if stop() is False:
+                failed.append(what)
+        except Exception:
+            failed.append(what)
+            _logger.exception("tracesim: %s failed to shut down", what)
+
+    threads = [
+        threading.Thread(target=run, args=item, name="tracesim-shutdown", daemon=True) for item in stoppers
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(deadline.seconds())
+    late = [what for (what, _), thread in zip(stoppers, threads, strict=True) if thread.is_alive()]
+    if late:
+        _logger.warning(
+            "tracesim: shutdown deadline reached; still stopping in the background: %s", ", ".join(late)
+        )
+    return not late and not failed
+
+
+def _set_shutdown_deadline(exporter: SpanExporter, end: float) -> None:
+    """Tell a spooling exporter (possibly wrapped) when its shutdown must be over."""
+    inner = _unwrap(exporter)
+    setter = getattr(inner, "set_shutdown_deadline", None)
+    if callable(setter):
+        setter(end)
+
+
+def _unwrap(exporter: SpanExporter) -> SpanExporter:
+    from tracesim.exporters import RedactingExporter
+
+    while isinstance(exporter, RedactingExporter):
+        exporter = exporter.inner
+    return exporter
 
 
 class _Pipeline(SpanProcessor):
@@ -195,17 +239,21 @@ def _warn_unconfigured() -> None:
 
 def build(settings: Settings) -> Runtime:
     """Create every object of a configuration without installing it. Raises `ConfigError`."""
-    capture = make_options(
-        settings.capture, settings.max_value_chars, settings.redact, settings.redact_patterns
-    )
+    from tracesim.exporters import RedactingExporter, Redaction
+
+    capture = make_options(settings.capture, settings.max_value_chars)
     if not settings.enabled:
         return Runtime(settings, otel_trace.NoOpTracer(), (), capture)
     rules = compile_rules(settings.evaluators)
-    exporters = [_exporter(item, settings) for item in settings.exporters]
+    # One redaction pass for everything this configuration exports, whoever made the span.
+    redaction = Redaction(Redactor(settings.redact_patterns, settings.redact), settings.max_value_chars)
+    exporters = [
+        RedactingExporter(_exporter(item, settings), redaction=redaction) for item in settings.exporters
+    ]
     processors = [_processor(exporter, settings) for exporter in exporters]
     provider = _provider(settings)
     tracer = provider.get_tracer("tracesim", __version__)
-    sinks = result_sinks(settings, provider, capture)
+    sinks = result_sinks(settings, provider, capture, redaction)
     scoring = None
     if settings.scoring_mode != "off":
         scoring = ScoringPipeline(
@@ -226,7 +274,16 @@ def _exporter(item: Any, settings: Settings) -> SpanExporter:
         return item
     if item == "jsonl":
         from tracesim.exporters import JsonlExporter
+        from tracesim.exporters._jsonl import check_writable
 
+        problem = check_writable(Path(settings.jsonl_path).absolute())
+        if problem is not None:
+            raise ConfigError(
+                "jsonl_path",
+                settings.jsonl_path,
+                f"a file path tracesim can append to ({problem})",
+                env_var="TRACESIM_JSONL_PATH",
+            )
         return JsonlExporter(
             Path(settings.jsonl_path).absolute(),
             max_bytes=settings.jsonl_max_bytes,
@@ -263,14 +320,10 @@ def _processor(exporter: SpanExporter, settings: Settings) -> SpanProcessor:
 def _flush_exporter(exporter: SpanExporter, timeout_millis: int) -> bool:
     """Flush an exporter itself: span processors never ask it to.
 
-    A spooling exporter whose backend is down is not waited for: its batches are safe on
-    disk and its sender keeps retrying in the background.
+    A spooling exporter makes one delivery attempt now and waits for it within the deadline;
+    what it cannot deliver stays safe on disk and is retried in the background.
     """
-    from tracesim.exporters import SpoolingExporter
-
-    if isinstance(exporter, SpoolingExporter) and exporter.stats.circuit_open:
-        return False
-    return exporter.force_flush(timeout_millis)
+    return _unwrap(exporter).force_flush(timeout_millis)
 
 
 def _provider(settings: Settings) -> TracerProvider:

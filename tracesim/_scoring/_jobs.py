@@ -2,19 +2,73 @@
 
 from __future__ import annotations
 
+import copy
+import datetime
+import decimal
 import threading
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from opentelemetry import trace as otel_trace
 
+from tracesim._capture import is_small
+from tracesim._guard import warn_once
 from tracesim._scoring._expect import NOT_SET
 
 if TYPE_CHECKING:
     from tracesim.evaluators import EvalResult, Evaluator
 
-__all__ = ["Binder", "Job", "Run", "ScoringStats", "Subject", "checked", "failure", "timeout"]
+__all__ = [
+    "Binder",
+    "Job",
+    "Run",
+    "ScoringStats",
+    "Subject",
+    "checked",
+    "failure",
+    "snapshot",
+    "timeout",
+    "unresponsive",
+]
+
+_IMMUTABLE = frozenset(
+    {str, bytes, int, float, bool, complex, type(None), decimal.Decimal, uuid.UUID, range}
+    | {datetime.datetime, datetime.date, datetime.time, datetime.timedelta}
+)
+_SNAPSHOT_NODES = 4096
+
+
+def snapshot(value: Any) -> Any:
+    """``value`` as it is now, for scoring later: immutable values as they are, small mutable
+    ones deep-copied.
+
+    A large value (more than a few thousand elements) or one that cannot be copied is used as
+    it is, since copying it would make the caller wait; that is logged once.
+
+    Example:
+        >>> answer = ["Warsaw"]
+        >>> kept = snapshot(answer)
+        >>> answer.append("Paris")
+        >>> kept
+        ['Warsaw']
+    """
+    kind = type(value)
+    if kind in _IMMUTABLE or (kind is tuple and all(type(v) in _IMMUTABLE for v in value)):
+        return value
+    if is_small(value, 1 << 20, _SNAPSHOT_NODES):
+        try:
+            return copy.deepcopy(value)
+        except Exception:
+            pass
+    warn_once(
+        "snapshot",
+        "tracesim: a scored output of type %s is too large or cannot be copied; it is scored as it is "
+        "when the evaluator runs (a later change by your code would be seen)",
+        kind.__qualname__,
+    )
+    return value
 
 
 @dataclass
@@ -140,15 +194,20 @@ class Job:
 
 
 class Run:
-    """A CPU evaluator running in a worker thread, watched for its time limit."""
+    """A CPU evaluator running in a worker thread, watched for its time limit.
 
-    __slots__ = ("abandoned", "evaluator", "finished", "job", "thread")
+    ``stuck``: it ran past its time and its thread was replaced; ``abandoned``: its time-out
+    result was recorded, so its own result, if it ever comes, is dropped.
+    """
+
+    __slots__ = ("abandoned", "evaluator", "finished", "job", "stuck", "thread")
 
     def __init__(self, job: Job, evaluator: Evaluator) -> None:
         self.job = job
         self.evaluator = evaluator
         self.thread = threading.current_thread()
         self.finished = False
+        self.stuck = False
         self.abandoned = False
 
 
@@ -173,6 +232,19 @@ def failure(evaluator: Evaluator, exc: BaseException, where: str) -> EvalResult:
         status="error",
         error=f"{where}: {type(exc).__name__}: {exc}",
         error_type=type(exc).__name__,
+    )
+
+
+def unresponsive(evaluator: Evaluator, stuck: int) -> EvalResult:
+    """The result of a run skipped because the evaluator's earlier runs are stuck."""
+    from tracesim.evaluators import EvalResult
+
+    return EvalResult(
+        name=evaluator.name,
+        threshold=evaluator.threshold,
+        status="error",
+        error=f"not run: {stuck} earlier runs of this evaluator are still going past their time limit",
+        error_type="unresponsive",
     )
 
 

@@ -28,7 +28,7 @@ from tracesim import _semconv as sc
 from tracesim._capture import CaptureOptions
 from tracesim._guard import WarnOnce, internal_error
 from tracesim._scoring._expect import NOT_SET, resolve_expected
-from tracesim._scoring._jobs import Job, Run, ScoringStats, checked, failure, timeout
+from tracesim._scoring._jobs import Job, Run, ScoringStats, checked, failure, timeout, unresponsive
 from tracesim._scoring._results import emit_carrier, write
 from tracesim._scoring._selection import sample_unit
 from tracesim._scoring._watchdog import Watchdog
@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 __all__ = ["Job", "ScoringPipeline", "ScoringStats"]
 
 _DEFAULT_ASYNC_CONCURRENCY = 8
+_MAX_STUCK_RUNS = 2
+"""Runs of one evaluator that may be stuck past their time before its new runs are skipped."""
 
 
 class ScoringPipeline:
@@ -65,7 +67,8 @@ class ScoringPipeline:
         self.queue_size = queue_size
         self.worker_count = workers
         self.sinks = tuple(sinks)
-        self.stats = ScoringStats()
+        # A run with no timeout_s of its own counts as stuck (not failed) after this long.
+        self.stuck_after_s = max_defer_s if max_defer_s > 0 else 30.0
         self._ids = itertools.count(1)
         self._reset()
         pipeline = weakref.ref(self)
@@ -91,7 +94,8 @@ class ScoringPipeline:
         tick_s = min(1.0, max(0.01, self.max_defer_s / 4))
         self._watchdog: Watchdog[Run] = Watchdog(tick_s, self._expire_due, self._time_out)
         self._warnings = WarnOnce()  # once per configuration (and per forked child)
-        self.stats.pending = 0
+        self._stuck: dict[str, int] = {}  # evaluator name -> runs still going past their time
+        self.stats = ScoringStats()  # a forked child counts its own calls only
 
     # ------------------------------------------------------------ the caller's side
 
@@ -242,14 +246,22 @@ class ScoringPipeline:
         return (None if expected is NOT_SET else expected), None
 
     def _run_cpu(self, job: Job, evaluator: Evaluator, expected: Any, value: Any) -> None:
+        stuck = self._stuck.get(evaluator.name, 0)
+        if stuck >= _MAX_STUCK_RUNS:
+            # Do not feed a hung evaluator more threads: the other evaluators keep their workers.
+            self._complete(job, evaluator, unresponsive(evaluator, stuck))
+            return
         run = Run(job, evaluator)
-        if evaluator.timeout_s is not None and not self.inline:
-            self._watchdog.watch(run, evaluator.timeout_s)
+        if not self.inline:
+            self._watchdog.watch(run, evaluator.timeout_s or self.stuck_after_s)
         try:
             result = evaluator.evaluate(job.output, expected, input=value)
         except Exception as exc:  # evaluate() handles data errors; this is a broken evaluator
             result = failure(evaluator, exc, "evaluate() raised")
-        run.finished = True
+        with self._lock:
+            run.finished = True
+            if run.stuck:
+                self._stuck[evaluator.name] -= 1
         if run.abandoned:
             return  # its time-out result was recorded already
         self._complete(job, evaluator, result)
@@ -276,8 +288,10 @@ class ScoringPipeline:
             self._semaphores[id(evaluator)] = semaphore
         async with semaphore:
             try:
+                # Without a timeout_s of its own, a hung call would hold its slot forever.
                 result = await asyncio.wait_for(
-                    evaluator.aevaluate(job.output, expected, input=value), evaluator.timeout_s
+                    evaluator.aevaluate(job.output, expected, input=value),
+                    evaluator.timeout_s or self.stuck_after_s,
                 )
             except asyncio.TimeoutError:
                 result = timeout(evaluator)
@@ -364,18 +378,33 @@ class ScoringPipeline:
             self._expire(job)
 
     def _time_out(self, run: Run) -> None:
-        if run.finished:
-            return
-        run.abandoned = True
-        self._complete(run.job, run.evaluator, timeout(run.evaluator))
+        """A run passed its time: record a time-out (when it has ``timeout_s``), count it as stuck,
+        and give the pool a new worker in place of the stuck thread.
+
+        Python cannot stop a thread, so the stuck run goes on; at most `_MAX_STUCK_RUNS` per
+        evaluator, after which its new runs get an ``unresponsive`` error at once, until one
+        of the stuck runs returns. Threads are thus bounded, and other evaluators keep scoring.
+        """
+        evaluator = run.evaluator
         with self._lock:
-            live = [t for t in self._threads if t.is_alive()]
-            if run.thread in live and len(live) < self.worker_count * 4:
+            if run.finished:
+                return
+            run.stuck = True
+            stuck = self._stuck[evaluator.name] = self._stuck.get(evaluator.name, 0) + 1
+            run.abandoned = evaluator.timeout_s is not None
+            if run.thread in self._threads:
                 self._spawn()  # the stuck thread keeps running; keep the pool's capacity
-            else:
-                self._warnings.warn(
-                    "stuck", "tracesim: evaluators keep exceeding their timeout_s; scoring slows down"
-                )
+        if run.abandoned:
+            self._complete(run.job, evaluator, timeout(evaluator))
+        if stuck >= _MAX_STUCK_RUNS:
+            self._warnings.warn(
+                f"stuck:{evaluator.name}",
+                "tracesim: evaluator %r has %d runs still going past %s s; its new runs are skipped "
+                "(error.type 'unresponsive') until one returns. Other evaluators are not affected.",
+                evaluator.name,
+                stuck,
+                evaluator.timeout_s or self.stuck_after_s,
+            )
 
     # ------------------------------------------------------------ flush, shutdown
 

@@ -18,7 +18,7 @@ from opentelemetry.trace import Link, NonRecordingSpan, SpanContext
 from opentelemetry.util.types import AttributeValue
 
 from tracesim import _semconv as sc
-from tracesim._capture import CaptureOptions, capture_value, dumps
+from tracesim._capture import CaptureOptions, capture_value
 
 if TYPE_CHECKING:
     from tracesim.evaluators import EvalResult
@@ -49,12 +49,10 @@ def render(
         event[sc.ERROR_TYPE] = result.error_type or "_OTHER"
         explanation = result.error or explanation
     if explanation:
-        # Explanations can quote the output: they pass through the same redaction.
-        event[sc.EVALUATION_EXPLANATION] = capture_value(explanation, sc.EVALUATION_EXPLANATION, capture).text
+        # Bounded like captured values (redaction happens in the export path, as for every attribute).
+        event[sc.EVALUATION_EXPLANATION] = capture_value(explanation, capture).text
     if result.details:
-        event[sc.EVALUATION_DETAILS] = capture_value(
-            dumps(result.details), sc.EVALUATION_DETAILS, capture
-        ).text
+        event[sc.EVALUATION_DETAILS] = capture_value(result.details, capture).text
     if result.duration_s is not None:
         event[sc.EVALUATION_DURATION] = float(result.duration_s)
     if result.status != "ok":

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
     from tracesim._config import Settings
     from tracesim.evaluators import EvalResult
+    from tracesim.exporters import Redaction
 
 __all__ = ["ResultSink", "result_sinks"]
 
@@ -46,13 +47,15 @@ class ResultSink(Protocol):
         """Flush, then stop."""
 
 
-def result_sinks(settings: Settings, provider: TracerProvider, capture: CaptureOptions) -> list[ResultSink]:
-    """The sinks the settings ask for; ``capture`` redacts what they send, as on spans."""
+def result_sinks(
+    settings: Settings, provider: TracerProvider, capture: CaptureOptions, redaction: Redaction
+) -> list[ResultSink]:
+    """The sinks the settings ask for; ``redaction`` is applied to what they send, as to spans."""
     sinks: list[ResultSink] = []
     if settings.evaluation_log_events:
-        sinks.append(LogEventSink(settings, provider, capture))
+        sinks.append(LogEventSink(settings, provider, capture, redaction))
     if settings.phoenix_annotations_url:
-        sinks.append(PhoenixSink(settings.phoenix_annotations_url, settings.otlp_headers))
+        sinks.append(PhoenixSink(settings.phoenix_annotations_url, settings.otlp_headers, redaction))
     return sinks
 
 
@@ -64,11 +67,14 @@ class LogEventSink:
     local trace file for ``jsonl``.
     """
 
-    def __init__(self, settings: Settings, provider: TracerProvider, capture: CaptureOptions) -> None:
+    def __init__(
+        self, settings: Settings, provider: TracerProvider, capture: CaptureOptions, redaction: Redaction
+    ) -> None:
         from opentelemetry.sdk._logs import LoggerProvider
         from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, SimpleLogRecordProcessor
 
         self._capture = capture
+        self._redaction = redaction
         self._provider = LoggerProvider(resource=provider.resource, shutdown_on_exit=False)
         processor = BatchLogRecordProcessor if settings.batch_export else SimpleLogRecordProcessor
         for exporter in _log_exporters(settings):
@@ -79,9 +85,10 @@ class LogEventSink:
         from opentelemetry._logs import SeverityNumber
 
         from tracesim._scoring._results import render
+        from tracesim.exporters._redacting import redacted_attributes
 
         try:
-            attributes, _ = render(result, self._capture)
+            attributes = redacted_attributes(self._redaction, render(result, self._capture)[0])
             self._logger.emit(
                 timestamp=time.time_ns(),
                 context=otel_trace.set_span_in_context(NonRecordingSpan(target)),
@@ -132,27 +139,32 @@ def _otlp_log_exporter(settings: Settings) -> LogRecordExporter:
 class PhoenixSink:
     """Each result as a Phoenix span annotation (through Phoenix's REST API)."""
 
-    def __init__(self, base_url: str, headers: Any = None) -> None:
+    def __init__(self, base_url: str, headers: Any, redaction: Redaction) -> None:
         from tracesim.exporters._phoenix import PhoenixAnnotationSink
 
         self._sink = PhoenixAnnotationSink(base_url, headers=dict(headers) if headers else None)
+        self._redaction = redaction
 
     def submit(self, target: SpanContext, result: EvalResult, annotator_kind: str) -> None:
         if result.status != "ok":
             return  # annotations describe scores; errors stay on the span
+        clean = self._redaction.json
         self._sink.submit(
             format(target.span_id, "016x"),
-            result.name,
+            clean(result.name, sc.EVALUATION_NAME),
             score=result.score,
-            label=result.label,
-            explanation=result.explanation,
+            label=clean(result.label, sc.EVALUATION_SCORE_LABEL),
+            explanation=clean(result.explanation, sc.EVALUATION_EXPLANATION),
             annotator_kind=annotator_kind,
-            metadata={
-                "passed": result.passed,
-                "threshold": result.threshold,
-                "details": result.details,
-                "status": result.status,
-            },
+            metadata=clean(
+                {
+                    "passed": result.passed,
+                    "threshold": result.threshold,
+                    "details": result.details,
+                    "status": result.status,
+                },
+                sc.EVALUATION_DETAILS,
+            ),
             identifier="tracesim",
         )
 

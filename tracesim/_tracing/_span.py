@@ -15,12 +15,12 @@ from opentelemetry.util.types import AttributeValue
 
 from tracesim import _runtime
 from tracesim import _semconv as sc
-from tracesim._capture import CaptureOptions, capture_value, dumps
+from tracesim._capture import CaptureOptions, bounded_json, capture_value, cut
 from tracesim._errors import ConfigError
 from tracesim._guard import internal_error
 from tracesim._scoring._expect import NOT_SET as _NOT_SET
 from tracesim._scoring._expect import release_expected, take_expected
-from tracesim._scoring._jobs import Job
+from tracesim._scoring._jobs import Job, snapshot
 from tracesim._scoring._selection import Plan, build_evaluators
 
 if TYPE_CHECKING:
@@ -105,11 +105,15 @@ class Span:
         self._record(sc.EXPECTED_VALUE, sc.EXPECTED_MIME_TYPE, sc.EXPECTED_ORIGINAL_CHARS, value)
 
     def set_attribute(self, key: str, value: Any) -> None:
-        """Set an attribute; values OpenTelemetry cannot hold are recorded as JSON text."""
+        """Set an attribute; values OpenTelemetry cannot hold are recorded as JSON text.
+
+        Text longer than ``max_value_chars`` is cut with a marker, like captured values.
+        """
         if not self.is_recording():
             return
         try:
-            self._otel.set_attribute(key, _attribute_value(value))
+            limit = self._runtime.capture.max_value_chars if self._runtime is not None else _LIMIT
+            self._otel.set_attribute(key, attribute_value(value, limit))
         except Exception:
             internal_error("Span.set_attribute")
 
@@ -168,15 +172,30 @@ class Span:
             self._context_token = None
 
 
-def _attribute_value(value: Any) -> AttributeValue:
-    if isinstance(value, (str, bool, int, float)):
+_LIMIT = 32 * 1024  # for attributes given before any configuration (decoration time)
+
+
+def attribute_value(value: Any, limit: int) -> AttributeValue:
+    """``value`` as an OpenTelemetry attribute value: scalars as they are, text cut at ``limit``,
+    homogeneous lists of scalars as lists, anything else as (bounded) JSON text."""
+    if isinstance(value, str):
+        return _cut_text(value, limit)
+    if isinstance(value, (bool, int, float)):
         return value
-    if isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
+    if isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)) and len(value) <= limit:
         items = list(value)
-        for kind in (str, bool, int, float):
+        if items and all(type(i) is str for i in items):
+            return [_cut_text(i, limit) for i in items]
+        for kind in (bool, int, float):
             if items and all(type(i) is kind for i in items):
                 return items
-    return dumps(value)
+    text, whole = bounded_json(value, limit + 1)
+    return text if whole and len(text) <= limit else cut(text, limit, len(text) if whole else None)
+
+
+def _cut_text(text: str, limit: int) -> str:
+    text = text if type(text) is str else str.__str__(text)
+    return text if len(text) <= limit else cut(text, limit, len(text))
 
 
 def error_type(exception: BaseException) -> str:
@@ -186,23 +205,42 @@ def error_type(exception: BaseException) -> str:
 
 
 def _record_error(otel: otel_trace.Span, exception: BaseException, *, mark_error: bool = True) -> None:
-    otel.record_exception(exception)
+    """The exception event, and with ``mark_error`` status ERROR and ``error.type``.
+
+    User exceptions can be hostile (a ``__str__`` that raises): the event is then written
+    from what can be read, and the status is set whatever happened to the event.
+    """
+    message = _message(exception)
+    try:
+        otel.record_exception(exception)
+    except Exception:
+        otel.add_event(
+            "exception",
+            {
+                "exception.type": error_type(exception),
+                "exception.message": message,
+                "exception.stacktrace": "",
+            },
+        )
     if mark_error:
-        try:
-            message = str(exception)
-        except Exception:
-            message = "<unprintable>"
         otel.set_status(Status(StatusCode.ERROR, f"{type(exception).__name__}: {message}"))
         otel.set_attribute(sc.ERROR_TYPE, error_type(exception))
+
+
+def _message(exception: BaseException) -> str:
+    try:
+        return str(exception)
+    except Exception:
+        return f"<{type(exception).__name__}.__str__ raised>"
 
 
 def captured_attributes(
     value: Any, value_key: str, mime_key: str, length_key: str, options: CaptureOptions
 ) -> dict[str, AttributeValue]:
     """The attributes recording ``value``: text, MIME type and, when cut, the original length."""
-    captured = capture_value(value, value_key, options)
+    captured = capture_value(value, options)
     attributes: dict[str, AttributeValue] = {value_key: captured.text, mime_key: captured.mime_type}
-    if captured.original_chars is not None:
+    if captured.original_chars is not None and captured.original_chars >= 0:
         attributes[length_key] = captured.original_chars
     return attributes
 
@@ -249,7 +287,7 @@ def score(
             raise RuntimeError("score() called for a span without a scoring plan")
         job = Job(
             handle,
-            output,
+            snapshot(output),  # scored as it was returned, whatever the caller does with it next
             end_ns,
             plan.evaluators,
             plan.sources,
@@ -261,8 +299,10 @@ def score(
         )
         runtime.scoring.submit(job, plan.always)
     except Exception:
-        internal_error("scoring: submit")
-        handle._otel.end(end_ns)
+        try:
+            handle._otel.end(end_ns)
+        finally:
+            internal_error("scoring: submit")
 
 
 def current_span() -> Span:
@@ -381,9 +421,12 @@ def finish(handle: Span, exception: BaseException | None, end_time: int | None =
         handle._detach()
     except Exception:
         internal_error("span: detach")
-    try:
-        if exception is not None:
+    if exception is not None:
+        try:
             _record_error(handle._otel, exception)
+        except Exception:
+            internal_error("span: record error")
+    try:
         handle._otel.end(end_time)
     except Exception:
         internal_error("span: end")
@@ -404,5 +447,5 @@ def static_attributes(
     for key, value in (attributes or {}).items():
         if not isinstance(key, str):
             raise ConfigError("attributes", key, "string attribute names")
-        result[key] = _attribute_value(value)
+        result[key] = attribute_value(value, _LIMIT)
     return result

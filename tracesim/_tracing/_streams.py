@@ -49,8 +49,10 @@ class _Items:
         self.count += 1
         if self.text and isinstance(item, str):
             if self.chars < _TEXT_CAP:
-                self.items.append(item)
-                self.chars += len(item)
+                # A str subclass may override __len__ (even to raise): keep its plain text.
+                text = item if type(item) is str else str.__str__(item)
+                self.items.append(text)
+                self.chars += len(text)
             return
         self.text = False
         if len(self.items) < self.limit:
@@ -65,6 +67,13 @@ class _Items:
 
 
 _TEXT_CAP = 10_000_000
+
+
+def _keep(items: _Items, item: Any) -> None:
+    try:
+        items.add(item)
+    except Exception:
+        internal_error("trace: generator item")
 
 
 def _end_stream(
@@ -145,7 +154,7 @@ def wrap_generator(
                 _end_stream(handle, meta, items, exc, False)
                 raise
             if items is not None:
-                items.add(item)
+                _keep(items, item)
             try:
                 arg = yield item
                 step = gen.send
@@ -197,7 +206,7 @@ def wrap_async_generator(
                 raise
             handle._detach()
             if items is not None:
-                items.add(item)
+                _keep(items, item)
             try:
                 arg = yield item
                 step = agen.asend

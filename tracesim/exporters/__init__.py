@@ -8,6 +8,7 @@ from tracesim.exporters._console import ConsoleExporter
 from tracesim.exporters._jsonl import JsonlExporter, TraceFileWarning, load_spans, read_jsonl, rotated_files
 from tracesim.exporters._otlp import otlp_exporter
 from tracesim.exporters._records import EventRecord, LinkRecord, SpanRecord, spans_from_request
+from tracesim.exporters._redacting import RedactingExporter, Redaction
 from tracesim.exporters._replay import ReplayReport, replay
 from tracesim.exporters._spool import SpoolingExporter, SpoolStats
 from tracesim.exporters._tree import render_trees
@@ -17,6 +18,8 @@ __all__ = [
     "EventRecord",
     "JsonlExporter",
     "LinkRecord",
+    "RedactingExporter",
+    "Redaction",
     "ReplayReport",
     "SpanRecord",
     "SpoolStats",

@@ -1,0 +1,294 @@
+"""Nothing leaves the process unredacted: every channel of every span, whoever created it.
+
+Each test writes spans to the real local trace file (and the log-events file, and the
+console) and then searches the raw bytes for the secret: not the decoded attributes, the
+bytes, so an escaped or re-encoded copy is found too.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry import trace as otel_trace
+from opentelemetry.trace import Link
+
+import tracesim
+from tracesim.evaluators import Evaluator, Measurement
+from tracesim.exporters import ConsoleExporter, load_spans
+
+# One secret of each kind the built-in patterns promise to catch, with a fragment that must
+# never appear anywhere in the output (the secret's distinctive body).
+SECRETS: dict[str, tuple[str, str]] = {
+    "email": ("marie.curie@sorbonne.fr", "marie.curie@sorbonne"),
+    "openai": ("sk-proj-Abc123Def456Ghi789Jkl012Mno345", "Abc123Def456Ghi789"),
+    "github_pat": (
+        "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRS",
+        "abcdefghijklmnopqrstuvwxyz",
+    ),
+    "aws_temporary": ("ASIAIOSFODNN7EXAMPLE", "IOSFODNN7EXAMPLE"),
+    "aws_secret": ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI"),
+    "url_password": ("postgres://admin:hunter2pass@localhost/db", "hunter2pass"),
+    "escaped_json": ('{"arguments": "{\\"api_key\\": \\"abc123secretvalue\\"}"}', "abc123secretvalue"),
+    "bearer": (
+        "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.abcdefghijk",
+        "eyJzdWIiOiIxMjM0NTY3ODkwIn0",
+    ),
+}
+
+
+def _configure(tmp_path: Path, **settings: Any) -> Path:
+    path = tmp_path / "traces.jsonl"
+    tracesim.configure(
+        exporters=["jsonl"],
+        jsonl_path=str(path),
+        batch_export=settings.pop("batch_export", True),
+        **settings,
+    )
+    return path
+
+
+def _written(tmp_path: Path) -> str:
+    assert tracesim.force_flush(timeout_s=30)
+    text = "".join(p.read_text(encoding="utf-8") for p in sorted(tmp_path.glob("*.jsonl")))
+    assert text, "nothing was written"
+    return text
+
+
+def _assert_clean(text: str, fragment: str) -> None:
+    # JSON escapes slashes and quotes; search the raw text and its unescaped form.
+    for haystack in (text, text.replace("\\\\", "\\").replace('\\"', '"').replace("\\/", "/")):
+        assert fragment not in haystack
+
+
+Channel = Callable[[str], None]
+
+
+def _argument(secret: str) -> None:
+    @tracesim.trace
+    def call(question: str) -> str:
+        return "ok"
+
+    call(secret)
+
+
+def _output(secret: str) -> None:
+    @tracesim.trace
+    def call() -> str:
+        return f"the answer is {secret}"
+
+    call()
+
+
+def _exception(secret: str) -> None:
+    @tracesim.trace
+    def call() -> None:
+        raise ConnectionError(f"upstream refused {secret}")
+
+    with pytest.raises(ConnectionError):
+        call()
+
+
+def _set_attribute(secret: str) -> None:
+    with tracesim.span("work") as s:
+        s.set_attribute("note", secret)
+        s.set_attribute("notes", [secret, "plain"])
+
+
+def _static_attributes(secret: str) -> None:
+    @tracesim.trace(attributes={"owner": secret})
+    def call() -> str:
+        return "ok"
+
+    call()
+
+
+def _span_name(secret: str) -> None:
+    with tracesim.span(f"lookup {secret}"):
+        pass
+
+    @tracesim.trace(name=f"named {secret}")
+    def call() -> str:
+        return "ok"
+
+    call()
+
+
+def _evaluator_label(secret: str) -> None:
+    class Leaky(Evaluator):
+        type_name = "leaky"
+
+        def measure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
+            return Measurement(1.0, {"seen": secret}, explanation=f"compared {secret}", label=secret)
+
+    @tracesim.trace(evaluators=[Leaky()], expected="ok")
+    def call() -> str:
+        return "ok"
+
+    call()
+
+
+def _score_call(secret: str) -> None:
+    with tracesim.span("answer") as s:
+        s.set_output("ok")
+    tracesim.score(s, name="rating", value=1.0, label=secret, explanation=f"user wrote {secret}")
+
+
+def _foreign_span(secret: str) -> None:
+    # Another instrumentation writing straight to OpenTelemetry, nested under tracesim's span.
+    tracer = otel_trace.get_tracer("some.instrumentation")
+    with tracesim.span("agent"):
+        with tracer.start_as_current_span(f"chat {secret}") as other:
+            other.set_attribute("gen_ai.prompt", f"user: {secret}")
+            other.add_event("gen_ai.content.prompt", {"gen_ai.prompt": secret})
+            other.set_status(otel_trace.Status(otel_trace.StatusCode.ERROR, f"failed for {secret}"))
+        with tracer.start_as_current_span("linked", links=[Link(other.get_span_context(), {"why": secret})]):
+            pass
+
+
+CHANNELS: dict[str, Channel] = {
+    "argument": _argument,
+    "output": _output,
+    "exception": _exception,
+    "set_attribute": _set_attribute,
+    "static_attributes": _static_attributes,
+    "span_name": _span_name,
+    "evaluator_label": _evaluator_label,
+    "score": _score_call,
+    "foreign_span": _foreign_span,
+}
+
+
+@pytest.mark.parametrize("kind", sorted(SECRETS))
+@pytest.mark.parametrize("channel", sorted(CHANNELS))
+def test_no_secret_of_any_kind_reaches_the_file_through_any_channel(
+    tmp_path: Path, kind: str, channel: str
+) -> None:
+    secret, fragment = SECRETS[kind]
+    _configure(tmp_path, scoring_mode="inline")
+    CHANNELS[channel](secret)
+    text = _written(tmp_path)
+    _assert_clean(text, fragment)
+    assert "REDACTED" in text
+
+
+def test_exceptions_are_redacted_with_capture_off(tmp_path: Path) -> None:
+    _configure(tmp_path, capture=False)
+    _exception(SECRETS["openai"][0])
+    text = _written(tmp_path)
+    _assert_clean(text, SECRETS["openai"][1])
+    span = load_spans(tmp_path / "traces.jsonl")[0]
+    assert span.status_code == "ERROR"
+    assert "[REDACTED" in span.status_message
+    exception = span.event("exception")[0].attributes
+    assert "[REDACTED" in exception["exception.message"]
+    assert "[REDACTED" in exception["exception.stacktrace"]
+
+
+def test_the_log_events_file_is_redacted_too(tmp_path: Path) -> None:
+    _configure(tmp_path, scoring_mode="inline", evaluation_log_events=True)
+    _evaluator_label(SECRETS["email"][0])
+    text = _written(tmp_path)
+    logs = (tmp_path / "traces.logs.jsonl").read_text(encoding="utf-8")
+    assert "gen_ai.evaluation.result" in logs
+    _assert_clean(text + logs, SECRETS["email"][1])
+
+
+def test_the_console_exporter_prints_redacted_text(tmp_path: Path) -> None:
+    stream = io.StringIO()
+    tracesim.configure(exporters=[ConsoleExporter(stream)], batch_export=False)
+    _output(SECRETS["github_pat"][0])
+    _foreign_span(SECRETS["email"][0])
+    tracesim.shutdown()
+    printed = stream.getvalue()
+    assert "REDACTED" in printed
+    assert SECRETS["github_pat"][1] not in printed
+    assert SECRETS["email"][1] not in printed
+
+
+def test_the_resource_is_redacted(tmp_path: Path) -> None:
+    _configure(tmp_path, resource_attributes={"deployment.owner": SECRETS["email"][0]})
+    _argument("plain")
+    _assert_clean(_written(tmp_path), SECRETS["email"][1])
+
+
+def test_the_redact_hook_sees_every_channel(tmp_path: Path) -> None:
+    seen: set[str] = set()
+
+    def hook(text: str, attribute: str) -> str:
+        seen.add(attribute)
+        return text.replace("Curie", "C.")
+
+    _configure(tmp_path, redact=hook)
+    _exception("Marie Curie")
+    _foreign_span("Marie Curie")
+    text = _written(tmp_path)
+    assert "Curie" not in text
+    assert {
+        "span.name",
+        "exception.message",
+        "exception.stacktrace",
+        "status.message",
+        "gen_ai.prompt",
+    } <= seen
+
+
+@pytest.mark.parametrize("limit", [100, 1000])
+def test_no_part_of_a_secret_survives_the_cut(tmp_path: Path, limit: int) -> None:
+    _configure(tmp_path, max_value_chars=limit, batch_export=False)
+    secret = "sk-" + "s" * 40
+
+    @tracesim.trace
+    def call(text: str) -> str:
+        return "ok"
+
+    for offset in range(limit - 50, limit + 5):
+        call("a" * offset + " " + secret + " " + "b" * (2 * limit))
+    text = _written(tmp_path)
+    values = [s.attributes["input.value"] for s in load_spans(tmp_path / "traces.jsonl")]
+    assert len(values) == 55
+    assert all("truncated" in v for v in values)
+    assert not re.search(r"sk-s", text)
+    assert "ssss" not in text
+
+
+def test_a_foreign_attribute_longer_than_the_limit_is_cut_and_redacted(tmp_path: Path) -> None:
+    _configure(tmp_path, max_value_chars=1000)
+    tracer = otel_trace.get_tracer("other")
+    with tracer.start_as_current_span("big") as other:
+        other.set_attribute("blob", "x" * 995 + " " + SECRETS["openai"][0] + " " + "y" * 5000)
+    text = _written(tmp_path)
+    _assert_clean(text, SECRETS["openai"][1])
+    blob = load_spans(tmp_path / "traces.jsonl")[0].attributes["blob"]
+    assert len(blob) < 1100
+    assert "truncated" in blob
+
+
+def test_redaction_can_be_turned_off_and_then_values_pass_unchanged(tmp_path: Path) -> None:
+    _configure(tmp_path, redact_patterns="none")
+    _argument("mail marie@curie.org")
+    span = load_spans_after_flush(tmp_path)[0]
+    assert span.attributes["input.value"] == "mail marie@curie.org"
+
+
+def load_spans_after_flush(tmp_path: Path) -> list[Any]:
+    assert tracesim.force_flush(timeout_s=30)
+    return load_spans(tmp_path / "traces.jsonl")
+
+
+def test_a_failing_hook_withholds_each_value_not_the_span(tmp_path: Path) -> None:
+    def hook(text: str, attribute: str) -> str:
+        raise RuntimeError("hook bug")
+
+    _configure(tmp_path, redact=hook)
+    _argument(SECRETS["email"][0])
+    spans = load_spans_after_flush(tmp_path)
+    assert spans, "a failing hook withholds values, not spans"
+    lines = [json.dumps(s.attributes) for s in spans]
+    assert all(SECRETS["email"][1] not in line for line in lines)
+    assert "redact hook failed" in spans[0].attributes["input.value"]

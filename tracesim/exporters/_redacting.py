@@ -1,0 +1,252 @@
+"""One redaction pass over every span before it leaves the process, whoever created it.
+
+`RedactingExporter` wraps any ``SpanExporter``. It runs where export runs (the batch
+processor's thread, not the thread that ended the span) and rewrites every string a span
+carries: its name, attributes, event names and attributes (exception messages and stack
+traces included), link attributes, the status message and the resource's attributes. Text
+longer than the limit is cut first, never inside a token, so a secret can neither hide past
+the cut nor leave a prefix of itself before it. Spans with nothing to change are passed on
+as they are; the others are rebuilt through the public ``ReadableSpan`` constructor.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from opentelemetry.attributes import BoundedAttributes
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import Event, ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.sdk.util import BoundedList
+from opentelemetry.trace import Link, Status
+from opentelemetry.util.types import AttributeValue
+
+from tracesim._capture import cut
+from tracesim._guard import internal_error
+from tracesim._redact import PATTERN_GROUPS, Redactor
+
+__all__ = ["RedactingExporter", "Redaction"]
+
+DEFAULT_LIMIT = 32 * 1024
+_CACHE_CHARS = 64  # short strings (names, kinds, MIME types, models) repeat: remember them
+_CACHE_SIZE = 4096
+
+
+class Redaction:
+    """Redact and bound the strings of spans, attribute maps and single values.
+
+    Thread-safe; shared by every exporter and result sink of one configuration.
+
+    Example:
+        >>> redaction = Redaction()
+        >>> redaction.text("mail marie@curie.org", "input.value")
+        'mail [REDACTED:email]'
+    """
+
+    def __init__(self, redactor: Redactor | None = None, limit: int = DEFAULT_LIMIT) -> None:
+        self.redactor = redactor if redactor is not None else Redactor()
+        self.limit = limit
+        self._clean: dict[tuple[str, str], str] = {}
+        self._resources: dict[int, tuple[Resource, Resource]] = {}
+        self._lock = threading.Lock()
+
+    def text(self, value: str, attribute: str) -> str:
+        """``value`` cut to the limit and redacted. Never raises."""
+        short = len(value) <= _CACHE_CHARS
+        if short:
+            known = self._clean.get((value, attribute))
+            if known is not None:
+                return known
+        result = value if type(value) is str else str.__str__(value)
+        if len(result) > self.limit:
+            result = cut(result, self.limit, len(result))
+        if self.redactor.active:
+            result = self.redactor.redact(result, attribute)
+        if short:
+            if len(self._clean) >= _CACHE_SIZE:
+                self._clean.clear()  # rare: a service with many distinct short strings
+            self._clean[(value, attribute)] = result
+        return result
+
+    def attributes(self, attributes: Mapping[str, Any] | None) -> dict[str, Any] | None:
+        """The redacted copy of ``attributes``, or None when nothing changes."""
+        if not attributes:
+            return None
+        changed: dict[str, Any] | None = None
+        for key, value in attributes.items():
+            new = self.value(value, key)
+            if new is not value and new != value:
+                if changed is None:
+                    changed = dict(attributes)
+                changed[key] = new
+        return changed
+
+    def value(self, value: Any, attribute: str) -> Any:
+        """One attribute value: strings and sequences of strings redacted, the rest unchanged."""
+        if isinstance(value, str):
+            return self.text(value, attribute)
+        if isinstance(value, (tuple, list)) and any(isinstance(item, str) for item in value):
+            return tuple(self.text(item, attribute) if isinstance(item, str) else item for item in value)
+        return value
+
+    def json(self, value: Any, attribute: str, _depth: int = 0) -> Any:
+        """A JSON-like value (dicts, lists, scalars) with every string in it redacted."""
+        if isinstance(value, str):
+            return self.text(value, attribute)
+        if _depth > 32:
+            return value
+        if isinstance(value, Mapping):
+            return {
+                self.text(str(k), attribute): self.json(v, attribute, _depth + 1) for k, v in value.items()
+            }
+        if isinstance(value, (list, tuple)):
+            return [self.json(v, attribute, _depth + 1) for v in value]
+        return value
+
+    def span(self, span: ReadableSpan) -> ReadableSpan:
+        """``span`` with every string redacted; the same object when nothing changed."""
+        name = self.text(span.name, "span.name")
+        attributes = self.attributes(span.attributes)
+        events = self._events(span.events)
+        links = self._links(span.links)
+        status = span.status
+        if status.description:
+            description = self.text(status.description, "status.message")
+            if description != status.description:
+                status = Status(status.status_code, description)
+        resource = self._resource(span.resource)
+        if (
+            name == span.name
+            and attributes is None
+            and events is None
+            and links is None
+            and status is span.status
+            and resource is span.resource
+        ):
+            return span
+        return ReadableSpan(
+            name=name,
+            context=span.context,
+            parent=span.parent,
+            resource=resource,
+            attributes=_bounded_attributes(
+                attributes if attributes is not None else span.attributes, span.dropped_attributes
+            ),
+            events=_bounded(events if events is not None else span.events, span.dropped_events),
+            links=_bounded(links if links is not None else span.links, span.dropped_links),
+            kind=span.kind,
+            status=status,
+            start_time=span.start_time,
+            end_time=span.end_time,
+            instrumentation_scope=span.instrumentation_scope,
+        )
+
+    def _events(self, events: Sequence[Event]) -> list[Event] | None:
+        result: list[Event] | None = None
+        for index, event in enumerate(events):
+            name = self.text(event.name, "event.name")
+            attributes = self.attributes(event.attributes)
+            if name != event.name or attributes is not None:
+                if result is None:
+                    result = list(events)
+                new_attributes = attributes if attributes is not None else event.attributes
+                result[index] = Event(name, _bounded_attributes(new_attributes, 0), event.timestamp)
+        return result
+
+    def _links(self, links: Sequence[Link]) -> list[Link] | None:
+        result: list[Link] | None = None
+        for index, link in enumerate(links):
+            attributes = self.attributes(link.attributes)
+            if attributes is not None:
+                if result is None:
+                    result = list(links)
+                result[index] = Link(link.context, _bounded_attributes(attributes, 0))
+        return result
+
+    def _resource(self, resource: Resource) -> Resource:
+        # One resource per provider: redacted once, then looked up.
+        cached = self._resources.get(id(resource))
+        if cached is not None and cached[0] is resource:
+            return cached[1]
+        attributes = self.attributes(resource.attributes)
+        redacted = resource if attributes is None else Resource(attributes, resource.schema_url)
+        with self._lock:
+            self._resources[id(resource)] = (resource, redacted)
+        return redacted
+
+
+def _bounded_attributes(attributes: Mapping[str, Any] | None, dropped: int) -> BoundedAttributes:
+    bounded = BoundedAttributes(attributes=dict(attributes or {}), immutable=True, max_value_len=None)
+    bounded.dropped = dropped  # the SDK reports dropped counts from this public field
+    return bounded
+
+
+def _bounded(items: Sequence[Any], dropped: int) -> BoundedList[Any]:
+    bounded: BoundedList[Any] = BoundedList.from_seq(None, items)
+    bounded.dropped = dropped
+    return bounded
+
+
+class RedactingExporter(SpanExporter):
+    """Redact every span, then hand the batch to ``inner``.
+
+    tracesim puts one in front of every exporter it builds or is given, so nothing leaves the
+    process unredacted: spans from other instrumentation (an OpenAI or HTTP instrumentor)
+    included. It also works in a plain OpenTelemetry pipeline.
+
+    Args:
+        inner: The exporter that sends or writes the spans.
+        patterns: Built-in pattern groups (``email``, ``api_key``, ``bearer``, ...); ``()`` for none.
+        redact: Your hook ``(text, attribute) -> text``, run after the patterns.
+        max_value_chars: Longer text is cut (never inside a token) before it is redacted.
+
+    Example:
+        >>> from opentelemetry.sdk.trace.export import BatchSpanProcessor
+        >>> from tracesim.exporters import JsonlExporter, RedactingExporter
+        >>> processor = BatchSpanProcessor(RedactingExporter(JsonlExporter("traces.jsonl")))  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        inner: SpanExporter,
+        *,
+        patterns: Sequence[str] = PATTERN_GROUPS,
+        redact: Any = None,
+        max_value_chars: int = DEFAULT_LIMIT,
+        redaction: Redaction | None = None,
+    ) -> None:
+        self._inner = inner
+        self.redaction = redaction or Redaction(Redactor(tuple(patterns), redact), max_value_chars)
+
+    @property
+    def inner(self) -> SpanExporter:
+        """The wrapped exporter."""
+        return self._inner
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        """Redact the batch, then export it; a span that cannot be redacted is withheld."""
+        redacted: list[ReadableSpan] = []
+        for span in spans:
+            try:
+                redacted.append(self.redaction.span(span))
+            except Exception:  # never send what could not be checked
+                internal_error("redaction")
+        return self._inner.export(redacted) if redacted or not spans else SpanExportResult.FAILURE
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        """Flush the wrapped exporter."""
+        return self._inner.force_flush(timeout_millis)
+
+    def shutdown(self) -> None:
+        """Shut the wrapped exporter down."""
+        self._inner.shutdown()
+
+
+def redacted_attributes(
+    redaction: Redaction, attributes: Mapping[str, AttributeValue]
+) -> Mapping[str, AttributeValue]:
+    """``attributes`` with every string redacted (for log records and other non-span outputs)."""
+    changed = redaction.attributes(attributes)
+    return attributes if changed is None else changed
