@@ -247,9 +247,7 @@ def test_a_full_queue_ends_spans_unscored_counts_and_warns_once(caplog: pytest.L
 def test_sampling_is_decided_by_the_trace_id_and_visible() -> None:
     from tracesim._scoring._selection import sample_unit
 
-    for trace_id in (1, 2**64 + 7, 2**127 - 1):
-        assert sample_unit(trace_id) == sample_unit(trace_id)
-        assert 0.0 <= sample_unit(trace_id) < 1.0
+    # Pinned values and the cross-process check live in test_data_kept.py.
     units = [sample_unit(i * 0x9E3779B97F4A7C15 + 12345) for i in range(20_000)]
     assert 0.47 < sum(u < 0.5 for u in units) / len(units) < 0.53  # a fair coin
 

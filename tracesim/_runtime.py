@@ -88,12 +88,18 @@ class Runtime:
         """Score what is queued, then export everything finished, within ``timeout_s``."""
         deadline = _Deadline(timeout_s)
         ok = self.scoring.force_flush(deadline.seconds()) if self.scoring is not None else True
+        ok = self._flush_processors(deadline.seconds()) and ok
+        for exporter in self.exporters:
+            ok = _flush_exporter(exporter, deadline.millis()) and ok
+        return ok
+
+    def _flush_processors(self, timeout_s: float) -> bool:
+        deadline = _Deadline(timeout_s)
+        ok = True
         for sink in self.sinks:
             ok = sink.force_flush(deadline.seconds()) and ok
         for processor in self.processors:
             ok = processor.force_flush(deadline.millis()) and ok
-        for exporter in self.exporters:
-            ok = _flush_exporter(exporter, deadline.millis()) and ok
         return ok
 
     def shutdown(self, timeout_s: float) -> bool:
@@ -115,7 +121,9 @@ class Runtime:
         writes what it could not send to disk before the deadline.
         """
         deadline = _Deadline(timeout_s)
-        ok = self.force_flush(deadline.seconds())
+        # Hand every finished span to the exporters; delivery itself is each exporter's
+        # shutdown's business (a spooling exporter writes what is unsent to disk first).
+        ok = self._flush_processors(deadline.seconds() / 2)
         for exporter in self.exporters:
             _set_shutdown_deadline(exporter, deadline.end)
         stoppers = [(f"result sink {type(s).__name__}", _sink_stopper(s, deadline)) for s in self.sinks]

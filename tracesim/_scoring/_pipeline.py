@@ -95,6 +95,7 @@ class ScoringPipeline:
         self._watchdog: Watchdog[Run] = Watchdog(tick_s, self._expire_due, self._time_out)
         self._warnings = WarnOnce()  # once per configuration (and per forked child)
         self._stuck: dict[str, int] = {}  # evaluator name -> runs still going past their time
+        self._stuck_threads: set[threading.Thread] = set()
         self.stats = ScoringStats()  # a forked child counts its own calls only
 
     # ------------------------------------------------------------ the caller's side
@@ -195,13 +196,17 @@ class ScoringPipeline:
                 return
 
     def _surplus(self) -> bool:
-        """A worker replaced while stuck in an evaluator retires once it comes back."""
-        if len(self._threads) <= self.worker_count:
+        """A worker replaced while stuck in an evaluator retires once it comes back.
+
+        Threads still stuck do not count: the pool keeps ``worker_count`` threads that can work.
+        """
+        if len(self._threads) - len(self._stuck_threads) <= self.worker_count:
             return False  # the common case, without the lock
         with self._lock:
-            live = [t for t in self._threads if t.is_alive()]
-            if len(live) > self.worker_count and threading.current_thread() in live:
-                self._threads.remove(threading.current_thread())
+            working = [t for t in self._threads if t.is_alive() and t not in self._stuck_threads]
+            current = threading.current_thread()
+            if len(working) > self.worker_count and current in working:
+                self._threads.remove(current)
                 return True
         return False
 
@@ -262,6 +267,7 @@ class ScoringPipeline:
             run.finished = True
             if run.stuck:
                 self._stuck[evaluator.name] -= 1
+                self._stuck_threads.discard(run.thread)
         if run.abandoned:
             return  # its time-out result was recorded already
         self._complete(job, evaluator, result)
@@ -390,6 +396,7 @@ class ScoringPipeline:
             if run.finished:
                 return
             run.stuck = True
+            self._stuck_threads.add(run.thread)
             stuck = self._stuck[evaluator.name] = self._stuck.get(evaluator.name, 0) + 1
             run.abandoned = evaluator.timeout_s is not None
             if run.thread in self._threads:

@@ -10,6 +10,7 @@ to ``max_generator_items``; only a stream that ran to its end is scored.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
@@ -202,7 +203,10 @@ def wrap_async_generator(
                 _end_stream(handle, meta, items, None, False, (args, kwargs))
                 return
             except BaseException as exc:
-                _end_stream(handle, meta, items, exc, False)
+                # A cancellation thrown in at a yield means the consumer went away (an abandoned
+                # stream is closed that way at loop shutdown): closed early, not failed.
+                abandoned = exc is arg and isinstance(exc, asyncio.CancelledError)
+                _end_stream(handle, meta, items, None if abandoned else exc, abandoned)
                 raise
             handle._detach()
             if items is not None:

@@ -11,6 +11,7 @@ as they are; the others are rebuilt through the public ``ReadableSpan`` construc
 
 from __future__ import annotations
 
+import inspect
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -239,9 +240,15 @@ class RedactingExporter(SpanExporter):
         """Flush the wrapped exporter."""
         return self._inner.force_flush(timeout_millis)
 
-    def shutdown(self) -> None:
-        """Shut the wrapped exporter down."""
-        self._inner.shutdown()
+    def shutdown(self, timeout_millis: float | None = None) -> None:
+        """Shut the wrapped exporter down (passing the time left on, when it takes one)."""
+        if (
+            timeout_millis is not None
+            and "timeout_millis" in inspect.signature(self._inner.shutdown).parameters
+        ):
+            self._inner.shutdown(timeout_millis=timeout_millis)  # type: ignore[call-arg]
+        else:
+            self._inner.shutdown()
 
 
 def redacted_attributes(

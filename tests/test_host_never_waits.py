@@ -1,0 +1,256 @@
+"""The host never waits or freezes because of tracesim, and bad settings fail early and clearly."""
+
+from __future__ import annotations
+
+import http.server
+import logging
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import tracesim
+from tracesim.evaluators import ExactMatch, evaluator
+from tracesim.exporters import load_spans
+from tracesim.testing import capture_spans
+
+
+def test_a_hung_evaluator_does_not_stop_scoring_of_other_functions(caplog: pytest.LogCaptureFixture) -> None:
+    release = threading.Event()
+
+    @evaluator(timeout_s=0.2)
+    def hangs(output: Any, expected: Any) -> float:
+        release.wait(60)
+        return 1.0
+
+    @evaluator  # no timeout_s: counted as stuck after max_defer_s, never given more threads
+    def hangs_quietly(output: Any, expected: Any) -> float:
+        release.wait(60)
+        return 1.0
+
+    @tracesim.trace(evaluators=[hangs], expected="ok")
+    def stuck() -> str:
+        return "ok"
+
+    @tracesim.trace(evaluators=[hangs_quietly], expected="ok")
+    def stuck_quietly() -> str:
+        return "ok"
+
+    @tracesim.trace(evaluators=[ExactMatch()], expected="ok")
+    def healthy() -> str:
+        return "ok"
+
+    threads_before = threading.active_count()
+    try:
+        with capture_spans(scoring_mode="background", scoring_workers=2, max_defer_s=0.5) as captured:
+            for _ in range(20):  # far more hung runs than 4 x scoring_workers
+                stuck()
+                stuck_quietly()
+            for _ in range(50):
+                healthy()
+            # Every healthy call gets scored: on its span, or (past max_defer_s) on a carrier.
+            deadline = time.monotonic() + 30
+            while _unscored(captured, "healthy", "exact") and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert len(captured.named("healthy")) == 50
+            assert not _unscored(captured, "healthy", "exact")
+            # Threads stay bounded: the workers, at most two stuck runs per hung evaluator and
+            # their replacements, the watchdog.
+            assert threading.active_count() - threads_before <= 2 + 2 * 2 * 2 + 2
+            release.set()
+            assert tracesim.force_flush(30)
+            stats = tracesim.scoring_stats()
+            errors = {
+                e.attributes.get("error.type")
+                for s in captured.named("stuck")
+                for e in s.event("gen_ai.evaluation.result")
+            }
+    finally:
+        release.set()
+    assert errors <= {"timeout", "unresponsive"}
+    assert "unresponsive" in errors
+    assert stats.dropped == 0
+    assert any("runs still going past" in r.getMessage() for r in caplog.records)
+
+
+def _unscored(captured: Any, name: str, evaluator: str) -> list[str]:
+    """Span ids of ``name`` spans (expected: 50) with no ``evaluator`` result yet."""
+    spans = captured.named(name)
+    if len(spans) < 50:
+        return ["not all ended yet"]
+    late = {c.links[0].span_id for c in captured.named(f"evaluation {evaluator}")}
+    return [
+        s.span_id
+        for s in spans
+        if f"tracesim.eval.{evaluator}.passed" not in s.attributes and s.span_id not in late
+    ]
+
+
+def _max_stall_while(work: threading.Thread) -> float:
+    """Tick on this thread every millisecond while ``work`` runs; the longest gap seen."""
+    longest = 0.0
+    last = time.perf_counter()
+    work.start()
+    while work.is_alive():
+        time.sleep(0.001)
+        now = time.perf_counter()
+        longest = max(longest, now - last)
+        last = now
+    work.join()
+    return longest
+
+
+def test_the_main_thread_keeps_ticking_while_a_1_mb_output_is_scored() -> None:
+    words = [
+        "the",
+        "quick",
+        "brown",
+        "fox",
+        "jumps",
+        "over",
+        "the",
+        "lazy",
+        "dog",
+        "while",
+        "scoring",
+        "runs",
+        "elsewhere",
+    ]
+    output = " ".join(words[(i * 7) % len(words)] for i in range(150_000))[:1_000_000]
+    expected = " ".join(words[(i * 5) % len(words)] for i in range(150_000))[:1_000_000]
+    specs = [
+        "levenshtein",
+        "levenshtein_distance",
+        "rouge",
+        "rouge:rouge_type=rouge1,name=rouge1",
+        "jaccard",
+        "f1",
+        "cosine",
+        "content_similarity",
+        "exact",
+    ]
+
+    @tracesim.trace(evaluators=specs, expected=expected)
+    def answer() -> str:
+        return output
+
+    with capture_spans(scoring_mode="background") as captured:
+        answer()
+        stall = _max_stall_while(threading.Thread(target=tracesim.force_flush, args=(120,)))
+        span = captured.by_name("answer")
+    scored = {e.attributes["gen_ai.evaluation.name"] for e in span.event("gen_ai.evaluation.result")}
+    assert scored == {s.split(":")[0] if ":" not in s else "rouge1" for s in specs}
+    assert stall < 0.1, f"the main thread stalled for {stall * 1000:.0f} ms"
+
+
+class _Silent(http.server.BaseHTTPRequestHandler):
+    """A backend that takes the request and never answers."""
+
+    def do_POST(self) -> None:
+        self.server.hold.wait(60)  # type: ignore[attr-defined]
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def hanging_backend() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Silent)
+    server.hold = threading.Event()  # type: ignore[attr-defined]
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.hold.set()  # type: ignore[attr-defined]
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("timeout_s", [2.0])
+def test_exit_with_a_hanging_backend_honours_shutdown_timeout_s(
+    tmp_path: Path, hanging_backend: str, timeout_s: float
+) -> None:
+    code = textwrap.dedent(
+        f"""
+        import time, tracesim
+        tracesim.configure(exporters=["otlp"], otlp_endpoint={hanging_backend!r},
+                           spool_dir="spool", shutdown_timeout_s={timeout_s})
+
+        @tracesim.trace
+        def call(i):
+            return i
+
+        for i in range(2000):
+            call(i)
+        print("calls done", time.monotonic(), flush=True)
+        """
+    )
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    ended = time.monotonic()
+    assert done.returncode == 0, done.stderr
+    exit_after = ended - float(done.stdout.split()[-1])
+    # Interpreter exit itself takes a moment; the drain must not add more than its deadline.
+    assert exit_after < timeout_s + 4.0, f"exit took {exit_after:.1f} s (shutdown_timeout_s={timeout_s})"
+    assert ended - started < 60
+    # Nothing lost: what the backend never answered for waits in the spool for the next run.
+    spooled = load_spans(sorted((tmp_path / "spool").glob("*.jsonl")))
+    assert sorted(int(s.attributes["input.value"]) for s in spooled) == list(range(2000))
+
+
+def test_an_unusable_trace_file_path_fails_at_configure(tmp_path: Path) -> None:
+    (tmp_path / "a_directory").mkdir()
+    with pytest.raises(tracesim.ConfigError) as info:
+        tracesim.configure(jsonl_path=str(tmp_path / "a_directory"))
+    assert info.value.setting == "jsonl_path"
+    assert "TRACESIM_JSONL_PATH" in str(info.value)
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(tracesim.ConfigError, match="jsonl_path"):
+        tracesim.configure(jsonl_path=str(blocker / "traces.jsonl"))  # its parent is a file
+
+
+@pytest.mark.skipif(
+    not os.path.exists("/dev/full"), reason="needs /dev/full (Linux) for a device that is always full"
+)
+def test_a_full_device_logs_one_error_not_one_per_call(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="tracesim")
+    tracesim.configure(jsonl_path="/dev/full", batch_export=False, internal_errors="log")
+
+    @tracesim.trace
+    def call() -> str:
+        return "ok"
+
+    for _ in range(20):
+        assert call() == "ok"
+    tracesim.shutdown(5)
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert 1 <= len(errors) <= 2, [r.getMessage() for r in errors]
+    assert all(r.exc_info is None for r in errors)  # a message, not a traceback per call
+
+
+def test_a_huge_attribute_value_is_cut_on_the_callers_side() -> None:
+    with capture_spans(max_value_chars=1000) as captured, tracesim.span("work") as s:
+        s.set_attribute("blob", "x " * 1_000_000)
+        s.set_attribute("rows", list(range(1_000_000)))
+        s.set_attribute("mapping", {str(i): i for i in range(100_000)})
+    attributes = captured.by_name("work").attributes
+    assert len(attributes["blob"]) < 1100
+    assert "truncated" in attributes["mapping"]
+    assert len(attributes["mapping"]) < 1100
+    assert isinstance(attributes["rows"], str)  # too long for a list attribute: bounded JSON text
+    assert attributes["rows"].startswith("[0,1,2")
+    assert attributes["rows"].endswith("…[truncated]")
