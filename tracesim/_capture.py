@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 
 from tracesim import _semconv as sc
 from tracesim._guard import warn_once
-from tracesim._redact import safe_cut
+from tracesim._redact import MARGIN, safe_cut
 
 __all__ = [
     "CaptureOptions",
@@ -374,14 +374,15 @@ def bounded_json(value: Any, limit: int) -> tuple[str, bool]:
 
 
 def cut(text: str, limit: int, original: int | None) -> str:
-    """``text`` cut to at most ``limit`` characters, never inside a token, with a visible marker.
+    """``text`` cut, never inside a token, with a visible marker: ``limit`` characters in all.
 
     Example:
-        >>> cut("see https://example.com/a/very/long/path", 12, 40)
-        'see …[truncated: 40 chars]'
+        >>> cut("see https://example.com/a/very/long/path and more", 30, 49)
+        'see …[truncated: 49 chars]'
     """
     marker = _TRUNCATED.format(original) if original is not None and original >= 0 else _TRUNCATED_UNKNOWN
-    return text[: safe_cut(text, limit)] + marker
+    # The marker counts towards the limit: the export pass then never cuts the value again.
+    return text[: safe_cut(text, max(0, limit - len(marker)))] + marker
 
 
 def capture_value(value: Any, options: CaptureOptions) -> Captured:
@@ -403,7 +404,8 @@ def capture_value(value: Any, options: CaptureOptions) -> Captured:
             return Captured(cut(text, limit, len(text)), sc.MIME_TEXT, len(text))
         if isinstance(value, (bool, int, float)) and not isinstance(value, enum.Enum):
             return Captured(_int_text(value) if isinstance(value, int) else repr(value), sc.MIME_TEXT)
-        text, whole = bounded_json(value, limit + 1)
+        # A little past the limit, so the cut can see whether a token (or a secret) crosses it.
+        text, whole = bounded_json(value, limit + MARGIN + 1)
         if whole and len(text) <= limit:
             return Captured(text, sc.MIME_JSON)
         original = len(text) if whole else -1
