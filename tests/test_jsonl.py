@@ -207,3 +207,30 @@ def test_bad_exporter_arguments_fail_early(tmp_path: Path) -> None:
         JsonlExporter(tmp_path / "t.jsonl", max_bytes=0)
     with pytest.raises(ValueError, match="backups"):
         JsonlExporter(tmp_path / "t.jsonl", backups=-1)
+
+
+def test_pathological_lines_are_skipped_with_their_line_number_and_reading_goes_on(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    exporter = JsonlExporter(path)
+    tracer = _provider(exporter).get_tracer("t")
+    for name in ("first", "half", "last"):
+        with tracer.start_as_current_span(name):
+            pass
+    exporter.shutdown()
+    first, half, last = path.read_text().splitlines()
+    # One request with two spans whose second one has a start time no integer can hold.
+    request = json.loads(half)
+    spans = request["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    spans.append({**spans[0], "name": "broken", "startTimeUnixNano": "HUGE"})
+    overflowing = json.dumps(request).replace('"HUGE"', "1e999")
+    path.write_text("\n".join([first, "[" * 100_000, '{"resourceSpans": 5}', overflowing, last]) + "\n")
+
+    with pytest.warns(TraceFileWarning) as caught:
+        names = [s.name for s in load_spans(path)]
+    assert names == ["first", "last"]  # no half of a damaged line either
+    messages = [str(w.message) for w in caught]
+    assert [m.split(": skipped")[0] for m in messages] == [f"{path}:{n}" for n in (2, 3, 4)]
+    assert "nested too deeply" in messages[0]
+
+    with pytest.warns(TraceFileWarning, match=r"t.jsonl:2: skipped unreadable line \(nested too deeply\)"):
+        assert len(list(read_jsonl(path))) == 4

@@ -12,68 +12,57 @@ first time-out that reveals the outage.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import random
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-from opentelemetry.exporter.otlp.json.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from tracesim._errors import ConfigError
 from tracesim._guard import internal_error
+from tracesim.exporters._jsonl import CauseLog, os_cause
 from tracesim.exporters._otlp_decode import readable_spans
-from tracesim.exporters._spool_store import SpoolEntry, SpoolStore, claim
+from tracesim.exporters._spool_store import (
+    Encoded,
+    SpoolEntry,
+    SpoolStats,
+    SpoolStore,
+    claim,
+    encode_batch,
+)
 
 __all__ = ["SpoolStats", "SpoolingExporter"]
 
 _logger = logging.getLogger("tracesim")
 
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
-
-
-@dataclass(frozen=True)
-class SpoolStats:
-    """Counters of a `SpoolingExporter`, in spans."""
-
-    delivered: int
-    """Spans the backend has accepted, sent from memory or from disk."""
-    spooled: int
-    """Spans written to disk (backend down, or too many batches waiting)."""
-    resent: int
-    """Spans from disk that the backend has accepted (part of ``delivered``)."""
-    dropped: int
-    """Spans deleted unsent: spool full (oldest first), or a batch that could not be written."""
-    rejected: int
-    """Spans the backend refused repeatedly while healthy, or unreadable spool files."""
-    pending: int
-    """Spans waiting now, in memory and on disk."""
-    pending_bytes: int
-    """Bytes the waiting batches take on disk."""
-    circuit_open: bool
-    """True while the backend is considered down."""
+DEFAULT_SHUTDOWN_S = 5.0
+# What a damaged spool file raises while it is parsed and decoded.
+_DAMAGED = (ValueError, KeyError, TypeError, AttributeError, OverflowError, RecursionError)
 
 
 class SpoolingExporter(SpanExporter):
     """Wrap ``inner`` so that batches it cannot deliver are kept on disk and re-sent later.
 
     ``export`` returns ``SUCCESS`` once a batch is queued for the sender or safely on disk,
-    and ``FAILURE`` only when it had to be dropped. ``force_flush`` waits, within its
-    deadline, until every waiting batch is delivered (``TracerProvider.force_flush`` does not
-    call it: call ``exporter.force_flush()`` or ``tracesim.force_flush()`` to wait for
-    delivery). ``shutdown`` gives the sender a moment to finish, stops it, and writes what is
-    unsent to disk for the next process that opens the same directory.
+    and ``FAILURE`` only when some of it had to be dropped. ``force_flush`` prompts a delivery
+    attempt at once and waits, within its deadline, until every waiting batch is delivered or
+    the backend is found down (``TracerProvider.force_flush`` does not call it: call
+    ``exporter.force_flush()`` or ``tracesim.force_flush()``). ``shutdown`` keeps to its
+    deadline (see `set_shutdown_deadline`): it stops the sender and writes what is unsent to
+    disk for the next process that opens the same directory.
 
     Args:
         inner: The exporter that talks to the backend.
         directory: Spool directory, created if missing.
         max_bytes: Bound on the spool's size on disk; when full, the oldest batches are
-            deleted first (counted in `stats`, logged once per burst).
+            deleted first (counted in `stats`, logged once per burst). A batch larger than
+            the spool is split, so its newest spans are kept; only a single span larger than
+            the whole spool is dropped.
         max_in_memory: Batches that may wait in memory for the sender; more go to disk.
         initial_backoff_s / max_backoff_s: Re-send backoff, doubled after each failure.
         max_rejections: A batch that fails this many times while the backend answers an empty
@@ -119,12 +108,15 @@ class SpoolingExporter(SpanExporter):
         self._circuit_open = False
         self._backoff_s = initial_backoff_s
         self._next_attempt = 0.0
-        self._flush_requested = False  # a flush wants an attempt that starts after it asked
-        self._sending: SpoolEntry | None = None
+        # Attempts are numbered; a flush waits for one that starts after it asked.
+        self._attempts = self._wanted_after = self._down_attempt = self._flushes = 0
+        self._shutdown_deadline: float | None = None
         self._rejections: dict[str, int] = {}
         self._delivered = self._spooled = self._resent = self._dropped = self._rejected = 0
         self._burst_dropped = 0
-        self._write_error_logged = False
+        self._problems = CauseLog()  # disk trouble: once per cause, again after recovery
+        self._too_big_logged = False
+        self._persist_lock = threading.Lock()
         self._worker: threading.Thread | None = None
         self._worker_pid = 0
         if self._store.entries:
@@ -177,65 +169,71 @@ class SpoolingExporter(SpanExporter):
         return self._write(spans)
 
     def _write(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        data = self._encode(spans)
-        if data is None:
-            return self._count_dropped(len(spans))
+        encoded = self._encode(spans)
         with self._lock:
-            self._make_room(len(data))
-            try:
-                self._store.add_on_disk(data, len(spans))
-            except OSError as exc:
-                self._log_write_error(exc)
-                self._dropped += len(spans)
-                return SpanExportResult.FAILURE
-            self._write_error_logged = False
-            self._spooled += len(spans)
-            self._ensure_worker()
-            self._changed.notify_all()
-        return SpanExportResult.SUCCESS
+            kept = self._admit(encoded, None)
+            written = sum(n for _, n in kept)
+            if kept:
+                try:
+                    self._store.add_on_disk(kept)
+                except OSError as exc:
+                    self._write_failed(exc)
+                    self._dropped += written
+                    return SpanExportResult.FAILURE
+                self._problems.recovered("tracesim: writing to spool %s works again", self.directory)
+                self._spooled += written
+                self._ensure_worker()
+                self._changed.notify_all()
+        return SpanExportResult.SUCCESS if written == len(spans) else SpanExportResult.FAILURE
 
-    def _encode(self, spans: Sequence[ReadableSpan]) -> bytes | None:
+    def _encode(self, spans: Sequence[ReadableSpan], room: int | None = None) -> Encoded:
         try:
-            data = (json.dumps(encode_spans(spans).to_dict(), separators=(",", ":")) + "\n").encode()
-        except Exception:
-            _logger.exception("tracesim: could not encode %d spans for the spool; dropped", len(spans))
-            return None
-        if len(data) > self.max_bytes:
+            return encode_batch(spans, self.max_bytes, room)
+        except Exception:  # a bug of ours: logged once (raised under our tests)
+            internal_error("spool encoder")
+            with self._lock:
+                self._dropped += len(spans)
+            return Encoded([])
+
+    def _write_failed(self, exc: OSError) -> None:
+        self._problems.failed(
+            os_cause(exc),
+            "tracesim: cannot write to spool %s (%s); batches that cannot wait in memory are dropped "
+            "(counted in stats.dropped, logged once per cause)",
+            self.directory,
+            exc,
+        )
+
+    def _admit(self, encoded: Encoded, entry: SpoolEntry | None) -> list[tuple[bytes, int]]:
+        """Count what ``encoded`` left out and make room for the rest; the pieces to write.
+
+        Call under the lock.
+        """
+        self._drop_full(encoded.no_room)
+        self._dropped += encoded.too_big
+        if encoded.too_big and not self._too_big_logged:
+            self._too_big_logged = True
             _logger.warning(
-                "tracesim: a batch of %d spans (%d bytes) is larger than the spool (%d bytes); dropped",
-                len(spans),
-                len(data),
+                "tracesim: a span larger than the whole spool (%d bytes) was dropped "
+                "(counted in stats.dropped, logged once)",
                 self.max_bytes,
             )
-            return None
-        return data
+        kept, dropped = self._store.make_room(encoded.pieces, entry, self.max_bytes)
+        self._drop_full(dropped)
+        return kept
 
-    def _count_dropped(self, spans: int) -> SpanExportResult:
-        with self._lock:
-            self._dropped += spans
-        return SpanExportResult.FAILURE
-
-    def _log_write_error(self, exc: OSError) -> None:
-        if not self._write_error_logged:
-            self._write_error_logged = True
-            _logger.error("tracesim: cannot write to spool %s (%s); dropping batches", self.directory, exc)
-
-    def _make_room(self, size: int) -> None:
-        # Oldest files first, but never the one being sent right now.
-        while self._store.bytes + size > self.max_bytes:
-            victim = next((e for e in self._store.entries if e.on_disk and e is not self._sending), None)
-            if victim is None:
-                return  # only the in-flight file is left; it is deleted or kept shortly
-            self._store.remove(victim)
-            self._dropped += victim.spans
-            if not self._burst_dropped:
-                _logger.warning(
-                    "tracesim: spool %s is full (%d bytes); deleting the oldest batches "
-                    "(counted in stats.dropped, logged again when the spool drains)",
-                    self.directory,
-                    self.max_bytes,
-                )
-            self._burst_dropped += victim.spans
+    def _drop_full(self, spans: int) -> None:
+        if not spans:
+            return
+        self._dropped += spans
+        if not self._burst_dropped:
+            _logger.warning(
+                "tracesim: spool %s is full (%d bytes); deleting the oldest batches "
+                "(counted in stats.dropped, logged again when the spool drains)",
+                self.directory,
+                self.max_bytes,
+            )
+        self._burst_dropped += spans
 
     def _ensure_worker(self) -> None:
         # Lazily, and again after a fork (threads do not survive it).
@@ -254,31 +252,31 @@ class SpoolingExporter(SpanExporter):
                     self._changed.wait(wait)
                 if self._stopping:
                     return
-                head = self._sending = self._store.entries[0]
-                self._flush_requested = False
+                head = self._store.entries[0]
+                batch = head.batch  # read under the lock: shutdown may write it to disk meanwhile
+                self._attempts += 1
+                attempt = self._attempts
             try:
                 try:
-                    delivered = self._send(head)
+                    delivered = self._send(head, batch)
                 except Exception:  # a bug of ours: logged once (raised under our tests); the batch stays
                     delivered = False
                     internal_error("spool sender")
                 if not delivered:
-                    self._on_failure(head)
+                    self._on_failure(head, attempt)
             finally:
                 with self._lock:
-                    self._sending = None
                     self._changed.notify_all()
 
     def _due(self) -> bool:
         return bool(self._store.entries) and time.monotonic() >= self._next_attempt
 
-    def _send(self, head: SpoolEntry) -> bool:
-        if head.batch is not None:
-            if self._inner.export(head.batch) is not SpanExportResult.SUCCESS:
+    def _send(self, head: SpoolEntry, batch: Sequence[ReadableSpan] | None) -> bool:
+        if batch is not None:
+            if self._inner.export(batch) is not SpanExportResult.SUCCESS:
                 return False
             with self._lock:
-                self._store.remove(head)
-                self._on_success(head, resent=False)
+                self._on_success(head, resent=False)  # and delete its file(s), if any by now
             return True
         try:
             with claim(self._store.path(head)) as requests:
@@ -290,10 +288,9 @@ class SpoolingExporter(SpanExporter):
                 if self._inner.export(spans) is not SpanExportResult.SUCCESS:
                     return False
                 with self._lock:
-                    self._store.remove(head)  # unlinked while still locked
-                    self._on_success(head, resent=True)
+                    self._on_success(head, resent=True)  # unlinked while still locked
                 return True
-        except (ValueError, KeyError, TypeError) as exc:
+        except _DAMAGED as exc:
             _logger.error("tracesim: spool file %s is damaged (%r); deleted", head.name, exc)
             with self._lock:
                 self._store.remove(head)
@@ -301,6 +298,10 @@ class SpoolingExporter(SpanExporter):
             return True
 
     def _on_success(self, head: SpoolEntry, *, resent: bool) -> None:
+        evicted = head.spans - self._store.remove(head)
+        if evicted:  # deleted for room while it was being sent, yet delivered: not lost after all
+            self._dropped -= evicted
+            self._burst_dropped = max(0, self._burst_dropped - evicted)
         self._delivered += head.spans
         if resent:
             self._resent += head.spans
@@ -316,7 +317,7 @@ class SpoolingExporter(SpanExporter):
             )
             self._burst_dropped = 0
 
-    def _on_failure(self, head: SpoolEntry) -> None:
+    def _on_failure(self, head: SpoolEntry, attempt: int) -> None:
         # Down, or does it refuse this one batch? An empty export is a valid OTLP request
         # that a healthy backend accepts (Phoenix: 200 over HTTP and gRPC).
         healthy = not self._stopping and self._inner.export([]) is SpanExportResult.SUCCESS
@@ -334,81 +335,133 @@ class SpoolingExporter(SpanExporter):
                     self._rejections.pop(head.name, None)
                     self._rejected += head.spans
                     return
-            self._sending = None  # the attempt is over: the head may be dropped if the spool is full
+            else:
+                self._down_attempt = attempt  # answers the flushes that asked before it started
             if not self._circuit_open:
                 _logger.warning(
                     "tracesim: the trace backend did not accept a batch; spooling to %s until it does",
                     self.directory,
                 )
             self._circuit_open = True
-            # Jitter, so processes sharing a backend do not retry in lock-step; a flush that
-            # arrived during this attempt gets one more right away.
-            delay = 0.0 if self._flush_requested else self._backoff_s * random.uniform(1.0, 1.2)
+            # A flush that asked after this attempt started gets one right away, and so does a
+            # waiting flush while a healthy backend refuses a batch (until it is rejected).
+            # Otherwise jitter, so processes sharing a backend do not retry in lock-step.
+            now = self._wanted_after >= attempt or (healthy and self._flushes > 0)
+            delay = 0.0 if now else self._backoff_s * random.uniform(1.0, 1.2)
             self._next_attempt = time.monotonic() + delay
             self._backoff_s = min(self._backoff_s * 2, self._max_backoff_s)
         self._persist_in_memory()
 
     def _persist_in_memory(self) -> None:
-        """Write every batch still waiting in memory to disk (backend down, or shutting down)."""
-        with self._lock:
-            waiting = [e for e in self._store.entries if not e.on_disk]
-        for entry in waiting:
-            assert entry.batch is not None
-            data = self._encode(entry.batch)
+        """Write every batch still in memory to disk, the one being sent included."""
+        with self._persist_lock:  # one writer at a time: the sender's and shutdown's would race
             with self._lock:
-                if data is None:
-                    self._store.remove(entry)
-                    self._dropped += entry.spans
-                    continue
-                self._make_room(len(data))
-                try:
-                    self._store.persist(entry, data)
-                except OSError as exc:
-                    self._log_write_error(exc)  # stays in memory; lost only if the process ends
-                    continue
-                self._spooled += entry.spans
+                waiting = [e for e in self._store.entries if not e.on_disk]
+            for entry in reversed(waiting):  # newest first: they have the first claim on the room
+                with self._lock:
+                    room = self._store.room_for(entry, self.max_bytes)
+                assert entry.batch is not None
+                encoded = self._encode(entry.batch, room)
+                with self._lock:
+                    if entry.on_disk or entry not in self._store.entries:
+                        continue  # delivered meanwhile
+                    kept = self._admit(encoded, entry)
+                    try:
+                        self._store.persist(entry, kept)
+                    except OSError as exc:
+                        self._write_failed(exc)  # stays in memory; lost only if the process ends
+                        continue
+                    self._problems.recovered("tracesim: writing to spool %s works again", self.directory)
+                    self._spooled += sum(n for _, n in kept)
 
     # ------------------------------------------------------------ flush and shutdown
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        """Try to deliver everything waiting within the deadline; True if nothing is left."""
-        return self._drain(time.monotonic() + timeout_millis / 1000, until_down=False)
+        """Try now to deliver everything waiting; True if nothing is left.
 
-    def _drain(self, deadline: float, *, until_down: bool) -> bool:
+        Prompts an attempt at once, also while the backend is considered down, and waits
+        within the deadline until everything is delivered or an attempt that started after
+        this call finds the backend down (a refused connection fails fast; a backend that
+        hangs is waited for until the deadline). What is not delivered is then on disk
+        before this returns, so a process may exit right after.
+        """
+        if self._drain(time.monotonic() + timeout_millis / 1000):
+            return True
+        self._persist_in_memory()
+        return False
+
+    def _drain(self, deadline: float, *, until_down: bool = False) -> bool:
         with self._lock:
             if not self._store.entries:
                 return True
             if self._stopping:
                 return False
-            self._next_attempt = min(self._next_attempt, time.monotonic())  # one attempt now
-            self._flush_requested = True
+            asked = self._attempts  # attempts numbered above this started after the request
+            self._wanted_after = max(self._wanted_after, asked)
+            self._next_attempt = min(self._next_attempt, time.monotonic())
             self._ensure_worker()
             self._changed.notify_all()
-            while self._store.entries and not self._stopping and not (until_down and self._circuit_open):
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                self._changed.wait(remaining)
-            return not self._store.entries
+            self._flushes += 1
+            try:
+                while (
+                    self._store.entries
+                    and not self._stopping
+                    and self._down_attempt <= asked
+                    and not (until_down and self._circuit_open)
+                ):
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        return False
+                    self._changed.wait(remaining)
+                return not self._store.entries
+            finally:
+                self._flushes -= 1
 
-    def shutdown(self, timeout_millis: int = 5_000) -> None:
-        """Stop sending; whatever is still unsent is written to the spool directory."""
+    def set_shutdown_deadline(self, deadline: float | None) -> None:
+        """Make `shutdown` return by ``deadline``, a `time.monotonic` value (None: no such bound).
+
+        The SDK's ``BatchSpanProcessor`` calls ``shutdown`` with its own 30 s default; an owner
+        with a deadline of its own (``tracesim.shutdown``) sets it here before shutting the
+        processor down.
+
+        Example:
+            >>> import time
+            >>> exporter.set_shutdown_deadline(time.monotonic() + 2.0)  # doctest: +SKIP
+            >>> provider.shutdown()  # returns within about 2 s  # doctest: +SKIP
+        """
+        with self._lock:
+            self._shutdown_deadline = deadline
+
+    def shutdown(self, timeout_millis: float | None = None) -> None:
+        """Write every unsent batch to disk, let the sender deliver until the deadline, stop.
+
+        The deadline is the earlier of ``timeout_millis`` from now (default 5 s) and the one
+        given to `set_shutdown_deadline`. Batches still in memory, the one being sent
+        included, go to disk first (the one step not cut short: at most ``max_in_memory``
+        batches), so nothing is lost however the rest ends; then, while the backend is up,
+        the sender delivers from disk, and it is waited for only until the deadline.
+        """
+        start = time.monotonic()
         with self._lock:
             if self._shutdown:
                 return
             self._shutdown = True  # no new batches from here on
+            limit = self._shutdown_deadline
+        deadline = start + (timeout_millis / 1000 if timeout_millis is not None else DEFAULT_SHUTDOWN_S)
+        deadline = min(deadline, limit) if limit is not None else deadline
+        self._persist_in_memory()
+        with self._lock:
             circuit_open = self._circuit_open
-        if not circuit_open:  # the backend was fine: give the sender a moment to finish
-            self._drain(time.monotonic() + min(timeout_millis, 5_000) / 1000, until_down=True)
+        if not circuit_open:
+            self._drain(deadline, until_down=True)
         with self._lock:
             self._stopping = True
             self._changed.notify_all()
             worker = self._worker
-        # Shutting the inner exporter down cuts its retry waits short.
-        self._inner.shutdown()
+        self._inner.shutdown()  # cuts the inner exporter's retry waits short
+        self._persist_in_memory()  # a batch that raced with the start of shutdown
         if worker is not None and worker is not threading.current_thread():
-            worker.join(timeout=10.0)
-        self._persist_in_memory()
+            worker.join(max(0.0, deadline - time.monotonic()))  # a batch it delivers now leaves the disk
         with self._lock:
             if self._store.entries:
                 _logger.info(
