@@ -162,6 +162,22 @@ def test_a_torn_last_line_is_skipped_with_a_warning_and_terminated_before_append
         assert [s.name for s in load_spans(path)] == ["before-crash", "after-restart"]
 
 
+def test_a_line_torn_by_another_writer_while_the_file_is_open_is_terminated_first(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    exporter = JsonlExporter(path)
+    tracer = _provider(exporter).get_tracer("t")
+    with tracer.start_as_current_span("first"):
+        pass
+    with open(path, "a") as f:
+        f.write('{"resourceSpans":[{"resource":')  # another process died mid-line
+    with tracer.start_as_current_span("second"):  # the exporter still has the file open
+        pass
+    exporter.shutdown()
+    # "second" is on a line of its own, not glued to the torn one (which would lose both)
+    with pytest.warns(TraceFileWarning, match=r"t.jsonl:2: skipped unreadable line"):
+        assert [s.name for s in load_spans(path)] == ["first", "second"]
+
+
 def test_a_line_that_is_json_but_not_otlp_is_skipped(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     path.write_text('[1, 2]\n{"resourceSpans": [{"scopeSpans": [{"spans": [{"name": "no ids"}]}]}]}\n')

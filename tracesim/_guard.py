@@ -8,10 +8,11 @@ bugs are not hidden from us.
 
 from __future__ import annotations
 
+import errno
 import logging
 import threading
 
-__all__ = ["WarnOnce", "internal_error", "set_raise", "warn_once"]
+__all__ = ["CauseLog", "WarnOnce", "internal_error", "os_cause", "set_raise", "warn_once"]
 
 _logger = logging.getLogger("tracesim")
 _lock = threading.Lock()
@@ -73,3 +74,52 @@ class WarnOnce:
 
 warn_once = WarnOnce().warn
 """Once per process: for problems with no configuration of their own (capture, redaction)."""
+
+
+class CauseLog:
+    """Log the problems of one resource once per cause, and once more when it works again.
+
+    Unlike `WarnOnce`, a resource that recovers and fails again is logged again: a disk that
+    fills up every night says so every night, not once per process.
+
+    Example:
+        >>> problems = CauseLog()
+        >>> problems.failed("ENOSPC", "tracesim: cannot write %s", "t.jsonl")  # logged
+        True
+        >>> problems.failed("ENOSPC", "tracesim: cannot write %s", "t.jsonl")  # not again
+        False
+        >>> problems.recovered("tracesim: writing %s works again", "t.jsonl")  # logged; causes forgotten
+        True
+    """
+
+    def __init__(self) -> None:
+        self._causes: set[str] = set()
+        self._lock = threading.Lock()
+
+    def failed(self, cause: str, message: str, *args: object, level: int = logging.ERROR) -> bool:
+        """Log ``message % args`` unless ``cause`` was logged since the last recovery."""
+        with self._lock:
+            if cause in self._causes:
+                return False
+            self._causes.add(cause)
+        _logger.log(level, message, *args, stacklevel=2)
+        return True
+
+    def recovered(self, message: str, *args: object) -> bool:
+        """Log ``message % args`` if any cause was logged, and forget the causes."""
+        with self._lock:
+            if not self._causes:
+                return False
+            self._causes.clear()
+        _logger.warning(message, *args, stacklevel=2)
+        return True
+
+
+def os_cause(exc: OSError) -> str:
+    """A stable name for an OS error's cause, to key a `CauseLog` with.
+
+    Example:
+        >>> os_cause(OSError(28, "No space left on device"))
+        'ENOSPC'
+    """
+    return errno.errorcode.get(exc.errno or 0, type(exc).__name__)

@@ -15,12 +15,20 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from _disk import (
+    assert_nothing_lost,
+    fill_then_free,
+    mount_tmpfs,
+    run_with_file_size_limit,
+    small_tmpfs,
+    umount,
+)
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from tracesim.exporters import JsonlExporter, _jsonl, load_spans
+from tracesim.exporters import JsonlExporter, _jsonl, load_spans, read_jsonl
 
 Spans = Callable[..., list[ReadableSpan]]
 
@@ -50,27 +58,12 @@ def _read_strictly(path: Path) -> list[str]:
         return [s.name for s in load_spans(path)]
 
 
-def _mount_tmpfs(directory: Path, options: str) -> None:
-    if os.geteuid() != 0:
-        pytest.skip("needs root to mount a tmpfs")
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(directory)], capture_output=True, text=True
-    )
-    if mounted.returncode != 0:
-        pytest.skip(f"needs root to mount a tmpfs (mount said: {mounted.stderr.strip()})")
-
-
-def _umount(directory: Path) -> None:
-    subprocess.run(["umount", str(directory)], check=True)
-
-
-_FILE_SIZE_LIMIT = r"""
-import json, resource, signal, sys
+_SPANS_SETUP = """
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.exporter.otlp.json.common.trace_encoder import encode_spans
 from tracesim.exporters import JsonlExporter
+from tracesim.exporters._jsonl import encode_line
 
 memory = InMemorySpanExporter()
 provider = TracerProvider()
@@ -84,78 +77,38 @@ def batch(name):
     return memory.get_finished_spans()
 
 exporter = JsonlExporter("traces.jsonl")
-written, failed = [], []
-
-def export(name):
-    ok = exporter.export(batch(name)) is SpanExportResult.SUCCESS
-    (written if ok else failed).append(name)
-
-line = len(json.dumps(encode_spans(batch("full-00")).to_dict(), separators=(",", ":"))) + 1
-signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # past the limit a write is short, then EFBIG
-_, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
-resource.setrlimit(resource.RLIMIT_FSIZE, (line * 5 // 2, hard))  # the third line is cut mid-way
-for i in range(10):
-    export(f"full-{i:02d}")
-resource.setrlimit(resource.RLIMIT_FSIZE, (hard, hard))  # space returns
-for i in range(3):
-    export(f"after-{i:02d}")
-flushed = exporter.force_flush()
-exporter.shutdown()
-print(json.dumps({"written": written, "failed": failed, "flushed": flushed}))
+SUCCESS = SpanExportResult.SUCCESS
+line_bytes = len(encode_line(batch("full-00")))
 """
 
 
 def test_a_short_write_is_cut_back_and_retried_when_space_returns(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", _FILE_SIZE_LIMIT], cwd=tmp_path, capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 0, done.stderr
-    result = json.loads(done.stdout)
-    assert result["written"][:2] == ["full-00", "full-01"]
-    assert "full-02" in result["failed"]  # the limit was really hit, mid-line
+    result, stderr = run_with_file_size_limit(tmp_path, _SPANS_SETUP)
     assert result["flushed"] is True
-    names = _read_strictly(tmp_path / "traces.jsonl")
-    assert len(names) == len(set(names))  # nothing written twice
-    assert set(result["written"]) <= set(names)  # nothing reported written is lost
     # and what waited in memory while the file was "full" was written once space returned
-    assert sorted(names) == sorted(result["written"] + result["failed"])
-    assert done.stderr.count("cannot write spans") == 1  # once per cause, no traceback
-    assert "Traceback" not in done.stderr
-    assert done.stderr.count("works again") == 1
+    names = _read_strictly(tmp_path / "traces.jsonl")
+    assert_nothing_lost(names, result["written"], set(result["written"] + result["failed"]))
+    assert stderr.count("cannot write spans") == 1  # once per cause, no traceback
+    assert "Traceback" not in stderr
+    assert stderr.count("works again") == 1
 
 
 def test_a_full_tmpfs_loses_nothing_reported_written(
     tmp_path: Path, spans: Spans, caplog: pytest.LogCaptureFixture
 ) -> None:
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    _mount_tmpfs(disk, "size=64k")
-    exporter = JsonlExporter(disk / "traces.jsonl")
-    try:
-        filler = disk / "filler"
-        filler.write_bytes(b"\0" * 32 * 1024)
-        written: list[str] = []
-        failed: list[str] = []
-        with caplog.at_level(logging.INFO, logger="tracesim"):
-            for i in range(40):  # about 3 KB a line: the disk is full after about ten
-                name = f"s{i:02d}"
-                ok = exporter.export(spans(name, payload=2500)) is SpanExportResult.SUCCESS
-                (written if ok else failed).append(name)
-                if len(failed) == 3:
-                    break
-            assert len(failed) == 3, "the tmpfs never filled up"
-            filler.unlink()  # space returns
-            for i in range(3):
-                exporter.export(spans(f"after{i}", payload=2500))
-            assert exporter.force_flush()
-        exporter.shutdown()
-        names = _read_strictly(disk / "traces.jsonl")
-    finally:
-        exporter.shutdown()  # closes the file, or the tmpfs stays busy
-        _umount(disk)
-    assert len(names) == len(set(names))
-    assert set(written) <= set(names)
-    assert set(names) == set(written) | set(failed) | {"after0", "after1", "after2"}
+    with small_tmpfs(tmp_path / "disk") as disk:
+        exporter = JsonlExporter(disk / "traces.jsonl")
+        try:
+            with caplog.at_level(logging.INFO, logger="tracesim"):
+                written, failed = fill_then_free(
+                    disk, lambda name: exporter.export(spans(name, payload=2500)) is SpanExportResult.SUCCESS
+                )
+                assert exporter.force_flush()
+            exporter.shutdown()
+            names = _read_strictly(disk / "traces.jsonl")
+        finally:
+            exporter.shutdown()  # closes the file, or the tmpfs stays busy
+    assert_nothing_lost(names, written, {*written, *failed, "after0", "after1", "after2"})
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert len(errors) == 1
     assert errors[0].exc_info is None
@@ -225,7 +178,7 @@ def test_check_writable_finds_a_read_only_directory(tmp_path: Path) -> None:
     frozen = tmp_path / "frozen"
     frozen.mkdir()
     if os.geteuid() == 0:
-        _mount_tmpfs(frozen, "ro,size=64k")  # root writes through permission bits
+        mount_tmpfs(frozen, "ro,size=64k")  # root writes through permission bits
     else:
         frozen.chmod(0o500)
     try:
@@ -235,6 +188,47 @@ def test_check_writable_finds_a_read_only_directory(tmp_path: Path) -> None:
         assert str(frozen) in problem
     finally:
         if os.geteuid() == 0:
-            _umount(frozen)
+            umount(frozen)
         else:
             frozen.chmod(0o700)
+
+
+_FORK = r"""
+import json, os, shutil
+from tracesim.exporters._linefile import LineFile
+
+lines = LineFile("d/t.jsonl")
+
+def line(name):
+    return (json.dumps({"name": name}) + "\n").encode()
+
+assert lines.append(line("parent-first"))
+shutil.rmtree("d")
+open("d", "w").close()  # a file where the directory was: the next line waits in memory
+assert not lines.append(line("parent-waiting"))
+os.remove("d")  # and now it can be written
+pid = os.fork()
+if pid == 0:
+    ok = lines.append(line("child"))
+    print(json.dumps({"child": [ok, lines.pending, lines.dropped]}), flush=True)
+    lines.close()
+    os._exit(0)
+_, status = os.waitpid(pid, 0)
+assert status == 0, status
+assert lines.pending == 1
+assert lines.append(line("parent-after"))
+lines.close()
+"""
+
+
+def test_a_forked_child_writes_its_own_lines_not_the_parents_waiting_ones(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _FORK], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"child": [True, 0, 0]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        names = [line["name"] for line in read_jsonl(tmp_path / "d" / "t.jsonl")]
+    # the line waiting in the parent's memory is written once, by the parent
+    assert names == ["child", "parent-waiting", "parent-after"]

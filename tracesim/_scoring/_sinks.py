@@ -114,7 +114,13 @@ def _log_exporters(settings: Settings) -> list[LogRecordExporter]:
             path = Path(settings.jsonl_path).absolute()
             from tracesim.exporters._jsonl_logs import JsonlLogExporter
 
-            exporters.append(JsonlLogExporter(path.with_name(path.stem + ".logs.jsonl")))
+            exporters.append(
+                JsonlLogExporter(
+                    path.with_name(path.stem + ".logs.jsonl"),
+                    max_bytes=settings.jsonl_max_bytes,
+                    backups=settings.jsonl_backups,
+                )
+            )
         elif item == "otlp":
             exporters.append(_otlp_log_exporter(settings))
     return exporters

@@ -3,48 +3,82 @@
 from __future__ import annotations
 
 import json
-import logging
 import os
-import threading
 from collections.abc import Sequence
-from pathlib import Path
 
 from opentelemetry.exporter.otlp.json.common._log_encoder import encode_logs
 from opentelemetry.sdk._logs import ReadableLogRecord
 from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
 
-__all__ = ["JsonlLogExporter"]
+from tracesim._guard import internal_error
+from tracesim.exporters._linefile import DEFAULT_BACKLOG_BYTES, DEFAULT_BACKUPS, DEFAULT_MAX_BYTES, LineFile
 
-_logger = logging.getLogger("tracesim")
+__all__ = ["JsonlLogExporter"]
 
 
 class JsonlLogExporter(LogRecordExporter):
     """Append log records to a file, one OTLP/JSON ``ExportLogsServiceRequest`` per line.
 
     tracesim writes evaluation results here (``<trace file>.logs.jsonl``) when
-    ``evaluation_log_events`` is on and spans go to the local file.
+    ``evaluation_log_events`` is on and spans go to the local file. The file is a `LineFile`,
+    as the trace file is: rotated by size, shared safely between processes, never left with a
+    half line; records the disk refuses wait in memory (``pending``, within ``backlog_bytes``,
+    the oldest dropped first and counted in ``dropped``) and are written once it takes them.
+
+    Example:
+        >>> from opentelemetry.sdk._logs import LoggerProvider
+        >>> from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+        >>> provider = LoggerProvider()
+        >>> exporter = JsonlLogExporter(".tracesim/traces.logs.jsonl")  # doctest: +SKIP
+        >>> provider.add_log_record_processor(BatchLogRecordProcessor(exporter))  # doctest: +SKIP
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
-        self._lock = threading.Lock()
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        backups: int = DEFAULT_BACKUPS,
+        backlog_bytes: int = DEFAULT_BACKLOG_BYTES,
+    ) -> None:
+        self.file = LineFile(
+            path,
+            max_bytes=max_bytes,
+            backups=backups,
+            backlog_bytes=backlog_bytes,
+            what="evaluation log records",
+        )
+        """Where the lines go: rotation settings, `pending` and `dropped` live here."""
+        self.path = self.file.path
+
+    @property
+    def pending(self) -> int:
+        """Records waiting in memory for the file to accept them."""
+        return self.file.pending
+
+    @property
+    def dropped(self) -> int:
+        """Records dropped unwritten because the backlog was full (or left at shutdown)."""
+        return self.file.dropped
 
     def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
-        """Write the batch as one line; failures are logged and reported, never raised."""
+        """Write the batch as one line; ``FAILURE`` when it is not in the file (kept to retry)."""
+        if self.file.closed:
+            return LogRecordExportResult.FAILURE
+        if not batch:
+            return LogRecordExportResult.SUCCESS
         try:
             line = json.dumps(encode_logs(batch).to_dict(), separators=(",", ":")) + "\n"
-            with self._lock:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                with open(self.path, "a", encoding="utf-8") as f:
-                    f.write(line)
-        except Exception:
-            _logger.exception("tracesim: could not write evaluation log records to %s", self.path)
+            written = self.file.append(line.encode(), items=len(batch))
+        except Exception:  # a bug of ours: logged once (raised under our tests)
+            internal_error("jsonl log exporter")
             return LogRecordExportResult.FAILURE
-        return LogRecordExportResult.SUCCESS
+        return LogRecordExportResult.SUCCESS if written else LogRecordExportResult.FAILURE
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        """Lines are written when ``export`` returns."""
-        return True
+        """Retry the lines waiting in memory; True when every line is in the file."""
+        return self.file.flush()
 
     def shutdown(self) -> None:
-        """Nothing to release: the file is opened per batch."""
+        """Write what waits in memory if the file accepts it now, then close; later exports fail."""
+        self.file.close()

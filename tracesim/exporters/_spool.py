@@ -23,8 +23,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from tracesim._errors import ConfigError
-from tracesim._guard import internal_error
-from tracesim.exporters._jsonl import CauseLog, os_cause
+from tracesim._guard import CauseLog, internal_error, os_cause
 from tracesim.exporters._otlp_decode import readable_spans
 from tracesim.exporters._spool_store import (
     Encoded,
