@@ -115,7 +115,8 @@ def test_eval_end_to_end_with_workers_and_bad_rows(tmp_path: Path) -> None:
     for heading in ("evaluator", "count", "mean", "pass rate", "skipped", "errors", "levenshtein", "meteor"):
         assert heading in done.stdout
     assert f"{len(bad_lines)} bad rows skipped" in done.stdout
-    assert "ok: levenshtein pass rate" in done.stdout
+    assert "tracesim eval: --fail-under levenshtein: pass rate " in done.stderr
+    assert done.stderr.rstrip().endswith(": ok")
 
 
 def test_fail_under_gate_exits_1(tmp_path: Path) -> None:
@@ -216,3 +217,105 @@ def test_missing_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert main(["eval", str(tmp_path / "nope.jsonl")]) == 2
     assert "no such file" in capsys.readouterr().err
     assert main(["eval"]) == 2
+
+
+def _two_rows(tmp_path: Path) -> Path:
+    data = tmp_path / "d.jsonl"
+    rows = [{"output": "Paris", "expected": "Paris"}, {"output": "Lyon", "expected": "Paris"}]
+    data.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return data
+
+
+def test_gates_take_percentages_and_read_like_report_gates(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = _two_rows(tmp_path)
+    args = ["eval", str(data), "-e", "exact", "-o", str(tmp_path / "o.jsonl"), "--no-progress"]
+    assert main([*args, "--fail-under", "exact=50%"]) == 0
+    assert (
+        "tracesim eval: --fail-under exact: pass rate 0.500 >= 0.500 (1 of 2 passed): ok"
+        in capsys.readouterr().err
+    )
+    assert main([*args, "--fail-under", "exact=0.51"]) == 1
+    assert (
+        "tracesim eval: --fail-under exact: pass rate 0.500 < 0.510 (1 of 2 passed): FAILED"
+        in capsys.readouterr().err
+    )
+
+
+@pytest.mark.parametrize("spec", ["exact=x", "exact", "exact=150%", "=0.5"])
+def test_a_malformed_gate_is_refused_with_the_words_report_uses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], spec: str
+) -> None:
+    from tracesim._report import parse_gate
+
+    with pytest.raises(ValueError, match=r"EVALUATOR=RATE|not a number|between 0 and 1") as refused:
+        parse_gate(spec)
+    data = _two_rows(tmp_path)
+    assert main(["eval", str(data), "-e", "exact", "--no-progress", "--fail-under", spec]) == 2
+    assert f"tracesim eval: error: --fail-under: {refused.value}" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as report_exit:
+        main(["report", str(data), "--fail-under", spec])
+    assert report_exit.value.code == 2
+    assert str(refused.value) in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("out", ["/proc/nope/x", "{tmp}", "{tmp}/missing-dir/o.jsonl"])
+def test_an_unwritable_results_file_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], out: str
+) -> None:
+    data = _two_rows(tmp_path)
+    target = out.format(tmp=tmp_path)
+    assert main(["eval", str(data), "-e", "exact", "-o", target, "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"tracesim eval: error: cannot write {target}: ")
+    assert "Traceback" not in err
+
+
+def test_a_directory_or_an_unreadable_file_as_data_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["eval", str(tmp_path), "-e", "exact", "--no-progress"]) == 2
+    assert "is a directory" in capsys.readouterr().err
+    if not Path("/proc/self/mem").is_file():
+        pytest.skip("needs Linux /proc (a file that opens but cannot be read)")
+    out = str(tmp_path / "o.jsonl")
+    for fmt in ("jsonl", "csv"):
+        assert (
+            main(["eval", "/proc/self/mem", "--format", fmt, "-e", "exact", "-o", out, "--no-progress"]) == 2
+        )
+        assert "tracesim eval: error: cannot read /proc/self/mem: " in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "code", "message"),
+    [
+        ("empty.jsonl", b"", 0, "0 rows scored"),
+        ("blank.jsonl", b"\n  \n", 0, "0 rows scored"),
+        ("empty.csv", b"", 2, "no 'output' column (columns: none)"),
+        ("nul.csv", b"output,expected\nPar\x00is,Paris\nParis,Paris\n", 0, "2 rows scored"),
+        ("nul-header.csv", b"out\x00put,expected\nParis,Paris\n", 2, "(columns: out\u2400put, expected)"),
+        ("bad-utf8-header.csv", b"output,exp\xffected\nParis,Paris\n", 2, "header is not valid UTF-8"),
+        (
+            "bad-utf8-row.csv",
+            b"output,expected\nPar\xffis,Paris\nParis,Paris\n",
+            0,
+            "line 2: not valid UTF-8",
+        ),
+        (
+            "escape-header.csv",
+            b"\x1b]0;pwned\x07,expected\nParis,Paris\n",
+            2,
+            "(columns: \u241b]0;pwned\u2407",
+        ),
+    ],
+)
+def test_odd_data_files_end_in_a_message_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, content: bytes, code: int, message: str
+) -> None:
+    data = tmp_path / name
+    data.write_bytes(content)
+    assert main(["eval", str(data), "-e", "exact", "-o", str(tmp_path / "o.jsonl"), "--no-progress"]) == code
+    captured = capsys.readouterr()
+    assert message in captured.out + captured.err
+    assert "\x1b" not in captured.out + captured.err

@@ -69,5 +69,5 @@ def test_json_to_protobuf_is_what_the_protobuf_exporter_sends(spans: list[Readab
 def test_not_otlp_json_raises() -> None:
     with pytest.raises(ValueError, match="name"):
         request_to_protobuf({"resourceSpans": [{"scopeSpans": [{"spans": [{"name": 3, "bogus": 1}]}]}]})
-    with pytest.raises(KeyError):
+    with pytest.raises(ValueError, match="traceId"):
         readable_spans({"resourceSpans": [{"scopeSpans": [{"spans": [{"name": "no ids"}]}]}]})

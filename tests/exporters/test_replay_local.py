@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -118,3 +119,70 @@ def test_cli_prints_a_summary_and_sets_the_exit_status(
     assert main(["replay", str(trace_file), "--endpoint", sink.url, "--force", "--encoding", "protobuf"]) == 1
     assert "run the same command again" in capsys.readouterr().out
     assert main(["replay", str(trace_file.with_name("missing.jsonl"))]) == 2
+
+
+def test_rotated_lines_are_not_sent_again(sink: OtlpSink, tmp_path: Path, make_batch: Batch) -> None:
+    path = tmp_path / "traces.jsonl"
+    exporter = JsonlExporter(path)
+    for i in range(4):
+        exporter.export(make_batch(f"a{i}"))
+    exporter.shutdown()
+    assert replay([path], endpoint=sink.url, encoding="protobuf").spans == 12
+    path.rename(tmp_path / "traces.1.jsonl")  # what rotation does
+    exporter = JsonlExporter(path)
+    for i in range(2):
+        exporter.export(make_batch(f"b{i}"))
+    exporter.shutdown()
+    again = replay([tmp_path / "traces.1.jsonl", path], endpoint=sink.url, encoding="protobuf")
+    assert (again.ok, again.spans, again.already_sent) == (True, 6, 4)
+    assert len(sink.span_ids) == len(set(sink.span_ids)) == 18  # every span exactly once
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "traces.1.jsonl",
+        "traces.jsonl",
+        "traces.jsonl.replayed",
+    ]
+
+
+def test_replaying_while_the_exporter_rotates_sends_every_span_once(
+    sink: OtlpSink, tmp_path: Path, make_batch: Batch
+) -> None:
+    path = tmp_path / "traces.jsonl"
+    exporter = JsonlExporter(path, max_bytes=4096, backups=3)  # a batch line is ~1.5 KB
+    files = [path, *(path.with_name(f"traces.{i}.jsonl") for i in (3, 2, 1))]
+    for round_ in range(8):
+        for i in range(3):
+            exporter.export(make_batch(f"r{round_}-{i}"))
+        report = replay([f for f in files if f.is_file()], endpoint=sink.url, encoding="protobuf")
+        assert report.ok
+    exporter.shutdown()
+    assert len(sink.span_ids) == len(set(sink.span_ids)) == 8 * 3 * 3
+
+
+def test_a_ledger_from_before_content_keys_still_counts(
+    sink: OtlpSink, trace_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The old ledger: one per file, keyed by offset, length and the first 16 hex of SHA-256.
+    offset, entries = 0, []
+    for raw in trace_file.read_bytes().splitlines(keepends=True):
+        entries.append(
+            {"endpoint": sink.url, "line": f"{offset}:{len(raw)}:{hashlib.sha256(raw).hexdigest()[:16]}"}
+        )
+        offset += len(raw)
+    trace_file.with_name("traces.jsonl.replayed").write_text(
+        "".join(json.dumps(e) + "\n" for e in entries[:2])
+    )
+    rotated = trace_file.rename(trace_file.with_name("traces.1.jsonl"))
+    report = replay([rotated], endpoint=sink.url, encoding="protobuf")
+    assert (report.already_sent, report.lines) == (2, 2)
+    assert sorted(sink.delivered_names) == [f"r{i}-{j}" for i in (2, 3) for j in range(3)]
+    assert main(["report", str(rotated.parent), "--json"]) == 0  # the ledger is no trace file
+    assert json.loads(capsys.readouterr().out)["totals"]["spans"] == 12
+
+
+def test_a_damaged_ledger_costs_a_resend_not_a_crash(sink: OtlpSink, trace_file: Path) -> None:
+    ledger = trace_file.with_name("traces.jsonl.replayed")
+    ledger.write_text('[1, 2]\n"text"\n{"endpoint": 5}\n' + "[" * 100_000 + "\n{torn")
+    assert replay([trace_file], endpoint=sink.url, encoding="protobuf").spans == 12
+    ledger.unlink()
+    ledger.mkdir()  # cannot be read or written: replay still works, it just cannot resume
+    assert replay([trace_file], endpoint=sink.url, encoding="protobuf").spans == 12

@@ -14,7 +14,7 @@ The pieces: `summarize` (spans to a `Report`), `read_report` (files to a `Report
 """
 
 from tracesim._report._collect import NONE_GROUP
-from tracesim._report._gate import Gate, GateResult, check_gates, parse_gate
+from tracesim._report._gate import Gate, GateResult, check_gates, decide, gate_line, parse_gate
 from tracesim._report._html import render_html
 from tracesim._report._math import histogram, histogram_edges, percentile
 from tracesim._report._model import SCHEMA, EvaluatorStats, Histogram, LatencyStats, Report, SpanStats, Totals
@@ -33,6 +33,8 @@ __all__ = [
     "SpanStats",
     "Totals",
     "check_gates",
+    "decide",
+    "gate_line",
     "histogram",
     "histogram_edges",
     "parse_gate",

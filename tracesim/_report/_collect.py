@@ -214,5 +214,8 @@ def _status(attrs: Mapping[str, Any]) -> Status:
 def _finite(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:  # an intValue with hundreds of digits
+        return None
     return value if math.isfinite(value) else None

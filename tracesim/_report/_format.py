@@ -1,8 +1,17 @@
-"""Number formats shared by the terminal tables and the HTML page."""
+"""Number and text formats shared by the terminal tables and the HTML page.
+
+Text from trace files (span, evaluator and group names, labels, file names) is shown through
+`visible` in both, so control characters and bidirectional overrides appear as symbols instead
+of acting on the terminal or reordering the page.
+"""
 
 from __future__ import annotations
 
-__all__ = ["DASH", "format_count", "format_duration", "format_rate", "format_score"]
+from html import escape
+
+from tracesim.exporters._safe_text import visible
+
+__all__ = ["DASH", "format_count", "format_duration", "format_rate", "format_score", "html_text"]
 
 DASH = "–"
 """Shown where there is no value (no scores, no decisions)."""
@@ -55,3 +64,13 @@ def format_count(count: int) -> str:
         '104,857'
     """
     return f"{count:,}"
+
+
+def html_text(text: str) -> str:
+    """Text from a trace file, made visible and escaped for HTML (element content or attribute).
+
+    Example:
+        >>> html_text('<b>"x"</b>\\x1b[2J')
+        '&lt;b&gt;&quot;x&quot;&lt;/b&gt;␛[2J'
+    """
+    return escape(visible(text))

@@ -6,6 +6,9 @@ of its results had a pass/fail decision (all skipped, errored, unsampled or with
 threshold): a gate that cannot be checked must not pass silently. An evaluator that does not
 occur in the files at all is reported as ``missing``; the command treats that as a usage error
 (exit 2), since it is usually a misspelt name or the wrong file.
+
+``tracesim report`` and ``tracesim eval`` parse gates with `parse_gate`, decide them with
+`decide` and print them with `gate_line`, so they accept and say the same things.
 """
 
 from __future__ import annotations
@@ -14,8 +17,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from tracesim._report._model import Report
+from tracesim.exporters._safe_text import visible
 
-__all__ = ["Gate", "GateResult", "check_gates", "parse_gate"]
+__all__ = ["Gate", "GateResult", "check_gates", "decide", "gate_line", "parse_gate"]
 
 Outcome = Literal["pass", "fail", "undecided", "missing"]
 
@@ -109,9 +113,31 @@ def check_gates(report: Report, gates: list[Gate]) -> list[GateResult]:
         stats = report.evaluator(gate.evaluator)
         if stats is None:
             out.append(GateResult(gate.evaluator, gate.min_rate, None, 0, 0, "missing"))
-            continue
-        rate = stats.pass_rate
-        outcome: Outcome = "undecided" if rate is None else "pass" if rate >= gate.min_rate else "fail"
-        decided = stats.passed + stats.failed
-        out.append(GateResult(gate.evaluator, gate.min_rate, rate, stats.passed, decided, outcome))
+        else:
+            out.append(decide(gate, stats.passed, stats.passed + stats.failed))
     return out
+
+
+def decide(gate: Gate, passed: int, decided: int) -> GateResult:
+    """The gate's outcome for ``passed`` of ``decided`` results; none decided is ``undecided``.
+
+    Example:
+        >>> decide(parse_gate("exact=75%"), 3, 4).outcome, decide(parse_gate("exact=0.8"), 3, 4).outcome
+        ('pass', 'fail')
+    """
+    rate = passed / decided if decided else None
+    outcome: Outcome = "undecided" if rate is None else "pass" if rate >= gate.min_rate else "fail"
+    return GateResult(gate.evaluator, gate.min_rate, rate, passed, decided, outcome)
+
+
+_VERDICTS: dict[Outcome, str] = {"pass": "ok", "fail": "FAILED", "undecided": "FAILED", "missing": "ERROR"}
+
+
+def gate_line(result: GateResult) -> str:
+    """How the commands report a gate, evaluator names made `visible`.
+
+    Example:
+        >>> gate_line(decide(parse_gate("exact=0.8"), 3, 4))
+        '--fail-under exact: pass rate 0.750 < 0.800 (3 of 4 passed): FAILED'
+    """
+    return f"--fail-under {visible(result.describe())}: {_VERDICTS[result.outcome]}"

@@ -2,15 +2,22 @@
 
 The page loads nothing: a Content-Security-Policy forbids every fetch and script, so it reads
 the same offline, from an e-mail attachment or a CI artifact. All text from the trace files
-(span names, evaluator names, labels, group values, file names) is escaped.
+(span names, evaluator names, labels, group values, file names) is escaped, with control
+characters and bidirectional overrides shown as symbols (`visible`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from html import escape
 
-from tracesim._report._format import DASH, format_count, format_duration, format_rate, format_score
+from tracesim._report._format import (
+    DASH,
+    format_count,
+    format_duration,
+    format_rate,
+    format_score,
+    html_text,
+)
 from tracesim._report._gate import GateResult
 from tracesim._report._model import EvaluatorStats, Report, SpanStats
 from tracesim._report._svg import LATENCY_COLOURS, latency_chart, score_histogram
@@ -53,8 +60,8 @@ def render_html(report: Report, gates: Sequence[GateResult] = ()) -> str:
     grouped = report.group_by is not None
     body = [
         "<header><h1>tracesim report</h1>",
-        f'<p class="summary">{escape(summary_line(report))}</p>',
-        f'<p class="files">Files: {escape(", ".join(report.files)) or DASH}</p></header>',
+        f'<p class="summary">{html_text(summary_line(report))}</p>',
+        f'<p class="files">Files: {html_text(", ".join(report.files)) or DASH}</p></header>',
         _cards(report),
     ]
     if gates:
@@ -73,10 +80,10 @@ def render_html(report: Report, gates: Sequence[GateResult] = ()) -> str:
         body.append(_span_table(report.spans, report.group_by if grouped else None))
         body.append("</section>")
     if report.warnings:
-        items = "".join(f"<li>{escape(w)}</li>" for w in report.warnings)
+        items = "".join(f"<li>{html_text(w)}</li>" for w in report.warnings)
         body.append(f'<section id="warnings"><h2>Warnings</h2><ul class="warnings">{items}</ul></section>')
     body.append(
-        f"<footer>tracesim {escape(__version__)}. Percentiles interpolate linearly between closest "
+        f"<footer>tracesim {html_text(__version__)}. Percentiles interpolate linearly between closest "
         "ranks; mean score covers results with status ok; pass rate = passed / (passed + failed)."
         "</footer>"
     )
@@ -106,13 +113,13 @@ def _cards(report: Report) -> str:
         ("span errors", f"{format_count(t.errors)} ({format_rate(error_rate)})"),
         ("evaluation results", format_count(t.results)),
     ]
-    inner = "".join(f'<div class="card"><b>{escape(v)}</b>{escape(k)}</div>' for k, v in cards)
+    inner = "".join(f'<div class="card"><b>{html_text(v)}</b>{html_text(k)}</div>' for k, v in cards)
     return f'<div class="cards">{inner}</div>'
 
 
 def _gates(gates: Sequence[GateResult]) -> str:
     rows = "".join(
-        f'<tr><td>{escape(g.evaluator)}</td><td class="n">{format_rate(g.min_rate)}</td>'
+        f'<tr><td>{html_text(g.evaluator)}</td><td class="n">{format_rate(g.min_rate)}</td>'
         f'<td class="n">{format_rate(g.pass_rate)}</td><td class="n">{g.passed} / {g.decided}</td>'
         f'<td class="{g.outcome}">{g.outcome}</td></tr>'
         for g in gates
@@ -129,7 +136,7 @@ def _gates(gates: Sequence[GateResult]) -> str:
 
 def _evaluator_figure(stats: EvaluatorStats) -> str:
     caption = (
-        f"<b>{escape(stats.name)}</b>: {format_count(stats.results)} results, "
+        f"<b>{html_text(stats.name)}</b>: {format_count(stats.results)} results, "
         f"mean {format_score(stats.mean_score)}, pass rate {format_rate(stats.pass_rate)}"
     )
     chart = score_histogram(stats)
@@ -189,8 +196,7 @@ def _table(headers: list[str], rows: list[list[str]], numeric: set[int]) -> str:
     def cls(i: int) -> str:
         return ' class="n"' if i in numeric else ""
 
-    head = "".join(f"<th{cls(i)}>{escape(h)}</th>" for i, h in enumerate(headers))
-    body = "".join(
-        "<tr>" + "".join(f"<td{cls(i)}>{escape(c)}</td>" for i, c in enumerate(row)) + "</tr>" for row in rows
-    )
+    head = "".join(f"<th{cls(i)}>{html_text(h)}</th>" for i, h in enumerate(headers))
+    cells = ("".join(f"<td{cls(i)}>{html_text(c)}</td>" for i, c in enumerate(row)) for row in rows)
+    body = "".join(f"<tr>{row}</tr>" for row in cells)
     return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'

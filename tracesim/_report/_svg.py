@@ -2,7 +2,7 @@
 
 The charts are plain SVG elements with their colours as attributes, so they show in any
 browser without scripts, stylesheets or network. Every piece of text that comes from the
-trace files goes through `html.escape`.
+trace files goes through `html_text` (`visible`, then `html.escape`).
 """
 
 from __future__ import annotations
@@ -10,9 +10,8 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Sequence
-from html import escape
 
-from tracesim._report._format import format_duration
+from tracesim._report._format import format_duration, html_text
 from tracesim._report._model import EvaluatorStats, SpanStats
 
 __all__ = ["LATENCY_COLOURS", "latency_chart", "score_histogram"]
@@ -30,7 +29,7 @@ _MIN_SECONDS = 1e-6
 
 
 def _text(x: float, y: float, content: str, *, anchor: str = "middle", extra: str = "") -> str:
-    return f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" {_FONT}{extra}>{escape(content)}</text>'
+    return f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" {_FONT}{extra}>{html_text(content)}</text>'
 
 
 def _tick(value: float) -> str:
@@ -51,8 +50,8 @@ def score_histogram(stats: EvaluatorStats, *, width: int = 440, height: int = 22
     title = f"Scores of {stats.name}"
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="chart histogram" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}">',
-        f"<title>{escape(title)}</title>",
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="{html_text(title)}">',
+        f"<title>{html_text(title)}</title>",
         f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="{_AXIS}"/>',
     ]
     peak = max(counts, default=0)
@@ -64,7 +63,7 @@ def score_histogram(stats: EvaluatorStats, *, width: int = 440, height: int = 22
         parts.append(
             f'<rect class="bar" data-count="{count}" x="{x + 1:.1f}" y="{top + plot_h - h:.1f}" '
             f'width="{max(bin_w - 2, 1):.1f}" height="{h:.1f}" fill="{_BAR}">'
-            f"<title>{escape(span)}: {count}</title></rect>"
+            f"<title>{html_text(span)}: {count}</title></rect>"
         )
         if count:
             parts.append(_text(x + bin_w / 2, top + plot_h - h - 3, str(count)))
@@ -140,7 +139,7 @@ def _latency_row(row: SpanStats, name: str, y: float, row_h: float, x: Callable[
     start = x(0.0)  # the left edge of the plot
     shown = name if len(name) <= _LABEL_CHARS else name[: _LABEL_CHARS - 1] + "…"
     mid = y + row_h / 2
-    parts = [f'<g class="latency-row" data-span="{escape(name)}"><title>{escape(name)}</title>']
+    parts = [f'<g class="latency-row" data-span="{html_text(name)}"><title>{html_text(name)}</title>']
     parts.append(_text(start - 8, mid + 4, shown, anchor="end"))
     for cls, colour in reversed(LATENCY_COLOURS):  # widest bar first, so the narrower ones show on top
         value = getattr(lat, cls)

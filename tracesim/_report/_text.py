@@ -1,4 +1,8 @@
-"""The report as terminal tables, drawn with rich."""
+"""The report as terminal tables, drawn with rich.
+
+Every cell is a `rich.text.Text` of `visible` text: rich markup in a span name (``[red]``,
+``[link=...]``) prints as written, and control characters cannot reach the terminal.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +12,15 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from tracesim._report._format import DASH, format_count, format_duration, format_rate, format_score
+from tracesim._report._format import (
+    DASH,
+    format_count,
+    format_duration,
+    format_rate,
+    format_score,
+)
 from tracesim._report._model import EvaluatorStats, Report, SpanStats
+from tracesim.exporters._safe_text import visible
 
 __all__ = ["print_report", "summary_line"]
 
@@ -67,7 +78,7 @@ def span_table(rows: Sequence[SpanStats], group_by: str | None) -> Table:
     """Count, errors and latency percentiles per span name."""
     table = Table(title="Spans", title_justify="left")
     if group_by:
-        table.add_column(group_by)
+        table.add_column(_cell(group_by))
     table.add_column("span")
     table.add_column("kind")
     for name in ("count", "errors", "error rate", "p50", "p95", "p99", "max"):
@@ -82,7 +93,7 @@ def span_table(rows: Sequence[SpanStats], group_by: str | None) -> Table:
             format_rate(row.error_rate),
             *(format_duration(v) for v in (lat.p50, lat.p95, lat.p99, lat.max)),
         ]
-        table.add_row(*(Text(c) for c in ([row.group or ""] if group_by else []) + cells))
+        table.add_row(*(_cell(c) for c in ([row.group or ""] if group_by else []) + cells))
     return table
 
 
@@ -90,7 +101,7 @@ def evaluator_table(rows: Sequence[EvaluatorStats], group_by: str | None) -> Tab
     """Results, mean score, pass rate and what was skipped, per evaluator and evaluated span."""
     table = Table(title="Evaluators", title_justify="left")
     if group_by:
-        table.add_column(group_by)
+        table.add_column(_cell(group_by))
     table.add_column("evaluator")
     table.add_column("span")
     numbers = ["results", "mean score", "pass rate", "passed", "failed", "skipped", "errors", "not sampled"]
@@ -115,8 +126,13 @@ def evaluator_table(rows: Sequence[EvaluatorStats], group_by: str | None) -> Tab
             cells.append(format_count(row.from_carriers))
         if labels:
             cells.append(top_labels(row))
-        table.add_row(*(Text(c) for c in ([row.group or ""] if group_by else []) + cells))
+        table.add_row(*(_cell(c) for c in ([row.group or ""] if group_by else []) + cells))
     return table
+
+
+def _cell(text: str) -> Text:
+    """A table cell: never parsed as markup, control characters shown."""
+    return Text(visible(text))
 
 
 def top_labels(row: EvaluatorStats, limit: int = _TOP_LABELS) -> str:

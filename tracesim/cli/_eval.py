@@ -3,19 +3,37 @@
 Each row needs an output column and usually an expected column (names configurable). One
 JSON line per row goes to the results file; a summary table per evaluator (count, mean,
 pass rate, skipped, errors) goes to the terminal. ``--fail-under NAME=RATE`` turns the run
-into a CI gate. A bad row is reported with its line number and skipped.
+into a CI gate, parsed and worded as ``tracesim report`` does. A bad row (not JSON, nested too
+deeply to parse, not an object) is reported with its line number and skipped; the rest is
+scored. Every results line is strict JSON: a value JSON cannot hold (NaN, an infinity from
+``1e999``, a list nested 64 levels deep) is written as ``null``. Exit 2 for usage errors,
+unreadable data and an unwritable results file.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
+
+from tracesim.cli._eval_io import (
+    BadRow,
+    Columns,
+    Row,
+    UsageError,
+    count_rows,
+    dumps,
+    finite,
+    read_rows,
+    visible,
+)
+
+if TYPE_CHECKING:
+    from tracesim._report import Gate
 
 __all__ = ["add_arguments", "run"]
 
@@ -23,9 +41,6 @@ DEFAULT_EVALUATORS = ("levenshtein", "f1", "rouge")
 _CHUNK = 64
 _MAX_REPORTED_BAD_ROWS = 20
 
-# Row = (line number, id, output, expected, input); a bad row is (line number, message).
-Row = tuple[int, Any, Any, Any, Any]
-BadRow = tuple[int, str]
 Summary = list[tuple[str, str, float | None, bool | None]]
 
 
@@ -69,86 +84,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="EVALUATOR=RATE",
-        help="exit 1 when EVALUATOR's pass rate (0..1) is below RATE; errors count as failures (repeatable)",
+        help="exit 1 when EVALUATOR's pass rate is below RATE (0.8 or 80%%); errors count as failures "
+        "(repeatable)",
     )
     parser.add_argument("--no-progress", action="store_true", help="do not show the progress bar")
     parser.add_argument("--list", action="store_true", help="list the evaluator types and exit")
-
-
-class UsageError(Exception):
-    """Bad arguments or configuration: reported, exit status 2."""
-
-
-# -- reading rows ---------------------------------------------------------------------------
-
-
-@dataclass
-class Columns:
-    output: str
-    expected: str
-    input: str
-    id: str
-
-
-def _read_jsonl(path: Path, cols: Columns) -> Iterator[Row | BadRow]:
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                yield number, f"not valid UTF-8 ({exc.reason} at byte {exc.start})"
-                continue
-            if not text.strip():
-                continue
-            try:
-                row = json.loads(text)
-            except ValueError as exc:
-                yield number, f"invalid JSON ({exc})"
-                continue
-            if not isinstance(row, dict):
-                yield number, f"expected a JSON object, got {type(row).__name__}"
-            elif cols.output not in row:
-                yield number, f"no {cols.output!r} field"
-            else:
-                yield number, row.get(cols.id), row[cols.output], row.get(cols.expected), row.get(cols.input)
-
-
-def _read_csv(path: Path, cols: Columns) -> Iterator[Row | BadRow]:
-    import csv
-
-    csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
-    with path.open(encoding="utf-8-sig", newline="") as handle:
-        reader = csv.DictReader(handle)
-        header = reader.fieldnames or []
-        if cols.output not in header:
-            raise UsageError(f"{path}: no {cols.output!r} column (columns: {', '.join(header) or 'none'})")
-        if cols.expected not in header:
-            print(
-                f"tracesim eval: note: {path} has no {cols.expected!r} column; every row is skipped",
-                file=sys.stderr,
-            )
-        try:
-            for row in reader:
-                number = reader.line_num
-                if row.get(cols.output) is None:
-                    yield number, f"no {cols.output!r} value (the row has too few fields)"
-                    continue
-                yield number, row.get(cols.id), row[cols.output], row.get(cols.expected), row.get(cols.input)
-        except (csv.Error, UnicodeDecodeError) as exc:
-            yield reader.line_num + 1, f"unreadable CSV from here on ({exc})"
-
-
-def _rows(path: Path, fmt: str, cols: Columns) -> Iterator[Row | BadRow]:
-    return _read_csv(path, cols) if fmt == "csv" else _read_jsonl(path, cols)
-
-
-def _count_rows(path: Path, fmt: str) -> int | None:
-    try:
-        with path.open("rb") as handle:
-            lines = sum(1 for line in handle if line.strip())
-    except OSError:
-        return None
-    return max(lines - 1, 0) if fmt == "csv" else lines
 
 
 # -- scoring (in worker processes, or inline) --------------------------------------------------
@@ -172,7 +112,7 @@ def _score_chunk(chunk: list[Row | BadRow]) -> list[tuple[str, Summary | None]]:
     for row in chunk:
         if len(row) == 2:
             bad = {"line": row[0], "status": "bad_row", "error": row[1]}
-            scored.append((json.dumps(bad, ensure_ascii=False), None))
+            scored.append((dumps(bad), None))
             continue
         number, row_id, output, expected, input_value = row
         results = [ev.evaluate(output, expected, input=input_value) for ev in _worker_evaluators]
@@ -180,8 +120,8 @@ def _score_chunk(chunk: list[Row | BadRow]) -> list[tuple[str, Summary | None]]:
         if row_id is not None:
             line["id"] = row_id
         line["results"] = {r.name: r.model_dump(mode="json", exclude={"name"}) for r in results}
-        summary: Summary = [(r.name, r.status, r.score, r.passed) for r in results]
-        scored.append((json.dumps(line, ensure_ascii=False), summary))
+        summary: Summary = [(r.name, r.status, finite(r.score), r.passed) for r in results]
+        scored.append((dumps(line), summary))
     return scored
 
 
@@ -236,6 +176,7 @@ class Run:
 
 def _print_summary(run: Run, console: Any, out_label: str) -> None:
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(title=f"tracesim eval: {run.rows} rows scored", title_justify="left")
     for heading in ("evaluator", "count", "mean", "pass rate", "threshold", "skipped", "errors"):
@@ -243,7 +184,7 @@ def _print_summary(run: Run, console: Any, out_label: str) -> None:
     for name, tally in run.tallies.items():
         mean, rate = tally.mean, tally.pass_rate
         table.add_row(
-            name,
+            Text(visible(name)),
             str(tally.count),
             "-" if mean is None else f"{mean:.4f}",
             "-" if rate is None else f"{rate:.1%}",
@@ -256,7 +197,7 @@ def _print_summary(run: Run, console: Any, out_label: str) -> None:
         lines = ", ".join(str(number) for number, _ in run.bad_rows[:_MAX_REPORTED_BAD_ROWS])
         more = "" if len(run.bad_rows) <= _MAX_REPORTED_BAD_ROWS else ", ..."
         console.print(f"{len(run.bad_rows)} bad rows skipped (lines {lines}{more})")
-    console.print(f"results: {out_label}")
+    console.print(Text(f"results: {visible(out_label)}"))
 
 
 # -- the command ------------------------------------------------------------------------------
@@ -284,17 +225,18 @@ def _build(specs: list[str]) -> tuple[list[dict[str, Any]], list[Any]]:
     return configs, evaluators
 
 
-def _gates(items: list[str], evaluators: list[Any]) -> dict[str, float]:
+def _gates(items: list[str], evaluators: list[Any]) -> list[Gate]:
+    """Parse ``--fail-under`` as ``tracesim report`` does; the evaluator must exist and have a threshold."""
+    from tracesim._report import parse_gate
+
     by_name = {ev.name: ev for ev in evaluators}
-    gates: dict[str, float] = {}
+    gates = []
     for item in items:
-        name, eq, raw = item.rpartition("=")
         try:
-            rate = float(raw)
-        except ValueError:
-            rate = -1.0
-        if not eq or not 0.0 <= rate <= 1.0:
-            raise UsageError(f"--fail-under {item!r}: expected EVALUATOR=RATE with RATE between 0 and 1")
+            gate = parse_gate(item)
+        except ValueError as exc:
+            raise UsageError(f"--fail-under: {exc}") from None
+        name = gate.evaluator
         if name not in by_name:
             raise UsageError(
                 f"--fail-under {item!r}: no evaluator named {name!r} (have: {', '.join(by_name)})"
@@ -303,7 +245,7 @@ def _gates(items: list[str], evaluators: list[Any]) -> dict[str, float]:
             raise UsageError(
                 f"--fail-under {item!r}: {name!r} has no threshold; set one, e.g. -e ...:threshold=0.8"
             )
-        gates[name] = rate
+        gates.append(gate)
     return gates
 
 
@@ -324,7 +266,7 @@ def _chunks(rows: Iterator[Row | BadRow], run: Run, errors: TextIO) -> Iterator[
             number, message = row
             run.bad_rows.append((number, message))
             if len(run.bad_rows) <= _MAX_REPORTED_BAD_ROWS:
-                print(f"tracesim eval: line {number}: {message}; row skipped", file=errors)
+                print(visible(f"tracesim eval: line {number}: {message}; row skipped"), file=errors)
         chunk.append(row)
         if len(chunk) == _CHUNK:
             yield chunk
@@ -367,7 +309,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         return _run(args)
     except UsageError as exc:
-        print(f"tracesim eval: error: {exc}", file=sys.stderr)
+        print(f"tracesim eval: error: {visible(str(exc))}", file=sys.stderr)
         return 2
 
 
@@ -382,8 +324,14 @@ def _run(args: argparse.Namespace) -> int:
     data: Path | None = args.data
     if data is None:
         raise UsageError("give a data file: tracesim eval DATA.jsonl -e levenshtein (see --help)")
+    if data.is_dir():
+        raise UsageError(f"{data} is a directory; give a .jsonl or .csv file")
     if not data.is_file():
         raise UsageError(f"{data}: no such file")
+    try:
+        data.open("rb").close()
+    except OSError as exc:
+        raise UsageError(f"cannot read {data}: {exc.strerror or exc}") from None
     fmt = args.format or ("csv" if data.suffix.lower() in (".csv", ".tsv") else "jsonl")
     specs = args.evaluators or list(DEFAULT_EVALUATORS)
     configs, evaluators = _build(specs)
@@ -391,7 +339,7 @@ def _run(args: argparse.Namespace) -> int:
     workers = args.workers if args.workers is not None else (os.cpu_count() or 1)
     if workers < 1:
         raise UsageError(f"--workers {workers}: expected 1 or more")
-    total = _count_rows(data, fmt)
+    total = count_rows(data, fmt)
     if total is not None and total <= _CHUNK:
         workers = 1  # a pool costs more than it saves on a small file
     to_stdout = args.out == "-"
@@ -399,17 +347,26 @@ def _run(args: argparse.Namespace) -> int:
     report = Console(stderr=to_stdout)
     run_state = Run({ev.name: Tally(ev.threshold) for ev in evaluators})
     cols = Columns(args.output_col, args.expected_col, args.input_col, args.id_col)
-    rows = _rows(data, fmt, cols)
+    rows = read_rows(data, fmt, cols)
     if fmt == "csv":
         rows = _prime(rows)  # header problems surface before any output is written
-    out = sys.stdout if out_path is None else out_path.open("w", encoding="utf-8")
+    out = sys.stdout if out_path is None else _open_out(out_path)
     try:
         _execute(rows, run_state, configs, workers, out, total, args.no_progress)
+    except OSError as exc:  # reading errors are UsageErrors already: this is the results file
+        raise UsageError(f"cannot write {out_path or 'stdout'}: {exc.strerror or exc}") from None
     finally:
         if out is not sys.stdout:
             out.close()
     _print_summary(run_state, report, "stdout" if out_path is None else str(out_path))
-    return _check_gates(gates, run_state, report)
+    return _check_gates(gates, run_state)
+
+
+def _open_out(path: Path) -> TextIO:
+    try:
+        return path.open("w", encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 def _prime(rows: Iterator[Row | BadRow]) -> Iterator[Row | BadRow]:
@@ -451,14 +408,14 @@ def _execute(
         _score_all(chunks, configs, workers, emit, lambda size: progress.advance(task, size))
 
 
-def _check_gates(gates: dict[str, float], run_state: Run, console: Any) -> int:
+def _check_gates(gates: list[Gate], run_state: Run) -> int:
+    from tracesim._report import decide, gate_line
+
     status = 0
-    for name, floor in gates.items():
-        rate = run_state.tallies[name].pass_rate
-        if rate is None or rate < floor:
-            shown = "n/a" if rate is None else f"{rate:.1%}"
-            console.print(f"FAIL: {name} pass rate {shown} is below {floor:.1%} (--fail-under)")
+    for gate in gates:
+        tally = run_state.tallies[gate.evaluator]
+        result = decide(gate, tally.passed, tally.judged)
+        print(f"tracesim eval: {gate_line(result)}", file=sys.stderr)
+        if not result.ok:
             status = 1
-        else:
-            console.print(f"ok: {name} pass rate {rate:.1%} >= {floor:.1%}")
     return status

@@ -2,11 +2,15 @@
 
 Lines go out as they are (OTLP/JSON); endpoints that only take OTLP/protobuf (415, as Arize
 Phoenix answers) get the same requests converted losslessly. Accepted lines are recorded in
-``<file>.replayed``, so running the command again sends only what was not accepted yet
-(``--force`` sends everything again).
+``<file>.replayed`` by their content (one ledger for a file and its rotated copies), so running
+the command again, before or after rotation, sends only what was not accepted yet (``--force``
+sends everything again). A line that is not OTLP/JSON is skipped, named in the summary, and the
+rest is sent.
 
 Exit status: 0 when everything was sent (or had been before); 1 when a request failed or the
-endpoint rejected spans; 2 for usage errors (a file that does not exist, bad ``--headers``).
+endpoint rejected spans; 2 for usage errors (a file that does not exist or cannot be read,
+bad ``--headers``). Paths, answers from the endpoint and problems are printed as plain text:
+no rich markup is interpreted in them, and control characters are made visible.
 """
 
 from __future__ import annotations
@@ -48,9 +52,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="auto: OTLP/JSON as is, protobuf if the endpoint answers 415 (default)",
     )
     parser.add_argument(
-        "--timeout", metavar="SECONDS", type=float, default=10.0, help="per request (default 10)"
+        "--timeout", metavar="SECONDS", type=_seconds, default=10.0, help="per request (default 10)"
     )
     parser.add_argument("--force", action="store_true", help="also send lines a previous run delivered")
+
+
+def _seconds(raw: str) -> float:
+    import math
+
+    try:
+        value = float(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {raw!r}") from None
+    if not (math.isfinite(value) and 0 < value <= 86_400):  # NaN, inf and <= 0 break the HTTP client
+        raise argparse.ArgumentTypeError(f"expected seconds between 0 and 86400, got {raw!r}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,31 +76,46 @@ def run(args: argparse.Namespace) -> int:
     from tracesim.exporters import replay
     from tracesim.exporters._replay import parse_headers
 
-    err = Console(stderr=True)
+    err = Console(stderr=True, highlight=False)
     missing = [str(p) for p in args.files if not p.is_file()]
     if missing:
-        err.print(f"[red]error:[/red] no such file: {', '.join(missing)}")
+        err.print(f"[red]error:[/red] no such file: {_plain(', '.join(missing))}")
         return _EXIT_USAGE
     if args.batch_size < 1:
         err.print("[red]error:[/red] --batch-size must be at least 1")
         return _EXIT_USAGE
     if args.headers and not parse_headers(args.headers):
-        err.print(f"[red]error:[/red] --headers expects k=v,k2=v2, got {args.headers!r}")
+        err.print(f"[red]error:[/red] --headers expects k=v,k2=v2, got {_plain(repr(args.headers))}")
         return _EXIT_USAGE
 
-    with _progress(err, sum(p.stat().st_size for p in args.files)) as advance:
-        report = replay(
-            args.files,
-            endpoint=args.endpoint,
-            headers=parse_headers(args.headers),
-            batch_size=args.batch_size,
-            force=args.force,
-            encoding=args.encoding,
-            timeout_s=args.timeout,
-            on_progress=advance,
+    try:
+        with _progress(err, sum(p.stat().st_size for p in args.files)) as advance:
+            report = replay(
+                args.files,
+                endpoint=args.endpoint,
+                headers=parse_headers(args.headers),
+                batch_size=args.batch_size,
+                force=args.force,
+                encoding=args.encoding,
+                timeout_s=args.timeout,
+                on_progress=advance,
+            )
+    except OSError as exc:  # a file that exists but cannot be read
+        err.print(
+            f"[red]error:[/red] cannot read {_plain(str(exc.filename))}: {_plain(exc.strerror or str(exc))}"
         )
-    _summary(Console(), report)
+        return _EXIT_USAGE
+    _summary(Console(highlight=False), report)
     return _EXIT_OK if report.ok else _EXIT_FAILED
+
+
+def _plain(text: str) -> str:
+    """Text from files or the network, printed as it is: no markup, no control characters."""
+    from rich.markup import escape
+
+    from tracesim.exporters._safe_text import visible
+
+    return escape(visible(text))
 
 
 class _progress:
@@ -125,7 +156,7 @@ def _summary(console: Console, report: ReplayReport) -> None:
         if report.encoding == "json"
         else "OTLP/protobuf (converted: the endpoint takes no JSON)"
     )
-    table = Table(title=f"replay → {report.endpoint}", show_header=False, title_justify="left")
+    table = Table(title=f"replay → {_plain(report.endpoint)}", show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column(justify="right")
     table.add_row("files", str(report.files))
@@ -142,7 +173,7 @@ def _summary(console: Console, report: ReplayReport) -> None:
     table.add_row("encoding", encoding)
     console.print(table)
     for problem in report.problems[:20]:
-        console.print(f"  [yellow]•[/yellow] {problem}", highlight=False)
+        console.print(f"  [yellow]•[/yellow] {_plain(problem)}")
     if len(report.problems) > 20:
         console.print(f"  … and {len(report.problems) - 20} more")
     if not report.ok:

@@ -63,22 +63,25 @@ def _gate(spec: str) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     """Read the files, print the report, write the page, check the gates."""
-    from tracesim._report import check_gates, print_report, read_report, render_html
+    from tracesim._report import check_gates, gate_line, print_report, read_report, render_html
+    from tracesim.exporters._safe_text import json_for_terminal, visible
 
     try:
         files = resolve_files(args.files)
-        report = read_report(files, group_by=args.group_by)
     except FileNotFoundError as exc:
         return _usage_error(str(exc))
-    except OSError as exc:
-        return _usage_error(f"cannot read {exc.filename}: {exc.strerror or exc}")
+    try:
+        report = read_report(files, group_by=args.group_by)
+    except OSError as exc:  # exists but cannot be read; a failed read() names no file
+        where = exc.filename or ", ".join(map(str, files))
+        return _usage_error(f"cannot read {where}: {exc.strerror or exc}")
     for message in report.warnings:
-        print(f"tracesim report: warning: {message}", file=sys.stderr)
+        print(f"tracesim report: warning: {visible(message)}", file=sys.stderr)
     gates = check_gates(report, args.fail_under)
     if args.json:
         document = report.to_dict()
         document["gates"] = [g.to_dict() for g in gates]
-        print(json.dumps(document, indent=2, allow_nan=False, ensure_ascii=False))
+        print(json_for_terminal(json.dumps(document, indent=2, allow_nan=False, ensure_ascii=False)))
     else:
         print_report(report, _console())
     if args.html is not None:
@@ -86,10 +89,9 @@ def run(args: argparse.Namespace) -> int:
             args.html.write_text(render_html(report, gates), encoding="utf-8")
         except OSError as exc:
             return _usage_error(f"cannot write {args.html}: {exc.strerror or exc}")
-        print(f"tracesim report: wrote {args.html}", file=sys.stderr)
+        print(f"tracesim report: wrote {visible(str(args.html))}", file=sys.stderr)
     for gate in gates:
-        verdict = {"pass": "ok", "fail": "FAILED", "undecided": "FAILED", "missing": "ERROR"}[gate.outcome]
-        print(f"tracesim report: --fail-under {gate.describe()}: {verdict}", file=sys.stderr)
+        print(f"tracesim report: {gate_line(gate)}", file=sys.stderr)
     if any(g.outcome == "missing" for g in gates):
         known = ", ".join(e.name for e in report.evaluator_totals) or "none"
         return _usage_error(f"--fail-under names an evaluator that is not in the files (found: {known})")
@@ -158,5 +160,7 @@ def _console() -> Console:
 
 
 def _usage_error(message: str) -> int:
-    print(f"tracesim report: error: {message}", file=sys.stderr)
+    from tracesim.exporters._safe_text import visible
+
+    print(f"tracesim report: error: {visible(message)}", file=sys.stderr)
     return _EXIT_USAGE

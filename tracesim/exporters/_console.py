@@ -1,4 +1,8 @@
-"""Print finished traces as compact trees, for development."""
+"""Print finished traces as compact trees, for development.
+
+Span names and values are printed with control characters made visible (see `render_trees`),
+so what a traced function received cannot steer the developer's terminal.
+"""
 
 from __future__ import annotations
 
@@ -12,10 +16,25 @@ from opentelemetry.exporter.otlp.json.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+from tracesim._guard import warn_once
 from tracesim.exporters._records import SpanRecord, spans_from_request
 from tracesim.exporters._tree import render_trees
 
 __all__ = ["ConsoleExporter"]
+
+
+def _records(spans: Sequence[ReadableSpan]) -> list[SpanRecord]:
+    try:
+        return list(spans_from_request(encode_spans(spans).to_dict()))
+    except ValueError:
+        pass  # one span the decoder refuses: show the others
+    records: list[SpanRecord] = []
+    for span in spans:
+        try:
+            records.extend(spans_from_request(encode_spans([span]).to_dict()))
+        except ValueError as exc:
+            warn_once("console-undecodable", "tracesim: the console exporter cannot show a span (%s)", exc)
+    return records
 
 
 class ConsoleExporter(SpanExporter):
@@ -41,7 +60,7 @@ class ConsoleExporter(SpanExporter):
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         """Buffer the spans and print every trace whose root is now complete."""
-        records = list(spans_from_request(encode_spans(spans).to_dict()))
+        records = _records(spans)
         ready: list[SpanRecord] = []
         with self._lock:
             for record in records:

@@ -28,7 +28,14 @@ from opentelemetry.sdk.util import BoundedList
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags, TraceState
 
-from tracesim.exporters._records import decode_value
+from tracesim.exporters._records import (
+    decode_value,
+    hex_id,
+    kind_code,
+    span_time,
+    spans_from_request,
+    status_code,
+)
 
 __all__ = ["readable_spans", "request_to_protobuf"]
 
@@ -36,13 +43,19 @@ __all__ = ["readable_spans", "request_to_protobuf"]
 _HAS_IS_REMOTE = 0x100
 _IS_REMOTE = 0x200
 _ID_KEYS = frozenset({"traceId", "spanId", "parentSpanId"})
+# What Python raises for a field of the wrong type or size (flags, dropped counts, trace state);
+# turned into ValueError so callers handle one exception for "not OTLP/JSON".
+_NOT_OTLP = (KeyError, TypeError, AttributeError, OverflowError, RecursionError)
 
 
 def readable_spans(request: Mapping[str, Any]) -> list[ReadableSpan]:
     """Rebuild the SDK spans of one OTLP/JSON ``ExportTraceServiceRequest``.
 
+    The request is checked by the shared decoder (`spans_from_request`) first, so a malformed
+    one is refused with the same message ``tracesim show`` gives, before any span is built.
+
     Raises:
-        KeyError, ValueError, TypeError: the request is not OTLP/JSON.
+        ValueError: the request is not OTLP/JSON.
 
     Example:
         >>> from tracesim.exporters import read_jsonl
@@ -50,6 +63,15 @@ def readable_spans(request: Mapping[str, Any]) -> list[ReadableSpan]:
         >>> for request in read_jsonl(".tracesim/traces.jsonl"):  # doctest: +SKIP
         ...     spans = readable_spans(request)
     """
+    for _ in spans_from_request(request):
+        pass  # only the checks: the fields below that it does not read are guarded by _NOT_OTLP
+    try:
+        return _readable_spans(request)
+    except _NOT_OTLP as exc:
+        raise ValueError(f"not OTLP/JSON ({exc!r})") from None
+
+
+def _readable_spans(request: Mapping[str, Any]) -> list[ReadableSpan]:
     spans: list[ReadableSpan] = []
     for resource_spans in request.get("resourceSpans", []):
         resource = Resource(
@@ -77,8 +99,8 @@ def _scope(scope_spans: Mapping[str, Any]) -> InstrumentationScope | None:
 def _span(span: Mapping[str, Any], resource: Resource, scope: InstrumentationScope | None) -> ReadableSpan:
     flags = int(span.get("flags", 0))
     context = SpanContext(
-        int(span["traceId"], 16),
-        int(span["spanId"], 16),
+        int(hex_id(span.get("traceId"), 16, "traceId"), 16),
+        int(hex_id(span.get("spanId"), 8, "spanId"), 16),
         is_remote=False,
         # OTLP does not carry the sampled bit; a span that was exported was sampled.
         trace_flags=TraceFlags(TraceFlags.SAMPLED),
@@ -86,8 +108,9 @@ def _span(span: Mapping[str, Any], resource: Resource, scope: InstrumentationSco
     )
     parent = None
     if span.get("parentSpanId"):
-        parent = SpanContext(context.trace_id, int(span["parentSpanId"], 16), is_remote=_remote(flags))
-    status = span.get("status", {})
+        parent_id = int(hex_id(span["parentSpanId"], 8, "parentSpanId"), 16)
+        parent = SpanContext(context.trace_id, parent_id, is_remote=_remote(flags))
+    status = span.get("status") or {}
     return ReadableSpan(
         name=span["name"],
         context=context,
@@ -96,24 +119,24 @@ def _span(span: Mapping[str, Any], resource: Resource, scope: InstrumentationSco
         attributes=_attributes(span.get("attributes", []), span.get("droppedAttributesCount")),
         events=_bounded([_event(event) for event in span.get("events", [])], span.get("droppedEventsCount")),
         links=_bounded([_link(link) for link in span.get("links", [])], span.get("droppedLinksCount")),
-        kind=SpanKind(max(int(span.get("kind", 1)), 1) - 1),
-        status=Status(StatusCode(int(status.get("code", 0))), status.get("message") or None),
-        start_time=int(span["startTimeUnixNano"]),
-        end_time=int(span["endTimeUnixNano"]),
+        kind=SpanKind(max(kind_code(span.get("kind", 1)), 1) - 1),
+        status=Status(StatusCode(status_code(status.get("code"))), status.get("message") or None),
+        start_time=span_time(span.get("startTimeUnixNano"), "startTimeUnixNano"),
+        end_time=span_time(span.get("endTimeUnixNano"), "endTimeUnixNano"),
         instrumentation_scope=scope,
     )
 
 
 def _event(event: Mapping[str, Any]) -> Event:
     attributes = _attributes(event.get("attributes", []), event.get("droppedAttributesCount"))
-    return Event(event["name"], attributes, int(event.get("timeUnixNano", 0)))
+    return Event(event["name"], attributes, span_time(event.get("timeUnixNano"), "timeUnixNano", default=0))
 
 
 def _link(link: Mapping[str, Any]) -> Link:
     flags = int(link.get("flags", 0))
     context = SpanContext(
-        int(link["traceId"], 16),
-        int(link["spanId"], 16),
+        int(hex_id(link.get("traceId"), 16, "link traceId"), 16),
+        int(hex_id(link.get("spanId"), 8, "link spanId"), 16),
         is_remote=_remote(flags),
         trace_flags=TraceFlags(TraceFlags.SAMPLED),
         trace_state=_trace_state(link.get("traceState")),
@@ -177,6 +200,8 @@ def request_to_protobuf(request: Mapping[str, Any]) -> bytes:
         json_format.ParseDict(_ids_to_base64(request), message)
     except json_format.ParseError as exc:
         raise ValueError(str(exc)) from None
+    except _NOT_OTLP as exc:
+        raise ValueError(f"not OTLP/JSON ({exc!r})") from None
     data: bytes = message.SerializeToString()
     return data
 

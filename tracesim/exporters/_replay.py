@@ -3,21 +3,27 @@
 Each line of a trace file is one ``ExportTraceServiceRequest`` in OTLP/JSON. Lines are grouped
 into requests of up to ``batch_size`` spans (a line is never split) and posted as they are,
 with ``Content-Type: application/json``. An endpoint that only takes OTLP/protobuf answers
-415 (Arize Phoenix does); from then on each request is converted field by field to the
-equivalent protobuf message (hex ids become bytes; nothing else changes) and posted as
-``application/x-protobuf``.
+415 (Arize Phoenix does); from then on each line is converted field by field to the
+equivalent protobuf message (hex ids become bytes; nothing else changes) and the messages of
+a request are concatenated, which protobuf defines as merging them, and posted as
+``application/x-protobuf``. A line that is not OTLP/JSON (torn, nested too deeply, a span
+the decoder refuses, a line protobuf cannot hold) is skipped and named in the report; the
+others go on.
 
-Re-running is safe. Every accepted line is recorded in a ledger next to the file,
-``<file>.replayed`` (byte offset, length and hash of the line, per endpoint), and skipped by
-the next run, so a run that stopped half-way resumes where it stopped. ``force=True`` ignores
-the ledger. Backends that deduplicate spans by id (Phoenix keeps the first copy of a span id
-and ignores later ones) make a forced re-send harmless too.
+Re-running is safe, rotation included. Every accepted line is recorded by the SHA-256 of its
+content, per endpoint, in one ledger per file family next to the files: ``traces.jsonl``,
+``traces.1.jsonl``, ``traces.2.jsonl`` share ``traces.jsonl.replayed``. A line that moved to
+a rotated copy is recognised there and not sent again; a run that stopped half-way resumes
+where it stopped. ``force=True`` ignores the ledger. Backends that deduplicate spans by id
+(Phoenix keeps the first copy of a span id and ignores later ones) make a forced re-send
+harmless too.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import random
 import time
@@ -30,10 +36,13 @@ from urllib.parse import unquote
 import httpx
 
 from tracesim.exporters._otlp_decode import request_to_protobuf
+from tracesim.exporters._records import spans_from_request
+from tracesim.exporters._replay_ledger import Ledger, ledger_path
 
 __all__ = ["ReplayReport", "default_endpoint", "replay"]
 
 Encoding = Literal["auto", "json", "protobuf"]
+Outcome = Literal["sent", "failed", "switch"]
 _RETRYABLE = frozenset({429, 500, 502, 503, 504})
 _DEFAULT_ENDPOINT = "http://localhost:4318/v1/traces"
 
@@ -53,7 +62,7 @@ class ReplayReport:
     already_sent: int = 0
     """Lines skipped because the ledger says this endpoint accepted them before."""
     skipped_lines: int = 0
-    """Lines that are not OTLP/JSON (for example a torn last line)."""
+    """Lines that are not OTLP/JSON (a torn last line, a malformed span), each named in ``problems``."""
     failed_requests: int = 0
     failed_spans: int = 0
     rejected_spans: int = 0
@@ -70,14 +79,17 @@ class ReplayReport:
 
 @dataclass
 class _Line:
-    offset: int
+    where: str
+    """``path:number``, for messages."""
+    end: int
+    """Byte offset just past the line, for progress."""
     raw: bytes
     request: dict[str, Any]
     spans: int
-
-    @property
-    def key(self) -> str:
-        return f"{self.offset}:{len(self.raw)}:{hashlib.sha256(self.raw).hexdigest()[:16]}"
+    key: str
+    """SHA-256 of the content: what the ledger records."""
+    protobuf: bytes | None = None
+    """The line as OTLP/protobuf, once converted."""
 
 
 def default_endpoint() -> str:
@@ -148,12 +160,19 @@ def replay(
     url = traces_url(endpoint) if endpoint else default_endpoint()
     report = ReplayReport(url, encoding="protobuf" if encoding == "protobuf" else "json")
     sender = _Sender(url, {**env_headers(), **(headers or {})}, encoding, timeout_s, max_attempts, report)
+    ledgers: dict[Path, Ledger] = {}
     try:
-        for path in paths:
+        for path in map(Path, paths):
             report.files += 1
-            _replay_file(Path(path), sender, batch_size, force, report, on_progress)
+            family = ledger_path(path)
+            if family not in ledgers:
+                ledgers[family] = Ledger(family, sender.url, force=force)
+            ledgers[family].load_legacy(path)
+            _replay_file(path, sender, batch_size, ledgers[family], report, on_progress)
     finally:
         sender.close()
+        for ledger in ledgers.values():
+            ledger.close()
     return report
 
 
@@ -161,107 +180,87 @@ def _replay_file(
     path: Path,
     sender: _Sender,
     batch_size: int,
-    force: bool,
+    ledger: Ledger,
     report: ReplayReport,
     on_progress: Callable[[int], None] | None,
 ) -> None:
-    ledger = _Ledger(path, sender.url)
-    done = set() if force else ledger.load()
     batch: list[_Line] = []
+    queued: set[str] = set()  # the same line twice in this run goes out once
     for line in _lines(path, report):
-        if line.key in done:
+        if ledger.has(line.key, line.raw) or line.key in queued:
             report.already_sent += 1
             continue
         if batch and sum(b.spans for b in batch) + line.spans > batch_size:
             _flush(batch, sender, ledger, report, on_progress)
             batch = []
         batch.append(line)
+        queued.add(line.key)
     if batch:
         _flush(batch, sender, ledger, report, on_progress)
-    ledger.close()
 
 
 def _flush(
     batch: list[_Line],
     sender: _Sender,
-    ledger: _Ledger,
+    ledger: Ledger,
     report: ReplayReport,
     on_progress: Callable[[int], None] | None,
 ) -> None:
+    end = batch[-1].end
+    outcome: Outcome = "switch"
+    while outcome == "switch" and batch:  # at most twice: JSON, then protobuf after a 415
+        if sender.protobuf:
+            batch = _convertible(batch, report)
+        outcome = sender.post(batch) if batch else "sent"
     spans = sum(line.spans for line in batch)
-    merged = {"resourceSpans": [rs for line in batch for rs in line.request.get("resourceSpans", [])]}
-    raw = batch[0].raw if len(batch) == 1 else None  # a single line goes out byte for byte
-    if sender.post(merged, raw, spans):
+    if outcome == "sent" and batch:
         report.requests += 1
         report.spans += spans
         report.lines += len(batch)
-        ledger.record(batch)
-    else:
+        ledger.record([line.key for line in batch])
+    elif outcome == "failed":
         report.failed_requests += 1
         report.failed_spans += spans
     if on_progress:
-        on_progress(batch[-1].offset + len(batch[-1].raw))
+        on_progress(end)
+
+
+def _convertible(batch: list[_Line], report: ReplayReport) -> list[_Line]:
+    """The lines that convert to OTLP/protobuf; the others are skipped and named."""
+    kept = []
+    for line in batch:
+        if line.protobuf is None:
+            try:
+                line.protobuf = request_to_protobuf(line.request)
+            except ValueError as exc:
+                report.skipped_lines += 1
+                report.problems.append(f"{line.where}: skipped, not convertible to OTLP/protobuf ({exc})")
+                continue
+        kept.append(line)
+    return kept
 
 
 def _lines(path: Path, report: ReplayReport) -> Iterator[_Line]:
-    offset = 0
+    """The lines of ``path`` that are OTLP/JSON, every span checked by the shared decoder."""
+    end = 0
     with open(path, "rb") as f:
         for number, raw in enumerate(f, start=1):
-            start, offset = offset, offset + len(raw)
+            end += len(raw)
             if not raw.strip():
                 continue
             try:
                 request = json.loads(raw)
-                spans = sum(
-                    len(ss.get("spans", []))
-                    for rs in request["resourceSpans"]
-                    for ss in rs.get("scopeSpans", [])
-                )
-            except (ValueError, KeyError, TypeError, AttributeError) as exc:
-                torn = not raw.endswith(b"\n")
+                spans = len(list(spans_from_request(request)))
+            except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply for json
                 report.skipped_lines += 1
-                report.problems.append(f"{path}:{number}: skipped {'torn last line' if torn else repr(exc)}")
+                torn = not raw.endswith(b"\n")
+                why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+                report.problems.append(f"{path}:{number}: skipped {'torn last line' if torn else why}")
                 continue
-            yield _Line(start, raw, request, spans)
-
-
-class _Ledger:
-    """``<file>.replayed``: one JSON line per accepted line, so a later run can skip it."""
-
-    def __init__(self, path: Path, endpoint: str) -> None:
-        self.path = path.with_name(path.name + ".replayed")
-        self.endpoint = endpoint
-        self._file: Any = None
-
-    def load(self) -> set[str]:
-        done: set[str] = set()
-        try:
-            with open(self.path, encoding="utf-8") as f:
-                for raw in f:
-                    try:
-                        entry = json.loads(raw)
-                    except ValueError:
-                        continue  # a torn ledger line only costs a re-send
-                    if entry.get("endpoint") == self.endpoint:
-                        done.add(entry["line"])
-        except FileNotFoundError:
-            pass
-        return done
-
-    def record(self, batch: list[_Line]) -> None:
-        try:
-            if self._file is None:
-                self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - kept for the run
-            self._file.write(
-                "".join(json.dumps({"endpoint": self.endpoint, "line": b.key}) + "\n" for b in batch)
-            )
-            self._file.flush()  # a crash after this point does not resend the batch
-        except OSError:
-            pass  # read-only directory: replay still works, it just cannot resume
-
-    def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
+            # The content alone, line ending excluded: the same line in a rotated copy, or after
+            # a torn last line was terminated, is the same line.
+            key = hashlib.sha256(raw.rstrip(b"\r\n")).hexdigest()
+            yield _Line(f"{path}:{number}", end, raw, request, spans, key)
 
 
 class _Sender:
@@ -276,17 +275,15 @@ class _Sender:
     ) -> None:
         self.url = url
         self._client = httpx.Client(headers=dict(headers), timeout=timeout_s)
-        self._protobuf = encoding == "protobuf"
+        self.protobuf = encoding == "protobuf"
         self._switchable = encoding == "auto"
         self._max_attempts = max_attempts
         self._report = report
 
-    def post(self, request: dict[str, Any], raw: bytes | None, spans: int) -> bool:
-        try:
-            body, content_type = self._body(request, raw)
-        except ValueError as exc:
-            self._report.problems.append(f"cannot convert a request to protobuf: {exc}")
-            return False
+    def post(self, batch: list[_Line]) -> Outcome:
+        """``sent``, ``failed``, or ``switch`` when the endpoint asked for protobuf (send again)."""
+        body, content_type = self._body(batch)
+        spans = sum(line.spans for line in batch)
         for attempt in range(1, self._max_attempts + 1):
             try:
                 response = self._client.post(self.url, content=body, headers={"Content-Type": content_type})
@@ -294,12 +291,12 @@ class _Sender:
                 problem = f"{type(exc).__name__}: {exc}"
                 retry_after = None
             else:
-                if response.status_code == 415 and self._switchable and not self._protobuf:
-                    self._protobuf, self._report.encoding = True, "protobuf"
-                    return self.post(request, None, spans)
+                if response.status_code == 415 and self._switchable and not self.protobuf:
+                    self.protobuf, self._report.encoding = True, "protobuf"
+                    return "switch"
                 if response.is_success:
                     self._count_rejected(response)
-                    return True
+                    return "sent"
                 problem = f"HTTP {response.status_code}: {response.text[:200]}"
                 if response.status_code not in _RETRYABLE:
                     break
@@ -307,14 +304,16 @@ class _Sender:
             if attempt < self._max_attempts:
                 time.sleep(_backoff_s(attempt, retry_after))
         self._report.problems.append(f"{spans} spans not sent to {self.url}: {problem}")
-        return False
+        return "failed"
 
-    def _body(self, request: dict[str, Any], raw: bytes | None) -> tuple[bytes, str]:
-        if self._protobuf:
-            return request_to_protobuf(request), "application/x-protobuf"
-        if raw is not None:
-            return raw.rstrip(b"\r\n"), "application/json"
-        return json.dumps(request, separators=(",", ":")).encode(), "application/json"
+    def _body(self, batch: list[_Line]) -> tuple[bytes, str]:
+        if self.protobuf:
+            # Concatenated messages parse as one message with the repeated fields joined.
+            return b"".join(line.protobuf or b"" for line in batch), "application/x-protobuf"
+        if len(batch) == 1:  # a single line goes out byte for byte
+            return batch[0].raw.rstrip(b"\r\n"), "application/json"
+        merged = {"resourceSpans": [rs for line in batch for rs in line.request.get("resourceSpans") or []]}
+        return _strict_json(merged), "application/json"
 
     def _count_rejected(self, response: httpx.Response) -> None:
         # OTLP partial success: the endpoint took the request but refused some spans.
@@ -339,6 +338,24 @@ class _Sender:
 
     def close(self) -> None:
         self._client.close()
+
+
+def _strict_json(request: dict[str, Any]) -> bytes:
+    """``request`` as standard JSON: a non-finite double (``1e999`` in a file) as OTLP/JSON writes it."""
+    try:
+        return json.dumps(request, separators=(",", ":"), allow_nan=False).encode()
+    except ValueError:
+        return json.dumps(_nan_as_text(request), separators=(",", ":"), allow_nan=False).encode()
+
+
+def _nan_as_text(node: Any) -> Any:
+    if isinstance(node, float) and not math.isfinite(node):
+        return "NaN" if math.isnan(node) else "Infinity" if node > 0 else "-Infinity"
+    if isinstance(node, dict):
+        return {key: _nan_as_text(value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_nan_as_text(item) for item in node]
+    return node
 
 
 def _backoff_s(attempt: int, retry_after: float | None) -> float:

@@ -1,7 +1,9 @@
 """Render spans as compact trees with their inputs, outputs and scores.
 
 Used by `ConsoleExporter` and by ``tracesim show``; works on `SpanRecord`, so it renders a
-live batch and a file read back in exactly the same way.
+live batch and a file read back in exactly the same way. Every string taken from a span (names,
+values, status messages, evaluator names and labels) goes through `visible`, so a trace file
+cannot move the cursor, retitle the window or recolour the terminal it is shown in.
 """
 
 from __future__ import annotations
@@ -13,17 +15,29 @@ from typing import Any
 
 from tracesim import _semconv as sc
 from tracesim.exporters._records import SpanRecord
+from tracesim.exporters._safe_text import visible
 
-__all__ = ["build_forest", "render_trees"]
+__all__ = ["MAX_TREE_DEPTH", "build_forest", "render_trees"]
 
 _PREVIEW = 100
+MAX_TREE_DEPTH = 100
+"""Levels drawn under one root; a deeper parent chain (only in a damaged file) continues as a new tree."""
 
 
 def build_forest(spans: Iterable[SpanRecord]) -> list[tuple[SpanRecord, list[Any]]]:
     """Group spans into trees: ``[(root, [(child, [...]), ...]), ...]``, roots in start order.
 
     A span whose parent is not among ``spans`` is treated as a root, so partial files and
-    traces that continue in another service still render.
+    traces that continue in another service still render. Damaged files render too: spans
+    whose parents form a cycle, and the part of a parent chain deeper than `MAX_TREE_DEPTH`,
+    start trees of their own instead of being lost or recursing without end.
+
+    Example:
+        >>> from tracesim.exporters import SpanRecord
+        >>> a = SpanRecord("t", "a", "b", "a", "INTERNAL", 0, 1, {})
+        >>> b = SpanRecord("t", "b", "a", "b", "INTERNAL", 0, 1, {})  # a and b: each other's parent
+        >>> [(root.name, [kid.name for kid, _ in kids]) for root, kids in build_forest([a, b])]
+        [('a', ['b'])]
     """
     spans = list(spans)
     known = {s.span_id for s in spans}
@@ -34,13 +48,21 @@ def build_forest(spans: Iterable[SpanRecord]) -> list[tuple[SpanRecord, list[Any
             children[span.parent_span_id].append(span)
         else:
             roots.append(span)
+    placed: set[int] = set()
 
-    def node(span: SpanRecord, seen: frozenset[str]) -> tuple[SpanRecord, list[Any]]:
+    def node(span: SpanRecord, depth: int) -> tuple[SpanRecord, list[Any]]:
+        placed.add(id(span))
         kids = sorted(children.get(span.span_id, []), key=lambda s: s.start_time_unix_nano)
-        seen = seen | {span.span_id}
-        return span, [node(k, seen) for k in kids if k.span_id not in seen]
+        if depth >= MAX_TREE_DEPTH:
+            return span, []  # the rest of the chain becomes trees of its own, below
+        return span, [node(k, depth + 1) for k in kids if id(k) not in placed]
 
-    return [node(r, frozenset()) for r in sorted(roots, key=lambda s: s.start_time_unix_nano)]
+    by_start = sorted(spans, key=lambda s: s.start_time_unix_nano)
+    forest = [node(r, 0) for r in sorted(roots, key=lambda s: s.start_time_unix_nano)]
+    for span in by_start:  # spans not reached from a root: in a cycle, or too deep
+        if id(span) not in placed:
+            forest.append(node(span, 0))
+    return forest
 
 
 def render_trees(spans: Iterable[SpanRecord], *, details: bool = True, width: int = _PREVIEW) -> str:
@@ -80,12 +102,12 @@ def _render(
 
 def _headline(span: SpanRecord) -> str:
     kind = span.attributes.get(sc.SPAN_KIND)
-    parts = [span.name]
+    parts = [visible(span.name)]
     if isinstance(kind, str):
-        parts.append(kind)
+        parts.append(visible(kind))
     parts.append(_format_duration(span.duration_s))
     if span.status_code == "ERROR":
-        parts.append(f"ERROR {span.status_message}".rstrip())
+        parts.append(f"ERROR {visible(span.status_message)}".rstrip())
     return "  ".join(parts)
 
 
@@ -102,9 +124,9 @@ def _detail_lines(span: SpanRecord, width: int) -> list[str]:
 
 
 def _format_result(attrs: Mapping[str, Any]) -> str:
-    name = attrs.get(sc.EVALUATION_NAME, "?")
+    name = _text(attrs.get(sc.EVALUATION_NAME, "?"))
     if sc.ERROR_TYPE in attrs:
-        return f"! {name} error ({attrs[sc.ERROR_TYPE]})"
+        return f"! {name} error ({_text(attrs[sc.ERROR_TYPE])})"
     if attrs.get(sc.EVALUATION_STATUS) == "skipped":
         return f"· {name} skipped"
     score = attrs.get(sc.EVALUATION_SCORE_VALUE)
@@ -115,14 +137,25 @@ def _format_result(attrs: Mapping[str, Any]) -> str:
     if isinstance(score, (int, float)):
         text += f" {score:.3g}"
     if label:
-        text += f" {label}"
+        text += f" {_text(label)}"
     return text
 
 
+def _text(value: Any) -> str:
+    """Any attribute value as one visible line of text."""
+    if isinstance(value, str):
+        text = value
+    elif isinstance(value, bytes):
+        text = value.hex()
+    else:
+        # allow_nan: an infinite double is a legal attribute value; shown as Infinity.
+        text = json.dumps(value, ensure_ascii=False, default=repr)
+    return visible(" ".join(text.split()))
+
+
 def _preview(value: Any, width: int) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+    text = _text(value)
+    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
 
 
 def _format_duration(seconds: float) -> str:

@@ -1,0 +1,181 @@
+"""Rows in, result lines out, for ``tracesim eval``: whatever a data file holds.
+
+Reading: a JSONL line that is not a JSON object (torn, nested too deeply to parse, invalid
+UTF-8) and a CSV row with bytes that are not UTF-8 become bad rows with their line number; the
+rest are read. Writing: every results line is strict JSON, whatever the row held (see `dumps`).
+Text from the file that reaches the terminal goes through `visible`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["BadRow", "Columns", "Row", "UsageError", "count_rows", "dumps", "finite", "read_rows", "visible"]
+
+# Row = (line number, id, output, expected, input); a bad row is (line number, message).
+Row = tuple[int, Any, Any, Any, Any]
+BadRow = tuple[int, str]
+
+_UNDECODED = re.compile("[\udc80-\udcff]")  # bytes kept by errors="surrogateescape"
+_MAX_DEPTH = 64
+"""Deeper values are written as ``null`` in the results (JSON parsers stop near 1000 levels)."""
+
+
+def visible(text: str) -> str:
+    """Text from the data file or the command line, safe to print (control characters shown)."""
+    from tracesim.exporters._safe_text import visible as make_visible
+
+    return make_visible(text)
+
+
+class UsageError(Exception):
+    """Bad arguments or configuration: reported, exit status 2."""
+
+
+@dataclass
+class Columns:
+    """The column names ``--output-col``, ``--expected-col``, ``--input-col`` and ``--id-col`` chose."""
+
+    output: str
+    expected: str
+    input: str
+    id: str
+
+
+def _read_jsonl(path: Path, cols: Columns) -> Iterator[Row | BadRow]:
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                yield number, f"not valid UTF-8 ({exc.reason} at byte {exc.start})"
+                continue
+            if not text.strip():
+                continue
+            try:
+                row = json.loads(text)
+            except ValueError as exc:
+                yield number, f"invalid JSON ({exc})"
+                continue
+            except RecursionError:
+                yield number, "invalid JSON (nested too deeply to read)"
+                continue
+            if not isinstance(row, dict):
+                yield number, f"expected a JSON object, got {type(row).__name__}"
+            elif cols.output not in row:
+                yield number, f"no {cols.output!r} field"
+            else:
+                yield number, row.get(cols.id), row[cols.output], row.get(cols.expected), row.get(cols.input)
+
+
+def _read_csv(path: Path, cols: Columns) -> Iterator[Row | BadRow]:
+    import csv
+
+    csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+    # surrogateescape: a byte that is not UTF-8 costs its own row, not the rest of the file
+    # (text is decoded in blocks, so a strict decoder fails rows, or the header, before it).
+    with path.open(encoding="utf-8-sig", errors="surrogateescape", newline="") as handle:
+        reader = csv.DictReader(handle)
+        try:
+            header = list(reader.fieldnames or [])
+        except csv.Error as exc:
+            raise UsageError(f"{path}: unreadable CSV header ({exc})") from None
+        if any(_not_utf8(name) for name in header):
+            raise UsageError(f"{path}: the CSV header is not valid UTF-8")
+        if cols.output not in header:
+            raise UsageError(f"{path}: no {cols.output!r} column (columns: {', '.join(header) or 'none'})")
+        if cols.expected not in header:
+            print(
+                visible(f"tracesim eval: note: {path} has no {cols.expected!r} column; every row is skipped"),
+                file=sys.stderr,
+            )
+        try:
+            for row in reader:
+                number = reader.line_num
+                if row.get(cols.output) is None:
+                    yield number, f"no {cols.output!r} value (the row has too few fields)"
+                elif any(_not_utf8(value) for value in row.values()):
+                    yield number, "not valid UTF-8"
+                else:
+                    yield (
+                        number,
+                        row.get(cols.id),
+                        row[cols.output],
+                        row.get(cols.expected),
+                        row.get(cols.input),
+                    )
+        except csv.Error as exc:
+            yield reader.line_num + 1, f"unreadable CSV from here on ({exc})"
+
+
+def _not_utf8(value: Any) -> bool:
+    """Whether a CSV value (a string, or the list of surplus fields) holds undecodable bytes."""
+    if isinstance(value, list):
+        return any(_not_utf8(item) for item in value)
+    return isinstance(value, str) and not value.isascii() and _UNDECODED.search(value) is not None
+
+
+def read_rows(path: Path, fmt: str, cols: Columns) -> Iterator[Row | BadRow]:
+    """The rows of a ``jsonl`` or ``csv`` file, in order; a file that fails mid-read is a `UsageError`."""
+    rows = _read_csv(path, cols) if fmt == "csv" else _read_jsonl(path, cols)
+    try:
+        yield from rows
+    except OSError as exc:  # opened fine, then failed (an I/O error, a file in /proc)
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def count_rows(path: Path, fmt: str) -> int | None:
+    """About how many rows there are (for the progress bar); None when the file cannot be read."""
+    try:
+        with path.open("rb") as handle:
+            lines = sum(1 for line in handle if line.strip())
+    except OSError:
+        return None
+    return max(lines - 1, 0) if fmt == "csv" else lines
+
+
+def dumps(line: dict[str, Any]) -> str:
+    """One results line of strict JSON, whatever the row held.
+
+    NaN and the infinities (``1e999`` in the data) become ``null``, so do values nested deeper
+    than 64 levels; a lone surrogate (``"\\ud800"`` in the data) stays a ``\\u`` escape, so
+    the line is valid UTF-8.
+
+    Example:
+        >>> dumps({"id": float("inf"), "output": [[["deep"]]], "name": "café"})
+        '{"id": null, "output": [[["deep"]]], "name": "café"}'
+    """
+    try:
+        text = json.dumps(line, ensure_ascii=False, allow_nan=False)
+    except (ValueError, RecursionError):  # NaN or an infinity, or nested too deeply
+        text = json.dumps(_json_safe(line, 0), ensure_ascii=False, allow_nan=False)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate from a "\ud800" escape: keep it escaped
+            text = json.dumps(json.loads(text), allow_nan=False)
+    return text
+
+
+def _json_safe(value: Any, depth: int) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if depth >= _MAX_DEPTH:
+        return None if isinstance(value, (dict, list, tuple)) else value
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v, depth + 1) for v in value]
+    return value
+
+
+def finite(score: float | None) -> float | None:
+    """``score``, or None for NaN and the infinities (which no mean or rate should take in)."""
+    return score if score is None or math.isfinite(score) else None
