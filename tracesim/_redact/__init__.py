@@ -1,0 +1,181 @@
+"""The redaction engine: find secrets in text and replace them, cheaply enough for every string.
+
+Every rule is found through an *anchor*, a character all of its matches contain: ``-`` in
+``sk-…``, ``_`` in ``ghp_…``, ``@`` in an e-mail address, ``k`` in ``token`` and ``api_key``.
+A text without the anchor costs the rule one ``memchr``. Otherwise a rare anchor is visited
+with ``str.find`` and the rule's regex tried there; a common one (a letter) is left to one
+regex that *starts* with it, which ``re`` scans for without trying a match at every position.
+Key names are matched on one lower-cased copy of the text, never with ``(?i)`` over a value.
+No pattern nests unbounded quantifiers, so no input makes a rule backtrack more than a bounded
+amount per anchor.
+
+Rules report spans of the original text, most specific first (a private key block before
+anything inside it, a vendor key before the generic ``key=value`` rule); a rule claims only
+what earlier ones left, and all replacements are joined once. A replacement keeps the key and
+says what was removed. Redacting twice changes nothing more.
+
+Example:
+    >>> Redactor().redact('{"password": "hunter2!", "total_tokens": 512}', "input.value")
+    '{"password": "[REDACTED:password]", "total_tokens": 512}'
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+from tracesim._guard import internal_error, warn_once
+from tracesim._redact._rules import _TOKENS, _emails, _key_values, _schemes, _tokens, _urls
+from tracesim._redact._scan import MARGIN, _run, _Scan
+
+__all__ = ["MARGIN", "PATTERN_GROUPS", "Redactor", "safe_cut"]
+
+PATTERN_GROUPS: tuple[str, ...] = ("email", "api_key", "bearer", "url_password", "private_key")
+"""Names accepted by the ``redact_patterns`` setting; all of them are on by default."""
+
+# ---------------------------------------------------------------- the public face
+
+
+class Redactor:
+    """Replace secrets in text with ``[REDACTED:<what>]``, then run the user's hook. Never raises.
+
+    Args:
+        patterns: Built-in groups to apply (see `PATTERN_GROUPS`): ``email``; ``api_key``
+            (vendor keys and tokens by their shape, JWTs, Slack and Discord webhooks, and the
+            value after a key name: ``api_key=``, ``"password": ``, ``client_secret``,
+            ``x-api-key:``, ``aws_secret_access_key``, in escaped JSON too); ``bearer``
+            (``Bearer`` and ``Basic`` credentials, ``Authorization`` headers);
+            ``url_password`` (``scheme://user:password@host``); ``private_key`` (PEM blocks).
+        hook: ``(text, attribute) -> text``, called with the already redacted text. If it raises
+            or returns a non-string, the value is withheld and a warning is logged once.
+
+    Example:
+        >>> redactor = Redactor()
+        >>> redactor.redact("mail marie@curie.org, key sk-proj-Abc123Def456Ghi789", "input.value")
+        'mail [REDACTED:email], key [REDACTED:api_key]'
+        >>> Redactor(["email"], hook=lambda text, attribute: text.upper()).redact("a@b.io hi", "x")
+        '[REDACTED:EMAIL] HI'
+        >>> Redactor(()).active
+        False
+    """
+
+    def __init__(
+        self, patterns: Sequence[str] = PATTERN_GROUPS, hook: Callable[[str, str], str] | None = None
+    ) -> None:
+        names = (patterns,) if isinstance(patterns, str) else tuple(patterns)
+        unknown = sorted(set(names) - set(PATTERN_GROUPS))
+        if unknown:
+            raise ValueError(f"unknown redaction patterns {unknown}; expected some of {PATTERN_GROUPS}")
+        groups = frozenset(names)
+        # (characters of which the text must hold one, rule), most specific rule first
+        rules: list[tuple[str, Callable[[_Scan], None]]] = []
+        for anchor in ("-", "_", "A", "eyJ", "SG"):
+            specs = [spec for spec in _TOKENS if spec.find == anchor and spec.group in groups]
+            if specs:  # the text must hold the anchor's last character: one memchr
+                rules.append((anchor[-1], _tokens(anchor, specs)))
+        urls = _urls(groups)
+        if urls:
+            rules.append((":", urls))
+        if "bearer" in groups:
+            rules.append(("bB", _schemes))
+        anchors = ("kpcg" if "api_key" in groups else "") + ("z" if "bearer" in groups else "")
+        if anchors:
+            rules.append((":=>", _key_values(anchors)))
+        if "email" in groups:
+            rules.append(("@", _emails))
+        self._rules = tuple(rules)
+        self._hook = hook
+
+    @property
+    def active(self) -> bool:
+        """False when there is no pattern and no hook: callers may skip the pass."""
+        return bool(self._rules) or self._hook is not None
+
+    def _scan(self, text: str) -> _Scan | None:
+        scan = None
+        for characters, detect in self._rules:
+            for character in characters:  # a plain loop: a generator here costs more than the test
+                if character in text:
+                    if scan is None:
+                        scan = _Scan(text)
+                    detect(scan)
+                    scan.commit()
+                    break
+        return scan
+
+    def redact(self, text: str, attribute: str) -> str:
+        """``text`` with every secret replaced, then passed through the hook (with ``attribute``)."""
+        if self._rules:
+            try:
+                for _ in range(8):  # again if a secret was glued after one: it now starts a word
+                    scan = self._scan(text)
+                    if scan is None or not scan.spans:
+                        break
+                    text, glued = scan.result()
+                    if not glued:
+                        break
+            except Exception:  # a bug of ours: never let the value out unchecked
+                internal_error("redaction")
+                return "[REDACTED: redaction failed]"
+        if self._hook is None:
+            return text
+        try:
+            result: object = self._hook(text, attribute)  # user code: do not trust its annotation
+        except Exception:
+            warn_once("redact", "tracesim: the redact hook raised; the value was withheld")
+            return "[REDACTED: redact hook failed]"
+        if not isinstance(result, str):
+            warn_once("redact-type", "tracesim: the redact hook returned a non-string; value withheld")
+            return "[REDACTED: redact hook returned a non-string]"
+        return result
+
+
+# ---------------------------------------------------------------- cutting without leaking
+
+_STRONG = r"\s\"'`,;&|()\[\]{}<>\\"  # separators: no secret spans one of these...
+_TOKEN_RUN = re.compile(rf"[^{_STRONG}]*")
+_PIECE_RUN = re.compile(rf"[^{_STRONG}=:/?#!]*")  # ...and inside a long token, pieces end here
+_ALL = Redactor()
+
+
+def safe_cut(text: str, limit: int) -> int:
+    """Where to cut ``text`` to keep at most ``limit`` characters without leaving part of a secret.
+
+    A token (a run between separators: white space, quotes, brackets, ``,;&|\\``) that straddles
+    the cut and is at most `MARGIN` (256) characters long could be a secret: it is dropped
+    whole, so no prefix of one is left (``sk-ss…[truncated]``, ``marie.curie@sorb…``). A longer
+    token (a blob, a long URL) is no single secret and keeps most of the limit: it is cut after
+    its last ``= : / ? # !`` within the margin, else ``min(MARGIN, limit // 2)`` short of the
+    limit, which leaves room for the marker. Finally, if a built-in pattern matches across the
+    cut (a quoted password with spaces, a JWT, a key inside a long URL), the cut moves back to
+    where that secret starts.
+
+    Example:
+        >>> text = "key sk-proj-Abc123Def456Ghi789Jkl012 and more"
+        >>> text[: safe_cut(text, 20)]
+        'key '
+        >>> safe_cut("x" * 5_000_000, 32 * 1024)
+        32512
+    """
+    if len(text) <= limit:
+        return len(text)
+    if limit <= 0:
+        return 0
+    cut = limit
+    if _TOKEN_RUN.fullmatch(text, limit, limit + 1):  # the cut falls inside a token
+        back = _run(_TOKEN_RUN, text[max(0, limit - MARGIN - 1) : limit][::-1])
+        if back + _run(_TOKEN_RUN, text, limit, limit + MARGIN + 1) - limit <= MARGIN:
+            cut = limit - back  # short enough to be one secret: dropped whole
+        else:
+            low = max(limit - back, limit - min(MARGIN, limit // 2))
+            cut = limit - _run(_PIECE_RUN, text[low:limit][::-1])
+    window = max(0, cut - MARGIN)
+    try:
+        scan = _ALL._scan(text[window : cut + MARGIN])
+    except Exception:  # a bug of ours: cut where no secret of the margin's size can straddle
+        internal_error("redaction")
+        return window
+    for start, end, _ in scan.spans if scan else ():
+        if window + start < cut < window + end:
+            return window + start
+    return cut
