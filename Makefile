@@ -5,13 +5,28 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-# Offline NLTK data for the text evaluators' tests, when the shared folder is there.
+# NLTK data for the text evaluators' tests (punkt_tab, perluniprops, wordnet), the first found
+# of: NLTK_DATA as given; ../shared/nltk_data; NLTK's own search path (~/nltk_data, ...); else
+# `tracesim nlp-data` downloads it once into NLTK_CACHE, which pytest then gets as NLTK_DATA.
 SHARED_NLTK := $(abspath ../shared/nltk_data)
+NLTK_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tracesim/nltk_data
+ifeq ($(strip $(NLTK_DATA)),)
 ifneq ($(wildcard $(SHARED_NLTK)),)
-export NLTK_DATA ?= $(SHARED_NLTK)
+export NLTK_DATA := $(SHARED_NLTK)
 endif
+endif
+# Shell code that ends with NLTK_DATA exported (or unset when NLTK's own path has the data),
+# or fails saying what is missing and where to copy it.
+FIND_NLTK_DATA = \
+	if [ -n "$$NLTK_DATA" ]; then echo "NLTK data: NLTK_DATA=$$NLTK_DATA"; \
+	elif $(BIN)/tracesim nlp-data --check >/dev/null 2>&1; then \
+		echo "NLTK data: found on NLTK's default search path"; \
+	else \
+		$(BIN)/tracesim nlp-data --dir "$(NLTK_CACHE)" || exit 1; \
+		export NLTK_DATA="$(NLTK_CACHE)"; \
+	fi
 
-.PHONY: demo test lint typecheck pytest test-deps bench clean
+.PHONY: demo test lint typecheck pytest test-deps nltk-data bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,18 +51,22 @@ typecheck: $(VENV)/.installed-test
 	$(BIN)/mypy
 
 # Real components the tests use, outside tracesim's venv: Arize Phoenix (its own cached venv,
-# about 855 MB, built once; TRACESIM_SKIP_PHOENIX=1 skips its tests on machines with no
-# registry) and headless Chromium for the HTML report check (Debian package, when root).
+# about 855 MB, built once; TRACESIM_SKIP_PHOENIX=1 builds nothing and skips its tests) and
+# headless Chromium for the HTML report check (Debian package, when root).
 test-deps: $(VENV)/.installed-test
-	@if [ "$$TRACESIM_SKIP_PHOENIX" != "1" ]; then $(BIN)/python tests/phoenix/_server.py ensure-venv; fi
+	@if [ "$$TRACESIM_SKIP_PHOENIX" = "1" ]; then echo "TRACESIM_SKIP_PHOENIX=1: no Phoenix venv, its tests skip"; \
+	else $(BIN)/python tests/phoenix/_server.py ensure-venv; fi
 	@if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
 		echo "installing chromium (Debian) for the HTML report test"; \
 		(apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium >/dev/null) \
 			|| echo "could not install chromium: the HTML report's browser test will skip"; \
 	fi
 
+nltk-data: $(VENV)/.installed-test
+	@$(FIND_NLTK_DATA)
+
 pytest: $(VENV)/.installed-test test-deps
-	$(BIN)/pytest
+	@$(FIND_NLTK_DATA); echo "$(BIN)/pytest"; $(BIN)/pytest
 
 test: lint typecheck pytest
 

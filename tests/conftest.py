@@ -14,11 +14,16 @@ from tracesim import _runtime
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = (REPO / ".." / "shared").resolve()
+NLTK_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tracesim" / "nltk_data"
 
-# NLTK data for BLEU/GLEU/METEOR comes from the shared folder (the Makefile exports it too);
-# set before anything imports nltk, which reads NLTK_DATA once.
-if not os.environ.get("NLTK_DATA") and (SHARED / "nltk_data").is_dir():
-    os.environ["NLTK_DATA"] = str(SHARED / "nltk_data")
+# NLTK data for BLEU/GLEU/METEOR, as `make test` finds it: NLTK_DATA as given, else the shared
+# folder, else the folder `make test` downloads it into when that exists; NLTK's own search path
+# (~/nltk_data, ...) always comes after. Set before anything imports nltk (it reads NLTK_DATA once).
+if not os.environ.get("NLTK_DATA"):
+    for _folder in (SHARED / "nltk_data", NLTK_CACHE):
+        if _folder.is_dir():
+            os.environ["NLTK_DATA"] = str(_folder)
+            break
 
 
 @pytest.fixture(autouse=True)

@@ -3,15 +3,18 @@
 ``phoenix`` (one server per session, started on first use) gives tests:
 
 * ``phoenix.http_endpoint`` / ``phoenix.traces_url`` / ``phoenix.grpc_endpoint``
-* ``phoenix.spans(project, min_count=..., timeout_s=...)`` to read spans back
-* ``phoenix.span_annotations(project, span_ids, ...)``
+* ``phoenix.spans(project, min_count=..., timeout_s=...)`` to read spans back; it fails the
+  test (``ReadBackTimeout``: "timed out after N s with M of K spans") rather than return fewer
+  than ``min_count``, so a slow server is never taken for lost data
+* ``phoenix.span_annotations(project, span_ids, ...)``, the same way
 * ``phoenix.stop()``, ``phoenix.start()``, ``phoenix.restart()`` (same ports and data)
 
 Route each test to its own Phoenix project with the resource attribute
 ``openinference.project.name`` (``project`` fixture gives a unique name).
 
-If Phoenix cannot be installed or started, ``phoenix`` tests fail with the reason, or are
-skipped naming the missing resource when ``TRACESIM_SKIP_PHOENIX=1`` is set.
+``TRACESIM_SKIP_PHOENIX=1`` skips every test here, whether or not Phoenix is installed, and
+nothing is built or started. Otherwise, if Phoenix cannot be installed or started, the tests
+that need it fail with the reason.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import NoReturn
 
 import pytest
 
@@ -47,37 +51,46 @@ harness = _load_harness()
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     here = Path(__file__).parent
+    # Read at collection, before the autouse fixture clears TRACESIM_* for each test.
+    skip = os.environ.get(harness.SKIP_ENV) == "1"
     for item in items:
         if here in Path(item.path).parents:
             item.add_marker(pytest.mark.phoenix)
+            if skip:
+                item.add_marker(pytest.mark.skip(reason=f"{harness.SKIP_ENV}=1: Phoenix tests are skipped"))
 
 
 @pytest.fixture(scope="session")
-def phoenix_server() -> Iterator[object]:
-    """The session's Phoenix server (see the module docstring for its API)."""
-    problem = None
+def phoenix_venv() -> Path:
+    """Phoenix's virtualenv, built on first use and cached across runs."""
     try:
-        server = harness.PhoenixServer(harness.ensure_venv(log=sys.stderr))
+        venv: Path = harness.ensure_venv(log=sys.stderr)
+        return venv
     except harness.PhoenixUnavailable as exc:
         problem = f"Phoenix virtualenv: {exc}"
+    _unavailable(problem)  # outside the except block: the report shows the reason, not a chain
+
+
+@pytest.fixture(scope="session")
+def phoenix_server(phoenix_venv: Path) -> Iterator[object]:
+    """The session's Phoenix server (see the module docstring for its API)."""
+    server = harness.PhoenixServer(phoenix_venv)
+    try:
+        server.start()
+    except harness.PhoenixUnavailable as exc:
+        server.close()
+        problem = f"Phoenix server: {exc}"
     else:
         try:
-            server.start()
-        except harness.PhoenixUnavailable as exc:
+            yield server
+        finally:
             server.close()
-            problem = f"Phoenix server: {exc}"
-    if problem:  # outside the except blocks, so the report shows the reason, not a traceback chain
-        _unavailable(problem)
-    try:
-        yield server
-    finally:
-        server.close()
+        return
+    _unavailable(problem)
 
 
-def _unavailable(reason: str) -> None:
-    if os.environ.get(harness.SKIP_ENV) == "1":
-        pytest.skip(f"{harness.SKIP_ENV}=1 and {reason}")
-    pytest.fail(f"{reason}\n(set {harness.SKIP_ENV}=1 to skip Phoenix tests instead)", pytrace=False)
+def _unavailable(reason: str) -> NoReturn:
+    pytest.fail(f"{reason}\n(set {harness.SKIP_ENV}=1 to skip the Phoenix tests)", pytrace=False)
 
 
 @pytest.fixture

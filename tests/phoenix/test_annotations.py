@@ -10,8 +10,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from tracesim import _semconv as sc
-from tracesim.exporters._phoenix import PhoenixAnnotationSink
 from tracesim.exporters import otlp_exporter
+from tracesim.exporters._phoenix import PhoenixAnnotationSink
 
 
 @pytest.fixture
