@@ -15,3 +15,6 @@ def test_docstring_examples(name: str) -> None:
     module = importlib.import_module(f"tracesim._report.{name}")
     outcome = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert outcome.failed == 0
+    # An example marked +SKIP is not attempted: a module whose every example is skipped would
+    # pass while checking nothing.
+    assert outcome.attempted > 0, f"tracesim._report.{name} has no example that runs"

@@ -42,11 +42,19 @@ def summarize(
     spans count for the span they link to, in that span's group.
 
     Example:
-        >>> from tracesim.exporters import load_spans
-        >>> spans = load_spans(".tracesim/traces.jsonl")  # doctest: +SKIP
-        >>> report = summarize(spans, group_by="service.name")  # doctest: +SKIP
-        >>> [(s.name, s.latency_s.p95) for s in report.spans]  # doctest: +SKIP
-        [('answer', 1.82), ('retrieve', 0.21)]
+        >>> import tracesim
+        >>> from tracesim.evaluators import ExactMatch
+        >>> from tracesim.testing import capture_spans
+        >>> @tracesim.trace(evaluators=[ExactMatch()], expected="Warsaw")
+        ... def answer(question: str) -> str:
+        ...     return "Warsaw" if "Curie" in question else "Paris"
+        >>> with capture_spans() as captured:
+        ...     answers = [answer("Marie Curie?"), answer("Pierre?"), answer("Curie again?")]
+        >>> report = summarize(captured.spans)
+        >>> [(s.name, s.count) for s in report.spans]
+        [('answer', 3)]
+        >>> round(report.evaluator("exact").pass_rate, 3)
+        0.667
     """
     collected = collect(spans, group_by)
     rows, totals = _evaluator_rows(collected)
