@@ -209,7 +209,24 @@ def is_small(value: Any, chars: int, nodes: int = _SMALL_NODES) -> bool:
         nodes -= 1
         if nodes < 0:
             return False
-        if isinstance(item, str):
+        kind = type(item)  # exact types first: the common JSON shapes skip the isinstance chain
+        if kind is str:
+            chars -= len(item)
+            if chars < 0:
+                return False
+        elif kind is dict:
+            if len(item) > nodes:
+                return False
+            stack.extend(item.values())
+        elif kind is list or kind is tuple:
+            if len(item) > nodes:
+                return False
+            stack.extend(item)
+        elif kind in _SCALARS:
+            pass
+        elif not _is_small_other(item, stack, nodes):
+            return False
+        elif isinstance(item, str):
             chars -= len(_plain(item))
             if chars < 0:
                 return False
@@ -217,24 +234,34 @@ def is_small(value: Any, chars: int, nodes: int = _SMALL_NODES) -> bool:
             chars -= len(item) * 2
             if chars < 0:
                 return False
-        elif isinstance(item, Mapping):
-            if len(item) > nodes:
-                return False
-            stack.extend(item.values())
-        elif isinstance(item, (list, tuple, Set)):
-            if len(item) > nodes:
-                return False
-            stack.extend(item)
-        elif not isinstance(item, (int, float, bool)) and item is not None:
-            size = getattr(item, "size", None)  # numpy arrays, torch tensors have one
-            if isinstance(size, int) and size > nodes:
-                return False
-            if hasattr(item, "model_fields") or dataclasses.is_dataclass(item):
-                fields = getattr(item, "__dict__", None)
-                if isinstance(fields, dict):
-                    if len(fields) > nodes:
-                        return False
-                    stack.extend(fields.values())
+    return True
+
+
+_SCALARS = frozenset({int, float, bool, type(None)})
+
+
+def _is_small_other(item: Any, stack: list[Any], nodes: int) -> bool:
+    """`is_small` for anything but the exact JSON types: push its children, False when too big."""
+    if isinstance(item, (str, bytes, bytearray, int, float)) or item is None:
+        return True  # counted by the caller (subclasses of str and bytes) or a single node
+    if isinstance(item, Mapping):
+        if len(item) > nodes:
+            return False
+        stack.extend(item.values())
+    elif isinstance(item, (list, tuple, Set)):
+        if len(item) > nodes:
+            return False
+        stack.extend(item)
+    else:
+        size = getattr(item, "size", None)  # numpy arrays, torch tensors have one
+        if isinstance(size, int) and size > nodes:
+            return False
+        if hasattr(item, "model_fields") or dataclasses.is_dataclass(item):
+            fields = getattr(item, "__dict__", None)
+            if isinstance(fields, dict):
+                if len(fields) > nodes:
+                    return False
+                stack.extend(fields.values())
     return True
 
 
@@ -290,7 +317,10 @@ def _stream_container(value: Any, out: _Writer, seen: set[int], depth: int) -> N
         pairs = ((f.name, getattr(value, f.name)) for f in dataclasses.fields(value))
         _stream_pairs(pairs, out, seen, depth)
     elif _is_array(value):
-        _stream_items(iter(value), out, seen, depth)  # a large array: row by row, never tolist() whole
+        if value.ndim == 1:
+            _stream_vector(value, out, seen, depth)
+        else:
+            _stream_items(iter(value), out, seen, depth)  # a large array: row by row, never tolist() whole
     else:
         converted = _default(value)
         if isinstance(converted, str):
@@ -316,6 +346,17 @@ def _stream_items(items: Iterator[Any], out: _Writer, seen: set[int], depth: int
             out.write(",")
         _stream(_scalar(item), out, seen, depth + 1)
     out.write("]")
+
+
+def _stream_vector(vector: Any, out: _Writer, seen: set[int], depth: int) -> None:
+    """A 1-D array: only as many elements as can fit, converted and written in one C call each."""
+    count = min(len(vector), max(1, out.budget // 2) + 1)  # a number and its comma take 2+ characters
+    try:
+        text = json.dumps(vector[:count].tolist(), allow_nan=False, separators=(",", ":"))
+    except (ValueError, TypeError):  # NaN, or objects: element by element, with placeholders
+        _stream_items(iter(vector), out, seen, depth)
+        return
+    out.write(text if count == len(vector) else text[:-1])  # a cut vector stays open
 
 
 def _is_array(value: Any) -> bool:
