@@ -87,6 +87,11 @@ class Redactor:
         self._hook = hook
 
     @property
+    def hooked(self) -> bool:
+        """True when a user hook runs: its result may depend on the attribute name."""
+        return self._hook is not None
+
+    @property
     def active(self) -> bool:
         """False when there is no pattern and no hook: callers may skip the pass."""
         return bool(self._rules) or self._hook is not None

@@ -49,7 +49,8 @@ class Redaction:
     def __init__(self, redactor: Redactor | None = None, limit: int = DEFAULT_LIMIT) -> None:
         self.redactor = redactor if redactor is not None else Redactor()
         self.limit = limit
-        self._clean: dict[tuple[str, str], str] = {}
+        self._clean: dict[Any, str] = {}
+        self._hooked = self.redactor.hooked
         self._resources: dict[int, tuple[Resource, Resource]] = {}
         self._lock = threading.Lock()
 
@@ -57,7 +58,9 @@ class Redaction:
         """``value`` cut to the limit and redacted. Never raises."""
         short = len(value) <= _CACHE_CHARS
         if short:
-            known = self._clean.get((value, attribute))
+            # Without a hook the result does not depend on the attribute: one entry per string.
+            key: Any = (value, attribute) if self._hooked else value
+            known = self._clean.get(key)
             if known is not None:
                 return known
         result = value if type(value) is str else str.__str__(value)
@@ -68,7 +71,7 @@ class Redaction:
         if short:
             if len(self._clean) >= _CACHE_SIZE:
                 self._clean.clear()  # rare: a service with many distinct short strings
-            self._clean[(value, attribute)] = result
+            self._clean[key] = result
         return result
 
     def attributes(self, attributes: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -76,7 +79,9 @@ class Redaction:
         if not attributes:
             return None
         changed: dict[str, Any] | None = None
-        for key, value in attributes.items():
+        # A plain dict iterates in C; the SDK's mappings iterate through Python-level methods.
+        items = attributes.items() if type(attributes) is dict else dict(attributes).items()
+        for key, value in items:
             new = self.value(value, key)
             if new is not value and new != value:
                 if changed is None:
