@@ -75,6 +75,9 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/bench_scoring.py
 	$(BIN)/python benchmarks/bench_evaluators.py
 	$(BIN)/python benchmarks/bench_export_down.py
+	$(BIN)/python benchmarks/bench_capture.py
+	$(BIN)/python benchmarks/bench_otlp.py
+	$(BIN)/python benchmarks/bench_soak.py --calls 100000
 
 clean:
 	rm -rf $(VENV) .tracesim .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -25,86 +25,23 @@ machine is shared, read the ratios.
 from __future__ import annotations
 
 import argparse
-import multiprocessing
-import socket
+import shutil
 import statistics
 import tempfile
 import time
-from collections.abc import Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
-import httpx
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+from _common import Discard, Sink, free_port  # benchmarks run as scripts: their folder is on sys.path
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
 from tracesim.exporters import SpoolingExporter, otlp_exporter
 
 TEXT = ("Where was Marie Curie born, and what did she study in Paris? " * 4)[:200]
 
 
-class Discard(SpanExporter):
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        return SpanExportResult.SUCCESS
-
-
-def _serve(port: int, ready: Any) -> None:
-    """The sink process: counts spans in OTLP/protobuf requests; GET returns the count."""
-    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-
-    count = [0]
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            request = ExportTraceServiceRequest()
-            request.ParseFromString(self.rfile.read(int(self.headers["Content-Length"])))
-            count[0] += sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
-            self._reply(b"")
-
-        def do_GET(self) -> None:
-            self._reply(str(count[0]).encode())
-
-        def _reply(self, body: bytes) -> None:
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-    ready.set()
-    server.serve_forever()
-
-
-class Sink:
-    def __init__(self, port: int) -> None:
-        self.port = port
-        ready = multiprocessing.Event()
-        self._process = multiprocessing.Process(target=_serve, args=(port, ready), daemon=True)
-        self._process.start()
-        ready.wait(30)
-
-    @property
-    def received(self) -> int:
-        return int(httpx.get(f"http://127.0.0.1:{self.port}/").text)
-
-    def stop(self) -> None:
-        self._process.terminate()
-        self._process.join(10)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 def _run(config: str, calls: int, pace_s: float) -> dict[str, float]:
-    sink = Sink(_free_port()) if config.endswith("up") else None
-    port = sink.port if sink else _free_port()  # nothing listens: connection refused
+    sink = Sink() if config.endswith("up") else None
+    port = sink.port if sink else free_port()  # nothing listens: connection refused
     url = f"http://127.0.0.1:{port}"
     spool_dir = tempfile.mkdtemp(prefix="bench-spool-")
     exporter: SpanExporter
@@ -144,9 +81,10 @@ def _run(config: str, calls: int, pace_s: float) -> dict[str, float]:
         exporter.force_flush(120_000)
         result["recovery_s"] = time.perf_counter() - recovery
     if sink is not None:
-        result["delivered"] = sink.received
+        result["delivered"] = sink.received()
         sink.stop()
     provider.shutdown()
+    shutil.rmtree(spool_dir, ignore_errors=True)
     return result
 
 
