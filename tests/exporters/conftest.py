@@ -7,6 +7,7 @@ spans arrived, how often and in what order.
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -95,6 +96,14 @@ class OtlpSink:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join()
+
+
+def refused_url() -> str:
+    """An OTLP/HTTP URL on 127.0.0.1 where nothing listens: connections are refused at once."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1/traces"
 
 
 @pytest.fixture

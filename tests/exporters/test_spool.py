@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from conftest import refused_url
 from opentelemetry.exporter.otlp.json.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -25,13 +26,6 @@ if TYPE_CHECKING:
     from conftest import OtlpSink
 
 Batch = Callable[..., list[ReadableSpan]]
-
-
-def _closed_port_url() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return f"http://127.0.0.1:{port}/v1/traces"  # nothing listens: connection refused
 
 
 @pytest.fixture
@@ -155,7 +149,7 @@ def test_files_left_by_an_earlier_process_are_sent_by_the_next(
     sink: OtlpSink, make_batch: Batch, spool_factory: Callable[..., SpoolingExporter], tmp_path: Path
 ) -> None:
     directory = tmp_path / "shared-spool"
-    first = spool_factory(_closed_port_url(), directory)
+    first = spool_factory(refused_url(), directory)
     batches = [make_batch(f"e{i}") for i in range(3)]
     for batch in batches:
         first.export(batch)
@@ -210,7 +204,7 @@ def test_export_returns_at_once_while_the_backend_hangs(
 def test_batch_processor_in_front_loses_nothing_while_the_backend_is_down(
     spool_factory: Callable[..., SpoolingExporter], caplog: pytest.LogCaptureFixture
 ) -> None:
-    exporter = spool_factory(_closed_port_url(), max_bytes=64 * 1024 * 1024)
+    exporter = spool_factory(refused_url(), max_bytes=64 * 1024 * 1024)
     provider = TracerProvider(resource=Resource.create({"service.name": "bsp"}))
     provider.add_span_processor(
         BatchSpanProcessor(exporter, max_export_batch_size=256, schedule_delay_millis=50)
@@ -231,7 +225,7 @@ def test_batch_processor_in_front_loses_nothing_while_the_backend_is_down(
 def test_shutdown_keeps_unsent_batches_and_later_exports_fail(
     make_batch: Batch, spool_factory: Callable[..., SpoolingExporter]
 ) -> None:
-    exporter = spool_factory(_closed_port_url())
+    exporter = spool_factory(refused_url())
     exporter.export(make_batch("f"))
     exporter.shutdown()
     assert exporter.export(make_batch("g")) is SpanExportResult.FAILURE
@@ -244,7 +238,7 @@ def test_a_damaged_spool_file_is_deleted_and_the_rest_sent(
     sink: OtlpSink, make_batch: Batch, spool_factory: Callable[..., SpoolingExporter], tmp_path: Path
 ) -> None:
     directory = tmp_path / "spool"
-    first = spool_factory(_closed_port_url(), directory)
+    first = spool_factory(refused_url(), directory)
     first.export(make_batch("h"))
     first.shutdown()
     damaged = directory / "00000000000000000001-1-000001-2.jsonl"  # sorts first

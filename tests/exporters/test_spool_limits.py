@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from conftest import refused_url
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -25,13 +26,6 @@ if TYPE_CHECKING:
     from conftest import OtlpSink
 
 Spans = Callable[..., list[ReadableSpan]]
-
-
-def _closed_port_url() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return f"http://127.0.0.1:{port}/v1/traces"  # nothing listens: connection refused
 
 
 class HangingBackend:
@@ -123,7 +117,7 @@ def test_the_spool_keeps_the_newest_data_up_to_its_bound(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     # Each batch (~420 KB) is larger than the whole spool (200 KB): it must be split, not dropped.
-    exporter = spool_factory(_closed_port_url(), max_bytes=200_000, max_in_memory=max_in_memory)
+    exporter = spool_factory(refused_url(), max_bytes=200_000, max_in_memory=max_in_memory)
     batches = [spans(prefix, 100) for prefix in ("a", "b", "c")]
     with caplog.at_level(logging.WARNING, logger="tracesim"):
         for batch in batches:
@@ -146,7 +140,7 @@ def test_the_spool_keeps_the_newest_data_up_to_its_bound(
 def test_only_a_span_larger_than_the_whole_spool_is_dropped_and_logged_once(
     spool_factory: Callable[..., SpoolingExporter], spans: Spans, caplog: pytest.LogCaptureFixture
 ) -> None:
-    exporter = spool_factory(_closed_port_url(), max_bytes=60_000, max_in_memory=0)
+    exporter = spool_factory(refused_url(), max_bytes=60_000, max_in_memory=0)
     batches = [spans(f"s{i}", 2, payload=1000) + spans(f"huge{i}", 1, payload=80_000) for i in range(3)]
     with caplog.at_level(logging.WARNING, logger="tracesim"):
         results = [exporter.export(batch) for batch in batches]
@@ -162,7 +156,7 @@ def test_only_a_span_larger_than_the_whole_spool_is_dropped_and_logged_once(
 def test_a_spool_that_cannot_be_written_logs_once_per_cause_and_again_after_recovery(
     spool_factory: Callable[..., SpoolingExporter], spans: Spans, caplog: pytest.LogCaptureFixture
 ) -> None:
-    exporter = spool_factory(_closed_port_url(), max_in_memory=0)
+    exporter = spool_factory(refused_url(), max_in_memory=0)
     directory = Path(exporter.directory)
     with caplog.at_level(logging.INFO, logger="tracesim"):
         shutil.rmtree(directory)  # e.g. a cleanup job removed it
@@ -237,7 +231,7 @@ def test_shutdown_keeps_its_deadline_with_a_hanging_backend_and_loses_nothing(
     assert elapsed < 6.0  # a 2 s deadline, with a 3x margin for a loaded machine
 
     # Every span, the batch that was being sent included, is on disk for the next run.
-    later = SpoolingExporter(OTLPSpanExporter(endpoint=_closed_port_url(), timeout=1.0), directory)
+    later = SpoolingExporter(OTLPSpanExporter(endpoint=refused_url(), timeout=1.0), directory)
     try:
         assert later.stats.pending == 1000
         assert sorted(s.name for s in load_spans(_spooled(directory))) == sorted(f"s{i}" for i in range(1000))
