@@ -1,10 +1,17 @@
-"""Every check in shared/conformance/cases.jsonl: the numbers the reference tools produce."""
+"""Every check in data/conformance/cases.jsonl: the numbers the reference tools produce.
+
+The cases live in the repository (a copy of the project's shared file), so a clone on its
+own runs them; see data/conformance/README.md.
+"""
 
 from __future__ import annotations
 
 import importlib
 import json
 import math
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +19,9 @@ import pytest
 
 from tracesim.evaluators import from_config
 
-CASES_FILE = (Path(__file__).parents[2] / "../shared/conformance/cases.jsonl").resolve()
+CASES_FILE = Path(__file__).parent / "data" / "conformance" / "cases.jsonl"
+# The shared original, when a checkout of the project's shared folder sits beside the clone.
+SHARED_CASES_FILE = (Path(__file__).parents[2] / "../shared/conformance/cases.jsonl").resolve()
 
 
 def _checks() -> list[Any]:
@@ -90,3 +99,30 @@ def test_the_file_has_every_kind_of_check() -> None:
     total = sum(len(json.loads(line)["checks"]) for line in lines)
     assert len(lines) >= 49
     assert total >= 1857
+
+
+def test_the_in_repository_copy_matches_the_shared_file() -> None:
+    if not SHARED_CASES_FILE.is_file():
+        pytest.skip(f"no shared cases file at {SHARED_CASES_FILE} to compare the in-repository copy with")
+    assert CASES_FILE.is_file(), f"{CASES_FILE} not found"
+    assert CASES_FILE.read_bytes() == SHARED_CASES_FILE.read_bytes(), (
+        f"{CASES_FILE} differs from {SHARED_CASES_FILE}: copy the shared file over the in-repository one "
+        "(or send the change to the shared one) so both hold the same reference numbers"
+    )
+
+
+def test_a_clone_without_the_cases_file_fails_instead_of_skipping(tmp_path: Path) -> None:
+    # This test module, alone in a folder with no data/ beside it: the run must fail.
+    shutil.copyfile(__file__, tmp_path / "test_conformance.py")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfs", "-k", "not a_clone_without"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "test_conformance[cases-file-missing]" in done.stdout
+    assert "FAILED" in done.stdout
+    assert "not found: the evaluator numbers would go unchecked" in done.stdout

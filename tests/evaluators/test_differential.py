@@ -16,8 +16,9 @@ from rapidfuzz.distance import Levenshtein as RapidLevenshtein
 from rouge_score import rouge_scorer
 
 from tracesim.evaluators import from_config
-from tracesim.evaluators._overlap import _count_py, squad_counts, squad_tokens
+from tracesim.evaluators._overlap import squad_counts, squad_tokens
 from tracesim.evaluators._rouge import ROUGE_TYPES
+from tracesim.evaluators._text import _count_py
 from tracesim.evaluators._tfidf import tfidf_cosine
 from tracesim.evaluators.compat import azure, mastra
 

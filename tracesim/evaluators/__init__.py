@@ -2,11 +2,13 @@
 
 Every evaluator returns an :class:`EvalResult`. The catalogue reproduces the numbers of
 the tools each metric is named after (see ``docs/evaluators.md``); ``compat`` holds
-façades with those tools' own interfaces. Build evaluators directly or from config::
+façades with those tools' own interfaces. Build evaluators directly or from config:
 
-    from tracesim.evaluators import Levenshtein, from_config
-    Levenshtein(threshold=0.8).evaluate("Hello World!", "Hello World").score   # 0.92
-    from_config({"type": "rouge", "rouge_type": "rouge1"})
+    >>> from tracesim.evaluators import Levenshtein, from_config
+    >>> Levenshtein(threshold=0.8).evaluate("Hello World!", "Hello World").score
+    0.92
+    >>> from_config({"type": "rouge", "rouge_type": "rouge1"}).rouge_type
+    'rouge1'
 """
 
 from tracesim.evaluators._base import DEFAULT, Evaluator, Measurement

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final
 
 from tracesim._errors import ConfigError
-from tracesim.evaluators._options import check_int, check_number, require_number
+from tracesim.evaluators._options import check_int, check_number, check_threshold, require_number
 from tracesim.evaluators._result import EvalResult, measured_result, scored_result
 
-__all__ = ["DEFAULT", "Evaluator", "MeasureValue", "Measurement"]
+__all__ = ["DEFAULT", "INVALID_SCORE", "Evaluator", "MeasureValue", "Measurement"]
 
 
 class _Default:
@@ -27,6 +27,9 @@ class _Default:
 
 
 DEFAULT: Final = _Default()
+
+#: ``error_type`` of a result whose metric gave a score that cannot be reported.
+INVALID_SCORE: Final = "invalid_score"
 
 _NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*\Z")
 _SHARED_KEYS = ("name", "threshold", "sample_rate", "timeout_s", "max_concurrency")
@@ -60,6 +63,13 @@ class Evaluator:
     strict ``>`` / ``<`` when ``strict`` is set), sets the ``pass``/``fail`` label and
     times the call.
 
+    ``score_range`` is the ``(low, high)`` span (inclusive) of the scores the metric can
+    give: ``(0, 1)`` for the built-in similarities, ``(0, inf)`` for
+    ``levenshtein_distance``, ``(-1, 1)`` for a cosine of embeddings; any finite number
+    for custom evaluators unless they set it. A threshold outside it is refused at
+    construction (:class:`~tracesim.ConfigError`), and a score that is NaN, infinite, not
+    a number or outside it becomes ``status="error"`` with ``error_type="invalid_score"``.
+
     Shared keyword arguments: ``name`` (defaults to the type name, e.g. ``"levenshtein"``),
     ``threshold`` (the class default unless given; ``None`` means no pass/fail),
     ``sample_rate`` (0..1), ``timeout_s`` (> 0) and ``max_concurrency`` (for async
@@ -80,6 +90,7 @@ class Evaluator:
     higher_is_better: ClassVar[bool] = True
     strict: ClassVar[bool] = False
     requires_expected: ClassVar[bool] = True
+    score_range: ClassVar[tuple[float, float]] = (-math.inf, math.inf)
 
     name: str
     threshold: float | None
@@ -104,7 +115,7 @@ class Evaluator:
         self.name = name
         if isinstance(threshold, _Default):
             threshold = self.default_threshold
-        self.threshold = check_number(f"{key}.threshold", threshold, allow_none=True)
+        self.threshold = check_threshold(f"{key}.threshold", threshold, self.score_range)
         self.sample_rate = require_number(f"{key}.sample_rate", sample_rate, low=0.0, high=1.0)
         self.timeout_s = check_number(f"{key}.timeout_s", timeout_s, low=0.0, low_open=True, allow_none=True)
         self.max_concurrency = check_int(f"{key}.max_concurrency", max_concurrency, low=1, allow_none=True)
@@ -191,6 +202,9 @@ class Evaluator:
         checked: object = value
         # These skip pydantic when the values already have the types validation returns.
         if type(checked) is Measurement or isinstance(checked, Measurement):
+            problem = self._score_problem(checked.score)
+            if problem is not None:
+                return self._invalid(problem, duration_s, checked.details)
             passed = self.passes(checked.score)
             label = checked.label if checked.label is not None else _label(passed)
             return measured_result(
@@ -208,17 +222,54 @@ class Evaluator:
                 self.name, 1.0 if checked else 0.0, checked, _label(checked), self.threshold, duration_s
             )
         if isinstance(checked, (int, float)):
+            problem = self._score_problem(checked)
+            if problem is not None:
+                return self._invalid(problem, duration_s, {})
             passed = self.passes(checked)
             return scored_result(self.name, checked, passed, _label(passed), self.threshold, duration_s)
         if isinstance(checked, EvalResult):
             return self._adopt(checked, duration_s)
-        problem = TypeError(
+        wrong_type = TypeError(
             f"measure() returned {type(checked).__name__}; expected a float, a bool, "
             "a Measurement or an EvalResult"
         )
-        return self._error(problem, duration_s)
+        return self._error(wrong_type, duration_s)
+
+    def _score_problem(self, score: object) -> str | None:
+        """Why ``score`` cannot be reported (NaN, infinite, out of range, not a number), or None."""
+        low, high = self.score_range
+        if type(score) is float and math.isfinite(score) and low <= score <= high:
+            return None  # the common case, checked first
+        if isinstance(score, bool) or not isinstance(score, (int, float)):
+            return f"the score {_shown(score)} is a {type(score).__name__}, not a number"
+        try:
+            number = float(score)
+        except OverflowError:
+            return "the score is an int too large for a float"
+        if not math.isfinite(number):
+            return f"the score is {number!r}, not a finite number"
+        if not low <= number <= high:
+            return (
+                f"the score {number!r} is outside the score range [{low:g}, {high:g}] of {self.type_name!r}"
+            )
+        return None
+
+    def _invalid(self, problem: str, duration_s: float, details: dict[str, Any]) -> EvalResult:
+        return EvalResult(
+            name=self.name,
+            threshold=self.threshold,
+            details=details,
+            status="error",
+            error=f"invalid_score: {problem}",
+            error_type=INVALID_SCORE,
+            duration_s=duration_s,
+        )
 
     def _adopt(self, result: EvalResult, duration_s: float) -> EvalResult:
+        if result.status == "ok" and result.score is not None:
+            problem = self._score_problem(result.score)
+            if problem is not None:
+                return self._invalid(problem, duration_s, result.details)
         update: dict[str, Any] = {"name": self.name, "duration_s": duration_s}
         if result.threshold is None:
             update["threshold"] = self.threshold
@@ -231,6 +282,14 @@ class Evaluator:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, threshold={self.threshold!r})"
+
+
+def _shown(value: object) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # a user object whose repr fails: its type is enough
+        return f"<{type(value).__name__}>"
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _label(passed: bool | None) -> str | None:

@@ -23,6 +23,11 @@ class FunctionEvaluator(Evaluator):
 
     Built by :func:`evaluator`; the function may return a float, a bool, a
     :class:`Measurement` or an :class:`EvalResult`.
+
+    Example:
+        >>> shorter = FunctionEvaluator(lambda output, expected: len(output) <= len(expected), name="shorter")
+        >>> shorter.evaluate("hi", "hello").passed
+        True
     """
 
     type_name = "function"
@@ -54,7 +59,15 @@ class FunctionEvaluator(Evaluator):
 
 
 class AsyncFunctionEvaluator(FunctionEvaluator):
-    """A :class:`FunctionEvaluator` around an ``async def`` metric (``is_async`` is True)."""
+    """A :class:`FunctionEvaluator` around an ``async def`` metric (``is_async`` is True).
+
+    Example:
+        >>> async def same_length(output, expected):
+        ...     return len(output) == len(expected)
+        >>> checker = AsyncFunctionEvaluator(same_length)
+        >>> checker.is_async, checker.evaluate("abc", "xyz").score
+        (True, 1.0)
+    """
 
     _afn: AsyncMetricFn
 

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-import collections
 import re
 import string
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from itertools import repeat
 from typing import Any
 
 from tracesim.evaluators._base import Evaluator, Measurement
-from tracesim.evaluators._options import check_bool
-from tracesim.evaluators._text import as_text
+from tracesim.evaluators._options import check_bool, check_max_chars
+from tracesim.evaluators._text import count_into, cut_texts
 
-__all__ = ["F1Score", "Jaccard", "squad_counts", "squad_tokens"]
+__all__ = ["WORDS_MAX_CHARS", "F1Score", "Jaccard", "squad_counts", "squad_tokens"]
+
+#: ``jaccard`` and ``f1``'s default cap (a few tens of milliseconds at the cap).
+WORDS_MAX_CHARS = 100_000
 
 
 class Jaccard(Evaluator):
@@ -21,7 +23,9 @@ class Jaccard(Evaluator):
 
     Words are ``str.split()`` pieces with punctuation kept (``"Paris."`` is not
     ``"Paris"``), case-sensitive unless ``lowercase=True``. Two empty texts score 1.0.
-    ``threshold=0.5``, compared with ``>=``.
+    ``threshold=0.5``, compared with ``>=``. Each text is cut to its first ``max_chars``
+    (100,000) code points first (``details.truncated_to`` says so), which bounds a
+    call to a few tens of milliseconds; ``max_chars=None`` removes the cap.
 
     Example:
         >>> Jaccard().evaluate("the cat sat", "the cat ran").score
@@ -30,23 +34,33 @@ class Jaccard(Evaluator):
 
     type_name = "jaccard"
     default_threshold = 0.5
+    score_range = (0.0, 1.0)
 
-    def __init__(self, *, lowercase: bool = False, **shared: Any) -> None:
+    def __init__(
+        self, *, lowercase: bool = False, max_chars: int | None = WORDS_MAX_CHARS, **shared: Any
+    ) -> None:
         self.lowercase = check_bool(f"{self.type_name}.lowercase", lowercase)
+        self.max_chars = check_max_chars(self.type_name, max_chars)
         super().__init__(**shared)
 
     def measure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
-        a, b = as_text(output), as_text(expected)
+        a, b, cut = cut_texts(output, expected, self.max_chars)
         if self.lowercase:
             a, b = a.lower(), b.lower()
         words_a, words_b = set(a.split()), set(b.split())
         union = len(words_a | words_b)
         common = len(words_a & words_b)
         score = 1.0 if union == 0 else common / union
-        return Measurement(score, {"intersection": common, "union": union, "lowercase": self.lowercase})
+        details: dict[str, Any] = {"intersection": common, "union": union, "lowercase": self.lowercase}
+        if cut is not None:
+            details["truncated_to"] = cut
+        return Measurement(score, details)
 
     def __repr__(self) -> str:
-        return f"Jaccard(lowercase={self.lowercase}, name={self.name!r}, threshold={self.threshold!r})"
+        return (
+            f"Jaccard(lowercase={self.lowercase}, max_chars={self.max_chars}, name={self.name!r}, "
+            f"threshold={self.threshold!r})"
+        )
 
 
 # ASCII punctuation is deleted from the UTF-8 bytes: UTF-8 encodes every other character
@@ -55,18 +69,6 @@ class Jaccard(Evaluator):
 _PUNCTUATION_BYTES = string.punctuation.encode("ascii")
 _ARTICLES = re.compile(r"\b(?:the|an?)\b")
 _ARTICLE_WORDS = frozenset(("a", "an", "the"))
-
-
-def _count_py(counts: dict[str, int], words: Iterable[str]) -> None:
-    for word in words:
-        counts[word] = counts.get(word, 0) + 1
-
-
-# The C helper behind Counter.update (present in CPython and PyPy), without Counter's
-# per-call overhead; the loop above where it is missing.
-_count_into: Callable[[dict[str, int], Iterable[str]], None] = getattr(
-    collections, "_count_elements", _count_py
-)
 
 
 def _squad_text(text: str) -> str:
@@ -115,7 +117,7 @@ def squad_counts(text: str) -> tuple[dict[str, int], int]:
     text = data.decode("utf-8", "surrogatepass")
     words = text.split()
     counts: dict[str, int] = {}
-    _count_into(counts, words)
+    count_into(counts, words)
     total = len(words)
     if not (text.isascii() and text.isprintable()) and not "".join(counts).isalnum():
         for word in [word for word in counts if not word.isalnum()]:
@@ -135,7 +137,9 @@ class F1Score(Evaluator):
     Both texts are normalised by :func:`squad_tokens` (counted by :func:`squad_counts`);
     common tokens are counted as a multiset. No common token (including two empty texts)
     gives 0.0. ``threshold=0.5``. ``details`` holds precision, recall and the common-token
-    count.
+    count. Each text is cut to its first ``max_chars`` (100,000) code points first
+    (``details.truncated_to`` says so), which bounds a call to a few tens of milliseconds;
+    ``max_chars=None`` removes the cap.
 
     Example:
         >>> F1Score().evaluate("Paris, France", "paris").score
@@ -144,10 +148,23 @@ class F1Score(Evaluator):
 
     type_name = "f1"
     default_threshold = 0.5
+    score_range = (0.0, 1.0)
+
+    def __init__(self, *, max_chars: int | None = WORDS_MAX_CHARS, **shared: Any) -> None:
+        self.max_chars = check_max_chars(self.type_name, max_chars)
+        super().__init__(**shared)
 
     def measure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
-        predicted, n_predicted = squad_counts(as_text(output))
-        reference, n_reference = squad_counts(as_text(expected))
+        a, b, cut = cut_texts(output, expected, self.max_chars)
+        f1, details = self._f1(a, b)
+        if cut is not None:
+            details["truncated_to"] = cut
+        return Measurement(f1, details)
+
+    @staticmethod
+    def _f1(a: str, b: str) -> tuple[float, dict[str, Any]]:
+        predicted, n_predicted = squad_counts(a)
+        reference, n_reference = squad_counts(b)
         if len(predicted) == n_predicted or len(reference) == n_reference:
             # One side has no repeated token: each shared token counts once.
             common = len(predicted.keys() & reference.keys())
@@ -157,8 +174,11 @@ class F1Score(Evaluator):
             )
             common = sum(map(min, small.values(), map(large.get, small, repeat(0))))
         if common == 0:
-            return Measurement(0.0, {"common_tokens": 0, "precision": 0.0, "recall": 0.0})
+            return 0.0, {"common_tokens": 0, "precision": 0.0, "recall": 0.0}
         precision = common / n_predicted
         recall = common / n_reference
         f1 = 2.0 * precision * recall / (precision + recall)
-        return Measurement(f1, {"common_tokens": common, "precision": precision, "recall": recall})
+        return f1, {"common_tokens": common, "precision": precision, "recall": recall}
+
+    def __repr__(self) -> str:
+        return f"F1Score(max_chars={self.max_chars}, name={self.name!r}, threshold={self.threshold!r})"

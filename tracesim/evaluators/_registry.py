@@ -93,7 +93,17 @@ def register(
 
 
 def unregister(type_name: str) -> None:
-    """Remove a type added with :func:`register` (built-in types stay)."""
+    """Remove a type added with :func:`register` (built-in types stay).
+
+    Example:
+        >>> from tracesim.evaluators import ExactMatch, available_types, register, unregister
+        >>> _ = register("exact_ci", lambda **options: ExactMatch(case_sensitive=False, **options))
+        >>> "exact_ci" in available_types()
+        True
+        >>> unregister("exact_ci")
+        >>> "exact_ci" in available_types()
+        False
+    """
     _ensure_builtins()
     with _lock:
         if type_name in _builtin_names:

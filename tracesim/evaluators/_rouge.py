@@ -1,19 +1,28 @@
-"""``rouge``: ROUGE-N / ROUGE-L F-measure from Google's ``rouge-score``."""
+"""``rouge``: ROUGE-N / ROUGE-L / ROUGE-Lsum with the numbers of Google's ``rouge-score``."""
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
+from itertools import repeat
 from typing import Any
 
 from rapidfuzz.distance import LCSseq
 
-from tracesim.evaluators._base import Evaluator, Measurement
-from tracesim.evaluators._options import check_bool, check_choice, require_number
-from tracesim.evaluators._text import as_text
+from tracesim.evaluators._base import DEFAULT, Evaluator, Measurement, _Default
+from tracesim.evaluators._options import check_bool, check_choice, check_max_chars, require_number
+from tracesim.evaluators._rouge_lsum import summary_level_lcs
+from tracesim.evaluators._text import count_into, cut_texts
+from tracesim.evaluators._unlocked import int_score, warm_up
 
 __all__ = ["ROUGE_TYPES", "Rouge"]
 
 ROUGE_TYPES = ("rouge1", "rouge2", "rouge3", "rouge4", "rouge5", "rougeL", "rougeLsum")
+_MAX_CHARS = 50_000
+# rougeLsum compares every reference line with every candidate line: its cost grows with
+# (tokens of one text) x (lines of the other), so it keeps fewer characters, and lines.
+_LSUM_MAX_CHARS = 10_000
+_LSUM_MAX_LINES = 50
 
 
 class _Stemmer:
@@ -31,22 +40,56 @@ def _shared_stemmer() -> _Stemmer:
 
 
 def _lcs_length(a: list[str], b: list[str]) -> int:
-    # Tokens become small ints (exact, collision-free), then rapidfuzz's bit-parallel LCS.
+    # Tokens become small ints (exact, collision-free), then rapidfuzz's bit-parallel LCS
+    # (without the GIL on long texts).
     ids: dict[str, int] = {}
-    return int(
-        LCSseq.similarity([ids.setdefault(t, len(ids)) for t in a], [ids.setdefault(t, len(ids)) for t in b])
+    return int_score(
+        LCSseq.similarity, [ids.setdefault(t, len(ids)) for t in a], [ids.setdefault(t, len(ids)) for t in b]
     )
 
 
+def _ngram_counts(tokens: list[str], n: int) -> dict[str, int]:
+    # rouge-score counts tuples of n tokens; tokens are [a-z0-9]+ runs, so joining them with
+    # a space gives the same multiset. Strings keep the garbage collector out of it (tens of
+    # thousands of live tuples set off full collections that stop every thread).
+    counts: dict[str, int] = {}
+    if n == 1:
+        count_into(counts, tokens)
+    else:  # zip stops at the shortest slice: the len(tokens) - n + 1 windows
+        count_into(counts, map(" ".join, zip(*(tokens[i:] for i in range(n)), strict=False)))
+    return counts
+
+
+def _ngram_scores(
+    target: list[str], prediction: list[str], n: int, fmeasure: Any
+) -> tuple[float, float, float]:
+    """rouge-score's ``_score_ngrams`` of the ``n``-gram multisets of two token lists."""
+    target_counts, prediction_counts = _ngram_counts(target, n), _ngram_counts(prediction, n)
+    common = sum(map(min, target_counts.values(), map(prediction_counts.get, target_counts, repeat(0))))
+    precision = common / max(sum(prediction_counts.values()), 1)
+    recall = common / max(sum(target_counts.values()), 1)
+    return precision, recall, fmeasure(precision, recall)
+
+
 class Rouge(Evaluator):
-    """ROUGE F-measure of the chosen type, computed with Google's ``rouge-score``.
+    """ROUGE F-measure of the chosen type, with the numbers of Google's ``rouge-score``.
 
     ``rouge_type`` is one of rouge1 … rouge5, rougeL (default) and rougeLsum; tokens are
     rouge-score's (lowercase ``[a-z0-9]+`` runs, every other character separates; Porter
     stems with ``use_stemmer=True``). The score is F1; ``passed`` compares it with
     ``threshold`` (0.5). ``details`` holds precision, recall, F1 and a pass flag for each
-    against ``precision_threshold`` / ``recall_threshold`` / ``threshold``. ROUGE-L's
-    longest common subsequence is computed with rapidfuzz (same numbers, linear memory).
+    against ``precision_threshold`` / ``recall_threshold`` / ``threshold`` (each 0..1).
+    Tokens come from rouge-score's own tokenizer; the rest is computed here with the same
+    numbers: n-grams counted at C speed as strings, ROUGE-L's longest common subsequence
+    with rapidfuzz (linear memory, the GIL released on long texts), rougeLsum (each
+    non-empty line a sentence, as in rouge-score) with bit-vector LCS (``_rouge_lsum``).
+
+    Each text is cut to its first ``max_chars`` code points first (``details.truncated_to``
+    says so): 50,000 by default, which bounds a call to about a fifth of a second (tokens,
+    n-gram counts and Porter stems are pure Python). rougeLsum compares every line of one
+    text with every line of the other, so by default it keeps 10,000 characters and the
+    first 50 non-empty lines of each text (``details.truncated_to_lines``), again about a
+    fifth of a second at worst. ``max_chars=None`` removes both caps.
 
     Example:
         >>> r = Rouge("rouge1").evaluate("Curie was born in Warsaw, Poland.", "Curie was born in Warsaw.")
@@ -56,6 +99,7 @@ class Rouge(Evaluator):
 
     type_name = "rouge"
     default_threshold = 0.5
+    score_range = (0.0, 1.0)
 
     def __init__(
         self,
@@ -64,32 +108,49 @@ class Rouge(Evaluator):
         use_stemmer: bool = False,
         precision_threshold: float = 0.5,
         recall_threshold: float = 0.5,
+        max_chars: int | _Default | None = DEFAULT,
         **shared: Any,
     ) -> None:
         key = self.type_name
         self.rouge_type = check_choice(f"{key}.rouge_type", rouge_type, ROUGE_TYPES)
         self.use_stemmer = check_bool(f"{key}.use_stemmer", use_stemmer)
-        self.precision_threshold = require_number(f"{key}.precision_threshold", precision_threshold)
-        self.recall_threshold = require_number(f"{key}.recall_threshold", recall_threshold)
+        low, high = self.score_range
+        self.precision_threshold = require_number(
+            f"{key}.precision_threshold", precision_threshold, low=low, high=high
+        )
+        self.recall_threshold = require_number(
+            f"{key}.recall_threshold", recall_threshold, low=low, high=high
+        )
+        if isinstance(max_chars, _Default):
+            max_chars = _LSUM_MAX_CHARS if self.rouge_type == "rougeLsum" else _MAX_CHARS
+        self.max_chars = check_max_chars(key, max_chars)
         super().__init__(**shared)
-        from rouge_score import rouge_scorer, scoring, tokenize, tokenizers
+        from rouge_score import scoring, tokenize
 
         stemmer = _shared_stemmer() if self.use_stemmer else None
-
-        class _Tokenizer(tokenizers.Tokenizer):  # type: ignore[misc]
-            def tokenize(self, text: str) -> list[str]:
-                return tokenize.tokenize(text, stemmer)  # type: ignore[no-any-return]
-
-        tokenizer = _Tokenizer()
-        self._tokenize = tokenizer.tokenize
+        self._tokenize: Callable[[str], list[str]] = functools.partial(tokenize.tokenize, stemmer=stemmer)
         self._fmeasure = scoring.fmeasure
-        self._scorer = rouge_scorer.RougeScorer([self.rouge_type], tokenizer=tokenizer)
+        warm_up()  # numpy for the GIL-free LCS: imported now, not on the first long text
+
+    def _summary_scores(
+        self, target: str, prediction: str, details: dict[str, Any]
+    ) -> tuple[float, float, float]:
+        # rouge-score: one sentence per non-empty line.
+        target_lines = [line for line in target.split("\n") if line]
+        prediction_lines = [line for line in prediction.split("\n") if line]
+        limit = _LSUM_MAX_LINES if self.max_chars is not None else None
+        if limit is not None and (len(target_lines) > limit or len(prediction_lines) > limit):
+            target_lines, prediction_lines = target_lines[:limit], prediction_lines[:limit]
+            details["truncated_to_lines"] = limit
+        tokenize = self._tokenize
+        return summary_level_lcs(
+            [tokenize(line) for line in target_lines], [tokenize(line) for line in prediction_lines]
+        )
 
     def _scores(self, target: str, prediction: str) -> tuple[float, float, float]:
-        if self.rouge_type != "rougeL":
-            score = self._scorer.score(target, prediction)[self.rouge_type]
-            return score.precision, score.recall, score.fmeasure
         target_tokens, prediction_tokens = self._tokenize(target), self._tokenize(prediction)
+        if self.rouge_type != "rougeL":
+            return _ngram_scores(target_tokens, prediction_tokens, int(self.rouge_type[5:]), self._fmeasure)
         if not target_tokens or not prediction_tokens:
             return 0.0, 0.0, 0.0
         lcs = _lcs_length(target_tokens, prediction_tokens)
@@ -98,8 +159,13 @@ class Rouge(Evaluator):
         return precision, recall, self._fmeasure(precision, recall)
 
     def measure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
-        precision, recall, f1 = self._scores(as_text(expected), as_text(output))
-        details = {
+        prediction, target, cut = cut_texts(output, expected, self.max_chars)
+        limits: dict[str, Any] = {} if cut is None else {"truncated_to": cut}
+        if self.rouge_type == "rougeLsum":
+            precision, recall, f1 = self._summary_scores(target, prediction, limits)
+        else:
+            precision, recall, f1 = self._scores(target, prediction)
+        details: dict[str, Any] = {
             "rouge_type": self.rouge_type,
             "use_stemmer": self.use_stemmer,
             "tokenizer": "rouge_score",
@@ -111,11 +177,12 @@ class Rouge(Evaluator):
             "f1_passed": self.passes(f1),
             "precision_threshold": self.precision_threshold,
             "recall_threshold": self.recall_threshold,
+            **limits,
         }
         return Measurement(f1, details)
 
     def __repr__(self) -> str:
         return (
-            f"Rouge({self.rouge_type!r}, use_stemmer={self.use_stemmer}, name={self.name!r}, "
-            f"threshold={self.threshold!r})"
+            f"Rouge({self.rouge_type!r}, use_stemmer={self.use_stemmer}, max_chars={self.max_chars}, "
+            f"name={self.name!r}, threshold={self.threshold!r})"
         )

@@ -1,15 +1,19 @@
-"""Turning any value into the text that text metrics compare, and half-up rounding."""
+"""Turning any value into the text that text metrics compare, counting, half-up rounding."""
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import datetime as _dt
 import json
 import math
+from collections.abc import Callable, Hashable, Iterable
 from decimal import ROUND_HALF_UP, Decimal
-from typing import Any
+from typing import Any, TypeVar
 
-__all__ = ["as_text", "round_half_up"]
+_K = TypeVar("_K", bound=Hashable)
+
+__all__ = ["as_text", "count_into", "cut_texts", "round_half_up"]
 
 
 def _json_default(value: Any) -> Any:
@@ -50,6 +54,50 @@ def as_text(value: Any) -> str:
         return json.dumps(value, sort_keys=True, ensure_ascii=False, default=_json_default)
     except (TypeError, ValueError):  # mixed key types, cycles
         return repr(value)
+
+
+def cut_texts(output: Any, expected: Any, max_chars: int | None) -> tuple[str, str, int | None]:
+    """:func:`as_text` of both values, each cut to its first ``max_chars`` code points.
+
+    The third item is ``max_chars`` when either text was cut (evaluators record it as
+    ``details["truncated_to"]``), else None. ``max_chars=None`` cuts nothing.
+
+    Example:
+        >>> cut_texts("abcdef", "abc", 4)
+        ('abcd', 'abc', 4)
+        >>> cut_texts("abc", {"a": 1}, 10)
+        ('abc', '{"a": 1}', None)
+    """
+    a = output if type(output) is str else as_text(output)
+    b = expected if type(expected) is str else as_text(expected)
+    if max_chars is None or (len(a) <= max_chars and len(b) <= max_chars):
+        return a, b, None
+    return a[:max_chars], b[:max_chars], max_chars
+
+
+def _count_py(counts: dict[Any, int], items: Iterable[Any]) -> None:
+    for item in items:
+        counts[item] = counts.get(item, 0) + 1
+
+
+# The C helper behind Counter.update (present in CPython and PyPy), without Counter's
+# per-call overhead; the loop above where it is missing. It runs without a Python-level
+# step, so it holds the GIL for its whole input: callers feed it bounded pieces.
+_count_elements: Callable[[dict[Any, int], Iterable[Any]], None] = getattr(
+    collections, "_count_elements", _count_py
+)
+
+
+def count_into(counts: dict[_K, int], items: Iterable[_K]) -> None:
+    """Add one to ``counts[item]`` for each of ``items``, at C speed.
+
+    Example:
+        >>> counts = {"a": 1}
+        >>> count_into(counts, ["a", "b", "a"])
+        >>> counts
+        {'a': 3, 'b': 1}
+    """
+    _count_elements(counts, items)
 
 
 _QUANTUM: dict[int, Decimal] = {}

@@ -8,9 +8,14 @@ from collections import Counter
 from typing import Any
 
 from tracesim.evaluators._base import Evaluator, Measurement
-from tracesim.evaluators._text import as_text
+from tracesim.evaluators._options import check_max_chars
+from tracesim.evaluators._text import cut_texts
 
-__all__ = ["TfidfCosine", "tfidf_cosine"]
+__all__ = ["COSINE_MAX_CHARS", "TfidfCosine", "tfidf_cosine"]
+
+#: ``cosine``'s default cap (about a tenth of a second at the cap).
+COSINE_MAX_CHARS = 100_000
+
 
 # scikit-learn TfidfVectorizer() defaults: lowercase, this token pattern (one-character
 # tokens dropped), smooth idf, l2 norm. The idf is fitted on the two texts only.
@@ -65,7 +70,9 @@ class TfidfCosine(Evaluator):
     such a token (e.g. ``"I"`` or ``""``) there is no vocabulary: the score is 1.0 if the
     texts are identical and 0.0 otherwise, with ``details.reason`` saying so. The score
     is clipped to 1.0 (float rounding can give 1.0000000000000002; ``details.cosine``
-    keeps the unclipped value). ``threshold=0.8``.
+    keeps the unclipped value). ``threshold=0.8``. Each text is cut to its first
+    ``max_chars`` (100,000) code points first (``details.truncated_to`` says so), which
+    bounds a call to about a tenth of a second; ``max_chars=None`` removes the cap.
 
     Example:
         >>> TfidfCosine().evaluate("Paris is the capital", "the capital is Paris").score
@@ -74,11 +81,25 @@ class TfidfCosine(Evaluator):
 
     type_name = "cosine"
     default_threshold = 0.8
+    score_range = (0.0, 1.0)
+
+    def __init__(self, *, max_chars: int | None = COSINE_MAX_CHARS, **shared: Any) -> None:
+        self.max_chars = check_max_chars(self.type_name, max_chars)
+        super().__init__(**shared)
 
     def measure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
-        a, b = as_text(output), as_text(expected)
+        a, b, cut = cut_texts(output, expected, self.max_chars)
         cosine = tfidf_cosine(a, b)
+        details: dict[str, Any] = {"method": "tfidf"}
         if cosine is None:
-            reason = "no vocabulary (no token of two or more word characters in either text)"
-            return Measurement(1.0 if a == b else 0.0, {"method": "tfidf", "reason": reason})
-        return Measurement(min(cosine, 1.0), {"method": "tfidf", "cosine": cosine})
+            details["reason"] = "no vocabulary (no token of two or more word characters in either text)"
+            score = 1.0 if a == b else 0.0
+        else:
+            details["cosine"] = cosine
+            score = min(cosine, 1.0)
+        if cut is not None:
+            details["truncated_to"] = cut
+        return Measurement(score, details)
+
+    def __repr__(self) -> str:
+        return f"TfidfCosine(max_chars={self.max_chars}, name={self.name!r}, threshold={self.threshold!r})"

@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from tracesim.evaluators._edit import LevenshteinDistance
@@ -23,16 +24,27 @@ __all__ = ["AgentaEvaluationError", "levenshtein_distance", "similarity_match"]
 
 
 class AgentaEvaluationError(ValueError):
-    """Agenta would return ``Result(type="error")`` here."""
+    """Agenta would return ``Result(type="error")`` here.
+
+    Example:
+        >>> try:
+        ...     similarity_match("", "")
+        ... except AgentaEvaluationError as exc:
+        ...     print(exc)
+        Error during Auto Similarity Match evaluation: both texts have no words
+    """
 
 
-class _StrictJaccard(Jaccard):
-    """Jaccard that passes only when the score is strictly greater than the threshold."""
+@functools.cache
+def _jaccard() -> Jaccard:
+    # No threshold: Agenta compares with any number it is given (a threshold of 1 never
+    # passes, a negative one always does), so the façade compares.
+    return Jaccard(threshold=None)
 
-    strict = True
 
-
-_DISTANCE = LevenshteinDistance(threshold=None)
+@functools.cache
+def _distance() -> LevenshteinDistance:
+    return LevenshteinDistance(threshold=None)  # built on first use (it imports numpy)
 
 
 def _text(value: Any, what: str) -> str:
@@ -55,33 +67,40 @@ def similarity_match(output: Any, correct_answer: Any, *, similarity_threshold: 
 
     Case-sensitive ``str.split()`` words, punctuation kept; the Jaccard value itself is
     not returned. Two empty texts are an error in Agenta (division by zero), so they
-    raise here.
+    raise here. Any number is a threshold, as in Agenta (1 never passes, below 0 always
+    does). Each text is cut to its first 100,000 characters, as the core ``jaccard``
+    evaluator does.
 
     Example:
         >>> similarity_match("the cat sat", "the cat ran", similarity_threshold=0.5)
         False
     """
     a, b = _text(output, "output"), _text(correct_answer, "correct_answer")
-    if not a.split() and not b.split():
+    if (not a or a.isspace()) and (not b or b.isspace()):  # no words, without splitting megabytes
         raise AgentaEvaluationError("Error during Auto Similarity Match evaluation: both texts have no words")
-    result = _StrictJaccard(threshold=similarity_threshold).evaluate(a, b)
-    if result.passed is None:
+    result = _jaccard().evaluate(a, b)
+    if result.score is None:
         raise AgentaEvaluationError(f"Error during Auto Similarity Match evaluation: {result.error}")
-    return result.passed
+    try:
+        return bool(result.score > similarity_threshold)
+    except TypeError as exc:  # a threshold that is not a number
+        raise AgentaEvaluationError(f"Error during Auto Similarity Match evaluation: {exc}") from None
 
 
 def levenshtein_distance(output: Any, correct_answer: Any, *, threshold: float | None = None) -> int | bool:
     """Agenta "Levenshtein Distance": the int distance, or ``distance <= threshold``.
 
     Case-sensitive, over Python code points; an empty correct answer gives
-    ``len(output)`` (Agenta's 2024-08 behaviour, before a later regression).
+    ``len(output)`` (Agenta's 2024-08 behaviour, before a later regression). Each text is
+    cut to its first 40,000 characters, as the core ``levenshtein_distance`` evaluator
+    does (Agenta has no cap; unrelated megabyte texts would take minutes).
 
     Example:
         >>> levenshtein_distance("kitten", "sitting"), levenshtein_distance("kitten", "sitting", threshold=3)
         (3, True)
     """
     a, b = _text(output, "output"), _text(correct_answer, "correct_answer")
-    result = _DISTANCE.evaluate(a, b)
+    result = _distance().evaluate(a, b)
     if result.status != "ok":
         raise AgentaEvaluationError(f"Error during Levenshtein threshold evaluation: {result.error}")
     distance = int(result.details["distance"])

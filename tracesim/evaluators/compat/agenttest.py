@@ -11,13 +11,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from rapidfuzz.distance import Levenshtein as _Lev
-
-from tracesim.evaluators._tfidf import tfidf_cosine
+from tracesim.evaluators._edit import DISTANCE_MAX_CHARS, edit_distance
+from tracesim.evaluators._overlap import WORDS_MAX_CHARS
+from tracesim.evaluators._text import cut_texts
+from tracesim.evaluators._tfidf import COSINE_MAX_CHARS, tfidf_cosine
 
 __all__ = ["METHODS", "StringSimilarity"]
 
 METHODS = ("cosine", "levenshtein", "jaccard", "exact")
+
+# Each method cuts its texts where the core evaluator of the same metric does.
+_CAPS: dict[str, int | None] = {"exact": None, "levenshtein": DISTANCE_MAX_CHARS, "jaccard": WORDS_MAX_CHARS}
 
 
 def _similarity(actual: str, expected: str, method: str) -> float:
@@ -25,7 +29,7 @@ def _similarity(actual: str, expected: str, method: str) -> float:
         return 1.0 if actual == expected else 0.0
     if method == "levenshtein":
         longest = max(len(actual), len(expected))
-        return 1.0 if longest == 0 else 1 - _Lev.distance(actual, expected) / longest
+        return 1.0 if longest == 0 else 1 - edit_distance(actual, expected) / longest
     if method == "jaccard":
         a, e = set(actual.lower().split()), set(expected.lower().split())
         union = a | e
@@ -48,6 +52,14 @@ class StringSimilarity:
     ``exact``; an unknown name falls back to cosine, as in AgentTest. ``passed`` is
     ``score >= threshold`` (0.8). Values are compared as ``str(value)``. No expected
     value passes with score 1.0; errors come back in ``error`` and are never raised.
+    Long texts are cut where the core evaluator of the method cuts them (``levenshtein``
+    40,000 characters, ``cosine`` and ``jaccard`` 100,000, ``exact`` never), and
+    ``details.truncated_to`` says so.
+
+    Example:
+        >>> r = StringSimilarity(method="levenshtein").evaluate("kitten", "sitting")
+        >>> r["score"], r["passed"], r["details"]["method"]
+        (0.5714285714285714, False, 'levenshtein')
     """
 
     def __init__(self, method: str = "cosine", threshold: float = 0.8) -> None:
@@ -86,8 +98,12 @@ class StringSimilarity:
         if expected is None:
             details: dict[str, Any] = {"reason": "No expected value provided"}
             return {"passed": True, "score": 1.0, "threshold": None, "details": details, "error": None}
-        score = _similarity(str(actual), str(expected), self.method)
+        cap = _CAPS.get(self.method, COSINE_MAX_CHARS)
+        a, e, cut = cut_texts(str(actual), str(expected), cap)
+        score = _similarity(a, e, self.method)
         details = {"actual": actual, "expected": expected, "similarity": score, "method": self.method}
+        if cut is not None:
+            details["truncated_to"] = cut
         return {
             "passed": score >= self.threshold,
             "score": score,

@@ -4,7 +4,9 @@ Called as ``ev(response=..., ground_truth=...)``; each returns the dict Azure do
 e.g. ``{"f1_score": 0.63, "f1_result": "pass", "f1_threshold": 0.5}``. Scores are those
 of ``azure-ai-evaluation`` (same tokenizers, same NLTK metrics), including its quirks:
 BLEU is the int ``0`` when no word matches, empty texts score 0.0, ROUGE thresholds must
-be floats, ``None`` inputs raise :class:`EvaluationException`.
+be floats, ``None`` inputs raise :class:`EvaluationException`. Long texts are cut where
+the core evaluators cut them (``max_chars``: F1 100,000 characters, BLEU and GLEU 20,000,
+METEOR 10,000, ROUGE 50,000); Azure's dicts have no room to say so.
 
 Example:
     >>> from tracesim.evaluators.compat.azure import F1ScoreEvaluator
@@ -36,11 +38,24 @@ __all__ = [
 
 
 class EvaluationException(Exception):
-    """Raised where Azure raises its own ``EvaluationException`` (missing inputs, bad thresholds)."""
+    """Raised where Azure raises its own ``EvaluationException`` (missing inputs, bad thresholds).
+
+    Example:
+        >>> try:
+        ...     RougeScoreEvaluator("rouge1", recall_threshold=1)
+        ... except EvaluationException as exc:
+        ...     print(exc)
+        recall_threshold must be a float, got <class 'int'>
+    """
 
 
 class RougeType(str, Enum):
-    """The ROUGE variants Azure accepts (no rougeLsum)."""
+    """The ROUGE variants Azure accepts (no rougeLsum).
+
+    Example:
+        >>> RougeType("rougeL") is RougeType.ROUGE_L
+        True
+    """
 
     ROUGE_1 = "rouge1"
     ROUGE_2 = "rouge2"
@@ -91,7 +106,13 @@ class _ScoreEvaluator:
 
 
 class F1ScoreEvaluator(_ScoreEvaluator):
-    """SQuAD token F1 between response and ground truth (``threshold=0.5``)."""
+    """SQuAD token F1 between response and ground truth (``threshold=0.5``).
+
+    Example:
+        >>> F1ScoreEvaluator(threshold=0.9)(response="Curie was born in Warsaw, Poland.",
+        ...                                 ground_truth="Curie was born in Warsaw.")
+        {'f1_score': 0.9090909090909091, 'f1_result': 'pass', 'f1_threshold': 0.9}
+    """
 
     _key = "f1"
 
@@ -101,7 +122,15 @@ class F1ScoreEvaluator(_ScoreEvaluator):
 
 
 class BleuScoreEvaluator(_ScoreEvaluator):
-    """NLTK sentence BLEU with smoothing method 4; the int 0 when nothing matches."""
+    """NLTK sentence BLEU with smoothing method 4; the int 0 when nothing matches.
+
+    Example:
+        >>> BleuScoreEvaluator()(response="Marie Curie was born in Warsaw, Poland.",
+        ...                      ground_truth="Marie Curie was born in Warsaw.")
+        {'bleu_score': 0.6104735835807844, 'bleu_result': 'pass', 'bleu_threshold': 0.5}
+        >>> BleuScoreEvaluator()(response="x", ground_truth="y")["bleu_score"]
+        0
+    """
 
     _key = "bleu"
 
@@ -116,7 +145,13 @@ class BleuScoreEvaluator(_ScoreEvaluator):
 
 
 class GleuScoreEvaluator(_ScoreEvaluator):
-    """NLTK sentence GLEU over 1- to 4-grams."""
+    """NLTK sentence GLEU over 1- to 4-grams.
+
+    Example:
+        >>> GleuScoreEvaluator()(response="Marie Curie was born in Warsaw, Poland.",
+        ...                      ground_truth="Marie Curie was born in Warsaw.")
+        {'gleu_score': 0.6333333333333333, 'gleu_result': 'pass', 'gleu_threshold': 0.5}
+    """
 
     _key = "gleu"
 
@@ -126,7 +161,13 @@ class GleuScoreEvaluator(_ScoreEvaluator):
 
 
 class MeteorScoreEvaluator(_ScoreEvaluator):
-    """NLTK METEOR with WordNet synonyms (``alpha=0.9, beta=3.0, gamma=0.5``)."""
+    """NLTK METEOR with WordNet synonyms (``alpha=0.9, beta=3.0, gamma=0.5``).
+
+    Example:
+        >>> MeteorScoreEvaluator()(response="Marie Curie was born in Warsaw, Poland.",
+        ...                        ground_truth="Marie Curie was born in Warsaw.")
+        {'meteor_score': 0.9608843537414966, 'meteor_result': 'pass', 'meteor_threshold': 0.5}
+    """
 
     _key = "meteor"
 
@@ -142,6 +183,12 @@ class RougeScoreEvaluator:
 
     ``rouge_type`` is required (a :class:`RougeType` or its string value); thresholds must
     be floats, as in Azure (``1`` raises :class:`EvaluationException`).
+
+    Example:
+        >>> out = RougeScoreEvaluator(RougeType.ROUGE_1)(response="Marie Curie was born in Warsaw, Poland.",
+        ...                                              ground_truth="Marie Curie was born in Warsaw.")
+        >>> out["rouge_precision"], out["rouge_recall"], out["rouge_f1_score_result"]
+        (0.8571428571428571, 1.0, 'pass')
     """
 
     def __init__(

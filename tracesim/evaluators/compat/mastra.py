@@ -17,9 +17,11 @@ import re
 from array import array
 from typing import Any
 
-from tracesim.evaluators._dice import dice_bigrams
+from tracesim.evaluators._dice import DICE_MAX_CHARS, dice_bigrams
+from tracesim.evaluators._text import cut_texts
 
 __all__ = ["ContentSimilarityMetric"]
+
 
 # JavaScript's \s (ECMAScript WhiteSpace + LineTerminator), which differs from Python's.
 _JS_SPACES = re.compile("[\t\n\x0b\x0c\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]+")
@@ -42,7 +44,15 @@ def compare_two_strings(first: str, second: str) -> float:
 
 
 class ContentSimilarityMetric:
-    """``measure(input, output)`` → ``{"score": s, "info": {"similarity": s}}`` (reference first)."""
+    """``measure(input, output)`` → ``{"score": s, "info": {"similarity": s}}`` (reference first).
+
+    Each text is first cut to its first 100,000 code points, as the core
+    ``content_similarity`` evaluator does; then ``info.truncated_to`` says so.
+
+    Example:
+        >>> ContentSimilarityMetric(ignore_case=False).measure("Hello World", "hello world")
+        {'score': 0.6666666666666666, 'info': {'similarity': 0.6666666666666666}}
+    """
 
     def __init__(self, ignore_case: bool = True, ignore_whitespace: bool = True) -> None:
         self.ignore_case = ignore_case
@@ -50,6 +60,7 @@ class ContentSimilarityMetric:
 
     def measure(self, input: str, output: str) -> dict[str, Any]:
         """Similarity of the reference text ``input`` and the text to evaluate ``output``."""
+        input, output, cut = cut_texts(input, output, DICE_MAX_CHARS)
         if self.ignore_case:
             input, output = input.lower(), output.lower()
         if self.ignore_whitespace:
@@ -57,4 +68,7 @@ class ContentSimilarityMetric:
             # also drop \x1c-\x1f and \x85, which JavaScript keeps).
             input, output = _JS_SPACES.sub(" ", input).strip(" "), _JS_SPACES.sub(" ", output).strip(" ")
         score = compare_two_strings(input, output)
-        return {"score": score, "info": {"similarity": score}}
+        info: dict[str, Any] = {"similarity": score}
+        if cut is not None:
+            info["truncated_to"] = cut
+        return {"score": score, "info": info}
