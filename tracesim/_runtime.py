@@ -174,19 +174,10 @@ def _run_until(stoppers: Sequence[tuple[str, Callable[[], object]]], deadline: _
 
 
 def _set_shutdown_deadline(exporter: SpanExporter, end: float) -> None:
-    """Tell a spooling exporter (possibly wrapped) when its shutdown must be over."""
-    inner = _unwrap(exporter)
-    setter = getattr(inner, "set_shutdown_deadline", None)
+    """Tell a spooling exporter when its shutdown must be over."""
+    setter = getattr(exporter, "set_shutdown_deadline", None)
     if callable(setter):
         setter(end)
-
-
-def _unwrap(exporter: SpanExporter) -> SpanExporter:
-    from tracesim.exporters import RedactingExporter
-
-    while isinstance(exporter, RedactingExporter):
-        exporter = exporter.inner
-    return exporter
 
 
 class _Pipeline(SpanProcessor):
@@ -255,10 +246,8 @@ def build(settings: Settings) -> Runtime:
     rules = compile_rules(settings.evaluators)
     # One redaction pass for everything this configuration exports, whoever made the span.
     redaction = Redaction(Redactor(settings.redact_patterns, settings.redact), settings.max_value_chars)
-    exporters = [
-        RedactingExporter(_exporter(item, settings), redaction=redaction) for item in settings.exporters
-    ]
-    processors = [_processor(exporter, settings) for exporter in exporters]
+    exporters = [_exporter(item, settings) for item in settings.exporters]
+    processors = [_processor(RedactingExporter(e, redaction=redaction), settings) for e in exporters]
     provider = _provider(settings)
     tracer = provider.get_tracer("tracesim", __version__)
     sinks = result_sinks(settings, provider, capture, redaction)
@@ -331,7 +320,7 @@ def _flush_exporter(exporter: SpanExporter, timeout_millis: int) -> bool:
     A spooling exporter makes one delivery attempt now and waits for it within the deadline;
     what it cannot deliver stays safe on disk and is retried in the background.
     """
-    return _unwrap(exporter).force_flush(timeout_millis)
+    return exporter.force_flush(timeout_millis)
 
 
 def _provider(settings: Settings) -> TracerProvider:
