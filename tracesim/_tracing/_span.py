@@ -15,7 +15,7 @@ from opentelemetry.util.types import AttributeValue
 
 from tracesim import _runtime
 from tracesim import _semconv as sc
-from tracesim._capture import CaptureOptions, bounded_json, capture_value, cut
+from tracesim._capture import CaptureOptions, capture_value
 from tracesim._errors import ConfigError
 from tracesim._guard import internal_error
 from tracesim._scoring._expect import NOT_SET as _NOT_SET
@@ -112,8 +112,8 @@ class Span:
         if not self.is_recording():
             return
         try:
-            limit = self._runtime.capture.max_value_chars if self._runtime is not None else _LIMIT
-            self._otel.set_attribute(key, attribute_value(value, limit))
+            options = self._runtime.capture if self._runtime is not None else _DEFAULT_CAPTURE
+            self._otel.set_attribute(key, attribute_value(value, options))
         except Exception:
             internal_error("Span.set_attribute")
 
@@ -172,30 +172,27 @@ class Span:
             self._context_token = None
 
 
-_LIMIT = 32 * 1024  # for attributes given before any configuration (decoration time)
+_DEFAULT_CAPTURE = CaptureOptions()  # for attributes given before any configuration (decoration time)
 
 
-def attribute_value(value: Any, limit: int) -> AttributeValue:
-    """``value`` as an OpenTelemetry attribute value: scalars as they are, text cut at ``limit``,
-    homogeneous lists of scalars as lists, anything else as (bounded) JSON text."""
-    if isinstance(value, str):
-        return _cut_text(value, limit)
+def attribute_value(value: Any, options: CaptureOptions) -> AttributeValue:
+    """``value`` as an OpenTelemetry attribute value: numbers and booleans as they are,
+    homogeneous lists of scalars as lists, anything else as captured text (bounded, cut with
+    a marker past ``max_value_chars``)."""
     if isinstance(value, (bool, int, float)):
         return value
-    if isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)) and len(value) <= limit:
+    if (
+        isinstance(value, Sequence)
+        and not isinstance(value, (str, bytes, bytearray))
+        and len(value) <= options.max_value_chars
+    ):
         items = list(value)
         if items and all(type(i) is str for i in items):
-            return [_cut_text(i, limit) for i in items]
+            return [capture_value(i, options).text for i in items]
         for kind in (bool, int, float):
             if items and all(type(i) is kind for i in items):
                 return items
-    text, whole = bounded_json(value, limit + 1)
-    return text if whole and len(text) <= limit else cut(text, limit, len(text) if whole else None)
-
-
-def _cut_text(text: str, limit: int) -> str:
-    text = text if type(text) is str else str.__str__(text)
-    return text if len(text) <= limit else cut(text, limit, len(text))
+    return capture_value(value, options).text
 
 
 def error_type(exception: BaseException) -> str:
@@ -447,5 +444,5 @@ def static_attributes(
     for key, value in (attributes or {}).items():
         if not isinstance(key, str):
             raise ConfigError("attributes", key, "string attribute names")
-        result[key] = attribute_value(value, _LIMIT)
+        result[key] = attribute_value(value, _DEFAULT_CAPTURE)
     return result
