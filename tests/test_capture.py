@@ -226,15 +226,39 @@ def test_a_huge_value_costs_what_is_kept_not_its_size() -> None:
     assert huge.seen < 200  # only what fits in 1,000 characters was read
 
 
-def test_a_large_array_is_written_row_by_row_and_cut() -> None:
+def test_a_large_array_is_recorded_as_its_shape_dtype_and_first_values() -> None:
     numpy = pytest.importorskip("numpy", reason="numpy (in the test extra) is needed for the array case")
     array = numpy.arange(1_000_000).reshape(1000, 1000)
     captured = capture_value(array, CaptureOptions(max_value_chars=5000))
-    assert captured.text.startswith("[[0,1,2,3")
-    assert captured.text.endswith("…[truncated]")
-    assert len(captured.text) <= 5000 + len("…[truncated]")
-    small = capture_value(numpy.arange(4).reshape(2, 2), PLAIN)
-    assert small == ("[[0,1],[2,3]]", "application/json", None)
+    summary = json.loads(captured.text)
+    assert summary == {
+        "ndarray": {"shape": [1000, 1000], "dtype": str(array.dtype)},
+        "head": list(range(256)),
+        "omitted": 1_000_000 - 256,
+    }
+    assert captured.mime_type == "application/json"
+    # nested: the array's siblings are kept, the array is summarised in place
+    nested = json.loads(capture_value({"query": "q", "embedding": numpy.arange(1000.0)}, PLAIN).text)
+    assert nested["query"] == "q"
+    assert nested["embedding"]["ndarray"] == {"shape": [1000], "dtype": "float64"}
+    assert nested["embedding"]["head"][:3] == [0.0, 1.0, 2.0]
+    assert nested["embedding"]["omitted"] == 744
+    # a strided view: only the first values are copied, in logical order
+    view = json.loads(capture_value(array[:, ::2], PLAIN).text)
+    assert view["ndarray"]["shape"] == [1000, 500]
+    assert view["head"][:3] == [0, 2, 4]
+    # NaN cannot be JSON: written as text, the rest stays readable
+    assert json.loads(capture_value(numpy.full(600, numpy.nan), PLAIN).text)["head"][:2] == ["nan", "nan"]
+    # a summary longer than the limit is cut like any value
+    cut_short = capture_value(array, CaptureOptions(max_value_chars=100))
+    assert cut_short.text.startswith('{"ndarray":{"shape":[1000,1000]')
+    assert cut_short.text.endswith("…[truncated]")
+
+
+def test_an_array_within_the_node_budget_is_written_whole() -> None:
+    numpy = pytest.importorskip("numpy", reason="numpy (in the test extra) is needed for the array case")
+    assert capture_value(numpy.arange(4).reshape(2, 2), PLAIN) == ("[[0,1],[2,3]]", "application/json", None)
+    assert json.loads(capture_value(numpy.arange(512), PLAIN).text) == list(range(512))
 
 
 def test_bounded_json_is_whole_for_small_values_and_cut_for_large_ones() -> None:

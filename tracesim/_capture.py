@@ -20,7 +20,7 @@ import datetime
 import enum
 import json
 import uuid
-from collections.abc import Iterator, Mapping, Set
+from collections.abc import Callable, Iterator, Mapping, Set
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import PurePath
@@ -46,6 +46,9 @@ _TRUNCATED = "…[truncated: {} chars]"
 _TRUNCATED_UNKNOWN = "…[truncated]"
 # A value with at most this many leaves and containers is serialised in one C call.
 _SMALL_NODES = 512
+# An array with more elements is recorded as its shape, dtype and first values.
+_ARRAY_WHOLE = _SMALL_NODES
+_ARRAY_HEAD = 256
 
 
 class Captured(NamedTuple):
@@ -177,6 +180,28 @@ def _key(key: Any) -> str:
     return _describe(key)
 
 
+def _make_encode() -> Callable[[Any], str]:
+    """``json.dumps`` with tracesim's options, minus the encoder object it builds every call."""
+    try:
+        from _json import make_encoder  # CPython's C encoder
+        from json.encoder import encode_basestring
+    except ImportError:  # pragma: no cover - other interpreters
+        options = {"ensure_ascii": False, "allow_nan": False, "separators": (",", ":")}
+        return lambda value: json.dumps(value, default=_default, **options)  # type: ignore[arg-type]
+
+    def encode(value: Any) -> str:
+        if isinstance(value, str):
+            return encode_basestring(value)
+        # a fresh circular-reference table per call, as json.dumps has
+        chunks = make_encoder({}, _default, encode_basestring, None, ":", ",", False, False, False)
+        return "".join(chunks(value, 0))
+
+    return encode
+
+
+_encode = _make_encode()
+
+
 def dumps(value: Any) -> str:
     """Serialise any value to JSON text, whole. Never raises.
 
@@ -185,7 +210,7 @@ def dumps(value: Any) -> str:
         '{"city":"Warsaw","when":"2024-05-01"}'
     """
     try:
-        return json.dumps(value, default=_default, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        return _encode(value)
     except (ValueError, TypeError, RecursionError):
         pass  # cycles, NaN, non-string keys, self-referencing conversions: take the careful path
     try:
@@ -317,7 +342,9 @@ def _stream_container(value: Any, out: _Writer, seen: set[int], depth: int) -> N
         pairs = ((f.name, getattr(value, f.name)) for f in dataclasses.fields(value))
         _stream_pairs(pairs, out, seen, depth)
     elif _is_array(value):
-        if value.ndim == 1:
+        if value.size > _ARRAY_WHOLE:
+            _stream_summary(value, out, seen, depth)
+        elif value.ndim == 1:
             _stream_vector(value, out, seen, depth)
         else:
             _stream_items(iter(value), out, seen, depth)  # a large array: row by row, never tolist() whole
@@ -357,6 +384,23 @@ def _stream_vector(vector: Any, out: _Writer, seen: set[int], depth: int) -> Non
         _stream_items(iter(vector), out, seen, depth)
         return
     out.write(text if count == len(vector) else text[:-1])  # a cut vector stays open
+
+
+def _stream_summary(array: Any, out: _Writer, seen: set[int], depth: int) -> None:
+    """A large array as its shape, dtype and first values: formatting numbers is the cost
+    (a float takes about a microsecond), so a million of them are never all written.
+
+    ``{"ndarray": {"shape": [1000, 1000], "dtype": "float64"}, "head": [...256 values], "omitted": 999744}``
+    """
+    flat = getattr(array, "flat", None)  # numpy: a copy of the first values only, whatever the strides
+    head = flat[:_ARRAY_HEAD] if flat is not None and array.ndim > 1 else array[:_ARRAY_HEAD]
+    described: dict[str, Any] = {"shape": [int(n) for n in getattr(array, "shape", (array.size,))]}
+    dtype = getattr(array, "dtype", None)
+    if dtype is not None:
+        described["dtype"] = str(dtype)
+    out.write('{"ndarray":' + json.dumps(described, separators=(",", ":")) + ',"head":')
+    _stream_vector(head, out, seen, depth + 1)
+    out.write(f',"omitted":{int(array.size) - len(head)}}}')
 
 
 def _is_array(value: Any) -> bool:
