@@ -91,22 +91,28 @@ def _each(
 ) -> None:
     """Call ``handle`` on each match of ``regex`` (which starts with ``anchor``); it says where to go on.
 
-    The first ``loops`` anchors are visited with ``str.find`` (``memchr``) and ``regex`` tried
-    there; after that (at once, for a letter) ``regex.search`` scans from one match to the next.
+    The first ``loops`` places holding the anchor's last character are visited with
+    ``str.find`` (one ``memchr``: a longer needle is searched character by character) and
+    ``regex`` tried where the whole anchor is; after that (at once, for a letter)
+    ``regex.search`` scans from one match to the next.
     """
-    position = text.find(anchor)
+    back = len(anchor) - 1
+    last = anchor[-1]
+    position = text.find(last, back) - back if back else text.find(anchor)
     while position >= 0:
         if loops:
             loops -= 1
-            match = regex.match(text, position)
+            match = regex.match(text, position) if not back or text.startswith(anchor, position) else None
             if match is None:
-                position = text.find(anchor, position + 1)
+                found = text.find(last, position + back + 1)
+                position = found - back if found >= 0 else -1
                 continue
         else:
             match = regex.search(text, position)
             if match is None:
                 return
-        position = text.find(anchor, max(handle(match), match.start() + 1))
+        found = text.find(last, max(handle(match), match.start() + 1) + back)
+        position = found - back if found >= 0 else -1
 
 
 def _escaped(text: str, i: int) -> bool:

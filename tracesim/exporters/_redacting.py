@@ -79,13 +79,27 @@ class Redaction:
         if not attributes:
             return None
         changed: dict[str, Any] | None = None
-        # A plain dict iterates in C; the SDK's mappings iterate through Python-level methods.
-        items = attributes.items() if type(attributes) is dict else dict(attributes).items()
+        items = _items(attributes)
+        # Every attribute of every span passes here: the common cases are decided inline.
+        clean, hooked, limit, active = self._clean, self._hooked, self.limit, self.redactor.active
         for key, value in items:
-            new = self.value(value, key)
+            kind = type(value)
+            if kind is str:
+                if len(value) <= _CACHE_CHARS:
+                    new = clean.get((value, key) if hooked else value)
+                    if new is None:
+                        new = self.text(value, key)
+                elif active or len(value) > limit:
+                    new = self.text(value, key)
+                else:
+                    continue
+            elif kind is int or kind is float or kind is bool:
+                continue
+            else:
+                new = self.value(value, key)
             if new is not value and new != value:
                 if changed is None:
-                    changed = dict(attributes)
+                    changed = dict(items)
                 changed[key] = new
         return changed
 
@@ -114,7 +128,7 @@ class Redaction:
     def span(self, span: ReadableSpan) -> ReadableSpan:
         """``span`` with every string redacted; the same object when nothing changed."""
         name = self.text(span.name, "span.name")
-        attributes = self.attributes(span.attributes)
+        attributes = self.attributes(_span_attributes(span))
         events = self._events(span.events)
         links = self._links(span.links)
         status = span.status
@@ -181,6 +195,25 @@ class Redaction:
         with self._lock:
             self._resources[id(resource)] = (resource, redacted)
         return redacted
+
+
+def _items(attributes: Mapping[str, Any]) -> Any:
+    """The items of an attribute mapping, iterated in C when it is (or wraps) a plain dict."""
+    if type(attributes) is dict:
+        return attributes.items()
+    inner = getattr(attributes, "_dict", None)  # the SDK's BoundedAttributes keeps a plain dict
+    if type(inner) is dict:
+        return inner.copy().items()  # one C call, atomic: safe even if the span is still written
+    return dict(attributes).items()  # any other mapping: its own methods, once
+
+
+def _span_attributes(span: ReadableSpan) -> Mapping[str, Any] | None:
+    """A span's attributes; the SDK's mapping itself when it is one (read, never changed), not
+    the read-only proxy around it, whose items are looked up one by one in Python."""
+    raw = getattr(span, "_attributes", None)
+    if isinstance(raw, BoundedAttributes):
+        return raw
+    return span.attributes
 
 
 def _bounded_attributes(attributes: Mapping[str, Any] | None, dropped: int) -> BoundedAttributes:
