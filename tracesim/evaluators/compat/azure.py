@@ -24,6 +24,7 @@ from tracesim.evaluators._base import Evaluator
 from tracesim.evaluators._nltk_metrics import Bleu, Gleu, Meteor
 from tracesim.evaluators._overlap import F1Score
 from tracesim.evaluators._rouge import Rouge
+from tracesim.evaluators.compat._azure_similarity import SimilarityEvaluator
 
 __all__ = [
     "BleuScoreEvaluator",
@@ -226,18 +227,3 @@ class RougeScoreEvaluator:
         for name, threshold in zip(names, self._thresholds, strict=True):
             out[f"{name}_threshold"] = threshold
         return out
-
-
-class SimilarityEvaluator:
-    """Azure's LLM-judged similarity (1–5): planned, not available in this version.
-
-    It needs tracesim's ``llm_similarity`` evaluator, which calls a model and is not part
-    of this release; constructing it raises ``NotImplementedError`` rather than returning
-    made-up numbers.
-    """
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise NotImplementedError(
-            "compat.azure.SimilarityEvaluator needs the 'llm_similarity' evaluator, which is planned "
-            "but not available in this version of tracesim"
-        )
