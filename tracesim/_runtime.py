@@ -34,6 +34,7 @@ from tracesim._redact import Redactor
 from tracesim._scoring._pipeline import ScoringPipeline
 from tracesim._scoring._selection import Plan, Rule, compile_rules, plan
 from tracesim._scoring._sinks import result_sinks
+from tracesim._untraced import in_model_call
 from tracesim._version import __version__
 
 __all__ = [
@@ -185,11 +186,25 @@ class _Pipeline(SpanProcessor):
 
     processors: tuple[SpanProcessor, ...] = ()
 
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._model_calls: set[int] = set()  # spans started inside an evaluator's model call
+
     def on_start(self, span: Any, parent_context: otel_context.Context | None = None) -> None:
+        if in_model_call(parent_context):
+            # An evaluator's own model call, traced by some instrumentation anyway: not the
+            # user's traffic, so it is not exported.
+            with self._lock:
+                self._model_calls.add(span.context.span_id)
+            return
         for processor in self.processors:
             processor.on_start(span, parent_context=parent_context)
 
     def on_end(self, span: ReadableSpan) -> None:
+        if self._model_calls and span.context is not None and span.context.span_id in self._model_calls:
+            with self._lock:
+                self._model_calls.discard(span.context.span_id)
+            return
         for processor in self.processors:
             processor.on_end(span)
 

@@ -57,12 +57,15 @@ def test_public_names_are_pinned() -> None:
             "FunctionEvaluator",
             "Gleu",
             "Jaccard",
+            "LLMJudge",
+            "LLMSimilarity",
             "Levenshtein",
             "LevenshteinDistance",
             "Measurement",
             "Meteor",
             "MissingNLTKDataError",
             "Rouge",
+            "SemanticSimilarity",
             "TfidfCosine",
             "as_text",
             "available_types",
@@ -310,15 +313,24 @@ def test_from_config_errors_list_what_is_accepted() -> None:
         from_config(["levenshtein"])  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("planned", ["semantic", "llm_similarity"])
-def test_planned_types_are_reserved_with_a_clear_message(planned: str) -> None:
-    with pytest.raises(ConfigError) as info:
-        from_config({"type": planned})
-    assert "planned but not available in this version" in str(info.value)
-    assert "levenshtein" in str(info.value)
-    assert planned not in available_types()
+@pytest.mark.parametrize("model_type", ["semantic", "llm_similarity", "llm_judge"])
+def test_model_backed_types_are_built_in_and_reserved(model_type: str) -> None:
+    assert model_type in available_types()
     with pytest.raises(ConfigError):
-        register(planned, Levenshtein)
+        register(model_type, Levenshtein)
+
+
+def test_a_model_backed_type_checks_its_options_without_a_network_call() -> None:
+    with pytest.raises(ConfigError, match="semantic.backend"):
+        from_config({"type": "semantic", "backend": "cloud"})
+    with pytest.raises(ConfigError, match="llm_judge.rubric"):
+        from_config({"type": "llm_judge", "rubric": ""})
+    with pytest.raises(ConfigError, match="llm_similarity.threshold"):
+        from_config({"type": "llm_similarity", "threshold": 7})  # outside the 1-5 scale
+    with pytest.raises(ConfigError, match="llm_similarity.request_timeout_s"):
+        from_config({"type": "llm_similarity", "request_timeout_s": 0})
+    judge = from_config({"type": "llm_similarity", "base_url": "http://127.0.0.1:9/v1", "api_key": "k"})
+    assert judge.threshold == 3.0  # built: nothing was sent (port 9 has no server)
 
 
 def test_register_classes_functions_and_instances() -> None:

@@ -194,7 +194,7 @@ def test_default_evaluators_and_list(tmp_path: Path, capsys: pytest.CaptureFixtu
     ("args", "message"),
     [
         (["-e", "levenshtien"], "accepted: one of"),
-        (["-e", "semantic"], "planned but not available"),
+        (["-e", "semantic:backend=cloud"], "semantic.backend"),
         (["-e", "levenshtein:threshold=high"], "levenshtein.threshold"),
         (["-e", "rouge", "-e", "rouge:rouge_type=rouge1"], "two evaluators are named 'rouge'"),
         (["-e", "levenshtein", "--fail-under", "levenshtein=2"], "between 0 and 1"),

@@ -33,7 +33,6 @@ NO_EXAMPLES = {
 }
 # Public names (of tracesim.evaluators and the compat modules) without an example, and why.
 NO_OWN_EXAMPLE = {
-    "tracesim.evaluators.compat.azure.SimilarityEvaluator": "raises NotImplementedError (planned)",
 }
 # The examples counted when this was last raised; lower it only when examples are merged.
 MIN_TOTAL_EXAMPLES = 111

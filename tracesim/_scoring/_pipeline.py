@@ -14,6 +14,7 @@ span unscored and says so on it.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import itertools
 import os
 import threading
@@ -217,16 +218,19 @@ class ScoringPipeline:
         except Exception as exc:  # the user's expected-output callable or dataset failed
             expected, problem, value = None, exc, None
         cpu: list[Evaluator] = []
+        waiting: list[concurrent.futures.Future[None]] = []
         for evaluator in job.evaluators:
             if problem is not None:
                 self._complete(job, evaluator, failure(evaluator, problem, "resolving the expected output"))
             elif evaluator.is_async:
-                self._dispatch_async(job, evaluator, expected, value)
+                waiting.append(self._dispatch_async(job, evaluator, expected, value))
             else:
                 cpu.append(evaluator)
         if self.inline:
             for evaluator in cpu:
                 self._run_cpu(job, evaluator, expected, value)
+            for future in waiting:  # inline means scored before the call returns: async ones too
+                future.result()  # bounded: each run has its time limit (timeout_s or stuck_after_s)
             return
         # One queue item per evaluator: when one hangs past its timeout_s, the replacement
         # worker takes the others instead of leaving them behind the stuck one.
@@ -274,9 +278,11 @@ class ScoringPipeline:
 
     # ------------------------------------------------------------ async evaluators
 
-    def _dispatch_async(self, job: Job, evaluator: Evaluator, expected: Any, value: Any) -> None:
+    def _dispatch_async(
+        self, job: Job, evaluator: Evaluator, expected: Any, value: Any
+    ) -> concurrent.futures.Future[None]:
         loop = self._ensure_loop()
-        asyncio.run_coroutine_threadsafe(self._run_async(job, evaluator, expected, value), loop)
+        return asyncio.run_coroutine_threadsafe(self._run_async(job, evaluator, expected, value), loop)
 
     def _ensure_loop(self) -> asyncio.AbstractEventLoop:
         with self._lock:

@@ -16,12 +16,14 @@ from tracesim.evaluators._decorator import AsyncFunctionEvaluator, FunctionEvalu
 from tracesim.evaluators._dice import ContentSimilarity
 from tracesim.evaluators._edit import Levenshtein, LevenshteinDistance
 from tracesim.evaluators._exact import ExactMatch
+from tracesim.evaluators._judge import LLMJudge, LLMSimilarity
 from tracesim.evaluators._nltk_data import MissingNLTKDataError
 from tracesim.evaluators._nltk_metrics import Bleu, Gleu, Meteor
 from tracesim.evaluators._overlap import F1Score, Jaccard
 from tracesim.evaluators._registry import available_types, from_config, parse_spec, register, unregister
 from tracesim.evaluators._result import EvalResult
 from tracesim.evaluators._rouge import Rouge
+from tracesim.evaluators._semantic import SemanticSimilarity
 from tracesim.evaluators._text import as_text
 from tracesim.evaluators._tfidf import TfidfCosine
 
@@ -37,12 +39,15 @@ __all__ = [
     "FunctionEvaluator",
     "Gleu",
     "Jaccard",
+    "LLMJudge",
+    "LLMSimilarity",
     "Levenshtein",
     "LevenshteinDistance",
     "Measurement",
     "Meteor",
     "MissingNLTKDataError",
     "Rouge",
+    "SemanticSimilarity",
     "TfidfCosine",
     "as_text",
     "available_types",

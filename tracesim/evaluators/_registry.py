@@ -16,11 +16,8 @@ __all__ = ["available_types", "from_config", "parse_spec", "register", "unregist
 Factory = Callable[..., Evaluator]
 _F = TypeVar("_F", bound=Factory)
 
-# Types that call a model; their names are kept so configs fail with a clear message.
-_PLANNED: dict[str, str] = {
-    "semantic": "SemanticSimilarity (embedding cosine)",
-    "llm_similarity": "LLMSimilarity (LLM judge)",
-}
+# Types announced but not built yet: their names are kept so configs fail with a clear message.
+_PLANNED: dict[str, str] = {}
 
 _lock = threading.Lock()
 _factories: dict[str, Factory] = {}

@@ -19,8 +19,9 @@ from typing import Any
 
 from tracesim.evaluators._edit import LevenshteinDistance
 from tracesim.evaluators._overlap import Jaccard
+from tracesim.evaluators._semantic import SemanticSimilarity
 
-__all__ = ["AgentaEvaluationError", "levenshtein_distance", "similarity_match"]
+__all__ = ["AgentaEvaluationError", "levenshtein_distance", "semantic_similarity", "similarity_match"]
 
 
 class AgentaEvaluationError(ValueError):
@@ -107,3 +108,36 @@ def levenshtein_distance(output: Any, correct_answer: Any, *, threshold: float |
     if threshold is None:
         return distance
     return distance <= threshold
+
+
+@functools.lru_cache(maxsize=16)
+def _semantic(model: str, base_url: str | None, api_key: str | None) -> SemanticSimilarity:
+    # one evaluator per model and endpoint: its embedding cache spans calls (a correct
+    # answer is embedded once)
+    return SemanticSimilarity(model=model, base_url=base_url, api_key=api_key)
+
+
+def semantic_similarity(
+    output: Any,
+    correct_answer: Any,
+    *,
+    model: str = "text-embedding-3-small",
+    base_url: str | None = None,
+    api_key: str | None = None,
+) -> float:
+    """Agenta "Semantic Similarity": the cosine of the OpenAI embeddings of both texts, -1 to 1.
+
+    ``base_url`` and ``api_key`` default to what the ``openai`` client reads
+    (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``); any OpenAI-compatible server works. A failed
+    call (after tracesim's retries) raises `AgentaEvaluationError`, where Agenta would return
+    its error result.
+
+    Example:
+        >>> semantic_similarity("Warsaw", "Warsaw")  # identical texts: 1.0 without a request
+        1.0
+    """
+    a, b = _text(output, "output"), _text(correct_answer, "correct_answer")
+    result = _semantic(model, base_url, api_key).evaluate(a, b)
+    if result.status != "ok" or result.score is None:
+        raise AgentaEvaluationError(f"Error during Auto Semantic Similarity evaluation: {result.error}")
+    return result.score

@@ -1,0 +1,217 @@
+"""`SemanticSimilarity` (type ``semantic``): the cosine of two embeddings, -1 to 1."""
+
+from __future__ import annotations
+
+import inspect
+import math
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from tracesim._errors import ConfigError
+from tracesim.evaluators._base import DEFAULT, Measurement, _Default
+from tracesim.evaluators._model import ModelCaller
+from tracesim.evaluators._model_eval import ModelEvaluator, model_settings
+from tracesim.evaluators._text import as_text
+
+__all__ = ["SemanticSimilarity"]
+
+DEFAULT_OPENAI_MODEL = "text-embedding-3-small"
+Embed = Callable[[list[str]], Any]
+
+
+class _Vectors:
+    """Recent embeddings by text, so a reference answer is embedded once, not on every call."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, text: str) -> np.ndarray | None:
+        with self._lock:
+            vector = self._items.get(text)
+            if vector is not None:
+                self._items.move_to_end(text)
+            return vector
+
+    def put(self, text: str, vector: np.ndarray) -> None:
+        if self.size <= 0:
+            return
+        with self._lock:
+            self._items[text] = vector
+            self._items.move_to_end(text)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+
+class SemanticSimilarity(ModelEvaluator):
+    """Cosine similarity of the embeddings of the output and the expected output, -1 to 1.
+
+    Backends (``backend=``):
+
+    - ``"openai"`` (default): the official ``openai`` client, model ``text-embedding-3-small``,
+      any OpenAI-compatible ``base_url`` (``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` are read
+      by the client when not given). Both texts go in one request; embeddings are kept by
+      text (``cache_size`` of them), so a reference answer is embedded once. Retries on 429
+      (``Retry-After`` honoured), 5xx, time-outs and connection errors, with a budget;
+      optional ``rpm``/``tpm`` limits and an on-disk ``cache_dir``.
+    - ``"local"``: an offline model whose weights ship in its wheel
+      (``pip install 'tracesim[embeddings]'``), loaded on first use. Bag-of-token
+      embeddings miss negation: "delayed" and "not delayed" score about 0.8.
+    - any callable ``embed(texts) -> vectors`` (sentence-transformers, fastembed, your own
+      endpoint); an ``async def`` one runs on the scoring loop.
+
+    Identical texts score 1.0 without a request; an empty text against a non-empty one 0.0.
+    ``details`` record the backend, model, tokens, requests, retries and cache hits.
+
+    Example:
+        >>> import numpy as np
+        >>> letters = lambda texts: [np.array([t.count("a"), t.count("b")], float) for t in texts]
+        >>> SemanticSimilarity(backend=letters).evaluate("aab", "ab").score
+        0.9486832980505138
+    """
+
+    type_name = "semantic"
+    default_threshold = None
+    score_range = (-1.0, 1.0)
+
+    def __init__(
+        self,
+        *,
+        backend: str | Embed = "openai",
+        model: str | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        dimensions: int | None = None,
+        request_timeout_s: float = 30.0,
+        max_retries: int = 4,
+        rpm: float | None = None,
+        tpm: float | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
+        cache_size: int = 4096,
+        name: str | None = None,
+        threshold: float | _Default | None = DEFAULT,
+        sample_rate: float = 1.0,
+        timeout_s: float | None = None,
+        max_concurrency: int | None = None,
+    ) -> None:
+        super().__init__(
+            name=name,
+            threshold=threshold,
+            sample_rate=sample_rate,
+            timeout_s=timeout_s,
+            max_concurrency=max_concurrency,
+        )
+        if dimensions is not None and (
+            isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions < 1
+        ):
+            raise ConfigError(
+                "semantic.dimensions", dimensions, "a positive int, or None for the model's own"
+            )
+        if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 0:
+            raise ConfigError("semantic.cache_size", cache_size, "an int >= 0 (0 keeps no embeddings)")
+        self.dimensions = dimensions
+        self._vectors = _Vectors(cache_size)
+        self._caller: ModelCaller | None = None
+        self._embed: Embed | None = None
+        if callable(backend):
+            self.backend = "callable"
+            self._embed = backend
+            self.model = model or getattr(backend, "__qualname__", type(backend).__name__)
+            method = type(backend).__call__  # an object with an async __call__ is async too
+            self.async_backend = inspect.iscoroutinefunction(backend) or inspect.iscoroutinefunction(method)
+        elif backend == "openai":
+            self.backend = "openai"
+            self.model = model or DEFAULT_OPENAI_MODEL
+            settings = model_settings(
+                "semantic",
+                self.model,
+                base_url=base_url,
+                api_key=api_key,
+                request_timeout_s=request_timeout_s,
+                max_retries=max_retries,
+                rpm=rpm,
+                tpm=tpm,
+                cache_dir=cache_dir,
+            )
+            self._caller = ModelCaller(settings)
+        elif backend == "local":
+            from tracesim.evaluators._wordllama import local_embedder  # nothing loads until the first call
+
+            self.backend = "local"
+            embedder = local_embedder(model, dims=dimensions)
+            self._embed = embedder
+            self.model = embedder.name
+            self.async_backend = False
+        else:
+            raise ConfigError("semantic.backend", backend, "'openai', 'local' or a callable embed(texts)")
+
+    async def ameasure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
+        texts = (as_text(output), as_text(expected))
+        trivial = _trivial(*texts)
+        if trivial is not None:
+            return trivial
+        details: dict[str, Any] = {"backend": self.backend, "model": self.model}
+        vectors = [self._vectors.get(text) for text in texts]
+        missing = [text for text, vector in zip(texts, vectors, strict=True) if vector is None]
+        missing = list(dict.fromkeys(missing))  # the same text twice is embedded once
+        if missing:
+            embedded = await self._embed_texts(missing, details)
+            found = dict(zip(missing, embedded, strict=True))
+            for text, vector in found.items():
+                self._vectors.put(text, vector)
+            vectors = [
+                found[text] if vector is None else vector for text, vector in zip(texts, vectors, strict=True)
+            ]
+        details["embedded"] = len(missing)
+        return Measurement(_cosine(vectors[0], vectors[1]), details)  # type: ignore[arg-type]
+
+    def measure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
+        if self._caller is not None or self.async_backend:
+            return super().measure(output, expected, input=input)  # type: ignore[return-value]
+        texts = (as_text(output), as_text(expected))  # a local model: computed right here
+        trivial = _trivial(*texts)
+        if trivial is not None:
+            return trivial
+        vectors = _as_vectors(self._embed(list(texts)), 2) if self._embed is not None else []
+        return Measurement(_cosine(vectors[0], vectors[1]), {"backend": self.backend, "model": self.model})
+
+    async def _embed_texts(self, texts: list[str], details: dict[str, Any]) -> list[np.ndarray]:
+        if self._caller is not None:
+            raw, usage = await self._caller.embed(texts, dimensions=self.dimensions)
+            details.update(usage.details())
+            return _as_vectors(raw, len(texts))
+        assert self._embed is not None
+        result = self._embed(texts)
+        if inspect.isawaitable(result):
+            result = await result
+        return _as_vectors(result, len(texts))
+
+
+def _trivial(output: str, expected: str) -> Measurement | None:
+    if output == expected:
+        return Measurement(1.0, {"method": "identical texts, no embedding needed"})
+    if not output.strip() or not expected.strip():
+        return Measurement(0.0, {"method": "an empty text against a non-empty one"})
+    return None
+
+
+def _as_vectors(raw: Any, count: int) -> list[np.ndarray]:
+    vectors = [np.asarray(vector, dtype=np.float64).ravel() for vector in raw]
+    if len(vectors) != count:
+        raise ValueError(f"the embedding backend returned {len(vectors)} vectors for {count} texts")
+    return vectors
+
+
+def _cosine(a: np.ndarray, b: np.ndarray) -> float:
+    if a.shape != b.shape:
+        raise ValueError(f"embeddings of different sizes: {a.shape[0]} and {b.shape[0]}")
+    norms = float(np.linalg.norm(a)) * float(np.linalg.norm(b))
+    if norms == 0.0 or not math.isfinite(norms):
+        raise ValueError("an embedding is all zeros or not finite: its cosine is undefined")
+    return max(-1.0, min(1.0, float(np.dot(a, b)) / norms))  # rounding can step past +-1
