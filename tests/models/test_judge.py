@@ -220,3 +220,27 @@ def test_the_disk_cache_answers_a_second_run_with_no_request(server: LLMServer, 
     assert server.count(CHAT) == 5  # nothing new was sent
     assert [r.score for r in second] == [r.score for r in first]
     assert all(r.details["cached"] for r in second)
+
+
+def test_tracesim_eval_judges_rows_concurrently_shows_tokens_and_a_second_run_hits_the_cache(
+    server: LLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tracesim.cli import main
+
+    server.delay_s = 0.05
+    rows = [{"input": f"{QUESTION} ({i})", "output": f"Warsaw {i}", "expected": GOLDEN} for i in range(24)]
+    data = tmp_path / "answers.jsonl"
+    data.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    spec = f"llm_similarity:base_url={server.base_url},api_key=k,model=m,cache_dir={tmp_path / 'cache'}"
+    args = ["eval", str(data), "-e", spec, "--no-progress", "--workers", "1"]
+    assert main(args) == 0
+    first = capsys.readouterr().out
+    assert server.count(CHAT) == 24
+    assert server.max_in_flight > 1  # rows were judged concurrently, not one after another
+    assert "tokens" in first
+    lines = [json.loads(line) for line in (tmp_path / "answers.scores.jsonl").read_text().splitlines()]
+    assert {line["results"]["llm_similarity"]["score"] for line in lines} == {5.0}
+    assert main(args) == 0
+    second = capsys.readouterr().out
+    assert server.count(CHAT) == 24  # the second run sent nothing: every answer came from the cache
+    assert "tokens" not in second  # nothing was spent

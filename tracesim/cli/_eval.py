@@ -13,6 +13,7 @@ unreadable data and an unwritable results file.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import sys
 from collections.abc import Iterator
@@ -41,7 +42,8 @@ DEFAULT_EVALUATORS = ("levenshtein", "f1", "rouge")
 _CHUNK = 64
 _MAX_REPORTED_BAD_ROWS = 20
 
-Summary = list[tuple[str, str, float | None, bool | None]]
+# per result: name, status, score, passed, model tokens used
+Summary = list[tuple[str, str, float | None, bool | None, int]]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -94,6 +96,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 # -- scoring (in worker processes, or inline) --------------------------------------------------
 
 _worker_evaluators: list[Any] = []
+_DEFAULT_CONCURRENCY = 8  # model requests in flight per evaluator when it sets none
 
 
 def _init_worker(configs: list[dict[str, Any]]) -> None:
@@ -109,20 +112,67 @@ def _warm_up() -> int:
 def _score_chunk(chunk: list[Row | BadRow]) -> list[tuple[str, Summary | None]]:
     """Score rows; return each row's JSON line and (name, status, score, passed) per evaluator."""
     scored: list[tuple[str, Summary | None]] = []
+    judged = _score_async(chunk)  # model calls of the chunk's rows run concurrently
     for row in chunk:
         if len(row) == 2:
             bad = {"line": row[0], "status": "bad_row", "error": row[1]}
             scored.append((dumps(bad), None))
             continue
         number, row_id, output, expected, input_value = row
-        results = [ev.evaluate(output, expected, input=input_value) for ev in _worker_evaluators]
+        known = judged.get(number, {})
+        results = [
+            known[i] if i in known else ev.evaluate(output, expected, input=input_value)
+            for i, ev in enumerate(_worker_evaluators)
+        ]
         line: dict[str, Any] = {"line": number}
         if row_id is not None:
             line["id"] = row_id
         line["results"] = {r.name: r.model_dump(mode="json", exclude={"name"}) for r in results}
-        summary: Summary = [(r.name, r.status, finite(r.score), r.passed) for r in results]
+        summary: Summary = [(r.name, r.status, finite(r.score), r.passed, _tokens(r)) for r in results]
         scored.append((dumps(line), summary))
     return scored
+
+
+def _score_async(chunk: list[Row | BadRow]) -> dict[int, dict[int, Any]]:
+    """Results of the async (model-backed) evaluators for every row of ``chunk``, by line and index.
+
+    Their requests go out together, at most ``max_concurrency`` at a time per evaluator (8 when
+    not set), instead of one row after another.
+    """
+    wanted = [(i, ev) for i, ev in enumerate(_worker_evaluators) if ev.is_async]
+    rows = [row for row in chunk if len(row) == 5]
+    if not wanted or not rows:
+        return {}
+
+    async def run() -> dict[int, dict[int, Any]]:
+        limits = {i: asyncio.Semaphore(ev.max_concurrency or _DEFAULT_CONCURRENCY) for i, ev in wanted}
+
+        async def one(i: int, ev: Any, row: Any) -> tuple[int, int, Any]:
+            number, _, output, expected, input_value = row
+            async with limits[i]:
+                try:
+                    result = await asyncio.wait_for(
+                        ev.aevaluate(output, expected, input=input_value), ev.timeout_s
+                    )
+                except asyncio.TimeoutError:
+                    result = ev._error_result(
+                        "timeout", f"no result within timeout_s={ev.timeout_s}", 0.0, {}
+                    )
+            return number, i, result
+
+        done = await asyncio.gather(*(one(i, ev, row) for row in rows for i, ev in wanted))
+        found: dict[int, dict[int, Any]] = {}
+        for number, i, result in done:
+            found.setdefault(number, {})[i] = result
+        return found
+
+    return asyncio.run(run())
+
+
+def _tokens(result: Any) -> int:
+    usage = result.details.get("usage") if isinstance(result.details, dict) else None
+    total = usage.get("total_tokens") if isinstance(usage, dict) else None
+    return total if isinstance(total, int) and not result.details.get("cached") else 0
 
 
 # -- summary ----------------------------------------------------------------------------------
@@ -137,8 +187,10 @@ class Tally:
     judged: int = 0
     skipped: int = 0
     errors: int = 0
+    tokens: int = 0
 
-    def add(self, status: str, score: float | None, passed: bool | None) -> None:
+    def add(self, status: str, score: float | None, passed: bool | None, tokens: int = 0) -> None:
+        self.tokens += tokens
         if status == "skipped":
             self.skipped += 1
         elif status == "error":
@@ -170,8 +222,8 @@ class Run:
         if summary is None:
             return
         self.rows += 1
-        for name, status, score, passed in summary:
-            self.tallies[name].add(status, score, passed)
+        for name, status, score, passed, tokens in summary:
+            self.tallies[name].add(status, score, passed, tokens)
 
 
 def _print_summary(run: Run, console: Any, out_label: str) -> None:
@@ -179,18 +231,21 @@ def _print_summary(run: Run, console: Any, out_label: str) -> None:
     from rich.text import Text
 
     table = Table(title=f"tracesim eval: {run.rows} rows scored", title_justify="left")
-    for heading in ("evaluator", "count", "mean", "pass rate", "threshold", "skipped", "errors"):
+    costed = any(tally.tokens for tally in run.tallies.values())  # a model judged: show its cost
+    headings = ["evaluator", "count", "mean", "pass rate", "threshold", "skipped", "errors"]
+    for heading in [*headings, "tokens"] if costed else headings:
         table.add_column(heading, justify="left" if heading == "evaluator" else "right")
     for name, tally in run.tallies.items():
         mean, rate = tally.mean, tally.pass_rate
-        table.add_row(
-            Text(visible(name)),
-            str(tally.count),
+        cells = [
             "-" if mean is None else f"{mean:.4f}",
             "-" if rate is None else f"{rate:.1%}",
             "-" if tally.threshold is None else f"{tally.threshold:g}",
             str(tally.skipped),
             str(tally.errors),
+        ]
+        table.add_row(
+            Text(visible(name)), str(tally.count), *cells, *([f"{tally.tokens:,}"] if costed else [])
         )
     console.print(table)
     if run.bad_rows:
