@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from llm_server import llm_server  # noqa: F401  (the scripted model server, a fixture)
 
 from tracesim import _runtime
 
@@ -33,6 +34,9 @@ def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]
             monkeypatch.delenv(key)
     # tracesim's own bugs must fail our tests, not be logged and hidden
     monkeypatch.setenv("TRACESIM_INTERNAL_ERRORS", "raise")
+    # local test servers are reached directly, whatever proxy the machine sets
+    for key in ("NO_PROXY", "no_proxy"):
+        monkeypatch.setenv(key, "127.0.0.1,localhost")
     monkeypatch.chdir(tmp_path)
     yield
     _runtime.shutdown(10)

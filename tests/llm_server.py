@@ -119,6 +119,15 @@ def error_body(code: int, message: str | None = None) -> Json:
     return {"error": error}
 
 
+_AZURE = re.compile(r"/openai/deployments/[^/]+(/chat/completions|/embeddings)")
+
+
+def route(path: str) -> str:
+    """The /v1 path that answers ``path``: Azure OpenAI's ``/openai/deployments/<name>/...`` too."""
+    azure = _AZURE.fullmatch(path)
+    return f"/v1{azure.group(1)}" if azure else path
+
+
 def _tokens(text: str) -> list[str]:
     return re.findall(r"\w+", text.lower())
 
@@ -216,9 +225,9 @@ class LLMServer:
         self._gate.set()
 
     def wait_until(self, check: Callable[[], bool], timeout_s: float = 10.0) -> bool:
-        """Wait until ``check()`` holds, looked at whenever a request arrives or leaves; False on timeout.
+        """Wait until ``check()``, e.g. ``lambda: server.in_flight == 8``, holds; False on timeout.
 
-        >>> server.wait_until(lambda: server.in_flight == 8)  # doctest: +SKIP
+        ``check`` is looked at whenever a request arrives or leaves, never by polling.
         """
         with self._cond:
             return self._cond.wait_for(check, timeout_s)
@@ -246,7 +255,7 @@ class LLMServer:
             self._requests.append(record)
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
-            queue = self._scripts.get(record.path)
+            queue = self._scripts.get(route(record.path))
             self._cond.notify_all()
             return (queue.popleft() if queue else Reply.ok()), next(self._ids)
 
@@ -299,7 +308,7 @@ class LLMServer:
         message: Json = {"role": "assistant", "content": text}
         finish, choice = "stop", body.get("tool_choice")
         if isinstance(choice, dict) and choice.get("type") == "function":  # a forced function call
-            call = {"name": choice["function"]["name"], "arguments": text}
+            call = {"name": str((choice.get("function") or {}).get("name")), "arguments": text}
             tool_calls = [{"id": f"call_{n}", "type": "function", "function": call}]
             message, finish = {"role": "assistant", "content": None, "tool_calls": tool_calls}, "tool_calls"
         p, c = sum(len(_tokens(_message_text(m))) for m in body["messages"]), len(_tokens(text))
@@ -359,6 +368,7 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0]
         headers = {k.lower(): v for k, v in self.headers.items()}
         reply, n = llm._arrive(Recorded(path, body, headers, time.monotonic()))
+        path = route(path)  # Azure OpenAI's deployment paths are answered like /v1's
         self._pending = True
         try:
             if self._pause(llm.delay_s, None):
@@ -372,7 +382,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _play(self, reply: Reply, path: str, body: Json | None, n: int) -> None:
         llm = self.server.llm
-        if reply.kind in ("slow", "hold"):
+        while reply.kind in ("slow", "hold"):
             gate = llm._gate if reply.kind == "hold" else None
             if not self._pause(reply.seconds if gate is None else None, gate):
                 self.close_connection = True
