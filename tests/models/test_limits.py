@@ -1,0 +1,75 @@
+"""Rate limits and the retry budget: a failing or busy backend is not hit by a storm."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+
+import pytest
+from llm_server import CHAT, LLMServer, Reply
+
+from tracesim.evaluators import LLMSimilarity
+from tracesim.evaluators._model._limits import RateLimiter, RetryBudget
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[LLMServer]:
+    with LLMServer() as running:
+        yield running
+
+
+@pytest.fixture(autouse=True)
+def _fresh(server: LLMServer) -> None:
+    server.reset()
+
+
+def test_requests_per_minute_spread_a_burst_out() -> None:
+    async def burst() -> list[float]:
+        limiter = RateLimiter(rpm=60, tpm=None)  # a minute's worth (60) may go at once, then one a second
+        return [await limiter.acquire(1) for _ in range(62)]
+
+    waited = asyncio.run(burst())
+    assert waited[:60] == [0.0] * 60
+    assert waited[60] > 0.5
+    assert waited[61] > 0.5
+
+
+def test_tokens_per_minute_hold_back_a_large_request() -> None:
+    async def run() -> tuple[float, float]:
+        limiter = RateLimiter(rpm=None, tpm=60_000)  # 1,000 tokens a second
+        return await limiter.acquire(60_000), await limiter.acquire(500)
+
+    first, second = asyncio.run(run())
+    assert first == 0.0
+    assert second >= 0.4  # about half a second for 500 more tokens
+
+
+def test_the_retry_budget_is_earned_by_requests() -> None:
+    budget = RetryBudget(ratio=0.5, capacity=1)
+    assert budget.take()
+    assert not budget.take()
+    budget.deposit()
+    budget.deposit()
+    assert budget.take()
+
+
+def test_a_failing_backend_gets_a_bounded_number_of_retries(
+    server: LLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("tracesim.evaluators._model._calls._BACKOFF_BASE_S", 0.01)  # short waits, same count
+    server.script(CHAT, *[Reply.status(500)] * 1000)
+    judge = LLMSimilarity(base_url=server.base_url, api_key="k", model="budget-test", max_retries=4)
+    results = [judge.evaluate(f"answer {i}", "reference", input="q") for i in range(30)]
+    assert {r.error_type for r in results} == {"server_error"}
+    # 30 calls: without a budget 4 retries each would make 150 requests; the budget allows 10 in all
+    assert server.count(CHAT) == 30 + 10
+
+
+def test_rpm_applies_to_the_evaluator_calls(server: LLMServer) -> None:
+    judge = LLMSimilarity(base_url=server.base_url, api_key="k", model="rpm-test", rpm=60)
+    started = time.monotonic()
+    for i in range(61):
+        assert judge.evaluate(f"answer {i}", "reference", input="q").status == "ok"
+    assert time.monotonic() - started >= 0.5  # the 61st waited for the bucket (a lower bound)
+    assert server.count(CHAT) == 61
