@@ -206,3 +206,29 @@ def test_exporter_names_build_exporters(exporters: object, capsys: pytest.Captur
     tracesim.force_flush()
     assert "answer  AGENT" in capsys.readouterr().out
     assert load_spans(".tracesim/traces.jsonl")[0].name == "answer"
+
+
+def test_the_export_queue_grows_for_scoring_bursts_only_when_evaluators_are_in_use(
+    run_python: RunPython, tmp_path: Path
+) -> None:
+    """Without evaluators the queue is OpenTelemetry's 2,048 spans (its memory when a tight loop
+    fills it); with them it also holds a full scoring queue of spans ending at once."""
+    size = "_runtime.current.processors[0]._batch_processor._max_queue_size"  # the SDK's own field
+    rules = 'evaluators=[{"match": "*", "evaluators": ["exact"]}]'
+    cases = {
+        "none": "",
+        "rules": f"tracesim.configure(exporters=['jsonl'], scoring_queue_size=5000, {rules})",
+        "decorated": "tracesim.trace(evaluators=['exact'])(lambda: 'x')\n"
+        "tracesim.configure(exporters=['jsonl'], scoring_queue_size=5000)",
+    }
+    sizes = {}
+    for case, setup in cases.items():
+        code = (
+            "import tracesim\nfrom tracesim import _runtime\n"
+            "tracesim.configure(exporters=['jsonl'], scoring_queue_size=5000)\n"
+            f"{setup}\nprint({size})"
+        )
+        done = run_python(code, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        sizes[case] = int(done.stdout.strip())
+    assert sizes == {"none": 2048, "rules": 7048, "decorated": 7048}

@@ -31,6 +31,7 @@ from tracesim._capture import CaptureOptions, make_options
 from tracesim._config import Settings, resolve
 from tracesim._errors import ConfigError
 from tracesim._redact import Redactor
+from tracesim._scoring import _selection
 from tracesim._scoring._pipeline import ScoringPipeline
 from tracesim._scoring._selection import Plan, Rule, compile_rules, plan
 from tracesim._scoring._sinks import result_sinks
@@ -262,7 +263,8 @@ def build(settings: Settings) -> Runtime:
     # One redaction pass for everything this configuration exports, whoever made the span.
     redaction = Redaction(Redactor(settings.redact_patterns, settings.redact), settings.max_value_chars)
     exporters = [_exporter(item, settings) for item in settings.exporters]
-    processors = [_processor(RedactingExporter(e, redaction=redaction), settings) for e in exporters]
+    scored = bool(rules) or _selection.EVALUATORS_SEEN
+    processors = [_processor(RedactingExporter(e, redaction=redaction), settings, scored) for e in exporters]
     provider = _provider(settings)
     tracer = provider.get_tracer("tracesim", __version__)
     sinks = result_sinks(settings, provider, capture, redaction)
@@ -317,15 +319,17 @@ def _exporter(item: Any, settings: Settings) -> SpanExporter:
     )
 
 
-def _processor(exporter: SpanExporter, settings: Settings) -> SpanProcessor:
+def _processor(exporter: SpanExporter, settings: Settings, scored: bool) -> SpanProcessor:
     if not settings.batch_export:
         return SimpleSpanProcessor(exporter)
     if os.environ.get("OTEL_BSP_MAX_QUEUE_SIZE"):
         return BatchSpanProcessor(exporter)  # the standard variable wins
     # Scored spans end in bursts when scoring catches up: up to scoring_queue_size of them,
-    # already held in memory while they waited. The batch queue holds that many on top of the
-    # usual 2,048, so such a burst is never dropped.
-    extra = settings.scoring_queue_size if settings.scoring_mode == "background" else 0
+    # already held in memory while they waited. When evaluators are in use (configured rules,
+    # or functions decorated with evaluators before configure()), the batch queue holds that
+    # many on top of OpenTelemetry's usual 2,048, so such a burst is never dropped. Without
+    # them the queue is the usual size, and so is its memory when a tight loop fills it.
+    extra = settings.scoring_queue_size if scored and settings.scoring_mode == "background" else 0
     return BatchSpanProcessor(exporter, max_queue_size=2048 + extra)
 
 

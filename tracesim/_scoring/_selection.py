@@ -15,6 +15,10 @@ __all__ = ["Plan", "Rule", "build_evaluators", "compile_rules", "sample_unit"]
 _RULE_KEYS = ("match", "kind", "evaluators", "expected")
 
 
+EVALUATORS_SEEN = False
+"""True once any traced function or span was given evaluators: scoring can end spans in bursts."""
+
+
 def build_evaluators(specs: Sequence[Any], where: str) -> tuple[Any, ...]:
     """Evaluator objects from instances, config mappings or ``"type:option=value"`` strings.
 
@@ -45,6 +49,9 @@ def build_evaluators(specs: Sequence[Any], where: str) -> tuple[Any, ...]:
             duplicates,
             "evaluators with distinct names (pass name=... to tell them apart)",
         )
+    if evaluators:
+        global EVALUATORS_SEEN
+        EVALUATORS_SEEN = True
     return tuple(evaluators)
 
 

@@ -13,6 +13,7 @@ first time-out that reveals the outage.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import random
 import threading
@@ -36,6 +37,7 @@ from tracesim.exporters._spool_store import (
 
 __all__ = ["SpoolStats", "SpoolingExporter"]
 
+_BUSY_S = 1.0  # a backend that accepted a batch this recently is busy, not down
 _logger = logging.getLogger("tracesim")
 
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
@@ -62,7 +64,9 @@ class SpoolingExporter(SpanExporter):
             deleted first (counted in `stats`, logged once per burst). A batch larger than
             the spool is split, so its newest spans are kept; only a single span larger than
             the whole spool is dropped.
-        max_in_memory: Batches that may wait in memory for the sender; more go to disk.
+        max_in_memory: Batches that may wait in memory for the sender.
+        backpressure_s: While the backend answers, how long the export thread waits for
+            room in memory before it writes a batch to disk instead (0: at once).
         initial_backoff_s / max_backoff_s: Re-send backoff, doubled after each failure.
         max_rejections: A batch that fails this many times while the backend answers an empty
             export (a health probe) is deleted as rejected, so one bad batch cannot block
@@ -83,7 +87,8 @@ class SpoolingExporter(SpanExporter):
         directory: str | os.PathLike[str],
         *,
         max_bytes: int = DEFAULT_MAX_BYTES,
-        max_in_memory: int = 8,
+        max_in_memory: int = 4,
+        backpressure_s: float = 5.0,
         initial_backoff_s: float = 1.0,
         max_backoff_s: float = 30.0,
         max_rejections: int = 3,
@@ -97,6 +102,8 @@ class SpoolingExporter(SpanExporter):
         self._inner = inner
         self.max_bytes = max_bytes
         self._max_in_memory = max_in_memory
+        self._backpressure_s = backpressure_s
+        self._last_success = -math.inf  # monotonic time of the last batch the backend accepted
         self._initial_backoff_s = initial_backoff_s
         self._max_backoff_s = max_backoff_s
         self._max_rejections = max_rejections
@@ -160,6 +167,21 @@ class SpoolingExporter(SpanExporter):
         if not spans:
             return SpanExportResult.SUCCESS
         with self._lock:
+            # A healthy backend that is only busy gets back-pressure: the export thread (never
+            # the application's) waits for the sender, as OpenTelemetry's own exporter would,
+            # instead of writing batches to disk and reading them back. The disk is for a
+            # backend that is down or hangs (no answer for _BUSY_S), or one so slow that a
+            # batch waited `backpressure_s`.
+            deadline = time.monotonic() + self._backpressure_s
+            while (
+                not self._circuit_open
+                and not self._shutdown
+                and self._store.in_memory >= self._max_in_memory
+                and time.monotonic() - self._last_success < _BUSY_S  # answering, only busy
+                and (left := deadline - time.monotonic()) > 0
+            ):
+                self._ensure_worker()
+                self._changed.wait(min(left, _BUSY_S / 4))
             if not self._circuit_open and self._store.in_memory < self._max_in_memory:
                 self._store.add_in_memory(list(spans))
                 self._ensure_worker()
@@ -297,6 +319,7 @@ class SpoolingExporter(SpanExporter):
             return True
 
     def _on_success(self, head: SpoolEntry, *, resent: bool) -> None:
+        self._last_success = time.monotonic()
         evicted = head.spans - self._store.remove(head)
         if evicted:  # deleted for room while it was being sent, yet delivered: not lost after all
             self._dropped -= evicted
