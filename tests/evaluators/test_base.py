@@ -63,6 +63,7 @@ def test_public_names_are_pinned() -> None:
             "LevenshteinDistance",
             "Measurement",
             "Meteor",
+            "MissingExtraError",
             "MissingNLTKDataError",
             "Rouge",
             "SemanticSimilarity",

@@ -13,7 +13,9 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -29,8 +31,8 @@ pytestmark = pytest.mark.skipif(
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _cosine(embed: object, a: str, b: str) -> float:
-    vectors = embed([a, b])  # type: ignore[operator]
+def _cosine(embed: Callable[[list[str]], Any], a: str, b: str) -> float:
+    vectors = embed([a, b])
     return float(vectors[0] @ vectors[1])
 
 
@@ -48,13 +50,20 @@ def test_rows_are_unit_length_float32_of_the_model_width() -> None:
 
 def test_matches_wordllamas_own_normalised_embedding() -> None:
     embed = local_embedder()
-    texts = ["The capital of Japan is Tokyo.", "Use git status to see which files changed.", "x " * 3000]
-    ours = embed(texts)
-    import wordllama  # already imported by the backend above: its import-time logging setup is past
-
+    texts = [
+        "The capital of Japan is Tokyo.",
+        "Use git status to see which files changed.",
+        "x " * 3000,  # longer than one pooling chunk
+        "Der Zug nach München fährt um 14:30 ab.",
+        "ok",
+    ]
+    in_pairs = np.vstack([embed(texts[i : i + 2]) for i in range(0, len(texts), 2)])  # as the evaluator
+    in_one_batch = embed(texts)  # texts of very different lengths: no padding may leak into a row
+    wordllama: Any = sys.modules["wordllama"]  # imported by the backend, which kept root logging alone
     package = Path(wordllama.__file__).parent
     theirs = wordllama.WordLlama.load(cache_dir=package, disable_download=True).embed(texts, norm=True)
-    np.testing.assert_allclose(ours, theirs, atol=1e-5)
+    np.testing.assert_allclose(in_pairs, theirs, atol=1e-5)
+    np.testing.assert_allclose(in_one_batch, theirs, atol=1e-5)
 
 
 def test_an_empty_text_is_a_zero_row() -> None:
@@ -108,13 +117,14 @@ def test_one_string_is_refused_rather_than_embedded_letter_by_letter() -> None:
         (None, 512, "semantic.dimensions"),  # stored on Hugging Face, not in the wheel
         (None, 100, "semantic.dimensions"),
         (None, True, "semantic.dimensions"),
+        (None, 64.0, "semantic.dimensions"),
     ],
 )
 def test_names_the_wheel_does_not_hold_fail_at_construction(
-    model: str | None, dims: int | None, setting: str
+    model: str | None, dims: object, setting: str
 ) -> None:
     with pytest.raises(ConfigError) as caught:
-        local_embedder(model, dims=dims)
+        local_embedder(model, dims=dims)  # type: ignore[arg-type]
     assert caught.value.setting == setting
 
 

@@ -142,3 +142,21 @@ def test_scored_online_on_the_span(server: LLMServer) -> None:
     assert span.attributes["tracesim.eval.semantic.label"] == "pass"
     score = span.attributes["tracesim.eval.semantic.score"]
     assert score == pytest.approx(numpy_cosine("Marie Curie was born in Warsaw.", GOLDEN), abs=1e-6)
+
+
+def test_the_local_backend_scores_offline_through_the_evaluator() -> None:
+    pytest.importorskip("wordllama", reason="the 'embeddings' extra (wordllama) is not installed")
+    from tracesim.evaluators._wordllama import local_embedder
+
+    evaluator = from_config({"type": "semantic", "backend": "local", "threshold": 0.5})
+    assert not evaluator.is_async  # a local model runs on the CPU workers, not the network loop
+    answer, golden = "Marie Curie was born in Warsaw.", "Curie's birthplace was Warsaw, Poland."
+    result = evaluator.evaluate(answer, golden)
+    assert result.status == "ok", result.error
+    vectors = local_embedder()([answer, golden]).astype(float)
+    assert result.score == pytest.approx(float(vectors[0] @ vectors[1]), abs=1e-5)  # unit rows: the dot
+    assert result.details["model"] == "wordllama/l2_supercat@256"
+    unrelated = evaluator.evaluate("Bananas are rich in potassium.", golden)
+    assert unrelated.score is not None
+    assert result.score > unrelated.score
+    assert evaluator.evaluate("another answer", golden).details["embedded"] == 1  # the golden is cached

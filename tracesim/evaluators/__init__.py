@@ -26,6 +26,7 @@ from tracesim.evaluators._rouge import Rouge
 from tracesim.evaluators._semantic import SemanticSimilarity
 from tracesim.evaluators._text import as_text
 from tracesim.evaluators._tfidf import TfidfCosine
+from tracesim.evaluators._wordllama import MissingExtraError
 
 __all__ = [
     "DEFAULT",
@@ -44,6 +45,7 @@ __all__ = [
     "Levenshtein",
     "LevenshteinDistance",
     "Measurement",
+    "MissingExtraError",
     "Meteor",
     "MissingNLTKDataError",
     "Rouge",
