@@ -322,13 +322,13 @@ def test_model_backed_types_are_built_in_and_reserved(model_type: str) -> None:
 
 
 def test_a_model_backed_type_checks_its_options_without_a_network_call() -> None:
-    with pytest.raises(ConfigError, match="semantic.backend"):
+    with pytest.raises(ConfigError, match=r"semantic\.backend"):
         from_config({"type": "semantic", "backend": "cloud"})
-    with pytest.raises(ConfigError, match="llm_judge.rubric"):
+    with pytest.raises(ConfigError, match=r"llm_judge\.rubric"):
         from_config({"type": "llm_judge", "rubric": ""})
-    with pytest.raises(ConfigError, match="llm_similarity.threshold"):
+    with pytest.raises(ConfigError, match=r"llm_similarity\.threshold"):
         from_config({"type": "llm_similarity", "threshold": 7})  # outside the 1-5 scale
-    with pytest.raises(ConfigError, match="llm_similarity.request_timeout_s"):
+    with pytest.raises(ConfigError, match=r"llm_similarity\.request_timeout_s"):
         from_config({"type": "llm_similarity", "request_timeout_s": 0})
     judge = from_config({"type": "llm_similarity", "base_url": "http://127.0.0.1:9/v1", "api_key": "k"})
     assert judge.threshold == 3.0  # built: nothing was sent (port 9 has no server)

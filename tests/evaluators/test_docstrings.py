@@ -32,8 +32,7 @@ NO_EXAMPLES = {
     "tracesim.evaluators._catalogue": "a table of the built-in classes; each class has its own examples",
 }
 # Public names (of tracesim.evaluators and the compat modules) without an example, and why.
-NO_OWN_EXAMPLE = {
-}
+NO_OWN_EXAMPLE = {}
 # The examples counted when this was last raised; lower it only when examples are merged.
 MIN_TOTAL_EXAMPLES = 111
 

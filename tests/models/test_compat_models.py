@@ -45,7 +45,12 @@ def test_azure_similarity_with_an_azure_model_configuration(server: LLMServer) -
     """Azure OpenAI's URL layout: /openai/deployments/<deployment>/chat/completions?api-version=..."""
     server.judge = lambda request: '{"reason": "Different city.", "score": 2}'
     endpoint = server.base_url.removesuffix("/v1")
-    config = {"azure_endpoint": endpoint, "azure_deployment": "judge", "api_key": "k", "api_version": "2024-10-21"}
+    config = {
+        "azure_endpoint": endpoint,
+        "azure_deployment": "judge",
+        "api_key": "k",
+        "api_version": "2024-10-21",
+    }
     out = SimilarityEvaluator(config)(query=QUESTION, response="Paris.", ground_truth=GOLDEN)
     assert (out["similarity"], out["similarity_result"]) == (2.0, "fail")
     assert server.requests[0].path == "/openai/deployments/judge/chat/completions"
@@ -66,7 +71,9 @@ def test_azure_similarity_refuses_missing_inputs_and_unreadable_answers(server: 
 
 def test_agenta_semantic_similarity_is_the_cosine(server: LLMServer) -> None:
     x, y = np.array(LLMServer.vector("Curie was born in Warsaw")), np.array(LLMServer.vector(GOLDEN))
-    value = agenta.semantic_similarity("Curie was born in Warsaw", GOLDEN, base_url=server.base_url, api_key="k")
+    value = agenta.semantic_similarity(
+        "Curie was born in Warsaw", GOLDEN, base_url=server.base_url, api_key="k"
+    )
     assert value == pytest.approx(float(np.dot(x, y) / (np.linalg.norm(x) * np.linalg.norm(y))), abs=1e-6)
     assert server.count(EMBEDDINGS) == 1
     server.script(EMBEDDINGS, *[Reply.status(401)] * 3)

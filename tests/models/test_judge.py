@@ -83,7 +83,10 @@ def test_a_server_without_structured_output_is_asked_more_simply(server: LLMServ
     result = judge.evaluate("Warsaw.", GOLDEN, input=QUESTION)
     assert result.status == "ok", result.error
     assert result.details["structured"] == "json_object"
-    assert [r.body["response_format"]["type"] for r in server.requests if r.body] == ["json_schema", "json_object"]
+    assert [r.body["response_format"]["type"] for r in server.requests if r.body] == [
+        "json_schema",
+        "json_object",
+    ]
     judge.evaluate("Warsaw!", GOLDEN, input=QUESTION)  # remembered: asked the simpler way at once
     assert server.requests[-1].body is not None
     assert server.requests[-1].body["response_format"]["type"] == "json_object"
@@ -213,7 +216,12 @@ def test_a_span_started_inside_a_model_call_is_not_exported() -> None:
 
 
 def test_the_disk_cache_answers_a_second_run_with_no_request(server: LLMServer, tmp_path: Path) -> None:
-    config = {"type": "llm_similarity", "base_url": server.base_url, "api_key": "k", "cache_dir": str(tmp_path)}
+    config = {
+        "type": "llm_similarity",
+        "base_url": server.base_url,
+        "api_key": "k",
+        "cache_dir": str(tmp_path),
+    }
     first = [from_config(config).evaluate(f"Warsaw {i}", GOLDEN, input=QUESTION) for i in range(5)]
     assert server.count(CHAT) == 5
     second = [from_config(config).evaluate(f"Warsaw {i}", GOLDEN, input=QUESTION) for i in range(5)]

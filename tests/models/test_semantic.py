@@ -69,7 +69,9 @@ def test_identical_and_empty_texts_need_no_request(server: LLMServer) -> None:
 
 
 def test_a_threshold_gives_pass_and_fail(server: LLMServer) -> None:
-    evaluator = from_config({"type": "semantic", "threshold": 0.5, "base_url": server.base_url, "api_key": "k"})
+    evaluator = from_config(
+        {"type": "semantic", "threshold": 0.5, "base_url": server.base_url, "api_key": "k"}
+    )
     assert evaluator.evaluate("Marie Curie was born in Warsaw.", GOLDEN).label == "pass"
     assert evaluator.evaluate("Bananas are yellow fruit.", GOLDEN).label == "fail"
 
