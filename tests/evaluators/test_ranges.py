@@ -12,15 +12,48 @@ from tracesim.evaluators import EvalResult, Evaluator, Measurement, Rouge, evalu
 from tracesim.evaluators._catalogue import BUILTIN_TYPES
 from tracesim.evaluators.compat import agenta, agenttest, azure, twosignal
 
-SIMILARITIES = sorted(set(BUILTIN_TYPES) - {"levenshtein_distance"})
+MODEL_BACKED = {"semantic", "llm_similarity", "llm_judge"}  # their ranges are tested below
+SIMILARITIES = sorted(set(BUILTIN_TYPES) - {"levenshtein_distance"} - MODEL_BACKED)
+NOWHERE = {"base_url": "http://127.0.0.1:9/v1", "api_key": "k"}  # built, never called
 HUGE = 10**400  # math.isfinite() raises OverflowError on it
 UNPRINTABLE = 10**5000  # repr() raises ValueError on it (more than 4,300 digits)
 
 
 def test_each_builtin_declares_its_score_range() -> None:
+    special = {"levenshtein_distance": (0.0, math.inf), "semantic": (-1.0, 1.0)}
     for type_name, cls in BUILTIN_TYPES.items():
-        assert cls.score_range == ((0.0, math.inf) if type_name == "levenshtein_distance" else (0.0, 1.0))
+        if type_name in ("llm_similarity", "llm_judge"):
+            continue  # a judge's range is its scale, per instance
+        assert cls.score_range == special.get(type_name, (0.0, 1.0))
     assert Evaluator.score_range == (-math.inf, math.inf)
+    assert from_config({"type": "llm_similarity", **NOWHERE}).score_range == (1.0, 5.0)
+    assert from_config({"type": "llm_judge", "rubric": "r", "scale": [0, 10], **NOWHERE}).score_range == (
+        0.0,
+        10.0,
+    )
+    assert from_config({"type": "llm_judge", "rubric": "r", "scale": "pass_fail", **NOWHERE}).score_range == (
+        0,
+        1,
+    )
+
+
+@pytest.mark.parametrize(
+    ("config", "bad", "good"),
+    [
+        ({"type": "semantic"}, [1.01, -1.01, math.nan, HUGE], [-1, 0.8, 1]),
+        ({"type": "llm_similarity"}, [0, 0.99, 5.01, math.inf], [1, 3, 5, None]),
+        ({"type": "llm_judge", "rubric": "r", "scale": "pass_fail"}, [2, -1], [0, 1]),
+    ],
+)
+def test_model_backed_thresholds_follow_their_scale(
+    config: dict[str, Any], bad: list[Any], good: list[Any]
+) -> None:
+    for threshold in bad:
+        with pytest.raises(ConfigError) as info:
+            from_config({**config, **NOWHERE, "threshold": threshold})
+        assert info.value.setting == f"{config['type']}.threshold"
+    for threshold in good:
+        assert from_config({**config, **NOWHERE, "threshold": threshold}).threshold == threshold
 
 
 @pytest.mark.parametrize("type_name", SIMILARITIES)

@@ -60,8 +60,10 @@ def test_azure_similarity_with_an_azure_model_configuration(server: LLMServer) -
 def test_azure_similarity_refuses_missing_inputs_and_unreadable_answers(server: LLMServer) -> None:
     config = {"base_url": server.base_url, "api_key": "k", "model": "m"}
     evaluator = SimilarityEvaluator(config)
-    with pytest.raises(EvaluationException, match="required"):
+    with pytest.raises(EvaluationException, match="required") as missing:
         evaluator(query=QUESTION, response="Warsaw.")
+    assert (missing.value.blame.value, missing.value.category.value) == ("UserError", "MISSING FIELD")
+    assert missing.value.target.value == "SimilarityEvaluator"
     server.judge = lambda request: "It is quite similar."
     with pytest.raises(EvaluationException, match="quite similar"):
         evaluator(query=QUESTION, response="Warsaw.", ground_truth=GOLDEN)

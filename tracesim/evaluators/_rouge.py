@@ -17,7 +17,8 @@ from tracesim.evaluators._unlocked import int_score, warm_up
 
 __all__ = ["ROUGE_TYPES", "Rouge"]
 
-ROUGE_TYPES = ("rouge1", "rouge2", "rouge3", "rouge4", "rouge5", "rougeL", "rougeLsum")
+# rouge-score takes any n; Azure AI Evaluation passes on rouge1 to rouge9
+ROUGE_TYPES = (*(f"rouge{n}" for n in range(1, 10)), "rougeL", "rougeLsum")
 _MAX_CHARS = 50_000
 # rougeLsum compares every reference line with every candidate line: its cost grows with
 # (tokens of one text) x (lines of the other), so it keeps fewer characters, and lines.
@@ -74,7 +75,7 @@ def _ngram_scores(
 class Rouge(Evaluator):
     """ROUGE F-measure of the chosen type, with the numbers of Google's ``rouge-score``.
 
-    ``rouge_type`` is one of rouge1 … rouge5, rougeL (default) and rougeLsum; tokens are
+    ``rouge_type`` is one of rouge1 … rouge9, rougeL (default) and rougeLsum; tokens are
     rouge-score's (lowercase ``[a-z0-9]+`` runs, every other character separates; Porter
     stems with ``use_stemmer=True``). The score is F1; ``passed`` compares it with
     ``threshold`` (0.5). ``details`` holds precision, recall, F1 and a pass flag for each

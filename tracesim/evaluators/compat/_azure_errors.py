@@ -119,7 +119,7 @@ class EvaluationException(Exception):
 class InvalidTypeError(EvaluationException, TypeError):
     """A value of the wrong type (a threshold, an input): both Azure exceptions at once.
 
-    azure-ai-evaluation 1.16 raised ``TypeError`` where 1.18 raises ``EvaluationException``
+    azure-ai-evaluation 1.17 and before raised ``TypeError`` where 1.18 raises ``EvaluationException``
     (ROUGE thresholds that are not floats); this is both, so either ``except`` catches it.
 
     Example:

@@ -14,6 +14,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from tracesim.evaluators._judge import LLMSimilarity
+from tracesim.evaluators.compat._azure_errors import (
+    ErrorBlame,
+    ErrorCategory,
+    ErrorTarget,
+    EvaluationException,
+)
 
 __all__ = ["SimilarityEvaluator"]
 
@@ -27,6 +33,15 @@ def _config(model_config: Any) -> dict[str, Any]:
         return {str(k): v for k, v in model_config.items() if v is not None}
     keys = (*_AZURE_KEYS, *_OPENAI_KEYS, "type")
     return {k: getattr(model_config, k) for k in keys if getattr(model_config, k, None) is not None}
+
+
+def _user_error(message: str) -> EvaluationException:
+    return EvaluationException(
+        message,
+        target=ErrorTarget.SIMILARITY_EVALUATOR,
+        category=ErrorCategory.MISSING_FIELD if "required" in message else ErrorCategory.INVALID_VALUE,
+        blame=ErrorBlame.USER_ERROR,
+    )
 
 
 class SimilarityEvaluator:
@@ -47,13 +62,11 @@ class SimilarityEvaluator:
     id = "azureai://built-in/evaluators/similarity"
 
     def __init__(self, model_config: Any, *, threshold: int = 3, **kwargs: Any) -> None:
-        from tracesim.evaluators.compat.azure import EvaluationException
-
         config = _config(model_config)
         self.threshold = threshold
         if config.get("azure_endpoint"):
             if not config.get("azure_deployment"):
-                raise EvaluationException("model_config: azure_deployment is required with azure_endpoint")
+                raise _user_error("model_config: azure_deployment is required with azure_endpoint")
             options: dict[str, Any] = {
                 "azure_endpoint": config["azure_endpoint"],
                 "model": config["azure_deployment"],
@@ -67,7 +80,7 @@ class SimilarityEvaluator:
                 "model": config["model"],
             }
         else:
-            raise EvaluationException(
+            raise _user_error(
                 "model_config needs azure_endpoint and azure_deployment (Azure OpenAI) "
                 "or model (and base_url, api_key) for an OpenAI-compatible server"
             )
@@ -82,17 +95,18 @@ class SimilarityEvaluator:
         ground_truth: str | None = None,
         **kwargs: Any,
     ) -> dict[str, Any]:
-        from tracesim.evaluators.compat.azure import EvaluationException
-
         if query is None or response is None or ground_truth is None:
-            raise EvaluationException(
-                "SimilarityEvaluator: query, response and ground_truth are all required"
-            )
+            raise _user_error("SimilarityEvaluator: query, response and ground_truth are all required")
         result = self._judge.evaluate(response, ground_truth, input=query)
         if result.status != "ok" or result.score is None:
             raw = result.details.get("raw")
             shown = f"; the model answered {raw!r}" if raw is not None else ""
-            raise EvaluationException(f"SimilarityEvaluator: {result.error}{shown}")
+            raise EvaluationException(
+                f"SimilarityEvaluator: {result.error}{shown}",
+                target=ErrorTarget.SIMILARITY_EVALUATOR,
+                category=ErrorCategory.FAILED_EXECUTION,
+                blame=ErrorBlame.SYSTEM_ERROR,
+            )
         usage = result.details.get("usage", {})
         score = result.score
         return {

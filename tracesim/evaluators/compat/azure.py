@@ -1,9 +1,9 @@
-"""Azure AI Evaluation's NLP evaluators, with the keys of azure-ai-evaluation 1.5–1.16 and of 1.18.
+"""Azure AI Evaluation's NLP evaluators, with the keys of azure-ai-evaluation 1.5–1.16 and of 1.17+.
 
 Called as ``ev(response=..., ground_truth=...)`` or ``ev(conversation={"messages": [...]})``.
 Each returns one dict holding what both generations of Azure return, with the same values:
 1.16's ``f1_score``/``f1_result``/``f1_threshold`` (flat ``rouge_precision``, ... for ROUGE)
-and 1.18's ``f1_score_score``, ``*_passed``, ``*_reason`` (``None``), ``*_status``
+and 1.17–1.18's ``f1_score_score``, ``*_passed``, ``*_reason`` (``None``), ``*_status``
 (``"completed"``), ``*_properties`` (``rouge_properties`` for ROUGE). Scores are those of
 ``azure-ai-evaluation`` (same tokenizers, same NLTK metrics), quirks included: BLEU is the
 int ``0`` when no word matches, empty texts score 0.0, ROUGE thresholds must be floats.
@@ -81,7 +81,7 @@ class RougeType(str, Enum):
 
 # What Azure's vendored rouge-score accepts: "rouge" and one digit (1-9), rougeL, rougeLsum.
 _ROUGE_N = re.compile(r"rouge[0-9]\Z")
-# 1.18's keys for a metric m: m, m_score, m_passed, m_result, m_reason, m_status, ...
+# 1.17+ keys for a metric m: m, m_score, m_passed, m_result, m_reason, m_status, ...
 _SUFFIXES = ("", "_score", "_passed", "_result", "_reason", "_status", "_threshold", "_properties")
 _ROUGE = ("rouge_precision", "rouge_recall", "rouge_f1_score")
 _ROUGE_RESULTS = tuple(f"{m}_result" for m in _ROUGE)
@@ -202,10 +202,10 @@ class _AzureEvaluator:
 
 
 class _ScoreEvaluator(_AzureEvaluator):
-    """One score: 1.16's ``<key>_score/_result/_threshold`` plus 1.18's ``<metric>...`` keys."""
+    """One score: 1.16's ``<key>_score/_result/_threshold`` plus 1.17+'s ``<metric>...`` keys."""
 
     _key = ""  # 1.16: f1_score, f1_result, f1_threshold
-    _metric = ""  # 1.18: f1_score, f1_score_score, f1_score_passed, ...
+    _metric = ""  # 1.17+: f1_score, f1_score_score, f1_score_passed, ...
     _core: Evaluator
 
     def __init__(self, *, threshold: float = 0.5) -> None:
@@ -323,13 +323,7 @@ def _rouge_core(name: object) -> Rouge:
         raise ValueError(f"rougen requires positive n: {name}")
     if name not in ROUGE_TYPES and not _ROUGE_N.match(name):
         raise ValueError(f"Invalid rouge type: {name}")
-    if name in ROUGE_TYPES:
-        return Rouge(name, threshold=None)
-    # rouge6-rouge9: the catalogue lists n up to 5, but its n-gram path reads n from the name,
-    # and Azure's scorer takes any single digit.
-    core = Rouge("rouge5", threshold=None)
-    core.rouge_type = name
-    return core
+    return Rouge(name, threshold=None)
 
 
 class RougeScoreEvaluator(_AzureEvaluator):
@@ -338,8 +332,8 @@ class RougeScoreEvaluator(_AzureEvaluator):
     ``rouge_type`` is required: a :class:`RougeType`, or a string Azure's scorer takes
     (``rouge1`` … ``rouge9``, ``rougeL``, ``rougeLsum``; anything else raises ``ValueError``,
     here when built rather than on the first call). Thresholds must be floats, as in Azure
-    (``1`` raises :class:`EvaluationException`, which is also a ``TypeError`` as in 1.16).
-    1.18's ``rouge_score``/``rouge_passed``/``rouge_result``/``rouge_threshold`` are the F1's.
+    (``1`` raises :class:`EvaluationException`, which is also the ``TypeError`` of 1.17 and before).
+    1.17+'s ``rouge_score``/``rouge_passed``/``rouge_result``/``rouge_threshold`` are the F1's.
 
     Example:
         >>> out = RougeScoreEvaluator(RougeType.ROUGE_1)(response="Marie Curie was born in Warsaw, Poland.",

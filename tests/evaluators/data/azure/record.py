@@ -316,7 +316,8 @@ def main() -> int:
             for label, spec in (*pair_cases(), *threshold_cases(), *input_cases())
         ]
     package = version("azure-ai-evaluation")
-    header = {"package": "azure-ai-evaluation", "version": package, "nltk": nltk.__version__}
+    ids = {name: getattr(cls, "id", None) for name, cls in evaluators.items()}
+    header = {"package": "azure-ai-evaluation", "version": package, "nltk": nltk.__version__, "ids": ids}
     table = ",\n".join(f"{json.dumps(k)}: {json.dumps(v, ensure_ascii=False)}" for k, v in inputs().items())
     lines = ",\n".join(json.dumps(item, ensure_ascii=False) for item in cases)
     text = json.dumps(header)[:-1] + ', "inputs": {\n' + table + '\n}, "cases": [\n' + lines + "\n]}\n"
