@@ -252,3 +252,43 @@ def test_tracesim_eval_judges_rows_concurrently_shows_tokens_and_a_second_run_hi
     second = capsys.readouterr().out
     assert server.count(CHAT) == 24  # the second run sent nothing: every answer came from the cache
     assert "tokens" not in second  # nothing was spent
+
+
+def test_long_texts_are_cut_before_they_are_shown_to_the_judge(server: LLMServer) -> None:
+    result = similarity(server, max_chars=50).evaluate("y" * 1_000_000, GOLDEN, input=QUESTION)
+    assert result.status == "ok", result.error
+    assert result.details["truncated_to"] == 50
+    prompt = user_prompt(server.requests[0])
+    assert "y" * 50 in prompt
+    assert "y" * 51 not in prompt
+
+
+def test_no_model_call_shows_up_as_a_span_with_the_openai_client_instrumented(server: LLMServer) -> None:
+    """The official OpenTelemetry instrumentation of the openai client, in the same process."""
+    instrumentation = pytest.importorskip(
+        "opentelemetry.instrumentation.openai_v2",
+        reason="opentelemetry-instrumentation-openai-v2 (the test extra) is not installed",
+    )
+    import openai
+
+    instrumentor = instrumentation.OpenAIInstrumentor()
+    instrumentor.instrument()
+    try:
+        with capture_spans(scoring_mode="background", batch_export=False) as captured:
+
+            @tracesim.trace(evaluators=[similarity(server)], expected=GOLDEN)
+            def answer(question: str) -> str:
+                client = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+                reply = client.chat.completions.create(
+                    model="agent-model", messages=[{"role": "user", "content": question}]
+                )
+                return str(reply.choices[0].message.content)
+
+            answer(QUESTION)
+            assert tracesim.force_flush()
+            names = sorted(span.name for span in captured.spans)
+    finally:
+        instrumentor.uninstrument()
+    assert server.count(CHAT) == 2  # the agent's own call and the judge's
+    # the agent's call is traced by the instrumentation, the judge's is not
+    assert names == ["answer", "chat agent-model"]

@@ -162,3 +162,10 @@ def test_the_local_backend_scores_offline_through_the_evaluator() -> None:
     assert unrelated.score is not None
     assert result.score > unrelated.score
     assert evaluator.evaluate("another answer", golden).details["embedded"] == 1  # the golden is cached
+
+
+def test_long_texts_are_cut_before_they_are_sent(server: LLMServer) -> None:
+    result = semantic(server, max_chars=12).evaluate("x" * 100_000, GOLDEN)
+    assert result.details["truncated_to"] == 12
+    assert server.requests[0].body is not None
+    assert server.requests[0].body["input"] == ["x" * 12, GOLDEN[:12]]

@@ -18,6 +18,7 @@ from tracesim.evaluators._base import DEFAULT, Measurement, _Default
 from tracesim.evaluators._judge_parse import parse_verdict
 from tracesim.evaluators._model import ModelCaller, ModelCallError
 from tracesim.evaluators._model_eval import ModelEvaluator, Unparseable, model_settings
+from tracesim.evaluators._options import check_max_chars
 from tracesim.evaluators._text import as_text
 
 __all__ = ["SIMILARITY_RUBRIC", "LLMJudge", "LLMSimilarity"]
@@ -50,6 +51,9 @@ class LLMJudge(ModelEvaluator):
         structured: ``"json_schema"`` (default; falls back to ``"json_object"``, then to plain
             text, when the server refuses it), ``"json_object"`` or ``"none"``.
         temperature: 0 by default, for repeatable grades.
+        max_chars: Each text shown to the model (question, response, reference) is cut to its
+            first ``max_chars`` (20,000) code points, which bounds a grade's tokens and cost
+            (``details.truncated_to`` says so).
         request_timeout_s, max_retries, rpm, tpm, cache_dir: See `SemanticSimilarity`.
 
     The result's ``explanation`` is the model's reason; ``details`` hold the model, token
@@ -80,6 +84,7 @@ class LLMJudge(ModelEvaluator):
         structured: str = "json_schema",
         temperature: float = 0.0,
         max_tokens: int = 400,
+        max_chars: int | None = 20_000,
         request_timeout_s: float = 60.0,
         max_retries: int = 4,
         rpm: float | None = None,
@@ -123,6 +128,7 @@ class LLMJudge(ModelEvaluator):
         self.structured = structured
         self.temperature = float(temperature)
         self.max_tokens = max_tokens
+        self.max_chars = check_max_chars(key, max_chars)
         self.model = model or DEFAULT_JUDGE_MODEL
         self._caller = ModelCaller(
             model_settings(
@@ -157,11 +163,19 @@ class LLMJudge(ModelEvaluator):
         )
         parts = [f"<rubric>\n{self.rubric}\n</rubric>"]
         if self.include_input and input is not None:
-            parts.append(f"<question>\n{as_text(input)}\n</question>")
-        parts.append(f"<response>\n{as_text(output)}\n</response>")
+            parts.append(f"<question>\n{self._cut(input)}\n</question>")
+        parts.append(f"<response>\n{self._cut(output)}\n</response>")
         if self.include_expected and expected is not None:
-            parts.append(f"<reference>\n{as_text(expected)}\n</reference>")
+            parts.append(f"<reference>\n{self._cut(expected)}\n</reference>")
         return [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(parts)}]
+
+    def _cut(self, value: Any) -> str:
+        text = as_text(value)
+        return text if self.max_chars is None else text[: self.max_chars]
+
+    def _truncated(self, *values: Any) -> bool:
+        limit = self.max_chars
+        return limit is not None and any(v is not None and len(as_text(v)) > limit for v in values)
 
     def _options(self, mode: str) -> dict[str, Any]:
         options: dict[str, Any] = {"temperature": self.temperature, "max_tokens": self.max_tokens}
@@ -199,6 +213,10 @@ class LLMJudge(ModelEvaluator):
                 mode = _STRUCTURED[_STRUCTURED.index(mode) + 1]
                 self.structured = mode  # remembered: the next grades ask this way at once
         details: dict[str, Any] = {"model": self.model, "structured": mode, **usage.details()}
+        if self._truncated(
+            output, expected if self.include_expected else None, input if self.include_input else None
+        ):
+            details["truncated_to"] = self.max_chars
         text = answer.get("arguments") or answer.get("content")
         verdict = parse_verdict(text, self.scale)
         if verdict is None:
@@ -213,7 +231,8 @@ class LLMSimilarity(LLMJudge):
 
     The model sees the question (the traced call's input), the response and the expected
     answer, and grades their equivalence with tracesim's rubric (`SIMILARITY_RUBRIC`), at
-    temperature 0, answering ``{"reason", "score"}``.
+    temperature 0, answering ``{"reason", "score"}``. Each text is cut to its first
+    ``max_chars`` (20,000) code points.
 
     Example:
         >>> judge = LLMSimilarity(model="m", base_url="http://127.0.0.1:9/v1", api_key="k")
@@ -237,6 +256,7 @@ class LLMSimilarity(LLMJudge):
         structured: str = "json_schema",
         temperature: float = 0.0,
         max_tokens: int = 400,
+        max_chars: int | None = 20_000,
         request_timeout_s: float = 60.0,
         max_retries: int = 4,
         rpm: float | None = None,
@@ -261,6 +281,7 @@ class LLMSimilarity(LLMJudge):
             structured=structured,
             temperature=temperature,
             max_tokens=max_tokens,
+            max_chars=max_chars,
             request_timeout_s=request_timeout_s,
             max_retries=max_retries,
             rpm=rpm,

@@ -16,7 +16,8 @@ from tracesim._errors import ConfigError
 from tracesim.evaluators._base import DEFAULT, Measurement, _Default
 from tracesim.evaluators._model import ModelCaller
 from tracesim.evaluators._model_eval import ModelEvaluator, model_settings
-from tracesim.evaluators._text import as_text
+from tracesim.evaluators._options import check_max_chars
+from tracesim.evaluators._text import cut_texts
 
 __all__ = ["SemanticSimilarity"]
 
@@ -70,6 +71,9 @@ class SemanticSimilarity(ModelEvaluator):
       endpoint); an ``async def`` one runs on the scoring loop.
 
     Identical texts score 1.0 without a request; an empty text against a non-empty one 0.0.
+    Each text is cut to its first ``max_chars`` (20,000) code points first (about 5,000
+    tokens of English, within the 8,191 an OpenAI embedding model takes;
+    ``details.truncated_to`` says so).
     ``details`` record the backend, model, tokens, requests, retries and cache hits.
 
     Example:
@@ -97,6 +101,7 @@ class SemanticSimilarity(ModelEvaluator):
         tpm: float | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
         cache_size: int = 4096,
+        max_chars: int | None = 20_000,
         name: str | None = None,
         threshold: float | _Default | None = DEFAULT,
         sample_rate: float = 1.0,
@@ -119,6 +124,7 @@ class SemanticSimilarity(ModelEvaluator):
         if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 0:
             raise ConfigError("semantic.cache_size", cache_size, "an int >= 0 (0 keeps no embeddings)")
         self.dimensions = dimensions
+        self.max_chars = check_max_chars("semantic", max_chars)
         self._vectors = _Vectors(cache_size)
         self._caller: ModelCaller | None = None
         self._embed: Embed | None = None
@@ -155,11 +161,10 @@ class SemanticSimilarity(ModelEvaluator):
             raise ConfigError("semantic.backend", backend, "'openai', 'local' or a callable embed(texts)")
 
     async def ameasure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
-        texts = (as_text(output), as_text(expected))
+        texts, details = self._texts(output, expected)
         trivial = _trivial(*texts)
         if trivial is not None:
             return trivial
-        details: dict[str, Any] = {"backend": self.backend, "model": self.model}
         vectors, missing = self._known(texts)
         if missing:
             vectors = self._learn(texts, vectors, missing, await self._embed_texts(missing, details))
@@ -169,15 +174,22 @@ class SemanticSimilarity(ModelEvaluator):
     def measure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
         if self._caller is not None or self.async_backend or self._embed is None:
             return super().measure(output, expected, input=input)  # type: ignore[return-value]
-        texts = (as_text(output), as_text(expected))  # a local model: computed right here
+        texts, details = self._texts(output, expected)  # a local model: computed right here
         trivial = _trivial(*texts)
         if trivial is not None:
             return trivial
         vectors, missing = self._known(texts)
         if missing:
             vectors = self._learn(texts, vectors, missing, _as_vectors(self._embed(missing), len(missing)))
-        details = {"backend": self.backend, "model": self.model, "embedded": len(missing)}
+        details["embedded"] = len(missing)
         return Measurement(_cosine(vectors[0], vectors[1]), details)  # type: ignore[arg-type]
+
+    def _texts(self, output: Any, expected: Any) -> tuple[tuple[str, str], dict[str, Any]]:
+        a, b, cut = cut_texts(output, expected, self.max_chars)
+        details: dict[str, Any] = {"backend": self.backend, "model": self.model}
+        if cut is not None:
+            details["truncated_to"] = cut
+        return (a, b), details
 
     def _known(self, texts: tuple[str, str]) -> tuple[list[np.ndarray | None], list[str]]:
         """The cached vectors of ``texts`` (None where unknown) and the distinct texts to embed."""
