@@ -9,13 +9,14 @@ Example:
 """
 
 from tracesim._api import configure, force_flush, score, scoring_stats, shutdown
+from tracesim._attributes import attributes
 from tracesim._errors import ConfigError, TracesimError
 from tracesim._runtime import NotConfiguredWarning
 from tracesim._scoring._expect import Golden, expect
 from tracesim._scoring._jobs import ScoringStats
 from tracesim._tracing._context import ContextThreadPoolExecutor, propagate_context
 from tracesim._tracing._decorator import trace
-from tracesim._tracing._span import Span, current_span, span
+from tracesim._tracing._span import Span, current_span, last_span, span
 from tracesim._version import __version__
 
 __all__ = [
@@ -27,10 +28,12 @@ __all__ = [
     "Span",
     "TracesimError",
     "__version__",
+    "attributes",
     "configure",
     "current_span",
     "expect",
     "force_flush",
+    "last_span",
     "propagate_context",
     "score",
     "scoring_stats",

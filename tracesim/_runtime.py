@@ -27,6 +27,7 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
 
 from tracesim import _guard
+from tracesim._attributes import context_attributes
 from tracesim._capture import CaptureOptions, make_options
 from tracesim._config import Settings, resolve
 from tracesim._errors import ConfigError
@@ -198,6 +199,9 @@ class _Pipeline(SpanProcessor):
             with self._lock:
                 self._model_calls.add(span.context.span_id)
             return
+        extra = context_attributes(parent_context)
+        if extra:  # `tracesim.attributes` blocks: on every span, whoever starts it
+            span.set_attributes(extra)
         for processor in self.processors:
             processor.on_start(span, parent_context=parent_context)
 

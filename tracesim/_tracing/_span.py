@@ -26,9 +26,10 @@ from tracesim._scoring._selection import Plan, build_evaluators
 if TYPE_CHECKING:
     from tracesim._runtime import Runtime
 
-__all__ = ["Span", "current_span", "span"]
+__all__ = ["Span", "current_span", "last_span", "span"]
 
 _ACTIVE: contextvars.ContextVar[Span | None] = contextvars.ContextVar("tracesim_active_span", default=None)
+_LAST: contextvars.ContextVar[Span | None] = contextvars.ContextVar("tracesim_last_span", default=None)
 
 
 class Span:
@@ -78,6 +79,16 @@ class Span:
     def otel_span(self) -> otel_trace.Span:
         """The underlying OpenTelemetry span."""
         return self._otel
+
+    @property
+    def trace_id(self) -> str:
+        """The trace id as 32 hex digits, as backends show it (all zeros when not recording)."""
+        return format(self._otel.get_span_context().trace_id, "032x")
+
+    @property
+    def span_id(self) -> str:
+        """The span id as 16 hex digits."""
+        return format(self._otel.get_span_context().span_id, "016x")
 
     @property
     def span_context(self) -> otel_trace.SpanContext:
@@ -278,6 +289,7 @@ def score(
         handle._detach()
     except Exception:
         internal_error("span: detach")
+    _LAST.set(handle)
     runtime, plan = handle._runtime, handle._plan
     try:
         if runtime is None or runtime.scoring is None or plan is None:
@@ -300,6 +312,24 @@ def score(
             handle._otel.end(end_ns)
         finally:
             internal_error("scoring: submit")
+
+
+def last_span() -> Span | None:
+    """The span of the traced call or ``span()`` block that finished last in this thread or task.
+
+    For feedback that arrives later: keep its ``span_context`` (or ``trace_id`` / ``span_id``)
+    and pass it to `tracesim.score`. None before any traced call finished here.
+
+    Example:
+        >>> import tracesim
+        >>> @tracesim.trace
+        ... def answer(question: str) -> str:
+        ...     return "Warsaw"
+        >>> answer("Where was Marie Curie born?")  # doctest: +SKIP
+        'Warsaw'
+        >>> tracesim.score(tracesim.last_span(), name="thumbs_up", value=1.0)  # doctest: +SKIP
+    """
+    return _LAST.get()
 
 
 def current_span() -> Span:
@@ -418,6 +448,7 @@ def finish(handle: Span, exception: BaseException | None, end_time: int | None =
         handle._detach()
     except Exception:
         internal_error("span: detach")
+    _LAST.set(handle)  # in the caller's context: `last_span()` finds it
     if exception is not None:
         try:
             _record_error(handle._otel, exception)
