@@ -24,6 +24,7 @@ def test_top_level_names_are_pinned() -> None:
             "current_span",
             "expect",
             "force_flush",
+            "instrument_openai",
             "last_span",
             "propagate_context",
             "score",

@@ -18,6 +18,7 @@ from tracesim._tracing._context import ContextThreadPoolExecutor, propagate_cont
 from tracesim._tracing._decorator import trace
 from tracesim._tracing._span import Span, current_span, last_span, span
 from tracesim._version import __version__
+from tracesim.integrations import instrument_openai
 
 __all__ = [
     "ConfigError",
@@ -33,6 +34,7 @@ __all__ = [
     "current_span",
     "expect",
     "force_flush",
+    "instrument_openai",
     "last_span",
     "propagate_context",
     "score",

@@ -47,6 +47,7 @@ def configure(
     phoenix_annotations_url: str | None = None,
     shutdown_timeout_s: float | None = None,
     internal_errors: str | None = None,
+    instrument: Sequence[str] | str | None = None,
     config_file: str | os.PathLike[str] | None = None,
 ) -> None:
     """Set tracesim up: where spans go, what is captured, how outputs are scored.
@@ -73,7 +74,15 @@ def configure(
     arguments = {name: value for name, value in locals().items() if name != "config_file"}
     if isinstance(jsonl_path, os.PathLike):
         arguments["jsonl_path"] = os.fspath(jsonl_path)
-    _runtime.configure(arguments, config_file=config_file)
+    _runtime.configure(arguments, config_file=config_file, instrument=_instrument)
+
+
+def _instrument(names: Sequence[str]) -> None:
+    """Turn on the integrations the ``instrument`` setting names (they stay on)."""
+    if "openai" in names:
+        from tracesim.integrations import instrument_openai
+
+        instrument_openai()
 
 
 def force_flush(timeout_s: float = 30.0) -> bool:

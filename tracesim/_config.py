@@ -40,6 +40,10 @@ class Redactor(Protocol):
     def __call__(self, value: str, attribute: str, /) -> str: ...
 
 
+INTEGRATIONS = ("openai",)
+"""Libraries `configure(instrument=...)` can trace."""
+
+
 @dataclass(frozen=True)
 class Settings:
     """Resolved configuration. Built by `resolve`; see `SETTINGS` for each field's meaning."""
@@ -73,6 +77,7 @@ class Settings:
     phoenix_annotations_url: str | None = None
     shutdown_timeout_s: float = 10.0
     internal_errors: str = "log"
+    instrument: tuple[str, ...] = ()
 
 
 # ---------------------------------------------------------------- the table
@@ -201,6 +206,13 @@ SETTINGS: tuple[Setting, ...] = (
         "a callable (value, attribute) -> str",
         "your redaction hook",
         in_file=False,
+    ),
+    Setting(
+        "instrument",
+        parse.names_of(INTEGRATIONS),
+        f"a list of {', '.join(INTEGRATIONS)}, or 'none'",
+        "libraries whose calls become spans (each needs its extra, e.g. tracesim[openai])",
+        ("TRACESIM_INSTRUMENT",),
     ),
     Setting(
         "redact_patterns",

@@ -80,6 +80,9 @@ class Runtime:
         self.rules = tuple(rules)
         self.sinks = tuple(sinks)
         self.exporters = tuple(exporters)
+        # The provider spans of this configuration go through (integrations start their spans
+        # there); None for a disabled configuration.
+        self.provider: TracerProvider | None = None
 
     def plan(self, name: str, kind: str, evaluators: tuple[Any, ...], expected: Any) -> Plan | None:
         """How a span named ``name`` of kind ``kind`` is scored here, or None."""
@@ -284,7 +287,9 @@ def build(settings: Settings) -> Runtime:
             workers=settings.scoring_workers,
             sinks=sinks,
         )
-    return Runtime(settings, tracer, processors, capture, scoring, rules, sinks, exporters)
+    runtime = Runtime(settings, tracer, processors, capture, scoring, rules, sinks, exporters)
+    runtime.provider = provider
+    return runtime
 
 
 def _exporter(item: Any, settings: Settings) -> SpanExporter:
@@ -403,9 +408,19 @@ def install(runtime: Runtime | None) -> Runtime | None:
     return previous
 
 
-def configure(arguments: dict[str, Any], config_file: str | os.PathLike[str] | None = None) -> Runtime:
-    """Resolve settings, build and install a runtime, drain the previous one."""
+def configure(
+    arguments: dict[str, Any],
+    config_file: str | os.PathLike[str] | None = None,
+    instrument: Callable[[Sequence[str]], None] | None = None,
+) -> Runtime:
+    """Resolve settings, build and install a runtime, drain the previous one.
+
+    ``instrument`` turns on the integrations the settings name (it lives with the API, which
+    may import the integrations; the runtime does not).
+    """
     runtime = build(resolve(arguments, config_file=config_file))
+    if instrument is not None:
+        instrument(runtime.settings.instrument)  # before install: if it raises, nothing changed
     previous = install(runtime)
     if previous is not None:
         previous.shutdown(previous.settings.shutdown_timeout_s)

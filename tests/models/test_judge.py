@@ -265,14 +265,15 @@ def test_long_texts_are_cut_before_they_are_shown_to_the_judge(server: LLMServer
 
 def test_no_model_call_shows_up_as_a_span_with_the_openai_client_instrumented(server: LLMServer) -> None:
     """The official OpenTelemetry instrumentation of the openai client, in the same process."""
-    instrumentation = pytest.importorskip(
-        "opentelemetry.instrumentation.openai_v2",
-        reason="opentelemetry-instrumentation-openai-v2 (the test extra) is not installed",
+    pytest.importorskip(
+        "opentelemetry.instrumentation.genai.openai",
+        reason="the 'openai' extra (opentelemetry-instrumentation-genai-openai) is not installed",
     )
     import openai
 
-    instrumentor = instrumentation.OpenAIInstrumentor()
-    instrumentor.instrument()
+    from tracesim.integrations import uninstrument_openai
+
+    tracesim.instrument_openai()
     try:
         with capture_spans(scoring_mode="background", batch_export=False) as captured:
 
@@ -288,7 +289,7 @@ def test_no_model_call_shows_up_as_a_span_with_the_openai_client_instrumented(se
             assert tracesim.force_flush()
             names = sorted(span.name for span in captured.spans)
     finally:
-        instrumentor.uninstrument()
+        uninstrument_openai()
     assert server.count(CHAT) == 2  # the agent's own call and the judge's
     # the agent's call is traced by the instrumentation, the judge's is not
     assert names == ["answer", "chat agent-model"]
