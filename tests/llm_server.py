@@ -35,7 +35,9 @@ import pytest
 
 EMBEDDINGS = "/v1/embeddings"
 CHAT = "/v1/chat/completions"
+RESPONSES = "/v1/responses"
 DEFAULT_JUDGEMENT = '{"score": 5, "reason": "scripted default"}'
+SSE = "__server_sent_events__"  # marks an answer to send as a stream
 _POLL_S = 0.05  # how often a waiting answer looks whether its client has gone
 
 Json = dict[str, Any]
@@ -277,6 +279,8 @@ class LLMServer:
             handler.hang_up()
 
     def _answer(self, path: str, body: Json | None, content: str | None, n: int) -> tuple[int, Json]:
+        if path == RESPONSES:
+            return self._responses(body or {}, content, n)
         if path in (EMBEDDINGS, CHAT):
             return self._embeddings(body or {}) if path == EMBEDDINGS else self._chat(body or {}, content, n)
         return 404, error_body(404, f"no such path: {path}")
@@ -299,11 +303,12 @@ class LLMServer:
         usage = {"prompt_tokens": n_tokens, "total_tokens": n_tokens}
         return 200, {"object": "list", "data": data, "model": self.model, "usage": usage}
 
+    def _responses(self, body: Json, content: str | None, n: int) -> tuple[int, Json]:
+        return _responses_answer(self, body, content, n)
+
     def _chat(self, body: Json, content: str | None, n: int) -> tuple[int, Json]:
         if not isinstance(body.get("messages"), list):
             return 400, error_body(400, "'messages' must be a list")
-        if body.get("stream"):
-            return 400, error_body(400, "the scripted server does not stream")
         text = self.judge(body) if content is None else content
         message: Json = {"role": "assistant", "content": text}
         finish, choice = "stop", body.get("tool_choice")
@@ -319,8 +324,69 @@ class LLMServer:
             "created": int(time.time()),
             "model": self.model,
         }
+        if body.get("stream"):
+            return 200, {SSE: _chunks(head, message, finish, usage, body)}
         choices = [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}]
         return 200, head | {"choices": choices, "usage": usage}
+
+
+def _responses_answer(server: Any, body: Json, content: str | None, n: int) -> tuple[int, Json]:
+    """The Responses API: ``input`` (text or messages) in, one output message with its usage out."""
+    if body.get("stream"):
+        return 400, error_body(400, "the scripted server does not stream Responses")
+    given = body.get("input")
+    prompt = given if isinstance(given, str) else " ".join(_message_text(m) for m in given or [])
+    text = server.judge(body) if content is None else content
+    p, c = len(_tokens(prompt)), len(_tokens(text))
+    output = {
+        "type": "message",
+        "id": f"msg_{n}",
+        "status": "completed",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": text, "annotations": []}],
+    }
+    usage = {
+        "input_tokens": p,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": c,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": p + c,
+    }
+    answer = {
+        "id": f"resp_{n}",
+        "object": "response",
+        "created_at": int(time.time()),
+        "status": "completed",
+        "model": server.model,
+        "output": [output],
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "error": None,
+        "incomplete_details": None,
+        "instructions": body.get("instructions"),
+        "metadata": {},
+        "usage": usage,
+    }
+    return 200, answer
+
+
+def _chunks(head: Json, message: Json, finish: str, usage: Json, body: Json) -> list[Json]:
+    """A streamed answer as chat.completion.chunk events: the role, the words, the finish, the usage."""
+    head = head | {"object": "chat.completion.chunk"}
+
+    def chunk(delta: Json, finish_reason: str | None = None) -> Json:
+        return head | {"choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}
+
+    events = [chunk({"role": "assistant", "content": ""})]
+    if message.get("tool_calls"):
+        events.append(chunk({"tool_calls": [{"index": 0, **message["tool_calls"][0]}]}))
+    else:
+        events += [chunk({"content": word}) for word in re.findall(r"\S+\s*", message["content"] or "")]
+    events.append(chunk({}, finish))
+    if (body.get("stream_options") or {}).get("include_usage"):
+        events.append(head | {"choices": [], "usage": usage})
+    return events
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -405,7 +471,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(reply.code, json.dumps(error).encode(), n, headers)
         else:
             status, answer = llm._answer(path, body, reply.text if reply.kind == "content" else None, n)
-            self._send(status, json.dumps(answer).encode(), n)
+            if SSE in answer:  # a stream: server-sent events, then [DONE]
+                events = (
+                    "".join(f"data: {json.dumps(event)}\n\n" for event in answer[SSE]) + "data: [DONE]\n\n"
+                )
+                self._send(status, events.encode(), n, {"Content-Type": "text/event-stream"})
+            else:
+                self._send(status, json.dumps(answer).encode(), n)
 
     def _send(
         self, status: int, body: bytes, n: int, headers: dict[str, str] | None = None, extra: int = 0

@@ -188,12 +188,27 @@ def test_a_forced_function_gets_a_tool_call(client: openai.OpenAI) -> None:
     assert json.loads(call.function.arguments) == {"score": 5, "reason": "scripted default"}
 
 
-def test_streaming_and_unknown_paths_are_refused(llm_server: LLMServer, client: openai.OpenAI) -> None:
-    with pytest.raises(openai.BadRequestError, match="does not stream"):
-        client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}], stream=True)
+def test_a_stream_sends_the_words_then_the_usage(llm_server: LLMServer, client: openai.OpenAI) -> None:
+    llm_server.judge = lambda request: "Marie Curie was born in Warsaw."
+    messages = [{"role": "user", "content": "Where was she born?"}]
+    stream = client.chat.completions.create(
+        model="m",
+        messages=messages,
+        stream=True,
+        stream_options={"include_usage": True},  # type: ignore[arg-type]
+    )
+    chunks = list(stream)
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == "Marie Curie was born in Warsaw."
+    assert chunks[-1].usage is not None
+    assert chunks[-1].usage.completion_tokens == 6
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
+
+
+def test_unknown_paths_are_refused(llm_server: LLMServer, client: openai.OpenAI) -> None:
     with pytest.raises(openai.NotFoundError):
         client.models.retrieve("gpt-x")
-    assert [r.path for r in llm_server.requests] == [CHAT, "/v1/models/gpt-x"]
+    assert [r.path for r in llm_server.requests] == ["/v1/models/gpt-x"]
     with pytest.raises(ValueError, match="must start with '/'"):
         llm_server.script("v1/embeddings", Reply.ok())
 

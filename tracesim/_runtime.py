@@ -205,6 +205,7 @@ class _Pipeline(SpanProcessor):
         extra = context_attributes(parent_context)
         if extra:  # `tracesim.attributes` blocks: on every span, whoever starts it
             span.set_attributes(extra)
+        _openinference_kind(span)
         for processor in self.processors:
             processor.on_start(span, parent_context=parent_context)
 
@@ -221,6 +222,29 @@ class _Pipeline(SpanProcessor):
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         return all(p.force_flush(timeout_millis) for p in self.processors)
+
+
+# GenAI operations (OpenTelemetry conventions) -> OpenInference span kinds, which Phoenix and
+# other OpenInference backends read to show a span as an LLM call, an embedding, a tool.
+_KIND_OF_OPERATION = {
+    "chat": "LLM",
+    "text_completion": "LLM",
+    "generate_content": "LLM",
+    "embeddings": "EMBEDDING",
+    "execute_tool": "TOOL",
+    "invoke_agent": "AGENT",
+    "create_agent": "AGENT",
+}
+
+
+def _openinference_kind(span: Any) -> None:
+    """Give a span started by a GenAI instrumentation the OpenInference kind of its operation."""
+    attributes = getattr(span, "attributes", None)
+    if not attributes or "openinference.span.kind" in attributes:
+        return
+    kind = _KIND_OF_OPERATION.get(attributes.get("gen_ai.operation.name"))
+    if kind is not None:
+        span.set_attribute("openinference.span.kind", kind)
 
 
 _PIPELINE = _Pipeline()

@@ -74,6 +74,7 @@ def test_a_chat_call_is_a_span_under_the_agent_with_model_tokens_and_messages(se
     assert llm.parent_span_id == top.span_id
     assert llm.attributes["gen_ai.request.model"] == "gpt-4o-mini"
     assert llm.attributes["gen_ai.operation.name"] == "chat"
+    assert llm.attributes["openinference.span.kind"] == "LLM"  # what Phoenix reads
     assert llm.attributes["gen_ai.usage.input_tokens"] > 0
     assert llm.attributes["gen_ai.usage.output_tokens"] == 1
     sent = json.loads(str(llm.attributes["gen_ai.input.messages"]))
@@ -108,6 +109,8 @@ def test_async_calls_and_embeddings_are_spans_too(server: LLMServer) -> None:
     for name in ("chat m1", "embeddings e1"):
         assert names[name].parent_span_id == names["agent"].span_id
     assert names["embeddings e1"].attributes["gen_ai.usage.input_tokens"] == 1
+    assert names["embeddings e1"].attributes["openinference.span.kind"] == "EMBEDDING"
+    assert names["agent"].attributes["openinference.span.kind"] == "AGENT"  # tracesim's own is kept
 
 
 def test_message_content_follows_the_capture_setting(server: LLMServer) -> None:
@@ -177,3 +180,45 @@ def test_the_missing_extra_is_named(run_python: object, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "MissingIntegrationError" in done.stdout
     assert "pip install 'tracesim[openai]'" in done.stdout
+
+
+def test_a_streamed_answer_is_one_span_with_its_tokens_ending_with_the_stream(server: LLMServer) -> None:
+    server.judge = lambda request: "Marie Curie was born in Warsaw."
+    tracesim.instrument_openai()
+    with capture_spans() as captured:
+
+        @tracesim.trace(kind="agent")
+        def agent(question: str) -> str:
+            stream = client(server).chat.completions.create(
+                model="gpt-4o-mini",
+                messages=[{"role": "user", "content": question}],
+                stream=True,
+                stream_options={"include_usage": True},
+            )
+            return "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+
+        assert agent("Where was Marie Curie born?") == "Marie Curie was born in Warsaw."
+        llm, top = captured.spans
+    assert llm.name == "chat gpt-4o-mini"
+    assert llm.parent_span_id == top.span_id
+    assert llm.attributes["gen_ai.usage.output_tokens"] == 6
+    assert llm.attributes["gen_ai.request.stream"] is True
+    assert "Warsaw." in str(llm.attributes["gen_ai.output.messages"])
+
+
+def test_a_responses_api_call_is_a_span_with_its_tokens(server: LLMServer) -> None:
+    server.judge = lambda request: "Warsaw."
+    tracesim.instrument_openai()
+    with capture_spans() as captured:
+
+        @tracesim.trace(kind="agent")
+        def agent(question: str) -> str:
+            return client(server).responses.create(model="gpt-4o-mini", input=question).output_text
+
+        assert agent("Where was Marie Curie born?") == "Warsaw."
+        llm, top = captured.spans
+    assert llm.parent_span_id == top.span_id
+    assert llm.attributes["gen_ai.request.model"] == "gpt-4o-mini"
+    assert llm.attributes["gen_ai.usage.input_tokens"] == 5
+    assert llm.attributes["gen_ai.usage.output_tokens"] == 1
+    assert llm.attributes["openinference.span.kind"] == "LLM"
