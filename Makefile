@@ -78,6 +78,9 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/bench_capture.py
 	$(BIN)/python benchmarks/bench_otlp.py
 	$(BIN)/python benchmarks/bench_soak.py --calls 100000
+	$(BIN)/python benchmarks/bench_judge.py
+	$(BIN)/python benchmarks/bench_semantic.py
+	$(BIN)/python benchmarks/bench_openai.py
 
 clean:
 	rm -rf $(VENV) .tracesim .mypy_cache .ruff_cache .pytest_cache .hypothesis
