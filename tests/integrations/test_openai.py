@@ -222,3 +222,30 @@ def test_a_responses_api_call_is_a_span_with_its_tokens(server: LLMServer) -> No
     assert llm.attributes["gen_ai.usage.input_tokens"] == 5
     assert llm.attributes["gen_ai.usage.output_tokens"] == 1
     assert llm.attributes["openinference.span.kind"] == "LLM"
+
+
+def test_tracesim_show_gives_each_llm_call_its_model_tokens_and_messages(
+    server: LLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tracesim.cli import main
+
+    server.judge = lambda request: "Warsaw."
+    path = tmp_path / "traces.jsonl"
+    tracesim.configure(exporters=["jsonl"], jsonl_path=path, instrument=["openai"])
+
+    @tracesim.trace(kind="agent")
+    def agent(question: str) -> str:
+        reply = client(server).chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": question}]
+        )
+        return str(reply.choices[0].message.content)
+
+    agent("Where was Marie Curie born?")
+    assert tracesim.force_flush()
+    capsys.readouterr()
+    assert main(["show", str(path)]) == 0
+    shown = capsys.readouterr().out
+    line = next(row for row in shown.splitlines() if "chat gpt-4o-mini" in row)
+    assert "LLM" in line
+    assert "scripted-model 5→1 tokens" in line  # the model that answered, prompt and completion tokens
+    assert "Where was Marie Curie born?" in shown  # the messages, previewed

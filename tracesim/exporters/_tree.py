@@ -106,6 +106,9 @@ def _headline(span: SpanRecord) -> str:
     if isinstance(kind, str):
         parts.append(visible(kind))
     parts.append(_format_duration(span.duration_s))
+    usage = _usage(span.attributes)
+    if usage:
+        parts.append(usage)
     if span.status_code == "ERROR":
         parts.append(f"ERROR {visible(span.status_message)}".rstrip())
     return "  ".join(parts)
@@ -114,13 +117,34 @@ def _headline(span: SpanRecord) -> str:
 def _detail_lines(span: SpanRecord, width: int) -> list[str]:
     attrs = span.attributes
     lines = []
-    for label, key in (("in", sc.INPUT_VALUE), ("out", sc.OUTPUT_VALUE), ("expected", sc.EXPECTED_VALUE)):
+    for label, key, messages in (
+        ("in", sc.INPUT_VALUE, _GEN_AI_INPUT),
+        ("out", sc.OUTPUT_VALUE, _GEN_AI_OUTPUT),
+        ("expected", sc.EXPECTED_VALUE, None),
+    ):
         if key in attrs:
             lines.append(f"{label}: {_preview(attrs[key], width)}")
+        elif messages is not None and messages in attrs:  # an LLM call traced by a GenAI instrumentation
+            lines.append(f"{label}: {_preview(attrs[messages], width)}")
     scores = [_format_result(e.attributes) for e in span.event(sc.EVALUATION_EVENT)]
     if scores:
         lines.append("scores: " + "  ".join(scores))
     return lines
+
+
+_GEN_AI_INPUT = "gen_ai.input.messages"
+_GEN_AI_OUTPUT = "gen_ai.output.messages"
+
+
+def _usage(attrs: Mapping[str, Any]) -> str:
+    """``gpt-4o-mini 24→6 tokens`` for a span that reports GenAI token usage, else ''."""
+    tokens_in, tokens_out = attrs.get("gen_ai.usage.input_tokens"), attrs.get("gen_ai.usage.output_tokens")
+    if not isinstance(tokens_in, int) and not isinstance(tokens_out, int):
+        return ""
+    model = attrs.get("gen_ai.response.model") or attrs.get("gen_ai.request.model")
+    shown = [str(n) if isinstance(n, int) else "?" for n in (tokens_in, tokens_out)]
+    counts = f"{shown[0]}→{shown[1]} tokens"
+    return f"{visible(str(model))} {counts}" if model else counts
 
 
 def _format_result(attrs: Mapping[str, Any]) -> str:
