@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from tracesim._config import SETTINGS
 from tracesim.exporters import load_spans
@@ -76,3 +80,37 @@ def test_the_readme_catalogue_examples_are_real() -> None:
         assert result.score is not None
         assert round(result.score, 4) == float(score), type_name
         assert (result.label or "") == label, type_name
+
+
+def test_the_llm_judge_example_traces_its_model_calls_and_judges_online(tmp_path: Path) -> None:
+    pytest.importorskip(
+        "opentelemetry.instrumentation.genai.openai",
+        reason="the 'openai' extra (opentelemetry-instrumentation-genai-openai) is not installed",
+    )
+    from llm_server import LLMServer
+
+    with LLMServer() as server:
+        server.judge = lambda request: (
+            '{"reason": "Same facts.", "score": 5}'
+            if "<rubric>" in json.dumps(request)
+            else "Warsaw, Poland."
+        )
+        env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "example"}
+        result = subprocess.run(
+            [sys.executable, str(REPO / "examples" / "llm_judge" / "agent.py")],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert result.returncode == 0, result.stderr
+    spans = load_spans(tmp_path / ".tracesim" / "traces.jsonl")
+    agents = [s for s in spans if s.name == "answer"]
+    llm_calls = [s for s in spans if s.name == "chat gpt-4o-mini"]
+    assert len(agents) == 2
+    assert len(llm_calls) == 2  # the agent's calls; the judge's own calls are not spans
+    assert {s.parent_span_id for s in llm_calls} == {s.span_id for s in agents}
+    for agent in agents:
+        assert agent.attributes["tracesim.eval.llm_similarity.score"] == 5.0
+        assert agent.attributes["session.id"] == "demo-session"
