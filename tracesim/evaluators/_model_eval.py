@@ -112,16 +112,6 @@ class ModelEvaluator(Evaluator):
         """The synchronous form: runs :meth:`ameasure` on tracesim's model loop and waits."""
         return run_sync(self.ameasure(output, expected, input=input), self.timeout_s)
 
-    def evaluate(self, output: Any, expected: Any, *, input: Any = None) -> EvalResult:
-        if expected is None and self.requires_expected:
-            return self._skipped()
-        start = time.perf_counter()
-        try:
-            value = self.measure(output, expected, input=input)
-        except Exception as exc:
-            return self._failed(exc, time.perf_counter() - start)
-        return self._finish(value, time.perf_counter() - start)
-
     async def aevaluate(self, output: Any, expected: Any, *, input: Any = None) -> EvalResult:
         if expected is None and self.requires_expected:
             return self._skipped()
@@ -129,10 +119,11 @@ class ModelEvaluator(Evaluator):
         try:
             value = await self.ameasure(output, expected, input=input)
         except Exception as exc:
-            return self._failed(exc, time.perf_counter() - start)
+            return self._error(exc, time.perf_counter() - start)
         return self._finish(value, time.perf_counter() - start)
 
-    def _failed(self, exc: BaseException, duration_s: float) -> EvalResult:
+    def _error(self, exc: BaseException, duration_s: float) -> EvalResult:
+        """A failed model call or an unreadable answer as its own ``error_type``; else the base's."""
         if isinstance(exc, ModelCallError):
             details: dict[str, Any] = {"attempts": exc.attempts}
             if exc.status is not None:
@@ -143,7 +134,7 @@ class ModelEvaluator(Evaluator):
             return self._error_result("unparseable", str(exc), duration_s, details)
         if isinstance(exc, TimeoutError):
             return self._error_result("timeout", str(exc) or "no answer in time", duration_s, {})
-        return self._error(exc, duration_s)
+        return super()._error(exc, duration_s)
 
     def _error_result(
         self, kind: str, message: str, duration_s: float, details: dict[str, Any]
