@@ -9,7 +9,12 @@ adds; the server's threads are not counted) and wall time:
 * ``instrumented, capture off``: ``instrument_openai(capture=False)`` under a traced agent;
 * ``instrumented, capture on``: the same with message content recorded;
 * ``traced agent only``: the agent span without instrumenting the client (the baseline of the
-  agent's own cost, to separate it from the instrumentation's).
+  agent's own cost, to separate it from the instrumentation's);
+* ``capture on, unscored session`` and ``capture on, rule-scored``: the instrumented agent inside
+  ``tracesim.attributes(session_id=...)``; a configuration rule (``kind: llm`` and
+  ``session.id: scored``) scores the LLM span of the second with ``levenshtein`` against an
+  expected answer, in the background, its export held until scored. The caller's cost should
+  be that of the unscored call: the last line prints that ratio.
 
 Spans go to an exporter that discards. Read ratios, not absolute numbers: the machine is shared.
 
@@ -54,6 +59,13 @@ def main() -> None:
 
         agent = tracesim.trace(kind="agent", name="agent")(call)
 
+        def in_session(session: str) -> Callable[[], None]:
+            def run() -> None:
+                with tracesim.attributes(session_id=session):
+                    agent()
+
+            return run
+
         def variant(instrument: bool | None, fn: Callable[[], None]) -> Callable[[], tuple[float, float]]:
             def run() -> tuple[float, float]:
                 uninstrument_openai()
@@ -71,12 +83,20 @@ def main() -> None:
 
             return run
 
-        tracesim.configure(exporters=[Discard()], set_global_tracer_provider=False)
+        rule = {
+            "kind": "llm",
+            "attributes": {"session.id": "scored"},
+            "evaluators": ["levenshtein"],
+            "expected": {"value": "Marie Curie was born in Warsaw; she studied physics in Paris."},
+        }
+        tracesim.configure(exporters=[Discard()], set_global_tracer_provider=False, evaluators=[rule])
         variants = {
             "bare": variant(None, call),
             "traced agent only": variant(None, agent),
             "instrumented, capture off": variant(False, agent),
             "instrumented, capture on": variant(True, agent),
+            "capture on, unscored session": variant(True, in_session("unscored")),
+            "capture on, rule-scored": variant(True, in_session("scored")),
         }
         for run in variants.values():  # warm-up: connections, imports
             run()
@@ -88,6 +108,7 @@ def main() -> None:
             for name, run in order:
                 samples[name].append(run())
         uninstrument_openai()
+        stats = tracesim.scoring_stats()
         tracesim.shutdown()
         client.close()
 
@@ -101,6 +122,14 @@ def main() -> None:
         wall_ratio = statistics.median(w / b for (_, w), (_, b) in zip(got, base, strict=True))
         print(f"{name:28}{cpu:10.0f}{cpu_ratio:8.2f}x{wall:10.0f}{wall_ratio:8.2f}x")
     print("ratios against the bare client in the same round (median over rounds)")
+    scored, unscored = samples["capture on, rule-scored"], samples["capture on, unscored session"]
+    cpu_ratio = statistics.median(c / b for (c, _), (b, _) in zip(scored, unscored, strict=True))
+    wall_ratio = statistics.median(w / b for (_, w), (_, b) in zip(scored, unscored, strict=True))
+    print(
+        f"rule-scored LLM span vs the same call unscored: caller CPU {cpu_ratio:.2f}x, "
+        f"wall {wall_ratio:.2f}x "
+        f"({stats.completed} spans scored, {stats.dropped} dropped)"
+    )
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import threading
 import time
 import warnings
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +33,12 @@ from tracesim._config import Settings, resolve
 from tracesim._errors import ConfigError
 from tracesim._redact import Redactor
 from tracesim._scoring import _selection
+from tracesim._scoring._conventions import KIND_OF_OPERATION
+from tracesim._scoring._foreign import ForeignScoring
 from tracesim._scoring._pipeline import ScoringPipeline
 from tracesim._scoring._selection import Plan, Rule, compile_rules, plan
 from tracesim._scoring._sinks import result_sinks
+from tracesim._semconv import SPAN_KINDS
 from tracesim._untraced import in_model_call
 from tracesim._version import __version__
 
@@ -83,12 +86,55 @@ class Runtime:
         # The provider spans of this configuration go through (integrations start their spans
         # there); None for a disabled configuration.
         self.provider: TracerProvider | None = None
+        # Rules also score spans other instrumentations make (held from export until scored).
+        self.foreign = ForeignScoring(self.rules, scoring, capture) if scoring and self.rules else None
 
-    def plan(self, name: str, kind: str, evaluators: tuple[Any, ...], expected: Any) -> Plan | None:
-        """How a span named ``name`` of kind ``kind`` is scored here, or None."""
+    def plan(
+        self,
+        name: str,
+        kind: str,
+        evaluators: tuple[Any, ...],
+        expected: Any,
+        attributes: Mapping[str, Any] | None = None,
+    ) -> Plan | None:
+        """How a span named ``name`` of kind ``kind`` (with ``attributes`` at its start) is scored."""
         if self.scoring is None:
             return None
-        return plan(evaluators, expected, self.rules, name, kind)
+        foreign = self.foreign
+        kinds = (kind, _OPERATION_OF_KIND.get(kind))
+        matched = None
+        if foreign is not None:
+            matched = foreign.matched
+            foreign.note(name, kinds)
+        return plan(evaluators, expected, self.rules, name, kinds, attributes, matched)
+
+    def offer(self, span: ReadableSpan) -> bool:
+        """Hold ``span`` (another instrumentation's) for the rules that score it; False if none do."""
+        foreign = self.foreign
+        if foreign is None:
+            return False
+        try:
+            return foreign.offer(span, self._forward)
+        except Exception:
+            _guard.internal_error("scoring: a span of another instrumentation")
+            return False
+
+    def _forward(self, span: ReadableSpan) -> None:
+        for processor in self.processors:
+            processor.on_end(span)
+
+    def _report_unmatched(self) -> None:
+        foreign = self.foreign
+        if foreign is None:
+            return
+        for rule in foreign.unmatched():
+            seen = ", ".join(f"{name!r} ({kind})" for name, kind in foreign.seen) or "none"
+            _logger.warning(
+                "tracesim: the evaluator rule %s selected no span before shutdown; spans seen: %s. "
+                "Check its match, kind and attributes.",
+                rule,
+                seen,
+            )
 
     def force_flush(self, timeout_s: float) -> bool:
         """Score what is queued, then export everything finished, within ``timeout_s``."""
@@ -117,6 +163,7 @@ class Runtime:
     def drain(self, timeout_s: float) -> bool:
         """Finish scoring: every span still open ends. Run it while this runtime is installed,
         so those spans still reach its exporters."""
+        self._report_unmatched()
         return self.scoring.shutdown(timeout_s) if self.scoring is not None else True
 
     def close(self, timeout_s: float) -> bool:
@@ -214,6 +261,9 @@ class _Pipeline(SpanProcessor):
             with self._lock:
                 self._model_calls.discard(span.context.span_id)
             return
+        runtime = current
+        if runtime is not None and runtime.foreign is not None and runtime.offer(span):
+            return  # held until scored, then sent on to that runtime's processors
         for processor in self.processors:
             processor.on_end(span)
 
@@ -224,17 +274,7 @@ class _Pipeline(SpanProcessor):
         return all(p.force_flush(timeout_millis) for p in self.processors)
 
 
-# GenAI operations (OpenTelemetry conventions) -> OpenInference span kinds, which Phoenix and
-# other OpenInference backends read to show a span as an LLM call, an embedding, a tool.
-_KIND_OF_OPERATION = {
-    "chat": "LLM",
-    "text_completion": "LLM",
-    "generate_content": "LLM",
-    "embeddings": "EMBEDDING",
-    "execute_tool": "TOOL",
-    "invoke_agent": "AGENT",
-    "create_agent": "AGENT",
-}
+_OPERATION_OF_KIND = {kind: operation for kind, (_, operation, _) in SPAN_KINDS.items() if operation}
 
 
 def _openinference_kind(span: Any) -> None:
@@ -242,7 +282,7 @@ def _openinference_kind(span: Any) -> None:
     attributes = getattr(span, "attributes", None)
     if not attributes or "openinference.span.kind" in attributes:
         return
-    kind = _KIND_OF_OPERATION.get(attributes.get("gen_ai.operation.name"))
+    kind = KIND_OF_OPERATION.get(attributes.get("gen_ai.operation.name"))
     if kind is not None:
         span.set_attribute("openinference.span.kind", kind)
 

@@ -10,9 +10,21 @@ from typing import Any
 from tracesim._errors import ConfigError
 from tracesim._scoring._expect import NOT_SET, Golden
 
-__all__ = ["Plan", "Rule", "build_evaluators", "compile_rules", "sample_unit"]
+__all__ = ["GENAI_OPERATIONS", "Plan", "Rule", "build_evaluators", "compile_rules", "sample_unit"]
 
-_RULE_KEYS = ("match", "kind", "evaluators", "expected")
+_RULE_KEYS = ("match", "kind", "attributes", "evaluators", "expected")
+
+GENAI_OPERATIONS = (
+    "chat",
+    "text_completion",
+    "generate_content",
+    "embeddings",
+    "execute_tool",
+    "invoke_agent",
+    "create_agent",
+    "retrieval",
+)
+"""``gen_ai.operation.name`` values a rule's ``kind`` may name (OpenTelemetry GenAI conventions)."""
 
 
 EVALUATORS_SEEN = False
@@ -57,24 +69,70 @@ def build_evaluators(specs: Sequence[Any], where: str) -> tuple[Any, ...]:
 
 @dataclass(frozen=True)
 class Rule:
-    """Attach ``evaluators`` to spans whose name matches ``match`` and whose kind is ``kind``."""
+    """Attach ``evaluators`` to spans selected by name, kind and attributes.
+
+    ``kind`` is a tracesim / OpenInference kind (``llm``, ``agent``...) or a GenAI operation
+    (``chat``, ``embeddings``...): a span has both, its ``openinference.span.kind`` and its
+    ``gen_ai.operation.name``, and either may match. ``attributes`` must all be on the span:
+    strings are globs on the value's text, other values compare equal.
+
+    Example:
+        >>> rule = Rule("chat *", "llm", (), attributes=(("gen_ai.request.model", "gpt-4o*"),))
+        >>> rule.selects("chat gpt-4o-mini", ("llm", "chat"), {"gen_ai.request.model": "gpt-4o-mini"})
+        True
+        >>> rule.selects("chat gpt-4o-mini", ("llm", "chat"), {"gen_ai.request.model": "o3"})
+        False
+    """
 
     match: str
     kind: str | None
     evaluators: tuple[Any, ...]
     expected: Any = NOT_SET
+    attributes: tuple[tuple[str, Any], ...] = ()
+    where: str = "evaluators"
 
-    def selects(self, name: str, kind: str) -> bool:
-        """Whether this rule applies to a span called ``name`` of kind ``kind``."""
-        return (self.kind is None or self.kind == kind) and fnmatch.fnmatchcase(name, self.match)
+    def selects(
+        self, name: str, kinds: str | tuple[str | None, ...], attributes: Mapping[str, Any] | None = None
+    ) -> bool:
+        """Whether this rule applies to a span called ``name`` of kind(s) ``kinds``."""
+        if self.kind is not None:
+            if isinstance(kinds, str):
+                kinds = (kinds,)
+            if self.kind not in kinds:
+                return False
+        if self.match != "*" and not fnmatch.fnmatchcase(name, self.match):
+            return False
+        if self.attributes:
+            attributes = attributes or {}
+            for key, wanted in self.attributes:
+                if key not in attributes or not _same(attributes[key], wanted):
+                    return False
+        return True
+
+    def describe(self) -> str:
+        """The rule as a user wrote it, for messages."""
+        parts = [f"match {self.match!r}"]
+        if self.kind is not None:
+            parts.append(f"kind {self.kind!r}")
+        parts += [f"{key}={wanted!r}" for key, wanted in self.attributes]
+        return f"{self.where} ({', '.join(parts)})"
+
+
+def _same(value: Any, wanted: Any) -> bool:
+    if isinstance(wanted, str):
+        text = value if isinstance(value, str) else str(value)
+        return text == wanted or fnmatch.fnmatchcase(text, wanted)
+    if isinstance(wanted, bool) or isinstance(value, bool):
+        return value is wanted
+    return bool(value == wanted)
 
 
 def compile_rules(rules: Sequence[Mapping[str, Any]]) -> tuple[Rule, ...]:
     """Validate the ``evaluators`` setting (from ``configure()`` or ``tracesim.yaml``).
 
-    Each rule: ``{"match": "answer*", "kind": "agent", "evaluators": [...], "expected":
-    {"golden": "golden.jsonl", "key": "question"}}``; ``match`` (a glob on the span name,
-    default ``*``) and ``kind`` are optional.
+    Each rule: ``{"match": "answer*", "kind": "agent", "attributes": {"tenant": "acme"},
+    "evaluators": [...], "expected": {"golden": "golden.jsonl", "key": "question"}}``;
+    ``match`` (a glob on the span name, default ``*``), ``kind`` and ``attributes`` are optional.
     """
     from tracesim._semconv import SPAN_KINDS
 
@@ -85,8 +143,14 @@ def compile_rules(rules: Sequence[Mapping[str, Any]]) -> tuple[Rule, ...]:
         if unknown:
             raise ConfigError(where, unknown[0], f"rule keys: {', '.join(_RULE_KEYS)}")
         kind = rule.get("kind")
-        if kind is not None and (not isinstance(kind, str) or kind.lower() not in SPAN_KINDS):
-            raise ConfigError(f"{where}.kind", kind, ", ".join(SPAN_KINDS))
+        if kind is not None and (
+            not isinstance(kind, str) or kind.lower() not in (*SPAN_KINDS, *GENAI_OPERATIONS)
+        ):
+            raise ConfigError(
+                f"{where}.kind",
+                kind,
+                f"a span kind ({', '.join(SPAN_KINDS)}) or a GenAI operation ({', '.join(GENAI_OPERATIONS)})",
+            )
         match = rule.get("match", "*")
         if not isinstance(match, str):
             raise ConfigError(f"{where}.match", match, "a glob pattern on span names, e.g. 'answer*'")
@@ -99,9 +163,26 @@ def compile_rules(rules: Sequence[Mapping[str, Any]]) -> tuple[Rule, ...]:
                 kind.lower() if kind else None,
                 evaluators,
                 _expected_source(rule.get("expected"), where),
+                _attribute_conditions(rule.get("attributes"), where),
+                where,
             )
         )
     return tuple(compiled)
+
+
+def _attribute_conditions(spec: Any, where: str) -> tuple[tuple[str, Any], ...]:
+    if spec is None:
+        return ()
+    if not isinstance(spec, Mapping) or not all(isinstance(key, str) for key in spec):
+        raise ConfigError(
+            f"{where}.attributes",
+            spec,
+            "a mapping of attribute name to value, e.g. {gen_ai.request.model: 'gpt-4o*'}",
+        )
+    for key, value in spec.items():
+        if not isinstance(value, (str, bool, int, float)):
+            raise ConfigError(f"{where}.attributes.{key}", value, "a string (a glob), a number or true/false")
+    return tuple(spec.items())
 
 
 def _expected_source(spec: Any, where: str) -> Any:
@@ -135,18 +216,27 @@ class Plan:
 
 
 def plan(
-    attached: tuple[Any, ...], expected: Any, rules: Sequence[Rule], name: str, kind: str
+    attached: tuple[Any, ...],
+    expected: Any,
+    rules: Sequence[Rule],
+    name: str,
+    kind: str | tuple[str | None, ...],
+    attributes: Mapping[str, Any] | None = None,
+    matched: set[int] | None = None,
 ) -> Plan | None:
     """The scoring plan of a span, or None when nothing scores it.
 
     Evaluators attached in code come first and win a name clash with a rule's; the code's
-    ``expected`` comes before a rule's.
+    ``expected`` comes before a rule's. The index of every rule that selects the span is
+    added to ``matched``.
     """
     evaluators = list(attached)
     names = {e.name for e in attached}
     sources = [expected] if expected is not NOT_SET else []
-    for rule in rules:
-        if rule.selects(name, kind):
+    for index, rule in enumerate(rules):
+        if rule.selects(name, kind, attributes):
+            if matched is not None:
+                matched.add(index)
             for evaluator in rule.evaluators:
                 if evaluator.name not in names:
                     evaluators.append(evaluator)

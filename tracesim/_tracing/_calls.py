@@ -114,7 +114,7 @@ class Meta:
     def plan(self, runtime: _runtime.Runtime) -> Plan | None:
         cached_runtime, plan = self.plans
         if cached_runtime is not runtime:
-            plan = runtime.plan(self.name, self.kind, self.evaluators, self.expected)
+            plan = runtime.plan(self.name, self.kind, self.evaluators, self.expected, self.attributes)
             self.plans = (runtime, plan)
         return plan
 

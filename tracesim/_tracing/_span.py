@@ -397,7 +397,7 @@ class span:
             return Span(INVALID_SPAN, None)
         try:
             handle = start(runtime, self._name, self._attributes, self._input)
-            plan = runtime.plan(self._name, self._kind, self._evaluators, self._expected)
+            plan = runtime.plan(self._name, self._kind, self._evaluators, self._expected, self._attributes)
             if plan is not None:
                 adopt_plan(handle, plan)
             elif self._expected is not _NOT_SET and not callable(self._expected):
