@@ -1,7 +1,9 @@
 """A scripted OpenAI-compatible server on 127.0.0.1, for tests that drive the real ``openai`` client.
 
-``POST /v1/embeddings`` gets deterministic bag-of-words vectors, ``POST /v1/chat/completions`` what
-``judge`` says; every request is recorded, requests in flight are counted, misbehaviour is scripted::
+``POST /v1/embeddings`` gets deterministic bag-of-words vectors, ``POST /v1/chat/completions`` (and
+``/v1/responses``, and Anthropic's ``/v1/messages`` for the real ``anthropic`` client at
+``root_url``) what ``judge`` says; every request is recorded, requests in flight are counted,
+misbehaviour is scripted::
 
     with LLMServer() as server:
         client = openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=1)
@@ -32,15 +34,25 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
 import pytest
+from llm_formats import (
+    MESSAGES,
+    RESPONSES,
+    SSE,
+    SSE_EVENTS,
+    Json,
+    error_body,
+    event_stream,
+    message_text,
+    messages_answer,
+    messages_error_body,
+    responses_answer,
+    tokens,
+)
 
 EMBEDDINGS = "/v1/embeddings"
 CHAT = "/v1/chat/completions"
-RESPONSES = "/v1/responses"
 DEFAULT_JUDGEMENT = '{"score": 5, "reason": "scripted default"}'
-SSE = "__server_sent_events__"  # marks an answer to send as a stream
 _POLL_S = 0.05  # how often a waiting answer looks whether its client has gone
-
-Json = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -72,7 +84,7 @@ class Reply:
 
     @classmethod
     def content(cls, text: str) -> Reply:
-        """Chat completions: answer with this assistant content (embeddings answer normally)."""
+        """Answer with this text (chat, Responses, Messages); a forced tool call gets it as its arguments."""
         return cls("content", text=text)
 
     @classmethod
@@ -111,16 +123,6 @@ class Reply:
         return cls("truncated")
 
 
-def error_body(code: int, message: str | None = None) -> Json:
-    """The JSON OpenAI sends with an error status: ``{"error": {"message", "type", "param", "code"}}``."""
-    kind = {401: "authentication_error", 429: "rate_limit_error"}.get(code, "invalid_request_error")
-    error = {"message": message or f"scripted {code} {responses.get(code, '')}".strip(), "param": None}
-    error["type"], error["code"] = "server_error" if code >= 500 else kind, None
-    if code == 429:
-        error["code"] = "rate_limit_exceeded"
-    return {"error": error}
-
-
 _AZURE = re.compile(r"/openai/deployments/[^/]+(/chat/completions|/embeddings)")
 
 
@@ -128,17 +130,6 @@ def route(path: str) -> str:
     """The /v1 path that answers ``path``: Azure OpenAI's ``/openai/deployments/<name>/...`` too."""
     azure = _AZURE.fullmatch(path)
     return f"/v1{azure.group(1)}" if azure else path
-
-
-def _tokens(text: str) -> list[str]:
-    return re.findall(r"\w+", text.lower())
-
-
-def _message_text(message: object) -> str:
-    content = message.get("content") if isinstance(message, dict) else None
-    if isinstance(content, list):  # content parts: [{"type": "text", "text": ...}, ...]
-        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return content if isinstance(content, str) else ""
 
 
 class LLMServer:
@@ -193,8 +184,14 @@ class LLMServer:
 
     @property
     def base_url(self) -> str:
+        """What the ``openai`` client takes as ``base_url``: ``http://127.0.0.1:<port>/v1``."""
+        return f"{self.root_url}/v1"
+
+    @property
+    def root_url(self) -> str:
+        """What the ``anthropic`` client takes as ``base_url`` (it adds ``/v1/messages`` itself)."""
         assert self._http is not None, "start() the server first"
-        return f"http://127.0.0.1:{self._http.server_address[1]}/v1"
+        return f"http://127.0.0.1:{self._http.server_address[1]}"
 
     @property
     def requests(self) -> list[Recorded]:
@@ -242,7 +239,7 @@ class LLMServer:
         True
         """
         counts = [0.0] * dims
-        for token in _tokens(text):
+        for token in tokens(text):
             digest = hashlib.blake2b(token.encode(), digest_size=8).digest()  # stable across processes
             counts[int.from_bytes(digest[:4], "little") % dims] += 1.0 if digest[4] & 1 else -1.0
         norm = math.sqrt(sum(c * c for c in counts))
@@ -279,8 +276,10 @@ class LLMServer:
             handler.hang_up()
 
     def _answer(self, path: str, body: Json | None, content: str | None, n: int) -> tuple[int, Json]:
-        if path == RESPONSES:
-            return self._responses(body or {}, content, n)
+        if path in (RESPONSES, MESSAGES):
+            text = self.judge(body or {}) if content is None else content
+            answer = responses_answer if path == RESPONSES else messages_answer
+            return answer(self.model, body or {}, text, n)
         if path in (EMBEDDINGS, CHAT):
             return self._embeddings(body or {}) if path == EMBEDDINGS else self._chat(body or {}, content, n)
         return 404, error_body(404, f"no such path: {path}")
@@ -299,12 +298,9 @@ class LLMServer:
             if fmt == "base64":  # what the client asks for by default: little-endian float32
                 vec = base64.b64encode(struct.pack(f"<{dims}f", *vec)).decode("ascii")
             data.append({"object": "embedding", "index": i, "embedding": vec})
-        n_tokens = sum(len(_tokens(t)) for t in texts)
+        n_tokens = sum(len(tokens(t)) for t in texts)
         usage = {"prompt_tokens": n_tokens, "total_tokens": n_tokens}
         return 200, {"object": "list", "data": data, "model": self.model, "usage": usage}
-
-    def _responses(self, body: Json, content: str | None, n: int) -> tuple[int, Json]:
-        return _responses_answer(self, body, content, n)
 
     def _chat(self, body: Json, content: str | None, n: int) -> tuple[int, Json]:
         if not isinstance(body.get("messages"), list):
@@ -316,7 +312,7 @@ class LLMServer:
             call = {"name": str((choice.get("function") or {}).get("name")), "arguments": text}
             tool_calls = [{"id": f"call_{n}", "type": "function", "function": call}]
             message, finish = {"role": "assistant", "content": None, "tool_calls": tool_calls}, "tool_calls"
-        p, c = sum(len(_tokens(_message_text(m))) for m in body["messages"]), len(_tokens(text))
+        p, c = sum(len(tokens(message_text(m))) for m in body["messages"]), len(tokens(text))
         usage = {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
         head = {
             "id": f"chatcmpl-{n}",
@@ -328,47 +324,6 @@ class LLMServer:
             return 200, {SSE: _chunks(head, message, finish, usage, body)}
         choices = [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}]
         return 200, head | {"choices": choices, "usage": usage}
-
-
-def _responses_answer(server: Any, body: Json, content: str | None, n: int) -> tuple[int, Json]:
-    """The Responses API: ``input`` (text or messages) in, one output message with its usage out."""
-    if body.get("stream"):
-        return 400, error_body(400, "the scripted server does not stream Responses")
-    given = body.get("input")
-    prompt = given if isinstance(given, str) else " ".join(_message_text(m) for m in given or [])
-    text = server.judge(body) if content is None else content
-    p, c = len(_tokens(prompt)), len(_tokens(text))
-    output = {
-        "type": "message",
-        "id": f"msg_{n}",
-        "status": "completed",
-        "role": "assistant",
-        "content": [{"type": "output_text", "text": text, "annotations": []}],
-    }
-    usage = {
-        "input_tokens": p,
-        "input_tokens_details": {"cached_tokens": 0},
-        "output_tokens": c,
-        "output_tokens_details": {"reasoning_tokens": 0},
-        "total_tokens": p + c,
-    }
-    answer = {
-        "id": f"resp_{n}",
-        "object": "response",
-        "created_at": int(time.time()),
-        "status": "completed",
-        "model": server.model,
-        "output": [output],
-        "parallel_tool_calls": True,
-        "tool_choice": "auto",
-        "tools": [],
-        "error": None,
-        "incomplete_details": None,
-        "instructions": body.get("instructions"),
-        "metadata": {},
-        "usage": usage,
-    }
-    return 200, answer
 
 
 def _chunks(head: Json, message: Json, finish: str, usage: Json, body: Json) -> list[Json]:
@@ -467,15 +422,13 @@ class _Handler(BaseHTTPRequestHandler):
             headers = (
                 {} if wait is None else {"retry-after": f"{wait:g}", "retry-after-ms": f"{wait * 1000:g}"}
             )
-            error = reply.body if reply.body is not None else error_body(reply.code)
+            default = messages_error_body if path == MESSAGES else error_body  # each API's error shape
+            error = reply.body if reply.body is not None else default(reply.code)
             self._send(reply.code, json.dumps(error).encode(), n, headers)
         else:
             status, answer = llm._answer(path, body, reply.text if reply.kind == "content" else None, n)
-            if SSE in answer:  # a stream: server-sent events, then [DONE]
-                events = (
-                    "".join(f"data: {json.dumps(event)}\n\n" for event in answer[SSE]) + "data: [DONE]\n\n"
-                )
-                self._send(status, events.encode(), n, {"Content-Type": "text/event-stream"})
+            if SSE in answer or SSE_EVENTS in answer:
+                self._send(status, event_stream(answer), n, {"Content-Type": "text/event-stream"})
             else:
                 self._send(status, json.dumps(answer).encode(), n)
 

@@ -14,12 +14,13 @@ import subprocess
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
+import anthropic
 import numpy as np
 import openai
 import pytest
-from llm_server import CHAT, DEFAULT_JUDGEMENT, EMBEDDINGS, LLMServer, Reply
+from llm_server import CHAT, DEFAULT_JUDGEMENT, EMBEDDINGS, MESSAGES, LLMServer, Reply
 from llm_server import llm_server as _llm_server  # noqa: F401  (the fixture, registered as `llm_server`)
 from openai.types.chat import ChatCompletionFunctionToolParam
 from openai.types.shared_params import ResponseFormatJSONObject, ResponseFormatJSONSchema
@@ -424,3 +425,120 @@ def test_keep_alive_and_reset(llm_server: LLMServer, client: openai.OpenAI) -> N
     answer = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
     assert answer.choices[0].message.content == DEFAULT_JUDGEMENT
     assert llm_server.count(CHAT) == 1
+
+
+# -- Anthropic Messages ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def claude(llm_server: LLMServer) -> Iterator[anthropic.Anthropic]:
+    with anthropic.Anthropic(base_url=llm_server.root_url, api_key="test-key", max_retries=0) as c:
+        yield c
+
+
+def test_anthropic_messages_answer_with_the_judge_and_its_usage(
+    llm_server: LLMServer, claude: anthropic.Anthropic
+) -> None:
+    llm_server.judge = lambda request: "Warsaw, in Poland."
+    answer = claude.messages.create(
+        model="claude-x",
+        max_tokens=64,
+        system="Answer briefly.",
+        messages=[{"role": "user", "content": "Where was Marie Curie born?"}],
+    )
+
+    assert [block.type for block in answer.content] == ["text"]
+    assert answer.content[0].type == "text"
+    assert answer.content[0].text == "Warsaw, in Poland."
+    assert answer.stop_reason == "end_turn"
+    assert (answer.usage.input_tokens, answer.usage.output_tokens) == (2 + 5, 3)  # the system prompt counts
+    (seen,) = llm_server.requests
+    assert seen.path == MESSAGES
+    assert "test-key" in seen.headers.get("x-api-key", seen.headers.get("authorization", ""))
+    assert "anthropic-version" in seen.headers
+
+
+def test_anthropic_stream_sends_named_events_word_by_word(
+    llm_server: LLMServer, claude: anthropic.Anthropic
+) -> None:
+    llm_server.judge = lambda request: "Marie Curie was born in Warsaw."
+    with claude.messages.stream(
+        model="claude-x", max_tokens=64, messages=[{"role": "user", "content": "Where?"}]
+    ) as stream:
+        words = list(stream.text_stream)
+        final = stream.get_final_message()
+
+    assert words == ["Marie ", "Curie ", "was ", "born ", "in ", "Warsaw."]
+    assert final.usage.output_tokens == 6
+    assert final.usage.input_tokens == 1
+    assert final.stop_reason == "end_turn"
+
+
+def test_anthropic_forced_tool_gets_a_tool_use_and_its_result_counts(
+    llm_server: LLMServer, claude: anthropic.Anthropic
+) -> None:
+    llm_server.script(MESSAGES, Reply.content('{"city": "Warsaw"}'))
+    tool: anthropic.types.ToolParam = {
+        "name": "weather",
+        "description": "The weather in a city.",
+        "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}},
+    }
+    first = claude.messages.create(
+        model="claude-x",
+        max_tokens=64,
+        messages=[{"role": "user", "content": "Weather in Warsaw?"}],
+        tools=[tool],
+        tool_choice={"type": "tool", "name": "weather"},
+    )
+    (use,) = first.content
+    assert use.type == "tool_use"
+    assert (use.name, use.input, first.stop_reason) == ("weather", {"city": "Warsaw"}, "tool_use")
+
+    result: anthropic.types.ToolResultBlockParam = {
+        "type": "tool_result",
+        "tool_use_id": use.id,
+        "content": "sunny and warm",
+    }
+    second = claude.messages.create(
+        model="claude-x",
+        max_tokens=64,
+        messages=[
+            {"role": "user", "content": "Weather in Warsaw?"},
+            {"role": "assistant", "content": first.content},
+            {"role": "user", "content": [result]},
+        ],
+    )
+    assert second.content[0].type == "text"
+    assert second.usage.input_tokens == 3 + 3  # the question and the tool's answer
+
+
+@pytest.mark.parametrize(
+    ("code", "error"),
+    [(400, anthropic.BadRequestError), (429, anthropic.RateLimitError), (529, anthropic.InternalServerError)],
+)
+def test_anthropic_errors_have_anthropics_shape(
+    llm_server: LLMServer, claude: anthropic.Anthropic, code: int, error: type[anthropic.APIStatusError]
+) -> None:
+    llm_server.script(MESSAGES, Reply.status(code))
+    with pytest.raises(error) as caught:
+        claude.messages.create(model="claude-x", max_tokens=8, messages=[{"role": "user", "content": "hi"}])
+    assert caught.value.status_code == code
+    body = cast(dict[str, Any], caught.value.body)
+    assert body["type"] == "error"
+    assert body["error"]["message"].startswith(f"scripted {code}")
+
+
+def test_anthropic_async_client_and_a_missing_max_tokens(llm_server: LLMServer) -> None:
+    async def main() -> str:
+        async with anthropic.AsyncAnthropic(base_url=llm_server.root_url, api_key="k", max_retries=0) as c:
+            answer = await c.messages.create(
+                model="claude-x", max_tokens=8, messages=[{"role": "user", "content": "hi"}]
+            )
+            with pytest.raises(anthropic.BadRequestError, match="max_tokens"):
+                await c.post(
+                    "/v1/messages", body={"model": "m", "messages": []}, cast_to=anthropic.types.Message
+                )
+        block = answer.content[0]
+        return block.text if block.type == "text" else ""
+
+    assert asyncio.run(main()) == DEFAULT_JUDGEMENT

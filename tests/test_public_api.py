@@ -24,6 +24,8 @@ def test_top_level_names_are_pinned() -> None:
             "current_span",
             "expect",
             "force_flush",
+            "instrument_anthropic",
+            "instrument_langchain",
             "instrument_openai",
             "last_span",
             "propagate_context",
@@ -32,6 +34,9 @@ def test_top_level_names_are_pinned() -> None:
             "shutdown",
             "span",
             "trace",
+            "uninstrument_anthropic",
+            "uninstrument_langchain",
+            "uninstrument_openai",
         ]
     )
 

@@ -18,7 +18,14 @@ from tracesim._tracing._context import ContextThreadPoolExecutor, propagate_cont
 from tracesim._tracing._decorator import trace
 from tracesim._tracing._span import Span, current_span, last_span, span
 from tracesim._version import __version__
-from tracesim.integrations import instrument_openai
+from tracesim.integrations import (
+    instrument_anthropic,
+    instrument_langchain,
+    instrument_openai,
+    uninstrument_anthropic,
+    uninstrument_langchain,
+    uninstrument_openai,
+)
 
 __all__ = [
     "ConfigError",
@@ -34,6 +41,8 @@ __all__ = [
     "current_span",
     "expect",
     "force_flush",
+    "instrument_anthropic",
+    "instrument_langchain",
     "instrument_openai",
     "last_span",
     "propagate_context",
@@ -42,4 +51,7 @@ __all__ = [
     "shutdown",
     "span",
     "trace",
+    "uninstrument_anthropic",
+    "uninstrument_langchain",
+    "uninstrument_openai",
 ]

@@ -79,10 +79,10 @@ def configure(
 
 def _instrument(names: Sequence[str]) -> None:
     """Turn on the integrations the ``instrument`` setting names (they stay on)."""
-    if "openai" in names:
-        from tracesim.integrations import instrument_openai
+    if names:
+        from tracesim.integrations._registry import instrument
 
-        instrument_openai()
+        instrument(names)
 
 
 def force_flush(timeout_s: float = 30.0) -> bool:

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-import gc
 import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import openai
 import pytest
-from llm_server import LLMServer
+from llm_server import CHAT, LLMServer, Reply
+from openai.types.chat import ChatCompletionFunctionToolParam, ChatCompletionMessageParam
 
 import tracesim
+from tracesim.exporters import load_spans
 from tracesim.testing import capture_spans
 
 pytest.importorskip(
@@ -83,27 +84,20 @@ def test_a_chat_call_is_a_span_under_the_agent_with_model_tokens_and_messages(se
     assert "Warsaw." in str(llm.attributes["gen_ai.output.messages"])
 
 
-# With spans recorded, the instrumented async client leaves one connection's transport
-# unclosed after `async with` (seen only when the span records; not with the bare client nor
-# with tracing off). It is collected here, inside this test, so the warning cannot surface in a
-# later one. Left for the next session: find whether genai-openai 1.3b0 or httpx2 holds it.
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
-@pytest.mark.filterwarnings("ignore::ResourceWarning")
 def test_async_calls_and_embeddings_are_spans_too(server: LLMServer) -> None:
     tracesim.instrument_openai()
     with capture_spans() as captured:
 
         @tracesim.trace(kind="agent")
         async def agent(question: str) -> int:
-            aclient = openai.AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0)
-            await aclient.chat.completions.create(
-                model="m1", messages=[{"role": "user", "content": question}]
-            )
-            vectors = await aclient.embeddings.create(model="e1", input=[question])
+            async with openai.AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0) as aclient:
+                await aclient.chat.completions.create(
+                    model="m1", messages=[{"role": "user", "content": question}]
+                )
+                vectors = await aclient.embeddings.create(model="e1", input=[question])
             return len(vectors.data)
 
         assert asyncio.run(agent("hello")) == 1
-        gc.collect()
         names = {span.name: span for span in captured.spans}
     assert set(names) == {"agent", "chat m1", "embeddings e1"}
     for name in ("chat m1", "embeddings e1"):
@@ -249,3 +243,63 @@ def test_tracesim_show_gives_each_llm_call_its_model_tokens_and_messages(
     assert "LLM" in line
     assert "scripted-model 5→1 tokens" in line  # the model that answered, prompt and completion tokens
     assert "Where was Marie Curie born?" in shown  # the messages, previewed
+
+
+MAIL_TOOL: ChatCompletionFunctionToolParam = {
+    "type": "function",
+    "function": {
+        "name": "send_mail",
+        "description": "Send a short e-mail.",
+        "parameters": {
+            "type": "object",
+            "properties": {"to": {"type": "string"}, "body": {"type": "string"}},
+            "required": ["to", "body"],
+        },
+    },
+}
+
+
+def test_a_tool_call_and_its_result_are_two_spans_under_the_agent_with_the_secret_redacted(
+    server: LLMServer, tmp_path: Path
+) -> None:
+    arguments = json.dumps({"to": MAIL, "body": f"the key is {SECRET}"})
+    server.script(CHAT, Reply.content(arguments), Reply.content("Sent."))
+    path = tmp_path / "traces.jsonl"
+    tracesim.configure(exporters=["jsonl"], jsonl_path=path, instrument=["openai"])
+
+    @tracesim.trace(kind="agent")
+    def agent(question: str) -> str:
+        messages: list[ChatCompletionMessageParam] = [{"role": "user", "content": question}]
+        first = client(server).chat.completions.create(
+            model="gpt-4o-mini",
+            messages=messages,
+            tools=[MAIL_TOOL],
+            tool_choice={"type": "function", "function": {"name": "send_mail"}},
+        )
+        (call,) = first.choices[0].message.tool_calls or []
+        assert call.type == "function"
+        messages.append(first.choices[0].message.model_dump(exclude_none=True))  # type: ignore[arg-type]
+        messages.append({"role": "tool", "tool_call_id": call.id, "content": "sent"})
+        second = client(server).chat.completions.create(model="gpt-4o-mini", messages=messages)
+        return str(second.choices[0].message.content)
+
+    assert agent("Mail Marie the key, please.") == "Sent."
+    assert tracesim.force_flush()
+    text = path.read_text(encoding="utf-8")
+    assert SECRET not in text
+    assert MAIL not in text
+    spans = load_spans(path)
+    (top,) = [s for s in spans if s.name == "agent"]
+    calls = sorted((s for s in spans if s.name == "chat gpt-4o-mini"), key=lambda s: s.start_time_unix_nano)
+    assert [s.parent_span_id for s in calls] == [top.span_id, top.span_id]
+    assert calls[0].attributes["gen_ai.response.finish_reasons"] == ["tool_calls"]
+    (answer,) = json.loads(str(calls[0].attributes["gen_ai.output.messages"]))
+    (part,) = answer["parts"]
+    assert part["type"] == "tool_call"
+    assert part["name"] == "send_mail"
+    assert "[REDACTED:api_key]" in json.dumps(part["arguments"])
+    assert "[REDACTED:email]" in json.dumps(part["arguments"])
+    assert "send_mail" in str(calls[0].attributes["gen_ai.tool.definitions"])
+    sent_back = json.loads(str(calls[1].attributes["gen_ai.input.messages"]))
+    assert [m["role"] for m in sent_back] == ["user", "assistant", "tool"]
+    assert "Sent." in str(calls[1].attributes["gen_ai.output.messages"])

@@ -31,6 +31,7 @@ KIND_OF_OPERATION = {
     "invoke_agent": "AGENT",
     "create_agent": "AGENT",
     "retrieval": "RETRIEVER",
+    "invoke_workflow": "CHAIN",
 }
 """GenAI operations (OpenTelemetry conventions) -> OpenInference span kinds, which Phoenix and
 other OpenInference backends read to show a span as an LLM call, an embedding, a tool."""

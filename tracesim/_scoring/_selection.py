@@ -23,6 +23,7 @@ GENAI_OPERATIONS = (
     "invoke_agent",
     "create_agent",
     "retrieval",
+    "invoke_workflow",
 )
 """``gen_ai.operation.name`` values a rule's ``kind`` may name (OpenTelemetry GenAI conventions)."""
 

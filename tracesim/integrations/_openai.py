@@ -17,65 +17,20 @@ Responses API, with the GenAI semantic conventions (``gen_ai.request.model``,
 
 from __future__ import annotations
 
-import dataclasses
-import threading
 from typing import Any
 
-from tracesim import _runtime
-from tracesim._capture import capture_value
-from tracesim._errors import TracesimError
-from tracesim.integrations._provider import CurrentProvider
+from tracesim.integrations._genai import GenAIIntegration
 
-__all__ = ["MissingIntegrationError", "instrument_openai", "uninstrument_openai"]
-
-_lock = threading.Lock()
-_instrumentor: Any = None
-_capture: bool | None = None
+__all__ = ["instrument_openai", "uninstrument_openai"]
 
 
-class MissingIntegrationError(TracesimError, ImportError):
-    """The integration's instrumentation is not installed; the message names the extra to install.
+def _load() -> Any:
+    from opentelemetry.instrumentation.genai.openai import OpenAIInstrumentor
 
-    Example:
-        >>> str(MissingIntegrationError("openai"))
-        "tracesim's openai integration needs its extra: pip install 'tracesim[openai]'"
-    """
-
-    def __init__(self, name: str) -> None:
-        super().__init__(f"tracesim's {name} integration needs its extra: pip install 'tracesim[{name}]'")
+    return OpenAIInstrumentor
 
 
-class _Content:
-    """The completion hook: writes the messages on the span when tracesim captures content."""
-
-    def on_completion(
-        self,
-        *,
-        inputs: list[Any],
-        outputs: list[Any],
-        system_instruction: list[Any],
-        tool_definitions: list[Any] | None = None,
-        span: Any = None,
-        log_record: Any = None,
-    ) -> None:
-        runtime = _runtime.current
-        if span is None or runtime is None or not span.is_recording():
-            return
-        if not runtime.capture.enabled or _capture is False:
-            return
-        options = runtime.capture
-        for key, value in (
-            ("gen_ai.input.messages", inputs),
-            ("gen_ai.output.messages", outputs),
-            ("gen_ai.system_instructions", system_instruction),
-            ("gen_ai.tool.definitions", tool_definitions),
-        ):
-            if value:
-                span.set_attribute(key, capture_value([_plain(item) for item in value], options).text)
-
-
-def _plain(item: Any) -> Any:
-    return dataclasses.asdict(item) if dataclasses.is_dataclass(item) and not isinstance(item, type) else item
+OPENAI = GenAIIntegration("openai", _load)
 
 
 def instrument_openai(*, capture: bool | None = None) -> bool:
@@ -95,30 +50,14 @@ def instrument_openai(*, capture: bool | None = None) -> bool:
         >>> tracesim.instrument_openai(capture=False)  # doctest: +SKIP
         True
     """
-    global _instrumentor, _capture
-    with _lock:
-        _capture = capture
-        if _instrumentor is not None:
-            return False
-        try:
-            from opentelemetry.instrumentation.genai.openai import OpenAIInstrumentor
-        except ImportError:
-            raise MissingIntegrationError("openai") from None
-        instrumentor = OpenAIInstrumentor()
-        instrumentor.instrument(tracer_provider=CurrentProvider(), completion_hook=_Content())
-        _instrumentor = instrumentor
-        return True
+    return OPENAI.instrument(capture)
 
 
 def uninstrument_openai() -> None:
     """Stop tracing the ``openai`` client.
 
     Example:
-        >>> import tracesim.integrations
-        >>> tracesim.integrations.uninstrument_openai()  # nothing to do when it was not on
+        >>> import tracesim
+        >>> tracesim.uninstrument_openai()  # nothing to do when it was not on
     """
-    global _instrumentor
-    with _lock:
-        if _instrumentor is not None:
-            _instrumentor.uninstrument()
-            _instrumentor = None
+    OPENAI.uninstrument()
