@@ -11,8 +11,10 @@ import tracesim.testing
 def test_top_level_names_are_pinned() -> None:
     assert sorted(tracesim.__all__) == sorted(
         [
+            "Case",
             "ConfigError",
             "ContextThreadPoolExecutor",
+            "Dataset",
             "Golden",
             "NotConfiguredWarning",
             "ScoringStats",
@@ -42,7 +44,7 @@ def test_top_level_names_are_pinned() -> None:
 
 
 def test_every_exported_name_exists_and_is_documented() -> None:
-    for module in (tracesim, tracesim.evaluators, tracesim.exporters, tracesim.testing):
+    for module in (tracesim, tracesim.evaluators, tracesim.exporters, tracesim.experiments, tracesim.testing):
         for name in module.__all__:
             value = getattr(module, name)
             if name != "__version__":

@@ -18,6 +18,7 @@ from tracesim._tracing._context import ContextThreadPoolExecutor, propagate_cont
 from tracesim._tracing._decorator import trace
 from tracesim._tracing._span import Span, current_span, last_span, span
 from tracesim._version import __version__
+from tracesim.experiments import Case, Dataset
 from tracesim.integrations import (
     instrument_anthropic,
     instrument_langchain,
@@ -28,8 +29,10 @@ from tracesim.integrations import (
 )
 
 __all__ = [
+    "Case",
     "ConfigError",
     "ContextThreadPoolExecutor",
+    "Dataset",
     "Golden",
     "NotConfiguredWarning",
     "ScoringStats",

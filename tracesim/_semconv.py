@@ -82,3 +82,11 @@ SPAN_KINDS: Final[dict[str, tuple[str, str | None, str | None]]] = {
     "embedding": ("EMBEDDING", "embeddings", None),
     "evaluator": ("EVALUATOR", None, None),
 }
+
+# Experiments (tracesim.experiments): attributes of each run's root span.
+EXPERIMENT_NAME: Final = "tracesim.experiment.name"
+EXPERIMENT_RUN_ID: Final = "tracesim.experiment.run_id"
+EXPERIMENT_DATASET: Final = "tracesim.experiment.dataset"
+EXPERIMENT_CASE_ID: Final = "tracesim.experiment.case_id"
+EXPERIMENT_REPEAT: Final = "tracesim.experiment.repeat"
+EXPERIMENT_METADATA: Final = "tracesim.experiment.metadata"

@@ -19,6 +19,10 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("_demo", "run the bundled example agent and write its traces (local file by default)"),
     "show": ("_show", "print the trace trees of a JSON-lines trace file"),
     "eval": ("_eval", "score a JSONL or CSV file of outputs offline with evaluators"),
+    "experiment": (
+        "_experiment",
+        "run a task over a dataset, score it, compare with a baseline (CI gate)",
+    ),
     "report": ("_report", "summarise latency, errors and scores of trace files"),
     "replay": ("_replay", "send local trace files to an OTLP/HTTP endpoint"),
     "nlp-data": ("_nlp_data", "download the NLTK data packages the text evaluators need"),

@@ -1,0 +1,156 @@
+"""Records out of dataset files (JSONL, CSV, YAML, JSON), each with the line it starts on.
+
+Every problem is a `DatasetError` naming the file and the line, since a dataset is read before
+anything runs: a bad file should stop the experiment at once, not cost a run.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from tracesim.experiments._dataset import DatasetError
+
+__all__ = ["FORMATS", "read_records"]
+
+FORMATS = {
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".csv": "csv",
+    ".yaml": "yaml",
+    ".yml": "yaml",
+    ".json": "json",
+}
+
+Records = list[tuple[str, Any]]  # (where, e.g. "line 3"; the record)
+
+
+def read_records(path: str, fmt: str | None) -> tuple[str, str, Records]:
+    """The dataset's name (a YAML ``name:``, else the file's stem), the format and the records.
+
+    Example:
+        >>> try:
+        ...     read_records("cases.txt", None)
+        ... except DatasetError as exc:
+        ...     print(str(exc)[:60])
+        cases.txt: unknown dataset format '.txt'; use a .jsonl, .csv
+    """
+    file = Path(path)
+    if fmt is None:
+        fmt = FORMATS.get(file.suffix.lower())
+        if fmt is None:
+            raise DatasetError(
+                f"{path}: unknown dataset format {file.suffix or '(no suffix)'!r}; use a .jsonl, .csv, "
+                ".yaml or .json file, or pass format='jsonl' (or 'csv', 'yaml', 'json')"
+            )
+    elif fmt not in ("jsonl", "csv", "yaml", "json"):
+        raise DatasetError(f"format={fmt!r}: use 'jsonl', 'csv', 'yaml' or 'json'")
+    name = file.stem
+    try:
+        if fmt == "csv":
+            records = _csv(path, file)
+        else:
+            text = file.read_text(encoding="utf-8-sig")
+            if fmt == "yaml":
+                own_name, records = _yaml(path, text)
+                name = own_name or name
+            else:
+                records = _jsonl(path, text) if fmt == "jsonl" else _json(path, text)
+    except OSError as exc:
+        raise DatasetError(f"{path}: cannot read the file ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise DatasetError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    return name, fmt, records
+
+
+def _jsonl(path: str, text: str) -> Records:
+    records: Records = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError as exc:
+            raise DatasetError(f"{path}, line {number}: not valid JSON ({exc})") from None
+        except RecursionError:
+            raise DatasetError(f"{path}, line {number}: JSON nested too deeply to read") from None
+        records.append((f"line {number}", record))
+    return records
+
+
+def _json(path: str, text: str) -> Records:
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise DatasetError(f"{path}: not valid JSON ({exc})") from None
+    items = data.get("cases") if isinstance(data, dict) else data
+    if not isinstance(items, list):
+        raise DatasetError(f'{path}: expected a JSON list of records, or {{"cases": [...]}}')
+    return [(f"item {index}", item) for index, item in enumerate(items, start=1)]
+
+
+def _csv(path: str, file: Path) -> Records:
+    csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+    records: Records = []
+    with file.open(encoding="utf-8-sig", newline="") as handle:
+        reader = csv.DictReader(handle)
+        try:
+            header = reader.fieldnames
+            if not header:
+                return records
+            duplicated = sorted({name for name in header if header.count(name) > 1})
+            if duplicated:
+                raise DatasetError(f"{path}, line 1: the header names column {duplicated[0]!r} twice")
+            start = reader.line_num + 1
+            for row in reader:
+                if None in row:
+                    raise DatasetError(
+                        f"{path}, line {start}: {len(header) + len(row[None])} fields, "
+                        f"but the header has {len(header)}"
+                    )
+                if any(value is None for value in row.values()):
+                    raise DatasetError(
+                        f"{path}, line {start}: fewer fields than the header's {len(header)} "
+                        f"(missing {', '.join(repr(k) for k, v in row.items() if v is None)})"
+                    )
+                records.append((f"line {start}", row))
+                start = reader.line_num + 1
+        except csv.Error as exc:
+            raise DatasetError(f"{path}, line {reader.line_num}: unreadable CSV ({exc})") from None
+    return records
+
+
+def _yaml(path: str, text: str) -> tuple[str | None, Records]:
+    import yaml
+
+    loader = yaml.SafeLoader(text)
+    try:
+        root = loader.get_single_node()
+        if root is None:
+            return None, []
+        items, name = root, None
+        if isinstance(root, yaml.MappingNode):
+            fields = {key.value: value for key, value in root.value if isinstance(key, yaml.ScalarNode)}
+            if "cases" not in fields:
+                raise DatasetError(f"{path}: expected a list of records, or a mapping with 'cases:'")
+            items = fields["cases"]
+            named = fields.get("name")
+            if isinstance(named, yaml.ScalarNode) and named.value.strip():
+                name = named.value
+        if not isinstance(items, yaml.SequenceNode):
+            line = items.start_mark.line + 1
+            raise DatasetError(f"{path}, line {line}: expected a list of records")
+        # Built one item at a time, so each record keeps the line it starts on.
+        return name, [
+            (f"line {item.start_mark.line + 1}", loader.construct_document(item)) for item in items.value
+        ]
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f", line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise DatasetError(f"{path}{where}: not valid YAML ({problem})") from None
+    finally:
+        loader.dispose()

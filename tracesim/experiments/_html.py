@@ -1,0 +1,190 @@
+"""The report as one self-contained HTML page: the evaluators, then the cases worst first.
+
+Like ``tracesim report --html``, the page loads nothing (a Content-Security-Policy forbids every
+fetch and script) and every piece of text from the cases (inputs, outputs, errors, ids,
+evaluator names) is escaped with control characters made visible. Each case row carries its
+id and trace ids as ``data-`` attributes, so scripts and tests can read the order back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from tracesim._report._format import DASH, format_duration, format_rate, format_score, html_text
+from tracesim._version import __version__
+from tracesim.experiments._text import preview, summary_line
+
+if TYPE_CHECKING:
+    from tracesim.experiments._report import ExperimentReport
+    from tracesim.experiments._stats import CaseSummary
+
+__all__ = ["render_html"]
+
+_CSP = "default-src 'none'; style-src 'unsafe-inline'"
+_CSS = """
+body { font: 14px/1.45 system-ui, sans-serif; color: #222; margin: 2rem auto; max-width: 1280px;
+       padding: 0 1rem; }
+h1 { font-size: 1.6rem; margin-bottom: .2rem; } h2 { margin-top: 2rem; font-size: 1.25rem; }
+.summary { color: #444; }
+.cards { display: flex; gap: 1rem; flex-wrap: wrap; margin: 1rem 0; }
+.card { border: 1px solid #ddd; border-radius: 6px; padding: .6rem 1rem; min-width: 8rem; }
+.card b { display: block; font-size: 1.35rem; }
+table { border-collapse: collapse; margin: .8rem 0; font-variant-numeric: tabular-nums; }
+th, td { border-bottom: 1px solid #e4e4e4; padding: .3rem .7rem; text-align: left; vertical-align: top; }
+th { background: #f5f5f5; } td.n, th.n { text-align: right; white-space: nowrap; }
+td.text { max-width: 26rem; overflow-wrap: anywhere; white-space: pre-wrap; }
+code { font-size: 12px; } .scroll { overflow-x: auto; }
+.fail, .error { color: #b03020; font-weight: 600; } .pass { color: #27743a; font-weight: 600; }
+footer { margin-top: 2.5rem; color: #777; font-size: 12px; }
+"""
+_TEXT_CHARS = 600  # per input / output cell: the page stays readable; the JSON file has everything
+
+
+def render_html(report: ExperimentReport) -> str:
+    """The whole page as a string.
+
+    Example:
+        >>> from tracesim.experiments import Case, Dataset
+        >>> report = Dataset([Case("<b>2+2</b>", "4")]).evaluate(lambda q: "4", evaluators=["exact"])
+        >>> page = render_html(report)
+        >>> page.startswith("<!DOCTYPE html>"), "<b>2+2" in page, "&lt;b&gt;2+2" in page
+        (True, False, True)
+    """
+    title = f"experiment {report.name}"
+    body = [
+        f"<header><h1>{html_text(title)}</h1>",
+        f'<p class="summary">{html_text(summary_line(report))}</p></header>',
+        _cards(report),
+    ]
+    if report.evaluators:
+        body.append(f'<section id="evaluators"><h2>Evaluators</h2>{_evaluator_table(report)}</section>')
+    body.append(
+        '<section id="cases"><h2>Cases, worst first</h2>'
+        "<p>Most task errors first, then the lowest pass rate, then the lowest mean score. "
+        "Open a trace with <code>tracesim show</code> or in your backend by its id.</p>"
+        f"{_case_table(report, report.worst_first())}</section>"
+    )
+    body.append(
+        f"<footer>tracesim {html_text(__version__)}; run {html_text(report.run_id or DASH)} started "
+        f"{html_text(report.started_at or DASH)}. A run passes when every evaluator that decided passed; "
+        "evaluator pass rate = passed / (passed + failed + errors).</footer>"
+    )
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{html_text(title)}</title><style>{_CSS}</style></head>\n<body>\n"
+        + "\n".join(body)
+        + "\n</body></html>\n"
+    )
+
+
+def _cards(report: ExperimentReport) -> str:
+    cards = [
+        ("cases", str(len(report.cases))),
+        ("runs", str(len(report.rows))),
+        ("pass rate", format_rate(report.pass_rate)),
+        ("task errors", str(report.errors)),
+    ]
+    if report.repeat > 1:
+        k = report.repeat
+        cards += [
+            ("pass@1", format_score(report.pass_at_1)),
+            (f"pass@{k}", format_score(report.pass_at_k)),
+            (f"pass^{k}", format_score(report.pass_hat_k)),
+        ]
+    inner = "".join(f'<div class="card"><b>{html_text(v)}</b>{html_text(k)}</div>' for k, v in cards)
+    return f'<div class="cards">{inner}</div>'
+
+
+def _evaluator_table(report: ExperimentReport) -> str:
+    headers = ["evaluator", "type", "mean", "pass rate", "passed", "failed", "errors", "skipped", "threshold"]
+    rows = []
+    for info in report.evaluators:
+        s = report.summary[info.name]
+        threshold = DASH if info.threshold is None else f"{info.threshold:g}"
+        counts = [str(n) for n in (s.passed, s.failed, s.errors, s.skipped)]
+        cells = [info.name, info.type, format_score(s.mean), format_rate(s.pass_rate), *counts, threshold]
+        rows.append("".join(_td(c, numeric=i >= 2) for i, c in enumerate(cells)))
+    return _table(headers, rows, numeric_from=2, row_attrs=[""] * len(rows))
+
+
+def _case_table(report: ExperimentReport, cases: Sequence[CaseSummary]) -> str:
+    names = [e.name for e in report.evaluators]
+    k = report.repeat
+    headers = ["case", "result", *names]
+    if k > 1:
+        headers += ["pass@1", f"pass@{k}", f"pass^{k}"]
+    headers += ["time", "input", "expected", "output / error", "trace ids"]
+    rows, attrs = [], []
+    for case in cases:
+        run = case.worst_run
+        cells = [_td(case.case_id), _result_cell(case, k)]
+        for name in names:
+            stats = case.scores[name]
+            text = format_score(stats.mean)
+            if stats.stdev is not None:
+                text += f" ± {stats.stdev:.3f}"
+            cells.append(_td(text, numeric=True))
+        if k > 1:
+            cells += [
+                _td(format_score(v), numeric=True) for v in (case.pass_rate, case.pass_at_k, case.pass_hat_k)
+            ]
+        duration = sum(r.duration_s for r in case.runs) / len(case.runs)
+        shown = run.error if run.error is not None else run.output
+        trace_ids = [r.trace_id for r in _worst_runs_first(case) if r.trace_id]
+        cells += [
+            _td(format_duration(duration), numeric=True),
+            _td(preview(run.input, _TEXT_CHARS), wrap=True),
+            _td(preview(run.expected, _TEXT_CHARS), wrap=True),
+            f'<td class="text{" error" if run.error else ""}">{html_text(preview(shown, _TEXT_CHARS))}</td>',
+            "<td>"
+            + "<br>".join(f"<code>{html_text(t)}</code>" for t in trace_ids)
+            + (DASH if not trace_ids else "")
+            + "</td>",
+        ]
+        rows.append("".join(cells))
+        ids = html_text(" ".join(trace_ids))
+        attrs.append(f' class="case" data-case-id="{html_text(case.case_id)}" data-trace-ids="{ids}"')
+    return _table(
+        headers, rows, numeric_from=2, numeric_to=2 + len(names) + (3 if k > 1 else 0) + 1, row_attrs=attrs
+    )
+
+
+def _worst_runs_first(case: CaseSummary) -> list[Any]:
+    return sorted(case.runs, key=lambda r: (r.error is None, r.passed is not False, r.repeat))
+
+
+def _result_cell(case: CaseSummary, repeat: int) -> str:
+    if repeat > 1:
+        css = "pass" if case.passed == len(case.runs) else "fail"
+        text = f"{case.passed}/{len(case.runs)} passed" + (f", {case.errors} errors" if case.errors else "")
+        return f'<td class="{css}">{html_text(text)}</td>'
+    run = case.runs[0]
+    if run.error is not None:
+        return '<td class="error">error</td>'
+    label, css = {True: ("pass", "pass"), False: ("fail", "fail"), None: (DASH, "")}[run.passed]
+    return f'<td class="{css}">{label}</td>'
+
+
+def _td(text: str, *, numeric: bool = False, wrap: bool = False) -> str:
+    css = ' class="n"' if numeric else ' class="text"' if wrap else ""
+    return f"<td{css}>{html_text(text)}</td>"
+
+
+def _table(
+    headers: list[str],
+    rows: list[str],
+    *,
+    numeric_from: int,
+    row_attrs: list[str],
+    numeric_to: int | None = None,
+) -> str:
+    end = len(headers) if numeric_to is None else numeric_to
+    numeric = ' class="n"'
+    head = "".join(
+        f"<th{numeric if numeric_from <= i < end else ''}>{html_text(h)}</th>" for i, h in enumerate(headers)
+    )
+    body = "".join(f"<tr{a}>{r}</tr>" for a, r in zip(row_attrs, rows, strict=True))
+    return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'

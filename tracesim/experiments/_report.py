@@ -1,0 +1,336 @@
+"""`ExperimentReport`: the rows of a run, what they add up to, and the run as a file.
+
+The JSON file holds everything a later comparison needs (the rows with their scores, the
+evaluators' thresholds and directions) plus the computed summary for dashboards; loading it
+recomputes the summary from the rows, so the two cannot disagree.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tracesim._capture import to_jsonable
+from tracesim.experiments._stats import (
+    CaseSummary,
+    EvaluatorSummary,
+    case_summaries,
+    evaluator_summaries,
+    worst_first,
+)
+
+if TYPE_CHECKING:
+    # Imported when used: the evaluators package loads the metrics' libraries, and
+    # ``import tracesim`` (which re-exports Dataset) must stay fast.
+    from tracesim.evaluators import EvalResult
+    from tracesim.experiments._compare import Comparison
+
+__all__ = ["SCHEMA", "CaseResult", "EvaluatorInfo", "ExperimentReport"]
+
+SCHEMA = "tracesim.experiment/1"
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """One run of the task on one case: what went in, what came out, how it scored.
+
+    ``error`` is ``"Type: message"`` when the task raised (or ran past ``timeout_s``); the
+    evaluators did not run then. ``trace_id`` is the run's trace when tracesim was configured.
+
+    Example:
+        >>> from tracesim.evaluators import ExactMatch
+        >>> row = CaseResult("q1", 0, "2+2", "4", "4", {"exact": ExactMatch().evaluate("4", "4")}, 0.01)
+        >>> row.passed, row.score("exact")
+        (True, 1.0)
+    """
+
+    case_id: str
+    repeat: int
+    input: Any
+    expected: Any
+    output: Any
+    scores: Mapping[str, EvalResult]
+    duration_s: float
+    error: str | None = None
+    error_type: str | None = None
+    trace_id: str | None = None
+    span_id: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool | None:
+        """False when the task failed, an evaluator failed or errored; True when one passed and
+        none failed; None when no evaluator decided (skipped, or no threshold)."""
+        if self.error is not None:
+            return False
+        decided = False
+        for result in self.scores.values():
+            if result.status == "error" or result.passed is False:
+                return False
+            decided = decided or result.passed is True
+        return True if decided else None
+
+    def score(self, name: str) -> float | None:
+        """The score evaluator ``name`` gave, or None (skipped, errored, not run)."""
+        result = self.scores.get(name)
+        return None if result is None else result.score
+
+    def to_dict(self) -> dict[str, Any]:
+        """The row as JSON-ready data (values converted as tracesim captures them)."""
+        return {
+            "case_id": self.case_id,
+            "repeat": self.repeat,
+            "input": to_jsonable(self.input),
+            "expected": to_jsonable(self.expected),
+            "output": to_jsonable(self.output),
+            "metadata": to_jsonable(dict(self.metadata)),
+            "scores": {name: to_jsonable(r.model_dump(mode="json")) for name, r in self.scores.items()},
+            "passed": self.passed,
+            "duration_s": self.duration_s,
+            "error": self.error,
+            "error_type": self.error_type,
+            "trace_id": self.trace_id,
+            "span_id": self.span_id,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CaseResult:
+        """A row read back from `to_dict` data."""
+        from tracesim.evaluators import EvalResult
+
+        return cls(
+            case_id=str(data["case_id"]),
+            repeat=int(data.get("repeat", 0)),
+            input=data.get("input"),
+            expected=data.get("expected"),
+            output=data.get("output"),
+            scores={name: EvalResult.model_validate(r) for name, r in data.get("scores", {}).items()},
+            duration_s=float(data.get("duration_s") or 0.0),
+            error=data.get("error"),
+            error_type=data.get("error_type"),
+            trace_id=data.get("trace_id"),
+            span_id=data.get("span_id"),
+            metadata=data.get("metadata") or {},
+        )
+
+
+@dataclass(frozen=True)
+class EvaluatorInfo:
+    """What a comparison needs to know about an evaluator: its threshold and direction.
+
+    Example:
+        >>> from tracesim.evaluators import LevenshteinDistance
+        >>> EvaluatorInfo.of(LevenshteinDistance(threshold=3)).higher_is_better
+        False
+    """
+
+    name: str
+    type: str
+    threshold: float | None
+    higher_is_better: bool = True
+
+    @classmethod
+    def of(cls, evaluator: Any) -> EvaluatorInfo:
+        """The description of an `Evaluator`."""
+        return cls(evaluator.name, evaluator.type_name, evaluator.threshold, bool(evaluator.higher_is_better))
+
+
+@dataclass(frozen=True)
+class ExperimentReport:
+    """The outcome of `Dataset.evaluate`: one row per case and repeat, and their summaries.
+
+    ``str(report)`` is a plain-text table for a CI log; `to_json` / `load` keep a run as a
+    file, `to_html` writes a self-contained page, `compare` sets it against a baseline.
+
+    Example:
+        >>> from tracesim.experiments import Case, Dataset
+        >>> dataset = Dataset([Case("2+2", "4", id="add"), Case("2*3", "5", id="mul")], name="maths")
+        >>> report = dataset.evaluate(lambda q: str(eval(q)), evaluators=["exact"])
+        >>> report.pass_rate, report.summary["exact"].mean, report.row("mul").output
+        (0.5, 0.5, '6')
+        >>> [case.case_id for case in report.worst_first()]
+        ['mul', 'add']
+    """
+
+    name: str
+    dataset: str
+    rows: tuple[CaseResult, ...]
+    evaluators: tuple[EvaluatorInfo, ...]
+    repeat: int = 1
+    run_id: str = ""
+    started_at: str = ""
+    duration_s: float = 0.0
+
+    # -- what the rows add up to -----------------------------------------------------------------
+
+    @cached_property
+    def summary(self) -> dict[str, EvaluatorSummary]:
+        """Per evaluator: mean score, pass rate, passed, failed, errors, skipped."""
+        return evaluator_summaries(self.rows, [e.name for e in self.evaluators])
+
+    @cached_property
+    def cases(self) -> tuple[CaseSummary, ...]:
+        """Per case, in dataset order: its runs, pass counts, pass@k and score statistics."""
+        return tuple(case_summaries(self.rows, [e.name for e in self.evaluators]))
+
+    def worst_first(self) -> list[CaseSummary]:
+        """The cases, most task errors first, then lowest pass rate, then lowest mean score."""
+        return worst_first(self.cases, self.evaluators)
+
+    @property
+    def passed(self) -> int:
+        """Runs that passed."""
+        return sum(row.passed is True for row in self.rows)
+
+    @property
+    def failed(self) -> int:
+        """Runs that failed (the task's errors included)."""
+        return sum(row.passed is False for row in self.rows)
+
+    @property
+    def errors(self) -> int:
+        """Runs in which the task raised or timed out."""
+        return sum(row.error is not None for row in self.rows)
+
+    @property
+    def pass_rate(self) -> float | None:
+        """Passed runs over decided runs; None when no run was decided."""
+        decided = self.passed + self.failed
+        return self.passed / decided if decided else None
+
+    @property
+    def pass_at_1(self) -> float | None:
+        """The mean over cases of pass@1 (each case's share of passed runs)."""
+        return _mean(c.pass_rate for c in self.cases)
+
+    @property
+    def pass_at_k(self) -> float | None:
+        """The mean over cases of pass@k, k = ``repeat``: the share of cases that passed at least once."""
+        return _mean(c.pass_at_k for c in self.cases)
+
+    @property
+    def pass_hat_k(self) -> float | None:
+        """The mean over cases of pass^k, k = ``repeat``: the share of cases that passed every time."""
+        return _mean(c.pass_hat_k for c in self.cases)
+
+    def row(self, case_id: str, repeat: int = 0) -> CaseResult:
+        """The run of case ``case_id`` (its ``repeat``-th, from 0)."""
+        for row in self.rows:
+            if row.case_id == case_id and row.repeat == repeat:
+                return row
+        raise KeyError(f"no run of case {case_id!r} with repeat={repeat}")
+
+    # -- views --------------------------------------------------------------------------------
+
+    def table(self, *, max_cases: int | None = None, width: int = 40) -> str:
+        """A plain-text summary and per-case table, worst cases first, for a CI log."""
+        from tracesim.experiments._text import render_text
+
+        return render_text(self, max_cases=max_cases, width=width)
+
+    def __str__(self) -> str:
+        return self.table()
+
+    def to_html(self, path: str | os.PathLike[str]) -> Path:
+        """Write a self-contained HTML page (no scripts, nothing fetched) and return its path."""
+        from tracesim.experiments._html import render_html
+
+        target = Path(path)
+        target.write_text(render_html(self), encoding="utf-8")
+        return target
+
+    def compare(
+        self, baseline: ExperimentReport, *, tolerance: float = 0.0, per_case: bool = True
+    ) -> Comparison:
+        """What got better or worse than ``baseline``, per evaluator and case by case.
+
+        A change counts when it is larger than ``tolerance`` (absolute, on scores and rates).
+        With ``per_case=False`` only the run-wide numbers can make ``comparison.ok`` false;
+        the cases' changes are still listed.
+        """
+        from tracesim.experiments._compare import compare
+
+        return compare(self, baseline, tolerance=tolerance, per_case=per_case)
+
+    # -- as a file ----------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """The whole run as JSON-ready data (the file `to_json` writes)."""
+        return {
+            "schema": SCHEMA,
+            "name": self.name,
+            "dataset": self.dataset,
+            "run_id": self.run_id,
+            "started_at": self.started_at,
+            "duration_s": self.duration_s,
+            "repeat": self.repeat,
+            "evaluators": [vars(e).copy() for e in self.evaluators],
+            "summary": self._summary_dict(),
+            "rows": [row.to_dict() for row in self.rows],
+        }
+
+    def _summary_dict(self) -> dict[str, Any]:
+        return {
+            "runs": len(self.rows),
+            "cases": len(self.cases),
+            "passed": self.passed,
+            "failed": self.failed,
+            "errors": self.errors,
+            "pass_rate": self.pass_rate,
+            "pass_at_1": self.pass_at_1,
+            "pass_at_k": self.pass_at_k,
+            "pass_hat_k": self.pass_hat_k,
+            "evaluators": {name: {**vars(s), "pass_rate": s.pass_rate} for name, s in self.summary.items()},
+        }
+
+    def to_json(self, path: str | os.PathLike[str]) -> Path:
+        """Write the run to ``path`` as one JSON document (strict JSON) and return the path."""
+        target = Path(path)
+        text = json.dumps(self.to_dict(), ensure_ascii=False, allow_nan=False, indent=1)
+        target.write_text(text + "\n", encoding="utf-8")
+        return target
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ExperimentReport:
+        """A report from `to_dict` data; raises ValueError for data of another shape."""
+        if not isinstance(data, Mapping) or data.get("schema") != SCHEMA:
+            found = data.get("schema") if isinstance(data, Mapping) else type(data).__name__
+            raise ValueError(f"not a tracesim experiment run (schema {found!r}, expected {SCHEMA!r})")
+        try:
+            return cls(
+                name=str(data["name"]),
+                dataset=str(data.get("dataset", "")),
+                rows=tuple(CaseResult.from_dict(row) for row in data["rows"]),
+                evaluators=tuple(EvaluatorInfo(**e) for e in data["evaluators"]),
+                repeat=int(data.get("repeat", 1)),
+                run_id=str(data.get("run_id", "")),
+                started_at=str(data.get("started_at", "")),
+                duration_s=float(data.get("duration_s") or 0.0),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"a damaged experiment run ({type(exc).__name__}: {exc})") from None
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> ExperimentReport:
+        """Read a run `to_json` wrote.
+
+        Raises:
+            OSError: the file cannot be read.
+            ValueError: it is not a tracesim experiment run; the message names the file.
+        """
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            return cls.from_dict(data)
+        except ValueError as exc:  # bad JSON, or the shape check above
+            raise ValueError(f"{os.fspath(path)}: {exc}") from None
+
+
+def _mean(values: Any) -> float | None:
+    numbers = [v for v in values if v is not None and math.isfinite(v)]
+    return sum(numbers) / len(numbers) if numbers else None

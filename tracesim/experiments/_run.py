@@ -1,0 +1,386 @@
+"""Running an experiment: the task on every case, each run a trace, scored as it finishes.
+
+One event loop coordinates everything: ``max_concurrency`` workers take the runs in order. Sync
+tasks run on a pool of as many threads with the run's span current (the context is copied into
+the thread), async tasks run on the loop. A run's time limit starts when
+the task starts, not while it waits for a thread. A sync task past its limit cannot be stopped
+(Python has no way to), so its row says it timed out and its thread finishes in the background.
+
+The evaluators score each output right after the task returns, here and not in the background
+pipeline: the report needs the scores, and an experiment scores every case whatever an
+evaluator's ``sample_rate``. The results are written on the run's span with the pipeline's
+writer, so ``tracesim show`` and ``tracesim report`` read them like any online score.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace as otel_trace
+from opentelemetry.trace import INVALID_SPAN
+from opentelemetry.util.types import AttributeValue
+
+from tracesim import _runtime
+from tracesim._errors import ConfigError
+from tracesim._guard import internal_error
+from tracesim._scoring._jobs import checked, failure, timeout
+from tracesim._scoring._results import write
+from tracesim._scoring._selection import build_evaluators
+from tracesim._semconv import (
+    EXPERIMENT_CASE_ID,
+    EXPERIMENT_DATASET,
+    EXPERIMENT_METADATA,
+    EXPERIMENT_NAME,
+    EXPERIMENT_REPEAT,
+    EXPERIMENT_RUN_ID,
+)
+from tracesim._tracing._span import Span, error_type, finish, start, static_attributes
+from tracesim.experiments._report import CaseResult, EvaluatorInfo, ExperimentReport
+
+if TYPE_CHECKING:
+    from tracesim._runtime import Runtime
+    from tracesim.evaluators import EvalResult, Evaluator
+    from tracesim.experiments._dataset import Case, Dataset
+
+__all__ = ["Experiment", "evaluate_sync"]
+
+_DEFAULT_MODEL_CONCURRENCY = 8  # requests in flight per async evaluator that sets no max_concurrency
+
+OnRow = Callable[[CaseResult], None]
+
+
+def evaluate_sync(
+    dataset: Dataset,
+    task: Callable[[Any], Any],
+    evaluators: Sequence[Any],
+    max_concurrency: int,
+    repeat: int,
+    name: str | None,
+    timeout_s: float | None,
+) -> ExperimentReport:
+    """`Dataset.evaluate`: the experiment on an event loop of its own.
+
+    Inside a running loop there is no way to wait for a new one, so it says what to do instead.
+
+    Example:
+        >>> import asyncio
+        >>> from tracesim.experiments import Case, Dataset
+        >>> async def main():
+        ...     return Dataset([Case(1, expected=1)]).evaluate(lambda x: x)
+        >>> asyncio.run(main())
+        Traceback (most recent call last):
+        ...
+        RuntimeError: Dataset.evaluate() cannot run inside a running event loop ...
+    """
+    experiment = Experiment.build(dataset, task, evaluators, max_concurrency, repeat, name, timeout_s)
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(experiment.run())
+    raise RuntimeError(
+        "Dataset.evaluate() cannot run inside a running event loop (a notebook cell, an async "
+        "function or test); use `await dataset.aevaluate(task, ...)` there, with the same arguments"
+    )
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A validated experiment, ready to run."""
+
+    dataset: Dataset
+    task: Callable[[Any], Any]
+    evaluators: tuple[Evaluator, ...]
+    max_concurrency: int
+    repeat: int
+    name: str
+    timeout_s: float | None
+
+    @classmethod
+    def build(
+        cls,
+        dataset: Dataset,
+        task: Callable[[Any], Any],
+        evaluators: Sequence[Any],
+        max_concurrency: int,
+        repeat: int,
+        name: str | None,
+        timeout_s: float | None,
+    ) -> Experiment:
+        """Check the arguments; raises `ConfigError` naming the bad one."""
+        if not callable(task):
+            raise ConfigError("task", task, "a function taking a case's input (sync or async)")
+        for key, value in (("max_concurrency", max_concurrency), ("repeat", repeat)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(key, value, "an integer of 1 or more")
+        if timeout_s is not None and (
+            isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not timeout_s > 0
+        ):
+            raise ConfigError("timeout_s", timeout_s, "a number of seconds above 0, or None")
+        if name is not None and (not isinstance(name, str) or not name.strip()):
+            raise ConfigError("name", name, "non-empty text")
+        built = build_evaluators(evaluators, "experiment") if evaluators else ()
+        task_name = getattr(task, "__qualname__", None) or getattr(task, "__name__", None)
+        if not isinstance(task_name, str) or task_name == "<lambda>":
+            task_name = dataset.name
+        return cls(dataset, task, built, max_concurrency, repeat, name or task_name, timeout_s)
+
+    async def run(self, on_row: OnRow | None = None) -> ExperimentReport:
+        """Run every case ``repeat`` times; ``on_row`` is called as each run finishes."""
+        runtime = _runtime.current  # read directly: an unconfigured run is fine, not worth a warning
+        runner = _Runner(self, runtime if runtime is not None and runtime.enabled else None, on_row)
+        started_at = datetime.now(timezone.utc).isoformat()
+        started = time.perf_counter()
+        try:
+            rows = await runner.all([(case, index) for case in self.dataset for index in range(self.repeat)])
+        except BaseException:  # interrupted: leave at once, whatever the threads are doing
+            runner.pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        # A thread still running a timed-out task cannot be stopped: do not wait for it.
+        runner.pool.shutdown(wait=not runner.abandoned, cancel_futures=True)
+        return ExperimentReport(
+            name=self.name,
+            dataset=self.dataset.name,
+            rows=tuple(rows),
+            evaluators=tuple(EvaluatorInfo.of(e) for e in self.evaluators),
+            repeat=self.repeat,
+            run_id=runner.run_id,
+            started_at=started_at,
+            duration_s=time.perf_counter() - started,
+        )
+
+
+def _is_async(task: Callable[..., Any]) -> bool:
+    if inspect.iscoroutinefunction(task):
+        return True
+    return inspect.iscoroutinefunction(getattr(task, "__call__", None))  # noqa: B004 - an async __call__
+
+
+class _Runner:
+    """The state of one run of an experiment: pool, limits, the span settings."""
+
+    def __init__(self, experiment: Experiment, runtime: Runtime | None, on_row: OnRow | None) -> None:
+        self.experiment = experiment
+        self.runtime = runtime
+        self.on_row = on_row
+        self.run_id = uuid.uuid4().hex
+        self.is_async = _is_async(experiment.task)
+        self.pool = ThreadPoolExecutor(experiment.max_concurrency, thread_name_prefix="tracesim-experiment")
+        self.limits = {
+            e.name: asyncio.Semaphore(e.max_concurrency or _DEFAULT_MODEL_CONCURRENCY)
+            for e in experiment.evaluators
+            if e.is_async
+        }
+        self.abandoned = False
+        self.span_name = f"experiment {experiment.name}"
+        self.attributes = static_attributes(
+            self.span_name,
+            "chain",
+            {
+                EXPERIMENT_NAME: experiment.name,
+                EXPERIMENT_RUN_ID: self.run_id,
+                EXPERIMENT_DATASET: experiment.dataset.name,
+            },
+        )
+
+    async def all(self, runs: list[tuple[Case, int]]) -> list[CaseResult]:
+        """Every run, by ``max_concurrency`` workers taking the next one in turn (a task per worker,
+        not per run, so a large dataset costs no more memory than a small one)."""
+        rows: list[CaseResult | None] = [None] * len(runs)
+        pending = iter(range(len(runs)))  # shared: on one thread, each worker takes the next index
+
+        async def worker() -> None:
+            for index in pending:
+                rows[index] = await self.case(*runs[index])
+
+        await asyncio.gather(*(worker() for _ in range(min(self.experiment.max_concurrency, len(runs)))))
+        return [row for row in rows if row is not None]
+
+    async def case(self, case: Case, repeat: int) -> CaseResult:
+        # Each run is a trace of its own, whatever span the experiment was started in.
+        token = otel_context.attach(otel_trace.set_span_in_context(INVALID_SPAN))
+        try:
+            row = await self._run(case, repeat)
+        finally:
+            otel_context.detach(token)
+        if self.on_row is not None:
+            self.on_row(row)
+        return row
+
+    async def _run(self, case: Case, repeat: int) -> CaseResult:
+        handle = self._open(case, repeat)
+        try:
+            output, error, duration_s = await self._call(case.input)
+            end_ns = time.time_ns()
+            scores = await self._score(case, output) if error is None else {}
+        except BaseException as exc:  # cancelled or interrupted: end the span, then let it go
+            if handle is not None:
+                finish(handle, exc)
+            raise
+        trace_id = span_id = None
+        if handle is not None:
+            if handle.is_recording():  # before the span ends: a not-sampled run has no trace to name
+                trace_id, span_id = handle.trace_id, handle.span_id
+            self._close(handle, case, output, error, scores, end_ns)
+        return CaseResult(
+            case_id=str(case.id),
+            repeat=repeat,
+            input=case.input,
+            expected=case.expected,
+            output=output,
+            scores=scores,
+            duration_s=duration_s,
+            error=None if error is None else f"{type(error).__name__}: {_message(error)}",
+            error_type=None if error is None else error_type(error),
+            trace_id=trace_id,
+            span_id=span_id,
+            metadata=case.metadata,
+        )
+
+    # -- the task ---------------------------------------------------------------------------
+
+    async def _call(self, value: Any) -> tuple[Any, BaseException | None, float]:
+        """The task's output, or the exception it raised, and how long it ran."""
+        task = self.experiment.task
+        started = time.perf_counter()
+        try:
+            if self.is_async:
+                output = await self._bounded(asyncio.ensure_future(task(value)))
+            else:
+                future, running = self._in_thread(task, value)
+                await running.wait()
+                started = time.perf_counter()
+                output = await self._bounded(future)
+                if inspect.isawaitable(output):  # a sync callable that hands back a coroutine
+                    output = await self._bounded(asyncio.ensure_future(output))
+        except Exception as exc:
+            return None, exc, time.perf_counter() - started
+        return output, None, time.perf_counter() - started
+
+    def _in_thread(self, task: Callable[[Any], Any], value: Any) -> tuple[asyncio.Future[Any], asyncio.Event]:
+        loop = asyncio.get_running_loop()
+        context = contextvars.copy_context()  # the run's span is current in the task's thread
+        running = asyncio.Event()
+
+        def call() -> Any:
+            loop.call_soon_threadsafe(running.set)
+            return context.run(task, value)
+
+        return loop.run_in_executor(self.pool, call), running
+
+    async def _bounded(self, future: asyncio.Future[Any]) -> Any:
+        limit = self.experiment.timeout_s
+        if limit is None:
+            return await future
+        done, _ = await asyncio.wait({future}, timeout=limit)
+        if not done:
+            future.cancel()
+            self.abandoned = self.abandoned or not self.is_async
+            raise TimeoutError(f"the task gave no output within timeout_s={limit:g}")
+        return future.result()
+
+    # -- scoring ----------------------------------------------------------------------------
+
+    async def _score(self, case: Case, output: Any) -> dict[str, EvalResult]:
+        evaluators = self.experiment.evaluators
+        sync = [e for e in evaluators if not e.is_async]
+        found: dict[str, EvalResult] = {}
+        if sync:
+            loop = asyncio.get_running_loop()
+            # CPU metrics run on the pool, so a slow one does not hold up the loop's other runs.
+            for result in await loop.run_in_executor(self.pool, _score_sync, sync, output, case):
+                found[result.name] = result
+        for result in await asyncio.gather(
+            *(self._ascore(e, output, case) for e in evaluators if e.is_async)
+        ):
+            found[result.name] = result
+        return {e.name: found[e.name] for e in evaluators}
+
+    async def _ascore(self, evaluator: Evaluator, output: Any, case: Case) -> EvalResult:
+        async with self.limits[evaluator.name]:
+            try:
+                result = await asyncio.wait_for(
+                    evaluator.aevaluate(output, case.expected, input=case.input), evaluator.timeout_s
+                )
+            except asyncio.TimeoutError:
+                return timeout(evaluator)
+            except Exception as exc:
+                return failure(evaluator, exc, "aevaluate()")
+        return checked(evaluator, result)
+
+    # -- the span ---------------------------------------------------------------------------
+
+    def _open(self, case: Case, repeat: int) -> Span | None:
+        runtime = self.runtime
+        if runtime is None:
+            return None
+        try:
+            attributes: dict[str, AttributeValue] = {
+                **self.attributes,
+                EXPERIMENT_CASE_ID: str(case.id),
+                EXPERIMENT_REPEAT: repeat,
+            }
+            if case.metadata:
+                attributes[EXPERIMENT_METADATA] = _metadata_text(case.metadata, runtime)
+            return start(runtime, self.span_name, attributes, case.input)
+        except Exception:
+            internal_error("experiment: open a run's span")
+            return None
+
+    def _close(
+        self,
+        handle: Span,
+        case: Case,
+        output: Any,
+        error: BaseException | None,
+        scores: Mapping[str, EvalResult],
+        end_ns: int,
+    ) -> None:
+        runtime = self.runtime
+        try:
+            if error is None:
+                handle.set_output(output)
+            if case.expected is not None:
+                handle.set_expected(case.expected)
+            if runtime is not None and handle.is_recording():
+                for result in scores.values():
+                    write(handle.otel_span, result, runtime.capture, end_ns)
+                for evaluator in self.experiment.evaluators:
+                    for sink in runtime.sinks:
+                        kind = getattr(evaluator, "annotator_kind", "CODE")
+                        sink.submit(handle.span_context, scores[evaluator.name], kind)
+        except Exception:
+            internal_error("experiment: record a run")
+        finish(handle, error, end_ns)  # the span lasts as long as the task ran, scoring excluded
+
+
+def _score_sync(evaluators: Sequence[Evaluator], output: Any, case: Case) -> list[EvalResult]:
+    results = []
+    for evaluator in evaluators:
+        try:
+            results.append(checked(evaluator, evaluator.evaluate(output, case.expected, input=case.input)))
+        except Exception as exc:  # evaluate() catches the metric's errors; this is a broken subclass
+            results.append(failure(evaluator, exc, "evaluate()"))
+    return results
+
+
+def _metadata_text(metadata: Mapping[str, Any], runtime: Runtime) -> str:
+    from tracesim._capture import capture_value
+
+    return capture_value(dict(metadata), runtime.capture).text
+
+
+def _message(error: BaseException) -> str:
+    try:
+        return str(error)
+    except Exception:  # a hostile __str__ in the user's exception
+        return f"<{type(error).__name__}.__str__ raised>"
