@@ -26,6 +26,8 @@ from decimal import Decimal
 from pathlib import PurePath
 from typing import Any, NamedTuple
 
+from opentelemetry.util.types import AttributeValue
+
 from tracesim import _semconv as sc
 from tracesim._guard import warn_once
 from tracesim._redact import MARGIN, safe_cut
@@ -35,6 +37,7 @@ __all__ = [
     "Captured",
     "bounded_json",
     "capture_value",
+    "captured_attributes",
     "cut",
     "dumps",
     "is_small",
@@ -503,3 +506,14 @@ def capture_value(value: Any, options: CaptureOptions) -> Captured:
 def make_options(enabled: bool, max_value_chars: int) -> CaptureOptions:
     """Build `CaptureOptions` from settings."""
     return CaptureOptions(enabled, max_value_chars)
+
+
+def captured_attributes(
+    value: Any, value_key: str, mime_key: str, length_key: str, options: CaptureOptions
+) -> dict[str, AttributeValue]:
+    """The attributes recording ``value``: text, MIME type and, when cut, the original length."""
+    captured = capture_value(value, options)
+    attributes: dict[str, AttributeValue] = {value_key: captured.text, mime_key: captured.mime_type}
+    if captured.original_chars is not None and captured.original_chars >= 0:
+        attributes[length_key] = captured.original_chars
+    return attributes

@@ -21,7 +21,7 @@ from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.trace import SpanContext
 
 from tracesim import _semconv as sc
-from tracesim._capture import CaptureOptions
+from tracesim._capture import CaptureOptions, captured_attributes
 from tracesim._guard import WarnOnce
 from tracesim._scoring._conventions import span_input, span_kinds, span_output
 from tracesim._scoring._expect import NOT_SET
@@ -130,8 +130,6 @@ class _Subject:
         self._capture = capture
 
     def set_expected(self, value: Any) -> None:
-        from tracesim._tracing._span import captured_attributes  # tracing imports scoring
-
         if self._capture.enabled:
             self.otel_span.set_attributes(
                 captured_attributes(

@@ -15,7 +15,7 @@ from opentelemetry.util.types import AttributeValue
 
 from tracesim import _runtime
 from tracesim import _semconv as sc
-from tracesim._capture import CaptureOptions, capture_value
+from tracesim._capture import CaptureOptions, capture_value, captured_attributes
 from tracesim._errors import ConfigError
 from tracesim._guard import internal_error
 from tracesim._scoring._expect import NOT_SET as _NOT_SET
@@ -240,17 +240,6 @@ def _message(exception: BaseException) -> str:
         return str(exception)
     except Exception:
         return f"<{type(exception).__name__}.__str__ raised>"
-
-
-def captured_attributes(
-    value: Any, value_key: str, mime_key: str, length_key: str, options: CaptureOptions
-) -> dict[str, AttributeValue]:
-    """The attributes recording ``value``: text, MIME type and, when cut, the original length."""
-    captured = capture_value(value, options)
-    attributes: dict[str, AttributeValue] = {value_key: captured.text, mime_key: captured.mime_type}
-    if captured.original_chars is not None and captured.original_chars >= 0:
-        attributes[length_key] = captured.original_chars
-    return attributes
 
 
 def start(
