@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from tracesim.evaluators.compat import agenta, agenttest, azure, mastra, twosignal
@@ -147,3 +149,86 @@ def test_agenttest() -> None:
     assert many["details"]["passed_cases"] == 1
     assert agenttest.StringSimilarity().evaluate_output("scalar")["score"] == 1.0
     assert agenttest.StringSimilarity.from_config({"method": "exact"}).threshold == 0.8
+
+
+def test_agenttest_call_shapes() -> None:
+    # AgentTest's StringSimilarityEvaluator(config): the mapping is a config, not a method name.
+    configured = agenttest.StringSimilarity({"method": "levenshtein", "threshold": 0.5})
+    assert (configured.method, configured.threshold) == ("levenshtein", 0.5)
+    assert (agenttest.StringSimilarity(None).method, agenttest.StringSimilarity({}).threshold) == (
+        "cosine",
+        0.8,
+    )
+    # evaluate(test_output), AgentTest's own call, scores actual against expected.
+    output = {"input": "q", "actual": "kitten", "expected": "sitting"}
+    assert configured.evaluate(output) == configured.evaluate("kitten", "sitting")
+    assert configured.evaluate(output)["score"] == pytest.approx(4 / 7)
+    assert configured.evaluate([{"actual": "a", "expected": "a"}])["details"]["total_cases"] == 1
+    assert configured.evaluate("bare value")["details"] == {"reason": "No expected value provided"}
+    # similarity_config, which AgentTest documents but ignores, overrides method and threshold.
+    override = {**output, "similarity_config": {"method": "exact", "threshold": 1}}
+    assert configured.evaluate(override)["score"] == 0.0
+    assert configured.evaluate(override)["threshold"] == 1
+    cases = configured.evaluate_output(
+        {
+            "similarity_config": {"threshold": 0.9},
+            "test_cases": [
+                {"actual": "kitten", "expected": "kitten"},
+                {"actual": "kitten", "expected": "sitting", "similarity_config": {"method": "jaccard"}},
+            ],
+        }
+    )
+    individual = cases["details"]["individual_results"]
+    assert [(r["details"]["method"], r["threshold"]) for r in individual] == [
+        ("levenshtein", 0.9),
+        ("jaccard", 0.9),
+    ]
+    # As in AgentTest, a metric error on one case fails the whole evaluation.
+    stop_words = agenttest.StringSimilarity().evaluate({"test_cases": [{"actual": "a b", "expected": "I"}]})
+    assert stop_words["score"] is None
+    assert stop_words["error"].startswith("String similarity evaluation failed: empty vocabulary")
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda: agenttest.StringSimilarity({"method": "exact"}, 0.5), TypeError, "not both"),
+        (lambda: agenttest.StringSimilarity(threshold="0.8"), TypeError, "must be a number such as 0.8"),
+        (lambda: agenttest.StringSimilarity(method=3), TypeError, "must be one of cosine, levenshtein"),
+        (
+            lambda: agenttest.StringSimilarity({"methd": "exact"}),
+            ValueError,
+            "keys method, threshold; got methd",
+        ),
+        (
+            lambda: agenttest.StringSimilarity({"name": "similarity", "type": "string_similarity"}),
+            ValueError,
+            "pass the entry's 'config:' mapping",
+        ),
+        (
+            lambda: agenttest.StringSimilarity().evaluate({"test_cases": "x"}),
+            TypeError,
+            "test_cases must be a list",
+        ),
+        (
+            lambda: agenttest.StringSimilarity().evaluate([{"actual": "a"}, "b"]),
+            TypeError,
+            r"test_cases\[1\]",
+        ),
+        (
+            lambda: agenttest.StringSimilarity().evaluate({"actual": "a", "similarity_config": "exact"}),
+            TypeError,
+            "similarity_config must be a dict",
+        ),
+        (
+            lambda: agenttest.StringSimilarity().evaluate(
+                {"actual": "a", "similarity_config": {"method": "levenstein"}}
+            ),
+            ValueError,
+            "must be one of cosine, levenshtein, jaccard, exact; got 'levenstein'",
+        ),
+    ],
+)
+def test_agenttest_wrong_types_say_what_to_pass(call: Any, error: type[Exception], message: str) -> None:
+    with pytest.raises(error, match=message):
+        call()

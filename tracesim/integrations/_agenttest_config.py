@@ -1,0 +1,167 @@
+"""AgentTest's ``.agenttest/config.yaml``: the evaluators, weights and test limits it declares.
+
+Only what ``@agent_test`` uses is read: ``evaluators`` (``name``, ``type``, ``config``,
+``weight``, ``enabled``) and ``testing`` (``timeout``, ``retry_count``). Everything else
+(``llm``, ``logging``, ``agents``...) is AgentTest's CLI's business and is ignored; a value
+of the wrong type in what is read raises `tracesim.ConfigError` naming the file and the key.
+
+Example:
+    >>> config = parse({"evaluators": [{"name": "similarity", "type": "string_similarity",
+    ...                                 "config": {"method": "jaccard"}, "weight": 0.5}]})
+    >>> config.similarity_entry("similarity").config, config.weight("similarity")
+    ({'method': 'jaccard'}, 0.5)
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tracesim._errors import ConfigError
+
+__all__ = [
+    "SIMILARITY_CRITERIA",
+    "SIMILARITY_TYPE",
+    "AgentTestConfig",
+    "EvaluatorEntry",
+    "find",
+    "load",
+    "parse",
+]
+
+SIMILARITY_CRITERIA = ("similarity", "string_similarity")
+"""The criteria AgentTest maps to its string-similarity evaluator."""
+SIMILARITY_TYPE = "string_similarity"
+DEFAULT_TIMEOUT_S = 300.0
+"""AgentTest's ``testing.timeout`` default, in seconds."""
+_RELATIVE = Path(".agenttest", "config.yaml")
+
+
+@dataclass(frozen=True)
+class EvaluatorEntry:
+    """One item of the ``evaluators:`` list."""
+
+    name: str
+    type: str
+    config: Mapping[str, Any] = field(default_factory=dict)
+    weight: float = 1.0
+    enabled: bool = True
+
+
+@dataclass(frozen=True)
+class AgentTestConfig:
+    """The parts of an AgentTest configuration that ``@agent_test`` honours."""
+
+    path: Path | None = None
+    evaluators: tuple[EvaluatorEntry, ...] = ()
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    retry_count: int = 0
+
+    def entry(self, name: str) -> EvaluatorEntry | None:
+        """The evaluator entry called ``name`` (AgentTest looks weights up this way)."""
+        return next((e for e in self.evaluators if e.name == name), None)
+
+    def similarity_entry(self, criterion: str) -> EvaluatorEntry | None:
+        """The entry whose ``config`` a similarity criterion uses, if any.
+
+        AgentTest builds ``similarity`` (and its alias ``string_similarity``) from the first
+        entry named or typed ``similarity``. tracesim also lets a criterion name an entry of
+        type ``string_similarity`` (AgentTest reports "not found" for it).
+        """
+        if criterion in SIMILARITY_CRITERIA:
+            return next((e for e in self.evaluators if "similarity" in (e.name, e.type)), None)
+        entry = self.entry(criterion)
+        return entry if entry is not None and entry.type == SIMILARITY_TYPE else None
+
+    def weight(self, criterion: str) -> float:
+        """The weight of a criterion in the overall score: its entry's, else 1.0."""
+        entry = self.entry(criterion)
+        return entry.weight if entry is not None else 1.0
+
+    @property
+    def origin(self) -> str:
+        """Where the configuration came from, for messages."""
+        return str(self.path) if self.path else f"AgentTest's defaults (no {_RELATIVE} found)"
+
+
+def find(start: Path) -> Path | None:
+    """The first ``.agenttest/config.yaml`` in ``start`` or a folder above it, then above the cwd.
+
+    Example:
+        >>> find(Path("/")) is None or find(Path("/")).name == "config.yaml"
+        True
+    """
+    for base in (start, Path.cwd()):
+        for folder in (base, *base.parents):
+            candidate = folder / _RELATIVE
+            if candidate.is_file():
+                return candidate
+    return None
+
+
+def load(path: Path | None) -> AgentTestConfig:
+    """Read and check the file at ``path`` (read again when it changes); None gives the defaults."""
+    if path is None:
+        return AgentTestConfig()
+    stat = os.stat(path)
+    return _load(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=64)
+def _load(path: Path, mtime_ns: int, size: int) -> AgentTestConfig:
+    """One file at one modification time: a suite of many tests reads its config once."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        problem = str(exc).splitlines()[0]
+        raise ConfigError(
+            "(file)", problem, "a YAML mapping of AgentTest settings", source=str(path)
+        ) from None
+    return parse(data, path)
+
+
+def parse(data: Any, path: Path | None = None) -> AgentTestConfig:
+    """Check a loaded configuration and keep what ``@agent_test`` uses."""
+    source = str(path) if path else None
+    if data is None:
+        data = {}
+    if not isinstance(data, Mapping):
+        raise ConfigError("(top level)", data, "a mapping of AgentTest settings", source=source)
+    evaluators = data.get("evaluators") or []
+    if not isinstance(evaluators, list):
+        raise ConfigError("evaluators", evaluators, "a list of evaluator entries", source=source)
+    entries = tuple(_entry(item, f"evaluators[{i}]", source) for i, item in enumerate(evaluators))
+    testing = data.get("testing") or {}
+    if not isinstance(testing, Mapping):
+        raise ConfigError("testing", testing, "a mapping (timeout, retry_count...)", source=source)
+    timeout = testing.get("timeout", DEFAULT_TIMEOUT_S)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise ConfigError("testing.timeout", timeout, "a number of seconds > 0", source=source)
+    retry_count = testing.get("retry_count", 0)
+    if isinstance(retry_count, bool) or not isinstance(retry_count, int) or retry_count < 0:
+        raise ConfigError("testing.retry_count", retry_count, "an integer >= 0", source=source)
+    return AgentTestConfig(path, entries, float(timeout), retry_count)
+
+
+def _entry(item: Any, where: str, source: str | None) -> EvaluatorEntry:
+    if not isinstance(item, Mapping):
+        raise ConfigError(where, item, "a mapping with name, type, config, weight, enabled", source=source)
+    for key in ("name", "type"):
+        if not isinstance(item.get(key), str):
+            raise ConfigError(f"{where}.{key}", item.get(key), "a string", source=source)
+    config = item.get("config") or {}
+    if not isinstance(config, Mapping):
+        raise ConfigError(f"{where}.config", config, "a mapping of the evaluator's options", source=source)
+    weight = item.get("weight", 1.0)
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight < 0:
+        raise ConfigError(f"{where}.weight", weight, "a number >= 0", source=source)
+    enabled = item.get("enabled", True)
+    if not isinstance(enabled, bool):
+        raise ConfigError(f"{where}.enabled", enabled, "true or false", source=source)
+    return EvaluatorEntry(item["name"], item["type"], dict(config), float(weight), enabled)

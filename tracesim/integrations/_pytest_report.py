@@ -1,0 +1,226 @@
+"""The results a pytest session scored, and how they are reported.
+
+Every scored result of a test (a traced call's, a ``tracesim_eval.score()``'s, an
+``@agent_test``'s) becomes a `Row` in the test item's stash. The plugin copies the rows onto
+the test's teardown report, so they also reach the controller under pytest-xdist, and builds
+the session's summary from the reports: the terminal table, ``--tracesim-json``, JUnit
+properties and the GitHub step summary all read the same rows.
+
+Example:
+    >>> from tracesim.evaluators import EvalResult
+    >>> row = Row.from_result("t.py::test_a", "answer", EvalResult(name="levenshtein", score=0.79,
+    ...                       passed=False, threshold=0.8))
+    >>> row.verdict, describe(row)
+    ('fail', "levenshtein on 'answer': failed, score 0.79, threshold 0.8: the score is below the threshold")
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from tracesim.evaluators import EvalResult
+
+__all__ = ["AGENT_TEST_ATTRIBUTE", "ROWS", "Row", "Summary", "describe", "failures", "properties", "record"]
+
+AGENT_TEST_ATTRIBUTE = "__tracesim_agent_test__"
+"""Where ``@agent_test`` keeps its arguments on a test; here so the plugin need not import it."""
+
+VERDICTS = ("pass", "fail", "error", "skipped", "no_verdict")
+
+
+@dataclass(frozen=True)
+class Row:
+    """One result of one test, as the summary, the JSON file and JUnit properties show it."""
+
+    test: str
+    source: str
+    evaluator: str
+    score: float | None
+    passed: bool | None
+    threshold: float | None
+    status: str
+    label: str | None = None
+    reason: str | None = None
+
+    @classmethod
+    def from_result(cls, test: str, source: str, result: EvalResult) -> Row:
+        """The row of an `EvalResult` (its error message is the reason of an error)."""
+        reason = result.error if result.status == "error" else result.explanation
+        if result.status == "error" and result.error_type and reason and result.error_type not in reason:
+            reason = f"{result.error_type}: {reason}"
+        return cls(
+            test=test,
+            source=source,
+            evaluator=result.name,
+            score=result.score,
+            passed=result.passed,
+            threshold=result.threshold,
+            status=result.status,
+            label=result.label,
+            reason=reason,
+        )
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Row:
+        """Read back what `to_json` wrote (rows travel on reports as plain JSON)."""
+        fields: dict[str, Any] = {key: data.get(key) for key in cls.__dataclass_fields__}
+        return cls(**fields)
+
+    def to_json(self) -> dict[str, Any]:
+        """The row as a JSON object (a non-finite score becomes null)."""
+        data = asdict(self)
+        if self.score is not None and not math.isfinite(self.score):
+            data["score"] = None
+        return data
+
+    @property
+    def verdict(self) -> str:
+        """``pass``, ``fail``, ``error``, ``skipped`` or ``no verdict`` (a score without a threshold)."""
+        if self.status in ("error", "skipped"):
+            return self.status
+        if self.passed is None:
+            return "no_verdict"
+        return "pass" if self.passed else "fail"
+
+
+ROWS = pytest.StashKey[list[Row]]()
+"""The rows recorded for a test item, in the order they were scored."""
+
+
+def record(item: pytest.Item, source: str, results: Iterable[EvalResult]) -> None:
+    """Add results scored for ``item`` (``source`` names what was scored: a span, a call)."""
+    rows = item.stash.setdefault(ROWS, [])
+    rows.extend(Row.from_result(item.nodeid, source, result) for result in results)
+
+
+def _number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"
+
+
+def describe(row: Row) -> str:
+    """One line naming the metric, what was scored, the verdict, score, threshold and reason."""
+    reason = row.reason
+    if reason is None and row.verdict == "fail" and row.score is not None and row.threshold is not None:
+        side = "below" if row.score < row.threshold else "above" if row.score > row.threshold else "at"
+        reason = f"the score is {side} the threshold"
+    if reason is None and row.verdict == "no_verdict":
+        reason = "the evaluator has no threshold; give it threshold=... to get a verdict"
+    verdict = {"pass": "passed", "fail": "failed"}.get(row.verdict, row.verdict)
+    text = f"{row.evaluator} on {row.source!r}: {verdict}, score {_number(row.score)}"
+    text += f", threshold {_number(row.threshold)}"
+    return f"{text}: {reason}" if reason else text
+
+
+def failures(rows: Iterable[Row], *, strict: bool) -> list[Row]:
+    """Rows that failed or errored; ``strict`` also counts skipped rows and rows without a verdict."""
+    bad = {"fail", "error", "skipped", "no_verdict"} if strict else {"fail", "error"}
+    return [row for row in rows if row.verdict in bad]
+
+
+def properties(rows: Iterable[Row]) -> list[tuple[str, object]]:
+    """JUnit ``<property>`` pairs: ``tracesim.<evaluator>.score``, ``.passed``, ``.threshold``, ``.status``.
+
+    Example:
+        >>> properties([Row("t", "s", "rouge", 0.5, True, 0.5, "ok")])
+        [('tracesim.rouge.score', 0.5), ('tracesim.rouge.passed', 'true'), ('tracesim.rouge.threshold', 0.5)]
+    """
+    pairs: list[tuple[str, object]] = []
+    for row in rows:
+        prefix = f"tracesim.{row.evaluator}"
+        if row.score is not None:
+            pairs.append((f"{prefix}.score", row.score))
+        if row.passed is not None:
+            pairs.append((f"{prefix}.passed", "true" if row.passed else "false"))
+        if row.threshold is not None:
+            pairs.append((f"{prefix}.threshold", row.threshold))
+        if row.status != "ok":
+            pairs.append((f"{prefix}.status", row.status))
+    return pairs
+
+
+@dataclass
+class Summary:
+    """The rows of a whole session, with the outcome of each test that has rows."""
+
+    rows: list[Row] = field(default_factory=list)
+    # Only tests that did not pass are remembered, so a session that scores nothing keeps nothing.
+    not_passed: dict[str, str] = field(default_factory=dict)
+
+    def add_report(self, report: pytest.TestReport) -> None:
+        """Take the outcome of a report, and its rows when it carries some."""
+        if report.failed:
+            self.not_passed[report.nodeid] = "failed" if report.when == "call" else "error"
+        elif report.skipped and report.nodeid not in self.not_passed:
+            self.not_passed[report.nodeid] = "skipped"
+        data = getattr(report, "tracesim_results", None)
+        if isinstance(data, list):
+            self.rows.extend(Row.from_json(item) for item in data if isinstance(item, Mapping))
+
+    def counts(self) -> dict[str, int]:
+        """How many results got each verdict, and how many tests scored them."""
+        counts = dict.fromkeys(VERDICTS, 0)
+        for row in self.rows:
+            counts[row.verdict] += 1
+        return {"tests": len({row.test for row in self.rows}), "results": len(self.rows), **counts}
+
+    def headline(self) -> str:
+        """``12 results in 5 tests: 9 pass, 2 fail, 1 error``."""
+        counts = self.counts()
+        parts = [f"{counts[v]} {v}" for v in VERDICTS if counts[v]]
+        return f"{counts['results']} results in {counts['tests']} tests: {', '.join(parts)}"
+
+    def table(self) -> list[list[str]]:
+        """Header and one line per row: test, source, evaluator, score, verdict, threshold."""
+        lines = [["test", "source", "evaluator", "score", "verdict", "threshold"]]
+        for row in self.rows:
+            score, threshold = _number(row.score), _number(row.threshold)
+            lines.append([row.test, row.source, row.evaluator, score, row.verdict, threshold])
+        return lines
+
+    def terminal_lines(self) -> list[str]:
+        """The table laid out in aligned columns, then the headline."""
+        table = self.table()
+        widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
+        text = ["  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)) for line in table]
+        return [*(line.rstrip() for line in text), "", self.headline()]
+
+    def markdown(self) -> str:
+        """A GitHub-flavoured Markdown section with the same table."""
+        table = self.table()
+
+        def cells(line: list[str]) -> str:
+            return "| " + " | ".join(cell.replace("|", "\\|") for cell in line) + " |"
+
+        body = [cells(line) for line in table]
+        body.insert(1, "|" + "---|" * len(table[0]))
+        return "\n".join(["### tracesim evaluations", "", self.headline(), "", *body, ""]) + "\n"
+
+    def to_json(self) -> dict[str, Any]:
+        """Every test with its outcome and its rows, and the counts."""
+        tests: dict[str, list[dict[str, Any]]] = {}
+        for row in self.rows:
+            data = row.to_json()
+            tests.setdefault(data.pop("test"), []).append(data)
+        listing = [
+            {"nodeid": nodeid, "outcome": self.not_passed.get(nodeid, "passed"), "results": results}
+            for nodeid, results in tests.items()
+        ]
+        return {"summary": self.counts(), "tests": listing}
+
+    def write_json(self, path: Path) -> None:
+        """Write `to_json` to ``path``, creating its folder."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.to_json(), indent=2, allow_nan=False) + "\n", encoding="utf-8")
+
+    def append_markdown(self, path: Path) -> None:
+        """Append `markdown` to ``path`` (GitHub Actions' ``$GITHUB_STEP_SUMMARY`` file)."""
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write(self.markdown())
