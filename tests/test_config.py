@@ -142,3 +142,56 @@ def test_every_setting_is_an_argument_of_configure() -> None:
 
     parameters = set(inspect.signature(tracesim.configure).parameters) - {"config_file"}
     assert parameters == {s.name for s in SETTINGS}
+
+
+def test_prices_come_from_the_config_file_and_are_checked_field_by_field(tmp_path: Path) -> None:
+    from tracesim._pricing import Price
+
+    (tmp_path / "tracesim.yaml").write_text(
+        "prices:\n"
+        "  my-model: {input: 0.5, output: 1.5, cached_input: 0.05}\n"
+        "  embed: {input: '0.02', output: 0}\n"
+    )
+    settings = resolve({}, environ={})
+    assert settings.prices == {"my-model": Price(0.5, 1.5, 0.05), "embed": Price(0.02, 0.0)}
+    assert resolve({"prices": {"x": {"input": 1, "output": 2}}}, environ={}).prices == {"x": Price(1.0, 2.0)}
+    assert Settings().prices == {}  # the shipped table is not a setting: it is what prices merge over
+
+
+@pytest.mark.parametrize(
+    ("prices", "setting", "accepted"),
+    [
+        ({"gpt-4o": {"input": -1, "output": 2}}, "prices.gpt-4o.input", "a number >= 0"),
+        ({"gpt-4o": {"input": 1, "output": "lots"}}, "prices.gpt-4o.output", "a number >= 0"),
+        ({"gpt-4o": {"input": 1, "output": float("nan")}}, "prices.gpt-4o.output", "a number >= 0"),
+        ({"gpt-4o": {"input": True, "output": 1}}, "prices.gpt-4o.input", "a number >= 0"),
+        ({"gpt-4o": {"output": 1}}, "prices.gpt-4o.input", "input and output are required"),
+        ({"gpt-4o": {"input": 1, "output": 1, "cached": 1}}, "prices.gpt-4o.cached", "only the keys"),
+        ({"gpt-4o": [2.5, 10]}, "prices.gpt-4o", "a mapping {input: X"),
+        ({"": {"input": 1, "output": 1}}, "prices", "non-empty strings"),
+        (["gpt-4o"], "prices", "a mapping of model names"),
+    ],
+)
+def test_a_bad_price_names_the_key_to_change(prices: object, setting: str, accepted: str) -> None:
+    with pytest.raises(tracesim.ConfigError) as caught:
+        resolve({"prices": prices}, environ={})
+    assert caught.value.setting == setting
+    assert accepted in caught.value.accepted
+    assert f"invalid value for setting {setting!r}" in str(caught.value)
+
+
+def test_a_bad_price_in_the_file_says_which_file(tmp_path: Path) -> None:
+    (tmp_path / "tracesim.yaml").write_text("prices:\n  gpt-4o: {input: 1, output: -2}\n")
+    with pytest.raises(tracesim.ConfigError, match=r"'prices\.gpt-4o\.output'.* from tracesim\.yaml"):
+        resolve({}, environ={})
+
+
+def test_resolve_setting_reads_one_setting(tmp_path: Path) -> None:
+    from tracesim._config import resolve_setting
+
+    config = tmp_path / "tracesim.yaml"
+    config.write_text("prices:\n  m: {input: 1, output: 2}\nmax_value_chars: 1\n")  # the second is invalid
+    assert set(resolve_setting("prices", environ={})) == {"m"}  # other settings are not checked
+    with pytest.raises(tracesim.ConfigError, match="config_file"):
+        resolve_setting("prices", tmp_path / "missing.yaml", environ={})
+    assert resolve_setting("prices", environ={"TRACESIM_CONFIG_FILE": str(config)})["m"].output == 2.0

@@ -332,3 +332,43 @@ def _dedent(text: str) -> str:
     import textwrap
 
     return textwrap.dedent(text.strip("\n"))
+
+
+def test_a_client_span_inside_the_instrumentations_span_is_counted_and_scored_once(
+    server: LLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    anthropic = pytest.importorskip("anthropic", reason="the 'anthropic' extra is not installed")
+    from tracesim.integrations import uninstrument_anthropic
+
+    server.judge = lambda request: "Warsaw"
+    path = tmp_path / "traces.jsonl"
+    tracesim.configure(
+        jsonl_path=path,
+        evaluators=[{"kind": "llm", "evaluators": ["exact"], "expected": {"value": "Warsaw"}}],
+    )
+    tracesim.instrument_anthropic()
+    try:
+        with anthropic.Anthropic(base_url=server.root_url, api_key="test", max_retries=0) as client:
+            client.messages.create(
+                model="claude-x", max_tokens=20, messages=[{"role": "user", "content": "Born where?"}]
+            )
+        assert tracesim.force_flush(30)
+    finally:
+        uninstrument_anthropic()
+        tracesim.shutdown()
+    spans = {s.name: s for s in load_spans(path)}
+    outer, inner = spans["chat claude-x"], spans["anthropic.messages.create"]  # the client traces itself
+    assert inner.parent_span_id == outer.span_id
+    assert inner.attributes["tracesim.llm.counted_in_parent"] is True
+    assert outer.attributes["tracesim.eval.exact.passed"] is True
+    assert not any(key.startswith("tracesim.eval.") for key in inner.attributes)  # scored once
+    assert "llm.token_count.prompt" in outer.attributes
+    assert "llm.token_count.prompt" not in inner.attributes  # Phoenix sums these: once per call
+
+    from tracesim.cli import main
+
+    capsys.readouterr()
+    assert main(["report", str(path), "--json"]) == 0
+    usage = json.loads(capsys.readouterr().out)["llm_usage"]
+    assert usage["totals"]["calls"] == 1
+    assert [row["name"] for row in usage["spans"]] == ["chat claude-x"]

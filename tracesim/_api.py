@@ -48,6 +48,7 @@ def configure(
     shutdown_timeout_s: float | None = None,
     internal_errors: str | None = None,
     instrument: Sequence[str] | str | None = None,
+    prices: Mapping[str, Mapping[str, float]] | None = None,
     config_file: str | os.PathLike[str] | None = None,
 ) -> None:
     """Set tracesim up: where spans go, what is captured, how outputs are scored.

@@ -19,9 +19,10 @@ from typing import Any, Protocol
 
 from tracesim import _parsers as parse
 from tracesim._errors import ConfigError
+from tracesim._pricing import Price, PriceError, parse_prices
 from tracesim._redact import PATTERN_GROUPS
 
-__all__ = ["SETTINGS", "Redactor", "Settings", "resolve"]
+__all__ = ["SETTINGS", "Redactor", "Settings", "resolve", "resolve_setting"]
 
 EXPORTER_NAMES = parse.EXPORTER_NAMES
 REDACT_PATTERNS = PATTERN_GROUPS
@@ -40,7 +41,7 @@ class Redactor(Protocol):
     def __call__(self, value: str, attribute: str, /) -> str: ...
 
 
-INTEGRATIONS = ("openai",)
+INTEGRATIONS = ("openai", "anthropic", "langchain")
 """Libraries `configure(instrument=...)` can trace."""
 
 
@@ -78,6 +79,7 @@ class Settings:
     shutdown_timeout_s: float = 10.0
     internal_errors: str = "log"
     instrument: tuple[str, ...] = ()
+    prices: Mapping[str, Price] = dataclasses.field(default_factory=dict)
 
 
 # ---------------------------------------------------------------- the table
@@ -284,6 +286,12 @@ SETTINGS: tuple[Setting, ...] = (
         ("TRACESIM_SHUTDOWN_TIMEOUT_S",),
     ),
     Setting(
+        "prices",
+        parse_prices,
+        "a mapping of model names to {input: X, output: Y, cached_input: Z} in USD per 1M tokens",
+        "prices of models, merged over the shipped OpenAI table; cost of LLM calls in exports and reports",
+    ),
+    Setting(
         "internal_errors",
         parse.choice(INTERNAL_ERRORS),
         "log or raise",
@@ -310,18 +318,50 @@ def resolve(
     values: dict[str, Any] = {}
     for setting in SETTINGS:
         raw, source, env_var = _pick(setting, arguments, environ, file_values, file_name)
-        if source is None:
-            continue
-        try:
-            values[setting.name] = setting.parse(raw)
-        except (ValueError, TypeError):
-            raise ConfigError(
-                setting.name, raw, setting.accepted, env_var=env_var or _env_hint(setting), source=source
-            ) from None
+        if source is not None:
+            values[setting.name] = _parse(setting, raw, source, env_var)
     if "exporters" not in values:
         otlp = environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
         values["exporters"] = ("otlp",) if otlp else ("jsonl",)
     return Settings(**values)
+
+
+def resolve_setting(
+    name: str,
+    config_file: str | os.PathLike[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Any:
+    """One setting, from the environment, the config file or its default.
+
+    For commands that need a single setting (``tracesim report`` and ``show`` read
+    ``prices``): a value they do not use, such as an exporter the command line could not
+    build, does not stop them.
+
+    Raises:
+        ConfigError: the value is invalid, or the config file is unreadable or has unknown keys.
+
+    Example:
+        >>> resolve_setting("prices", environ={})  # no tracesim.yaml here: the default
+        {}
+    """
+    environ = os.environ if environ is None else environ
+    setting = next(s for s in SETTINGS if s.name == name)
+    file_values, file_name = _read_file(config_file, environ)
+    raw, source, env_var = _pick(setting, {}, environ, file_values, file_name)
+    if source is None:
+        return getattr(Settings(), name)
+    return _parse(setting, raw, source, env_var)
+
+
+def _parse(setting: Setting, raw: Any, source: str, env_var: str | None) -> Any:
+    try:
+        return setting.parse(raw)
+    except PriceError as exc:  # names the model and field, not just the setting
+        raise ConfigError(exc.setting, exc.value, exc.accepted, source=source) from None
+    except (ValueError, TypeError):
+        raise ConfigError(
+            setting.name, raw, setting.accepted, env_var=env_var or _env_hint(setting), source=source
+        ) from None
 
 
 def _pick(

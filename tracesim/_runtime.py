@@ -38,7 +38,7 @@ from tracesim._scoring._foreign import ForeignScoring
 from tracesim._scoring._pipeline import ScoringPipeline
 from tracesim._scoring._selection import Plan, Rule, compile_rules, plan
 from tracesim._scoring._sinks import result_sinks
-from tracesim._semconv import SPAN_KINDS
+from tracesim._semconv import LLM_COUNTED_IN_PARENT, SPAN_KINDS
 from tracesim._untraced import in_model_call
 from tracesim._version import __version__
 
@@ -253,6 +253,7 @@ class _Pipeline(SpanProcessor):
         if extra:  # `tracesim.attributes` blocks: on every span, whoever starts it
             span.set_attributes(extra)
         _openinference_kind(span)
+        _mark_inner_llm_call(span, parent_context)
         for processor in self.processors:
             processor.on_start(span, parent_context=parent_context)
 
@@ -275,6 +276,23 @@ class _Pipeline(SpanProcessor):
 
 
 _OPERATION_OF_KIND = {kind: operation for kind, (_, operation, _) in SPAN_KINDS.items() if operation}
+
+
+_LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content", "embeddings"})
+
+
+def _mark_inner_llm_call(span: Any, parent_context: otel_context.Context | None) -> None:
+    """Mark an LLM call span started directly inside another one as the same call.
+
+    The anthropic client traces its own calls, so under `instrument_anthropic` one request is a
+    ``chat`` span with the client's span inside, both with the tokens: counted once, scored once.
+    """
+    attributes = getattr(span, "attributes", None)
+    if not attributes or attributes.get("gen_ai.operation.name") not in _LLM_OPERATIONS:
+        return
+    parent = getattr(otel_trace.get_current_span(parent_context), "attributes", None)
+    if parent and parent.get("gen_ai.operation.name") in _LLM_OPERATIONS:
+        span.set_attribute(LLM_COUNTED_IN_PARENT, True)
 
 
 def _openinference_kind(span: Any) -> None:
@@ -332,7 +350,9 @@ def build(settings: Settings) -> Runtime:
         return Runtime(settings, otel_trace.NoOpTracer(), (), capture)
     rules = compile_rules(settings.evaluators)
     # One redaction pass for everything this configuration exports, whoever made the span.
-    redaction = Redaction(Redactor(settings.redact_patterns, settings.redact), settings.max_value_chars)
+    redaction = Redaction(
+        Redactor(settings.redact_patterns, settings.redact), settings.max_value_chars, prices=settings.prices
+    )
     exporters = [_exporter(item, settings) for item in settings.exporters]
     scored = bool(rules) or _selection.EVALUATORS_SEEN
     processors = [_processor(RedactingExporter(e, redaction=redaction), settings, scored) for e in exporters]

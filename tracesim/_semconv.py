@@ -90,3 +90,8 @@ EXPERIMENT_DATASET: Final = "tracesim.experiment.dataset"
 EXPERIMENT_CASE_ID: Final = "tracesim.experiment.case_id"
 EXPERIMENT_REPEAT: Final = "tracesim.experiment.repeat"
 EXPERIMENT_METADATA: Final = "tracesim.experiment.metadata"
+
+LLM_COUNTED_IN_PARENT: Final = "tracesim.llm.counted_in_parent"
+"""True on an LLM call span directly inside another (a client library's own span under an
+instrumentation's span of the same call): its tokens and cost are the parent's, so usage totals,
+the OpenInference token counts added at export and evaluator rules leave it out."""

@@ -51,8 +51,9 @@ def test_json_document(known_file: Path, capsys: pytest.CaptureFixture[str]) -> 
     doc = json.loads(capsys.readouterr().out)
     assert list(doc) == [
         "schema", "files", "group_by", "totals", "spans", "evaluators", "evaluator_totals", "warnings",
-        "gates",
+        "llm_usage", "gates",
     ]  # fmt: skip
+    assert doc["llm_usage"] is None  # no span reports token usage
     assert doc["schema"] == "tracesim.report/1"
     assert doc["files"] == [str(known_file)]
     assert doc["group_by"] is None

@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["_collect", "_format", "_gate", "_html", "_math", "_model", "_stats", "_svg", "_text"]
+MODULES = ["_collect", "_format", "_gate", "_html", "_math", "_model", "_stats", "_svg", "_text", "_usage"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -153,3 +153,52 @@ def write_known(w: TraceWriter) -> None:
             w.carrier(answer, [result("human", 0.0, label="unhelpful")])
         if i == 3:
             w.carrier(answer, [result("levenshtein", 0.95, passed=True, threshold=0.8)])
+
+
+def trace_id(span: Span) -> str:
+    """A written span's trace id as OTLP/JSON writes it."""
+    return format(span.get_span_context().trace_id, "032x")
+
+
+def write_llm_known(w: TraceWriter) -> list[str]:
+    """The reference file of the LLM usage tests (exact numbers in test_usage.py); returns trace ids.
+
+    Four traces, each an ``answer`` AGENT span with LLM calls under it, in three conventions:
+
+    0. ``chat gpt-4o-mini`` (GenAI; answered by gpt-4o-mini-2024-07-18): 1,000 in (400 cached),
+       200 out, scored levenshtein 0.9 pass; ``embeddings text-embedding-3-small``: 500 in.
+    1. ``chat gpt-4o-mini``: 2,000 in, 100 out; ``chat gpt-4.1``: 3,000 in, 500 out, scored
+       ``human`` 1.0 helpful later, on a carrier span.
+    2. ``ChatCompletion`` (OpenInference): ``my-local-model``, 700 in, 50 out: no shipped price.
+    3. ``openai.chat`` (OpenLLMetry): gpt-4o, 100 in, 10 out, with its own ``llm.cost.total`` 0.25.
+    """
+    roots = [w.span("answer", kind="AGENT", start_s=i * 10, duration_s=1.0) for i in range(4)]
+    mini = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": "gpt-4o-mini",
+        "gen_ai.response.model": "gpt-4o-mini-2024-07-18",
+        "gen_ai.provider.name": "openai",
+    }
+    calls: list[tuple[int, str, dict[str, Any], list[dict[str, Any]]]] = [
+        (0, "chat gpt-4o-mini", {**mini, **_gen_ai(1000, 200), "gen_ai.usage.cache_read.input_tokens": 400},
+         [result("levenshtein", 0.9, passed=True, threshold=0.8)]),
+        (0, "embeddings text-embedding-3-small",
+         {"gen_ai.request.model": "text-embedding-3-small", "gen_ai.usage.input_tokens": 500}, []),
+        (1, "chat gpt-4o-mini", {**mini, **_gen_ai(2000, 100)}, []),
+        (1, "chat gpt-4.1", {"gen_ai.request.model": "gpt-4.1", **_gen_ai(3000, 500)}, []),
+        (2, "ChatCompletion", {"llm.model_name": "my-local-model", "llm.token_count.prompt": 700,
+                               "llm.token_count.completion": 50, "llm.token_count.total": 750}, []),
+        (3, "openai.chat", {"gen_ai.request.model": "gpt-4o", "gen_ai.usage.prompt_tokens": 100,
+                            "gen_ai.usage.completion_tokens": 10, "llm.cost.total": 0.25}, []),
+    ]  # fmt: skip
+    for i, name, attributes, results in calls:
+        span = w.span(
+            name, kind="LLM", start_s=i * 10 + 0.1, parent=roots[i], attributes=attributes, results=results
+        )
+        if name == "chat gpt-4.1":
+            w.carrier(span, [result("human", 1.0, label="helpful")], start_s=15.0)
+    return [trace_id(root) for root in roots]
+
+
+def _gen_ai(tokens_in: int, tokens_out: int) -> dict[str, int]:
+    return {"gen_ai.usage.input_tokens": tokens_in, "gen_ai.usage.output_tokens": tokens_out}

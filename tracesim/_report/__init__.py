@@ -10,28 +10,49 @@ Usable from Python as well as from the command line:
 
 The pieces: `summarize` (spans to a `Report`), `read_report` (files to a `Report`),
 `Report.to_dict` (the ``--json`` document), `parse_gate`/`check_gates` (``--fail-under``),
-`render_html` (the offline page) and `print_report` (terminal tables).
+`render_html` (the offline page) and `print_report` (terminal tables). `Report.llm_usage`
+holds the tokens and cost of LLM calls (`LLMUsage`), priced with a
+`~tracesim._pricing.PriceTable` given to `read_report`/`summarize`.
 """
 
 from tracesim._report._collect import NONE_GROUP
 from tracesim._report._gate import Gate, GateResult, check_gates, decide, gate_line, parse_gate
 from tracesim._report._html import render_html
 from tracesim._report._math import histogram, histogram_edges, percentile
-from tracesim._report._model import SCHEMA, EvaluatorStats, Histogram, LatencyStats, Report, SpanStats, Totals
-from tracesim._report._stats import read_report, summarize
+from tracesim._report._model import (
+    SCHEMA,
+    CallScore,
+    EvaluatorStats,
+    Histogram,
+    LatencyStats,
+    LLMCall,
+    LLMUsage,
+    Report,
+    SpanStats,
+    Totals,
+    TraceUsage,
+    UsageStats,
+)
+from tracesim._report._stats import TOP, read_report, summarize
 from tracesim._report._text import print_report, summary_line
 
 __all__ = [
     "NONE_GROUP",
     "SCHEMA",
+    "TOP",
+    "CallScore",
     "EvaluatorStats",
     "Gate",
     "GateResult",
     "Histogram",
+    "LLMCall",
+    "LLMUsage",
     "LatencyStats",
     "Report",
     "SpanStats",
     "Totals",
+    "TraceUsage",
+    "UsageStats",
     "check_gates",
     "decide",
     "gate_line",

@@ -5,6 +5,7 @@ named ``gen_ai.evaluation.result`` on the evaluated span, or on a carrier span
 (``openinference.span.kind=EVALUATOR``) with one link to the evaluated span; evaluators left
 out by sampling listed in ``tracesim.evaluation.not_sampled``. The flattened
 ``tracesim.eval.<name>.*`` attributes repeat the events and are not read, so nothing counts twice.
+LLM calls are the spans that report token counts (`~tracesim._pricing.read_usage`).
 """
 
 from __future__ import annotations
@@ -16,9 +17,19 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from tracesim import _semconv as sc
+from tracesim._pricing import Usage, has_usage, read_usage
 from tracesim.exporters import SpanRecord
 
-__all__ = ["NONE_GROUP", "UNNAMED", "Collected", "Grouper", "ResultSample", "SpanSample", "collect"]
+__all__ = [
+    "NONE_GROUP",
+    "UNNAMED",
+    "CallSample",
+    "Collected",
+    "Grouper",
+    "ResultSample",
+    "SpanSample",
+    "collect",
+]
 
 NONE_GROUP = "(none)"
 """The group of spans that lack the ``--group-by`` attribute."""
@@ -56,6 +67,16 @@ class ResultSample:
     from_carrier: bool
 
 
+@dataclass(frozen=True, slots=True)
+class CallSample:
+    """One LLM call: the span that reports token usage, and the usage."""
+
+    trace_id: str
+    span_id: str
+    name: str
+    usage: Usage
+
+
 @dataclass
 class Collected:
     """Everything the statistics need, in one pass over the spans."""
@@ -69,6 +90,9 @@ class Collected:
     unresolved_links: int = 0
     start_ns: int | None = None
     end_ns: int | None = None
+    calls: list[CallSample] = field(default_factory=list)
+    call_results: dict[tuple[str, str], list[ResultSample]] = field(default_factory=dict)
+    roots: dict[str, tuple[int, str]] = field(default_factory=dict)  # trace id -> first root's (start, name)
 
 
 class Grouper:
@@ -163,15 +187,34 @@ def _add_span(
     else:
         error = span.status_code == "ERROR"
         out.spans.append(SpanSample(grouper(span), span.name, kind, span.duration_s, error))
+        if span.parent_span_id is None:
+            _add_root(out, span)
+        if has_usage(span.attributes):
+            _add_call(out, span)
     # A carrier whose target is missing keeps its own group (usually the same service).
     group = grouper(target if target is not None else span)
     name = target.name if target is not None else None
+    before = len(out.results)
     for event in span.events:
         if event.name == sc.EVALUATION_EVENT:
             out.results.append(_result(event.attributes, group, name, from_carrier=carrier))
+    if len(out.results) > before and target is not None and has_usage(target.attributes):
+        out.call_results.setdefault((target.trace_id, target.span_id), []).extend(out.results[before:])
     skipped = span.attributes.get(sc.EVALUATION_NOT_SAMPLED)
     if isinstance(skipped, list) and not carrier:
         out.not_sampled.extend((group, str(evaluator), span.name) for evaluator in skipped)
+
+
+def _add_root(out: Collected, span: SpanRecord) -> None:
+    first = out.roots.get(span.trace_id)
+    if first is None or span.start_time_unix_nano < first[0]:
+        out.roots[span.trace_id] = (span.start_time_unix_nano, span.name)
+
+
+def _add_call(out: Collected, span: SpanRecord) -> None:
+    usage = read_usage(span.attributes)
+    if usage is not None:
+        out.calls.append(CallSample(span.trace_id, span.span_id, span.name, usage))
 
 
 def _link_target(span: SpanRecord, index: Mapping[tuple[str, str], SpanRecord]) -> SpanRecord | None:

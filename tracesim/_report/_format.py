@@ -9,9 +9,19 @@ from __future__ import annotations
 
 from html import escape
 
+from tracesim._pricing import format_usd
+from tracesim._report._model import TraceUsage, UsageStats
 from tracesim.exporters._safe_text import visible
 
-__all__ = ["DASH", "format_count", "format_duration", "format_rate", "format_score", "html_text"]
+__all__ = [
+    "DASH",
+    "format_cost",
+    "format_count",
+    "format_duration",
+    "format_rate",
+    "format_score",
+    "html_text",
+]
 
 DASH = "–"
 """Shown where there is no value (no scores, no decisions)."""
@@ -64,6 +74,20 @@ def format_count(count: int) -> str:
         '104,857'
     """
     return f"{count:,}"
+
+
+def format_cost(row: UsageStats | TraceUsage) -> str:
+    """The dollars of a usage row, saying how many calls they cover when some had no price.
+
+    Example:
+        >>> from tracesim._report import UsageStats
+        >>> format_cost(UsageStats("gpt-4o", 3, 900, 90, 0, priced_calls=2, cost_usd=0.0012))
+        '$0.0012 (2 of 3 calls)'
+    """
+    if row.cost_usd is None:
+        return DASH
+    cost = format_usd(row.cost_usd)
+    return cost if row.priced_calls == row.calls else f"{cost} ({row.priced_calls} of {row.calls} calls)"
 
 
 def html_text(text: str) -> str:

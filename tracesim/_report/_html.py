@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from tracesim._pricing import PRICES_AS_OF, format_usd, price_hint
 from tracesim._report._format import (
     DASH,
     format_count,
@@ -19,9 +20,17 @@ from tracesim._report._format import (
     html_text,
 )
 from tracesim._report._gate import GateResult
-from tracesim._report._model import EvaluatorStats, Report, SpanStats
+from tracesim._report._model import (
+    CallScore,
+    EvaluatorStats,
+    LLMCall,
+    LLMUsage,
+    Report,
+    SpanStats,
+    UsageStats,
+)
 from tracesim._report._svg import LATENCY_COLOURS, latency_chart, score_histogram
-from tracesim._report._text import summary_line, top_labels
+from tracesim._report._text import calls_title, summary_line, top_labels, traces_title, usage_line, usage_rows
 from tracesim._version import __version__
 
 __all__ = ["render_html"]
@@ -31,6 +40,7 @@ _CSS = """
 body { font: 14px/1.45 system-ui, sans-serif; color: #222; margin: 2rem auto; max-width: 1180px;
        padding: 0 1rem; }
 h1 { font-size: 1.6rem; margin-bottom: .2rem; } h2 { margin-top: 2.2rem; font-size: 1.25rem; }
+h3 { font-size: 1.05rem; margin: 1.2rem 0 .2rem; }
 .summary { color: #444; } .files { color: #666; font-size: 12px; word-break: break-all; }
 .cards { display: flex; gap: 1rem; flex-wrap: wrap; margin: 1rem 0; }
 .card { border: 1px solid #ddd; border-radius: 6px; padding: .6rem 1rem; min-width: 8rem; }
@@ -44,7 +54,7 @@ figcaption { font-size: 13px; margin-bottom: .3rem; }
 .key { display: inline-block; width: .8em; height: .8em; margin: 0 .25em 0 .4em; vertical-align: -1px; }
 .scroll { overflow-x: auto; }
 .fail, .missing, .undecided { color: #b03020; font-weight: 600; } .pass { color: #27743a; font-weight: 600; }
-.warnings li { color: #8a5a00; } footer { margin-top: 2.5rem; color: #777; font-size: 12px; }
+.warnings li, .note { color: #8a5a00; } footer { margin-top: 2.5rem; color: #777; font-size: 12px; }
 """
 
 
@@ -72,6 +82,8 @@ def render_html(report: Report, gates: Sequence[GateResult] = ()) -> str:
         body.append("</div>")
         body.append(_evaluator_table(report.evaluators, report.group_by if grouped else None))
         body.append("</section>")
+    if report.llm_usage is not None:
+        body.append(_usage_section(report.llm_usage))
     if report.spans:
         body.append('<section id="spans"><h2>Spans</h2>')
         label = (lambda r: f"{r.group} · {r.name}") if grouped else (lambda r: r.name)
@@ -132,6 +144,74 @@ def _gates(gates: Sequence[GateResult]) -> str:
         f'<section id="gates"><h2>Gates (--fail-under)</h2><table><thead>{head}</thead>'
         f"<tbody>{rows}</tbody></table></section>"
     )
+
+
+def _usage_section(usage: LLMUsage) -> str:
+    cached = usage.totals.cached_input_tokens > 0
+    numbers = ["calls", "input tokens", *(["cached"] if cached else []), "output tokens", "cost"]
+    numeric = set(range(1, len(numbers) + 1))
+    trace_cells = usage_rows(usage.traces, cached)
+    traces = [
+        [t.root or DASH, t.trace_id, *cells] for t, cells in zip(usage.traces, trace_cells, strict=True)
+    ]
+    parts = [
+        '<section id="llm-usage"><h2>LLM usage</h2>',
+        f'<p class="summary">{html_text(usage_line(usage))}</p>',
+        "<h3>By model</h3>",
+        _table(["model", *numbers], _rows(usage.models, cached), numeric),
+        "<h3>By span</h3>",
+        _table(["span", *numbers], _rows(usage.spans, cached), numeric),
+        f"<h3>{html_text(traces_title(usage).capitalize())}</h3>",
+        _table(["root span", "trace", *numbers], traces, {n + 1 for n in numeric}),
+        f"<h3>{html_text(calls_title(usage))}</h3>",
+        _calls_table(usage.calls, cached),
+    ]
+    if usage.unpriced_models:
+        parts.append(f'<p class="note">{html_text(price_hint(list(usage.unpriced_models)))}</p>')
+    parts.append(
+        '<p class="files">Cost: the span\'s own llm.cost.total, else its tokens priced with the configured '
+        f"prices over OpenAI's list prices as known on {PRICES_AS_OF}.</p></section>"
+    )
+    return "".join(parts)
+
+
+def _rows(rows: Sequence[UsageStats], cached: bool) -> list[list[str]]:
+    return [[r.name, *cells] for r, cells in zip(rows, usage_rows(rows, cached), strict=True)]
+
+
+def _calls_table(calls: Sequence[LLMCall], cached: bool) -> str:
+    tokens = ["input tokens", *(["cached"] if cached else []), "output tokens"]
+    rows = [
+        [
+            c.name,
+            c.model or DASH,
+            _tokens(c.input_tokens),
+            *([format_count(c.cached_input_tokens)] if cached else []),
+            _tokens(c.output_tokens),
+            format_usd(c.cost_usd, DASH),
+            ", ".join(_score_text(s) for s in c.scores) or DASH,
+            c.trace_id,
+        ]
+        for c in calls
+    ]
+    numeric = set(range(2, len(tokens) + 3))  # the tokens and the cost
+    return _table(["span", "model", *tokens, "cost", "scores", "trace"], rows, numeric)
+
+
+def _tokens(count: int | None) -> str:
+    return DASH if count is None else format_count(count)
+
+
+def _score_text(score: CallScore) -> str:
+    if score.status == "error":
+        return f"! {score.evaluator} error"
+    if score.status == "skipped":
+        return f"· {score.evaluator} skipped"
+    mark = "✓" if score.passed is True else "✗" if score.passed is False else "·"
+    text = f"{mark} {score.evaluator}"
+    if score.score is not None:
+        text += f" {format_score(score.score)}"
+    return text + (f" {score.label}" if score.label and score.label not in ("pass", "fail") else "")
 
 
 def _evaluator_figure(stats: EvaluatorStats) -> str:

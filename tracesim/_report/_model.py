@@ -11,7 +11,20 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["SCHEMA", "EvaluatorStats", "Histogram", "LatencyStats", "Report", "SpanStats", "Totals"]
+__all__ = [
+    "SCHEMA",
+    "CallScore",
+    "EvaluatorStats",
+    "Histogram",
+    "LLMCall",
+    "LLMUsage",
+    "LatencyStats",
+    "Report",
+    "SpanStats",
+    "Totals",
+    "TraceUsage",
+    "UsageStats",
+]
 
 SCHEMA = "tracesim.report/1"
 """Version tag written as ``"schema"``; it changes only when the JSON shape changes incompatibly."""
@@ -110,13 +123,91 @@ class Totals:
 
 
 @dataclass(frozen=True)
+class UsageStats:
+    """Calls, tokens and cost of the LLM calls sharing one model or span name (or all of them).
+
+    ``input_tokens`` include the ``cached_input_tokens``. ``cost_usd`` sums the cost of the
+    ``priced_calls`` (the span's own ``llm.cost.total``, else the price table); it is ``None``
+    when no call has a price, never a made-up zero.
+    """
+
+    name: str
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    cached_input_tokens: int
+    priced_calls: int
+    cost_usd: float | None
+
+
+@dataclass(frozen=True)
+class TraceUsage:
+    """The `UsageStats` of one trace; ``root`` names its first root span (``None`` if not in the files)."""
+
+    trace_id: str
+    root: str | None
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    cached_input_tokens: int
+    priced_calls: int
+    cost_usd: float | None
+
+
+@dataclass(frozen=True)
+class CallScore:
+    """One evaluation result of an LLM call (on its span or on a carrier linked to it)."""
+
+    evaluator: str
+    status: str
+    score: float | None
+    passed: bool | None
+    label: str | None
+
+
+@dataclass(frozen=True)
+class LLMCall:
+    """One LLM call: its span, model, tokens, cost (``None`` without a price) and scores."""
+
+    trace_id: str
+    span_id: str
+    name: str
+    model: str | None
+    input_tokens: int | None
+    output_tokens: int | None
+    cached_input_tokens: int
+    cost_usd: float | None
+    scores: tuple[CallScore, ...]
+
+
+@dataclass(frozen=True)
+class LLMUsage:
+    """Token usage and cost of the LLM calls: spans reporting token counts, in any convention.
+
+    ``models`` and ``spans`` are sorted by cost, then tokens (most first); ``traces`` and
+    ``calls`` keep the ``top`` most expensive of ``trace_count`` traces and ``totals.calls`` calls.
+    ``unpriced_models`` lists the models of calls without a cost (``(unknown model)`` when a
+    span names none). Not split by ``--group-by``.
+    """
+
+    totals: UsageStats
+    models: tuple[UsageStats, ...]
+    spans: tuple[UsageStats, ...]
+    trace_count: int
+    traces: tuple[TraceUsage, ...]
+    calls: tuple[LLMCall, ...]
+    unpriced_models: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Report:
     """Summary of trace files: per-span-name latency and errors, per-evaluator scores.
 
     ``spans`` and ``evaluators`` have one row per group (``group`` is ``None`` unless
     ``group_by`` is set), sorted by group then name. ``evaluator_totals`` has one row per
     evaluator over all groups and spans; ``--fail-under`` and the score charts use it.
-    ``warnings`` holds the messages of trace-file lines that were skipped.
+    ``warnings`` holds the messages of trace-file lines that were skipped. ``llm_usage`` is
+    ``None`` when no span reports token usage.
 
     Example:
         >>> from tracesim._report import summarize
@@ -132,6 +223,7 @@ class Report:
     evaluators: tuple[EvaluatorStats, ...]
     evaluator_totals: tuple[EvaluatorStats, ...]
     warnings: tuple[str, ...] = field(default=())
+    llm_usage: LLMUsage | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` document: plain dicts, lists, strings, numbers, booleans and nulls."""
@@ -144,6 +236,7 @@ class Report:
             "evaluators": [_plain(e) for e in self.evaluators],
             "evaluator_totals": [_plain(e) for e in self.evaluator_totals],
             "warnings": list(self.warnings),
+            "llm_usage": _plain(self.llm_usage),
         }
 
     def to_json(self, *, indent: int | None = 2) -> str:

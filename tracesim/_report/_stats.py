@@ -7,7 +7,8 @@ Definitions (also in ``docs/report.md``):
 - ``mean_score`` averages the finite scores of results with status ``ok``; skipped and errored
   results never contribute a score;
 - ``pass_rate = passed / (passed + failed)`` over ``ok`` results that carry
-  ``tracesim.evaluation.passed``; ``None`` when there is no such result.
+  ``tracesim.evaluation.passed``; ``None`` when there is no such result;
+- LLM usage and cost: see `tracesim._report._usage`.
 """
 
 from __future__ import annotations
@@ -18,12 +19,17 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from warnings import catch_warnings, simplefilter, warn_explicit
 
+from tracesim._pricing import PriceTable
 from tracesim._report._collect import Collected, ResultSample, SpanSample, collect
 from tracesim._report._math import histogram, histogram_edges, percentile
 from tracesim._report._model import EvaluatorStats, LatencyStats, Report, SpanStats, Totals
+from tracesim._report._usage import llm_usage
 from tracesim.exporters import SpanRecord, TraceFileWarning, load_spans
 
-__all__ = ["read_report", "summarize"]
+__all__ = ["TOP", "read_report", "summarize"]
+
+TOP = 10
+"""Traces and calls listed in the LLM usage section, most expensive first."""
 
 _EvalKey = tuple[str | None, str, str | None]  # group, evaluator, evaluated span name
 
@@ -34,12 +40,16 @@ def summarize(
     group_by: str | None = None,
     files: Sequence[str] = (),
     warnings: Sequence[str] = (),
+    prices: PriceTable | None = None,
+    top: int = TOP,
 ) -> Report:
-    """Summarise spans: latency and errors per span name, scores per evaluator.
+    """Summarise spans: latency and errors per span name, scores per evaluator, LLM usage.
 
     ``group_by`` names a span attribute, or a resource attribute such as ``service.name``;
     rows are then split by its value (``"(none)"`` where it is missing). Results on carrier
-    spans count for the span they link to, in that span's group.
+    spans count for the span they link to, in that span's group. LLM calls without a cost of
+    their own are priced with ``prices`` (default: the shipped table); ``top`` traces and calls
+    are listed.
 
     Example:
         >>> import tracesim
@@ -66,11 +76,18 @@ def summarize(
         evaluators=rows,
         evaluator_totals=totals,
         warnings=tuple(warnings),
+        llm_usage=llm_usage(collected, prices if prices is not None else PriceTable(), top),
     )
 
 
-def read_report(paths: Iterable[str | os.PathLike[str]], *, group_by: str | None = None) -> Report:
-    """Load trace files and summarise them.
+def read_report(
+    paths: Iterable[str | os.PathLike[str]],
+    *,
+    group_by: str | None = None,
+    prices: PriceTable | None = None,
+    top: int = TOP,
+) -> Report:
+    """Load trace files and summarise them (see `summarize` for ``prices`` and ``top``).
 
     Lines that cannot be read (a torn last line after a crash) are skipped; their
     `~tracesim.exporters.TraceFileWarning` messages are kept in `Report.warnings` instead of
@@ -91,7 +108,7 @@ def read_report(paths: Iterable[str | os.PathLike[str]], *, group_by: str | None
             kept.append(str(w.message))
         else:  # not ours to keep: pass it on as it came
             warn_explicit(w.message, w.category, w.filename, w.lineno)
-    return summarize(spans, group_by=group_by, files=files, warnings=kept)
+    return summarize(spans, group_by=group_by, files=files, warnings=kept, prices=prices, top=top)
 
 
 def _span_rows(samples: Iterable[SpanSample]) -> tuple[SpanStats, ...]:

@@ -12,17 +12,19 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from tracesim._pricing import format_usd, price_hint
 from tracesim._report._format import (
     DASH,
+    format_cost,
     format_count,
     format_duration,
     format_rate,
     format_score,
 )
-from tracesim._report._model import EvaluatorStats, Report, SpanStats
+from tracesim._report._model import EvaluatorStats, LLMUsage, Report, SpanStats, TraceUsage, UsageStats
 from tracesim.exporters._safe_text import visible
 
-__all__ = ["print_report", "summary_line"]
+__all__ = ["calls_title", "print_report", "summary_line", "traces_title", "usage_line", "usage_rows"]
 
 _DECISION_LABELS = frozenset({"pass", "fail"})
 _TOP_LABELS = 3
@@ -72,6 +74,83 @@ def print_report(report: Report, console: Console) -> None:
         console.print(span_table(report.spans, report.group_by if grouped else None))
     if report.evaluators:
         console.print(evaluator_table(report.evaluators, report.group_by if grouped else None))
+    if report.llm_usage is not None:
+        print_usage(report.llm_usage, console)
+
+
+def usage_line(usage: LLMUsage) -> str:
+    """One sentence of LLM totals, e.g. ``12 LLM calls in 4 traces: 3,400 input tokens ...``.
+
+    Example:
+        >>> from tracesim._report import LLMUsage, UsageStats
+        >>> totals = UsageStats("all", 2, 1500, 300, 0, priced_calls=2, cost_usd=0.0004)
+        >>> usage_line(LLMUsage(totals, (), (), 1, (), (), ()))
+        '2 LLM calls in 1 trace: 1,500 input tokens, 300 output tokens; cost $0.00040.'
+    """
+    t = usage.totals
+    cached = f" ({format_count(t.cached_input_tokens)} cached)" if t.cached_input_tokens else ""
+    text = (
+        f"{_n(t.calls, 'LLM call')} in {_n(usage.trace_count, 'trace')}: {format_count(t.input_tokens)} "
+        f"input tokens{cached}, {format_count(t.output_tokens)} output tokens; "
+    )
+    if t.cost_usd is None:
+        return text + "no cost: no price for their models."
+    if t.priced_calls < t.calls:
+        return (
+            text + f"cost {format_usd(t.cost_usd)} for the {format_count(t.priced_calls)} calls with a price."
+        )
+    return text + f"cost {format_usd(t.cost_usd)}."
+
+
+def usage_rows(rows: Sequence[UsageStats] | Sequence[TraceUsage], cached: bool) -> list[list[str]]:
+    """Cells of a usage table: calls, input tokens, [cached,] output tokens, cost."""
+    return [
+        [
+            format_count(r.calls),
+            format_count(r.input_tokens),
+            *([format_count(r.cached_input_tokens)] if cached else []),
+            format_count(r.output_tokens),
+            format_cost(r),
+        ]
+        for r in rows
+    ]
+
+
+def traces_title(usage: LLMUsage) -> str:
+    """``by trace``, or ``by trace: the 10 most expensive of 240`` when they are not all listed."""
+    if len(usage.traces) == usage.trace_count:
+        return "by trace"
+    return f"by trace: the {len(usage.traces)} most expensive of {format_count(usage.trace_count)}"
+
+
+def calls_title(usage: LLMUsage) -> str:
+    """``LLM calls``, or ``The 10 most expensive of 1,200 LLM calls`` when they are not all listed."""
+    if len(usage.calls) == usage.totals.calls:
+        return "LLM calls"
+    return f"The {len(usage.calls)} most expensive of {format_count(usage.totals.calls)} LLM calls"
+
+
+def print_usage(usage: LLMUsage, console: Console) -> None:
+    """The LLM usage section: totals, then per model, per span name and the costliest traces."""
+    console.print(Text(visible(usage_line(usage))), soft_wrap=True)
+    cached = usage.totals.cached_input_tokens > 0
+    numbers = ["calls", "input tokens", *(["cached"] if cached else []), "output tokens", "cost"]
+    traces = f"LLM usage {traces_title(usage)}"
+    for title, heads, rows, firsts in (
+        ("LLM usage by model", ["model"], usage.models, [[r.name] for r in usage.models]),
+        ("LLM usage by span", ["span"], usage.spans, [[r.name] for r in usage.spans]),
+        (traces, ["trace", "root span"], usage.traces, [[r.trace_id, r.root or DASH] for r in usage.traces]),
+    ):
+        table = Table(title=title, title_justify="left")
+        for head in heads:
+            table.add_column(head)
+        for name in numbers:
+            table.add_column(name, justify="right")
+        for first, cells in zip(firsts, usage_rows(rows, cached), strict=True):
+            table.add_row(*(_cell(c) for c in first + cells))
+        console.print(table)
+    if usage.unpriced_models:
+        console.print(Text(visible(price_hint(list(usage.unpriced_models)))), soft_wrap=True)
 
 
 def span_table(rows: Sequence[SpanStats], group_by: str | None) -> Table:

@@ -182,6 +182,8 @@ class ForeignScoring:
         if scope is not None and scope.name == _OWN_SCOPE:
             return False  # tracesim's own spans were planned when they started
         attributes = span.attributes or {}
+        if attributes.get(sc.LLM_COUNTED_IN_PARENT) is True:
+            return False  # the same call as its parent span, which the rules see
         kinds = span_kinds(attributes)
         chosen = plan((), NOT_SET, self.rules, span.name, kinds, attributes, self.matched)
         self.note(span.name, kinds)

@@ -1,10 +1,12 @@
-"""``tracesim report [FILE...]``: latency, errors and scores from trace files.
+"""``tracesim report [FILE...]``: latency, errors, scores, and LLM tokens and cost from trace files.
 
-Exit status: 0 when the report was produced and every ``--fail-under`` gate held; 1 when a
-gate failed (pass rate below the minimum, or no result with a pass/fail decision); 2 for
-usage errors: a malformed ``--fail-under``, a file that does not exist or cannot be read,
-an ``--html`` path that cannot be written, or a ``--fail-under`` evaluator that does not occur
-in the files (a misspelt name should not pass or fail a build quietly).
+LLM calls are priced with the ``prices`` of ``tracesim.yaml`` (or ``--config``) merged over the
+shipped table. Exit status: 0 when the report was produced and every ``--fail-under`` gate
+held; 1 when a gate failed (pass rate below the minimum, or no result with a pass/fail
+decision); 2 for usage errors: a malformed ``--fail-under``, a file that does not exist or
+cannot be read, an ``--html`` path that cannot be written, a configuration file with a bad
+value, or a ``--fail-under`` evaluator that does not occur in the files (a misspelt name should
+not pass or fail a build quietly).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from tracesim.cli._show import add_config_argument, configured_prices, positive_int
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -50,6 +54,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=_gate,
         help="exit 1 when EVALUATOR's pass rate is below RATE (0.8 or 80%%); repeatable",
     )
+    parser.add_argument(
+        "--top",
+        metavar="N",
+        type=positive_int,
+        default=None,
+        help="LLM usage: list the N most expensive traces and calls (default 10)",
+    )
+    add_config_argument(parser)
 
 
 def _gate(spec: str) -> Any:
@@ -63,15 +75,18 @@ def _gate(spec: str) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     """Read the files, print the report, write the page, check the gates."""
-    from tracesim._report import check_gates, gate_line, print_report, read_report, render_html
+    from tracesim._report import TOP, check_gates, gate_line, print_report, read_report, render_html
     from tracesim.exporters._safe_text import json_for_terminal, visible
 
+    prices, problem = configured_prices(args.config)
+    if problem is not None:
+        return _usage_error(problem)
     try:
         files = resolve_files(args.files)
     except FileNotFoundError as exc:
         return _usage_error(str(exc))
     try:
-        report = read_report(files, group_by=args.group_by)
+        report = read_report(files, group_by=args.group_by, prices=prices, top=args.top or TOP)
     except OSError as exc:  # exists but cannot be read; a failed read() names no file
         where = exc.filename or ", ".join(map(str, files))
         return _usage_error(f"cannot read {where}: {exc.strerror or exc}")

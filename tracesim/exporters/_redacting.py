@@ -7,6 +7,11 @@ traces included), link attributes, the status message and the resource's attribu
 longer than the limit is cut first, never inside a token, so a secret can neither hide past
 the cut nor leave a prefix of itself before it. Spans with nothing to change are passed on
 as they are; the others are rebuilt through the public ``ReadableSpan`` constructor.
+
+The same pass gives LLM spans the OpenInference usage attributes they lack (``llm.model_name``,
+``llm.token_count.*`` and, when the model has a price, ``llm.cost.*``), so Phoenix and other
+OpenInference backends show tokens and cost whichever convention the instrumentation wrote.
+Spans without token counts pay three dictionary lookups for it.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from opentelemetry.util.types import AttributeValue
 
 from tracesim._capture import cut
 from tracesim._guard import internal_error
+from tracesim._pricing import INPUT_KEYS, Price, PriceTable, openinference_usage
 from tracesim._redact import PATTERN_GROUPS, Redactor
 
 __all__ = ["RedactingExporter", "Redaction"]
@@ -33,12 +39,16 @@ __all__ = ["RedactingExporter", "Redaction"]
 DEFAULT_LIMIT = 32 * 1024
 _CACHE_CHARS = 64  # short strings (names, kinds, MIME types, models) repeat: remember them
 _CACHE_SIZE = 4096
+# Every convention reports input tokens whenever it reports usage at all (embeddings: only them).
+_IN_GEN_AI, _IN_OPENINFERENCE, _IN_OPENLLMETRY = INPUT_KEYS
 
 
 class Redaction:
     """Redact and bound the strings of spans, attribute maps and single values.
 
-    Thread-safe; shared by every exporter and result sink of one configuration.
+    Thread-safe; shared by every exporter and result sink of one configuration. ``prices``
+    (model -> `~tracesim._pricing.Price`, merged over the shipped table) prices the LLM spans
+    it passes; see the module docstring.
 
     Example:
         >>> redaction = Redaction()
@@ -46,9 +56,16 @@ class Redaction:
         'mail [REDACTED:email]'
     """
 
-    def __init__(self, redactor: Redactor | None = None, limit: int = DEFAULT_LIMIT) -> None:
+    def __init__(
+        self,
+        redactor: Redactor | None = None,
+        limit: int = DEFAULT_LIMIT,
+        *,
+        prices: Mapping[str, Price] | PriceTable | None = None,
+    ) -> None:
         self.redactor = redactor if redactor is not None else Redactor()
         self.limit = limit
+        self.prices = prices if isinstance(prices, PriceTable) else PriceTable(prices)
         self._clean: dict[Any, str] = {}
         self._hooked = self.redactor.hooked
         self._resources: dict[int, tuple[Resource, Resource]] = {}
@@ -128,7 +145,13 @@ class Redaction:
     def span(self, span: ReadableSpan) -> ReadableSpan:
         """``span`` with every string redacted; the same object when nothing changed."""
         name = self.text(span.name, "span.name")
-        attributes = self.attributes(_span_attributes(span))
+        original = _span_attributes(span)
+        attributes = self.attributes(original)
+        if original is not None:
+            # The one cost LLM accounting adds to every span: three failed lookups in a plain dict.
+            plain = getattr(original, "_dict", original)  # the SDK's mapping wraps a dict: read that
+            if _IN_GEN_AI in plain or _IN_OPENINFERENCE in plain or _IN_OPENLLMETRY in plain:
+                attributes = self._with_usage(plain, attributes)
         events = self._events(span.events)
         links = self._links(span.links)
         status = span.status
@@ -162,6 +185,18 @@ class Redaction:
             end_time=span.end_time,
             instrumentation_scope=span.instrumentation_scope,
         )
+
+    def _with_usage(
+        self, original: Mapping[str, Any], redacted: dict[str, Any] | None
+    ) -> dict[str, Any] | None:
+        """``redacted`` (or a copy of ``original``) with the OpenInference usage it lacks."""
+        extra = openinference_usage(original, self.prices)
+        if not extra:
+            return redacted
+        result = redacted if redacted is not None else dict(original)  # one C call: a consistent copy
+        for key, value in extra.items():
+            result[key] = self.text(value, key) if isinstance(value, str) else value
+        return result
 
     def _events(self, events: Sequence[Event]) -> list[Event] | None:
         result: list[Event] | None = None
@@ -240,6 +275,10 @@ class RedactingExporter(SpanExporter):
         patterns: Built-in pattern groups (``email``, ``api_key``, ``bearer``, ...); ``()`` for none.
         redact: Your hook ``(text, attribute) -> text``, run after the patterns.
         max_value_chars: Longer text is cut (never inside a token) before it is redacted.
+        prices: Model prices (USD per 1M tokens) merged over the shipped table, for the
+            ``llm.cost.*`` of LLM spans; with ``redaction``, give them to that `Redaction` instead.
+        redaction: A `Redaction` to share with other exporters (then ``patterns``, ``redact``,
+            ``max_value_chars`` and ``prices`` are not used).
 
     Example:
         >>> from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -255,9 +294,12 @@ class RedactingExporter(SpanExporter):
         redact: Any = None,
         max_value_chars: int = DEFAULT_LIMIT,
         redaction: Redaction | None = None,
+        prices: Mapping[str, Price] | PriceTable | None = None,
     ) -> None:
         self._inner = inner
-        self.redaction = redaction or Redaction(Redactor(tuple(patterns), redact), max_value_chars)
+        self.redaction = redaction or Redaction(
+            Redactor(tuple(patterns), redact), max_value_chars, prices=prices
+        )
 
     @property
     def inner(self) -> SpanExporter:

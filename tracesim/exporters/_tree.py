@@ -9,11 +9,14 @@ cannot move the cursor, retitle the window or recolour the terminal it is shown 
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from tracesim import _semconv as sc
+from tracesim._pricing import PriceTable, Usage, format_usd, price_hint, read_usage
 from tracesim.exporters._records import SpanRecord
 from tracesim.exporters._safe_text import visible
 
@@ -65,53 +68,98 @@ def build_forest(spans: Iterable[SpanRecord]) -> list[tuple[SpanRecord, list[Any
     return forest
 
 
-def render_trees(spans: Iterable[SpanRecord], *, details: bool = True, width: int = _PREVIEW) -> str:
-    """Render spans as text trees, one block per trace root."""
-    lines: list[str] = []
+def render_trees(
+    spans: Iterable[SpanRecord],
+    *,
+    details: bool = True,
+    width: int = _PREVIEW,
+    prices: PriceTable | None = None,
+    price_note: bool = False,
+) -> str:
+    """Render spans as text trees, one block per trace root.
+
+    An LLM call's line shows its model, input→output tokens and cost: the span's own
+    ``llm.cost.total``, else priced with ``prices`` (default: the shipped table), ``$—`` when
+    the model has no price. A block with LLM calls ends with their total. ``price_note`` adds a
+    last line naming the models without a price and how to add one.
+
+    Example:
+        >>> from tracesim.exporters import SpanRecord
+        >>> llm = {"gen_ai.request.model": "gpt-4o-mini", "gen_ai.usage.input_tokens": 1200,
+        ...        "gen_ai.usage.output_tokens": 80}
+        >>> print(render_trees([SpanRecord("t", "a", None, "chat", "CLIENT", 0, 10**6, llm)]))
+        chat  1.0 ms  gpt-4o-mini 1,200→80 tokens  $0.00023
+        LLM total: 1 call  1,200→80 tokens  $0.00023
+        <BLANKLINE>
+    """
+    render = _Render(details, width, prices if prices is not None else PriceTable())
     for root, kids in build_forest(spans):
-        _render(root, kids, "", "", lines, details, width)
-        lines.append("")
-    return "\n".join(lines)
+        render.calls.clear()
+        render.tree(root, kids, "", "")
+        if render.calls:
+            render.out.append(render.total_line())
+        render.out.append("")
+    if price_note and render.unpriced:
+        render.out.extend([visible(price_hint(sorted(render.unpriced))), ""])
+    return "\n".join(render.out)
 
 
-def _render(
-    span: SpanRecord,
-    kids: Sequence[Any],
-    head: str,
-    body: str,
-    out: list[str],
-    details: bool,
-    width: int,
-) -> None:
-    out.append(head + _headline(span))
-    if details:
-        for line in _detail_lines(span, width):
-            out.append(body + ("│  " if kids else "   ") + line)
-    for i, (child, grandkids) in enumerate(kids):
-        last = i == len(kids) - 1
-        _render(
-            child,
-            grandkids,
-            body + ("└─ " if last else "├─ "),
-            body + ("   " if last else "│  "),
-            out,
-            details,
-            width,
-        )
+@dataclass
+class _Render:
+    details: bool
+    width: int
+    table: PriceTable
+    out: list[str] = field(default_factory=list)
+    calls: list[tuple[Usage, float | None]] = field(default_factory=list)  # of the current tree
+    unpriced: set[str] = field(default_factory=set)
+
+    def tree(self, span: SpanRecord, kids: Sequence[Any], head: str, body: str) -> None:
+        self.out.append(head + self.headline(span))
+        if self.details:
+            for line in _detail_lines(span, self.width):
+                self.out.append(body + ("│  " if kids else "   ") + line)
+        for i, (child, grandkids) in enumerate(kids):
+            last = i == len(kids) - 1
+            self.tree(child, grandkids, body + ("└─ " if last else "├─ "), body + ("   " if last else "│  "))
+
+    def headline(self, span: SpanRecord) -> str:
+        kind = span.attributes.get(sc.SPAN_KIND)
+        parts = [visible(span.name)]
+        if isinstance(kind, str):
+            parts.append(visible(kind))
+        parts.append(_format_duration(span.duration_s))
+        usage = read_usage(span.attributes)
+        if usage is not None:
+            parts.append(self.usage(usage))
+        if span.status_code == "ERROR":
+            parts.append(f"ERROR {visible(span.status_message)}".rstrip())
+        return "  ".join(parts)
+
+    def usage(self, usage: Usage) -> str:
+        """``gpt-4o-mini 24→6 tokens  $0.0000072`` for one LLM call."""
+        cost = usage.priced(self.table)
+        self.calls.append((usage, cost))
+        if cost is None:
+            self.unpriced.add(usage.model or "(no model)")
+        counts = _tokens(usage.input_tokens, usage.output_tokens)
+        model = f"{visible(usage.model)} " if usage.model else ""
+        return f"{model}{counts}  {format_usd(cost, '$—')}"
+
+    def total_line(self) -> str:
+        """``LLM total: 3 calls  2,400→180 tokens  $0.00046`` for the current tree."""
+        tokens_in = sum(u.input_tokens or 0 for u, _ in self.calls)
+        tokens_out = sum(u.output_tokens or 0 for u, _ in self.calls)
+        costs = [c for _, c in self.calls if c is not None]
+        n = len(self.calls)
+        cost = format_usd(math.fsum(costs) if costs else None, "$—")
+        if costs and len(costs) < n:
+            cost += f" for {len(costs)} of {n} calls (no price for the others)"
+        return f"LLM total: {n} call{'s' * (n != 1)}  {_tokens(tokens_in, tokens_out)}  {cost}"
 
 
-def _headline(span: SpanRecord) -> str:
-    kind = span.attributes.get(sc.SPAN_KIND)
-    parts = [visible(span.name)]
-    if isinstance(kind, str):
-        parts.append(visible(kind))
-    parts.append(_format_duration(span.duration_s))
-    usage = _usage(span.attributes)
-    if usage:
-        parts.append(usage)
-    if span.status_code == "ERROR":
-        parts.append(f"ERROR {visible(span.status_message)}".rstrip())
-    return "  ".join(parts)
+def _tokens(tokens_in: int | None, tokens_out: int | None) -> str:
+    shown = [f"{n:,}" if n is not None else "?" for n in (tokens_in, tokens_out)]
+    return f"{shown[0]}→{shown[1]} tokens"
 
 
 def _detail_lines(span: SpanRecord, width: int) -> list[str]:
@@ -134,17 +182,6 @@ def _detail_lines(span: SpanRecord, width: int) -> list[str]:
 
 _GEN_AI_INPUT = "gen_ai.input.messages"
 _GEN_AI_OUTPUT = "gen_ai.output.messages"
-
-
-def _usage(attrs: Mapping[str, Any]) -> str:
-    """``gpt-4o-mini 24→6 tokens`` for a span that reports GenAI token usage, else ''."""
-    tokens_in, tokens_out = attrs.get("gen_ai.usage.input_tokens"), attrs.get("gen_ai.usage.output_tokens")
-    if not isinstance(tokens_in, int) and not isinstance(tokens_out, int):
-        return ""
-    model = attrs.get("gen_ai.response.model") or attrs.get("gen_ai.request.model")
-    shown = [str(n) if isinstance(n, int) else "?" for n in (tokens_in, tokens_out)]
-    counts = f"{shown[0]}→{shown[1]} tokens"
-    return f"{visible(str(model))} {counts}" if model else counts
 
 
 def _format_result(attrs: Mapping[str, Any]) -> str:
