@@ -3,7 +3,7 @@
 The real ``openai`` client talks to the scripted server over HTTP; the LLM span is made by
 OpenTelemetry's OpenAI instrumentation, held by tracesim until a ``kind: llm`` rule has scored
 it, and exported over OTLP with the agent span. Phoenix must show it as an LLM span under the
-agent, with its model, its tokens and its scores, and with no secret from the prompt.
+agent, with its model, its tokens, its cost and its scores, and with no secret from the prompt.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ SECRET = "sk-proj-Abc123Def456Ghi789Jkl012Mno345"
 
 @pytest.fixture
 def server() -> Iterator[LLMServer]:
-    with LLMServer() as running:
+    with LLMServer(model="gpt-4o-mini-2024-07-18") as running:  # answers as OpenAI does: a dated model
         yield running
     uninstrument_openai()
 
@@ -71,6 +71,9 @@ def test_a_rule_scored_llm_call_reaches_phoenix_with_model_tokens_and_scores(
     attributes = llm["attributes"]
     assert attributes["gen_ai.request.model"] == "gpt-4o-mini"
     assert attributes["gen_ai.usage.output_tokens"] == 6
+    assert attributes["llm.token_count.completion"] == 6  # what Phoenix reads, added at export
+    tokens_in = attributes["llm.token_count.prompt"]
+    assert attributes["llm.cost.total"] == pytest.approx((tokens_in * 0.15 + 6 * 0.60) / 1e6)  # gpt-4o-mini
     assert attributes["tracesim.eval.levenshtein.passed"] is True
     assert attributes["tracesim.eval.levenshtein.score"] == pytest.approx(0.79)  # 1 - 8/39, rounded
     events = [e for e in llm["events"] if e["name"] == "gen_ai.evaluation.result"]
