@@ -303,3 +303,40 @@ def test_a_tool_call_and_its_result_are_two_spans_under_the_agent_with_the_secre
     sent_back = json.loads(str(calls[1].attributes["gen_ai.input.messages"]))
     assert [m["role"] for m in sent_back] == ["user", "assistant", "tool"]
     assert "Sent." in str(calls[1].attributes["gen_ai.output.messages"])
+
+
+def test_secrets_in_error_events_status_and_span_names_never_reach_the_file(
+    server: LLMServer, tmp_path: Path
+) -> None:
+    # OpenAI echoes the key it refused; a model name can carry anything a user passes.
+    refusal = {"error": {"message": f"Incorrect API key provided: {SECRET}. Mail {MAIL}.", "type": "auth"}}
+    server.script(CHAT, Reply.status(401, body=refusal))
+    path = tmp_path / "traces.jsonl"
+    tracesim.configure(jsonl_path=path)
+    tracesim.instrument_openai()
+    try:
+
+        @tracesim.trace(kind="agent")
+        def agent() -> None:
+            with pytest.raises(openai.AuthenticationError):
+                client(server).chat.completions.create(
+                    model="gpt-4o", messages=[{"role": "user", "content": "hi"}]
+                )
+            client(server).chat.completions.create(
+                model=f"ft:{SECRET}", messages=[{"role": "user", "content": "hi"}]
+            )
+
+        agent()
+        assert tracesim.force_flush(30)
+    finally:
+        tracesim.shutdown()
+    text = path.read_text()
+    assert SECRET not in text
+    assert MAIL not in text
+    spans = {s.name: s for s in load_spans(path)}
+    refused = spans["chat gpt-4o"]
+    assert refused.status_code == "ERROR"
+    assert "[REDACTED:api_key]" in json.dumps(
+        [refused.status_message, [e.attributes for e in refused.events]]
+    )
+    assert "chat ft:[REDACTED:api_key]" in spans  # the span name too
