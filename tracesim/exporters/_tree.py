@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracesim import _semconv as sc
+from tracesim._conventions import span_input, span_output
 from tracesim._pricing import PriceTable, Usage, format_usd, price_hint, read_usage
 from tracesim.exporters._records import SpanRecord
 from tracesim.exporters._safe_text import visible
@@ -165,23 +166,29 @@ def _tokens(tokens_in: int | None, tokens_out: int | None) -> str:
 def _detail_lines(span: SpanRecord, width: int) -> list[str]:
     attrs = span.attributes
     lines = []
-    for label, key, messages in (
-        ("in", sc.INPUT_VALUE, _GEN_AI_INPUT),
-        ("out", sc.OUTPUT_VALUE, _GEN_AI_OUTPUT),
-        ("expected", sc.EXPECTED_VALUE, None),
+    # An LLM call another instrumentation traced shows its text, read by its conventions (the last
+    # user message, the answer), not the JSON of its messages.
+    for label, value in (
+        (
+            "in",
+            attrs[sc.INPUT_VALUE]
+            if sc.INPUT_VALUE in attrs and read_usage(attrs) is None
+            else span_input(attrs),
+        ),
+        (
+            "out",
+            attrs[sc.OUTPUT_VALUE]
+            if sc.OUTPUT_VALUE in attrs and read_usage(attrs) is None
+            else span_output(attrs),
+        ),
+        ("expected", attrs.get(sc.EXPECTED_VALUE)),
     ):
-        if key in attrs:
-            lines.append(f"{label}: {_preview(attrs[key], width)}")
-        elif messages is not None and messages in attrs:  # an LLM call traced by a GenAI instrumentation
-            lines.append(f"{label}: {_preview(attrs[messages], width)}")
+        if value is not None:
+            lines.append(f"{label}: {_preview(value, width)}")
     scores = [_format_result(e.attributes) for e in span.event(sc.EVALUATION_EVENT)]
     if scores:
         lines.append("scores: " + "  ".join(scores))
     return lines
-
-
-_GEN_AI_INPUT = "gen_ai.input.messages"
-_GEN_AI_OUTPUT = "gen_ai.output.messages"
 
 
 def _format_result(attrs: Mapping[str, Any]) -> str:
