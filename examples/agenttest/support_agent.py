@@ -7,6 +7,8 @@ ANSWERS = {
     "Return exactly: 'SUCCESS'": "SUCCESS",
     "What is 2+2?": "2+2 equals 4",
     "Who wrote Romeo and Juliet?": "William Shakespeare wrote Romeo and Juliet.",
+    "What is your refund policy?": "Refunds are accepted within 30 days: write to support@example.com.",
+    "Summarize our shipping policy": "Orders ship within two business days and arrive in about a week.",
 }
 
 

@@ -60,3 +60,25 @@ def test_batch() -> dict[str, object]:
         ("Who wrote Romeo and Juliet?", "William Shakespeare wrote Romeo and Juliet"),
     ]
     return {"test_cases": [{"input": q, "actual": support_agent(q), "expected": e} for q, e in cases]}
+
+
+@agent_test(criteria=["contains", "regex"], tags=["policy"])
+def test_refund_policy() -> dict[str, object]:
+    question = "What is your refund policy?"
+    return {
+        "input": question,
+        "actual": support_agent(question),
+        "contains": ["refund", "30 days"],  # case-insensitive; all must be found
+        "patterns": [r"[\w.]+@[\w.]+\.com"],  # at least one pattern must match
+    }
+
+
+@agent_test(criteria=["metrics"], tags=["policy"])
+def test_shipping_summary() -> dict[str, object]:
+    question = "Summarize our shipping policy"
+    return {
+        "input": question,
+        "actual": support_agent(question),
+        "reference": "We ship orders in two business days, and delivery takes about a week.",
+        "metrics": {"rouge": {"variants": ["rouge1", "rougeL"], "min_score": 0.5}},  # mean F1 0.72
+    }

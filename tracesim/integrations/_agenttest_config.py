@@ -1,15 +1,18 @@
-"""AgentTest's ``.agenttest/config.yaml``: the evaluators, weights and test limits it declares.
+"""AgentTest's ``.agenttest/config.yaml``: the evaluators, weights, judge model and test limits.
 
 Only what ``@agent_test`` uses is read: ``evaluators`` (``name``, ``type``, ``config``,
-``weight``, ``enabled``) and ``testing`` (``timeout``, ``retry_count``). Everything else
-(``llm``, ``logging``, ``agents``...) is AgentTest's CLI's business and is ignored; a value
-of the wrong type in what is read raises `tracesim.ConfigError` naming the file and the key.
+``weight``, ``enabled``), ``llm`` (``provider``, ``model``, ``api_key``, ``api_base``,
+``temperature``, ``max_tokens``: the LLM judge's model) and ``testing`` (``timeout``,
+``retry_count``). Everything else (``logging``, ``agents``...) is AgentTest's CLI's business
+and is ignored; a value of the wrong type in what is read raises `tracesim.ConfigError`
+naming the file and the key.
 
 Example:
     >>> config = parse({"evaluators": [{"name": "similarity", "type": "string_similarity",
     ...                                 "config": {"method": "jaccard"}, "weight": 0.5}]})
-    >>> config.similarity_entry("similarity").config, config.weight("similarity")
-    ({'method': 'jaccard'}, 0.5)
+    >>> kind, entry = config.evaluator_for("similarity")
+    >>> kind, entry.config, config.weight("similarity")
+    ('similarity', {'method': 'jaccard'}, 0.5)
 """
 
 from __future__ import annotations
@@ -26,18 +29,34 @@ import yaml
 from tracesim._errors import ConfigError
 
 __all__ = [
-    "SIMILARITY_CRITERIA",
-    "SIMILARITY_TYPE",
+    "CRITERIA",
+    "TYPES",
     "AgentTestConfig",
     "EvaluatorEntry",
+    "LLMSettings",
     "find",
     "load",
     "parse",
 ]
 
-SIMILARITY_CRITERIA = ("similarity", "string_similarity")
-"""The criteria AgentTest maps to its string-similarity evaluator."""
-SIMILARITY_TYPE = "string_similarity"
+CRITERIA: dict[str, str] = {
+    "similarity": "similarity",
+    "string_similarity": "similarity",
+    "contains": "contains",
+    "regex": "regex",
+    "metrics": "metrics",
+    "metric": "metric",
+    "llm_judge": "llm_judge",
+}
+"""AgentTest's criteria -> the evaluator each runs (``string_similarity`` is an alias)."""
+TYPES: dict[str, str] = {
+    **CRITERIA,
+    "contains_check": "contains",
+    "regex_pattern": "regex",
+    "nlp_metrics": "metrics",
+    "llm_as_judge": "llm_judge",
+}
+"""Evaluator entry ``type:`` values -> the evaluator (with the type names of AgentTest's documentation)."""
 DEFAULT_TIMEOUT_S = 300.0
 """AgentTest's ``testing.timeout`` default, in seconds."""
 _RELATIVE = Path(".agenttest", "config.yaml")
@@ -55,6 +74,36 @@ class EvaluatorEntry:
 
 
 @dataclass(frozen=True)
+class LLMSettings:
+    """The ``llm:`` section: the LLM judge's provider and model (unset values are None)."""
+
+    provider: str | None = None
+    model: str | None = None
+    api_key: str | None = None
+    api_base: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+
+    def judge_config(self, entry_config: Mapping[str, Any]) -> dict[str, Any]:
+        """The judge's config: the entry's, with this section's settings over it, as AgentTest merges them.
+
+        ``max_tokens`` is the entry's if it has one (AgentTest reads only the entry's).
+
+        Example:
+            >>> LLMSettings("openai", "gpt-4o").judge_config({"criteria": ["clarity"], "model": "gpt-4"})
+            {'criteria': ['clarity'], 'model': 'gpt-4o', 'provider': 'openai'}
+        """
+        merged = dict(entry_config)
+        for key in ("provider", "model", "api_key", "api_base", "temperature"):
+            value = getattr(self, key)
+            if value is not None:
+                merged[key] = value
+        if self.max_tokens is not None:
+            merged.setdefault("max_tokens", self.max_tokens)
+        return merged
+
+
+@dataclass(frozen=True)
 class AgentTestConfig:
     """The parts of an AgentTest configuration that ``@agent_test`` honours."""
 
@@ -62,22 +111,27 @@ class AgentTestConfig:
     evaluators: tuple[EvaluatorEntry, ...] = ()
     timeout_s: float = DEFAULT_TIMEOUT_S
     retry_count: int = 0
+    llm: LLMSettings = field(default_factory=LLMSettings)
 
     def entry(self, name: str) -> EvaluatorEntry | None:
         """The evaluator entry called ``name`` (AgentTest looks weights up this way)."""
         return next((e for e in self.evaluators if e.name == name), None)
 
-    def similarity_entry(self, criterion: str) -> EvaluatorEntry | None:
-        """The entry whose ``config`` a similarity criterion uses, if any.
+    def evaluator_for(self, criterion: str) -> tuple[str, EvaluatorEntry | None] | None:
+        """The evaluator a criterion runs (a `CRITERIA` value) and the entry whose config it uses.
 
-        AgentTest builds ``similarity`` (and its alias ``string_similarity``) from the first
-        entry named or typed ``similarity``. tracesim also lets a criterion name an entry of
-        type ``string_similarity`` (AgentTest reports "not found" for it).
+        As AgentTest: a criterion of `CRITERIA` uses the first entry named or typed like the
+        evaluator (``similarity`` for both similarity criteria). tracesim also lets a
+        criterion name an entry whose type is one of `TYPES` (``{name: keywords, type:
+        contains}``; AgentTest reports "not found" for it). None: no such evaluator.
         """
-        if criterion in SIMILARITY_CRITERIA:
-            return next((e for e in self.evaluators if "similarity" in (e.name, e.type)), None)
+        kind = CRITERIA.get(criterion)
+        if kind is not None:
+            return kind, next((e for e in self.evaluators if kind in (e.name, e.type)), None)
         entry = self.entry(criterion)
-        return entry if entry is not None and entry.type == SIMILARITY_TYPE else None
+        if entry is not None and entry.type in TYPES:
+            return TYPES[entry.type], entry
+        return None
 
     def weight(self, criterion: str) -> float:
         """The weight of a criterion in the overall score: its entry's, else 1.0."""
@@ -146,7 +200,29 @@ def parse(data: Any, path: Path | None = None) -> AgentTestConfig:
     retry_count = testing.get("retry_count", 0)
     if isinstance(retry_count, bool) or not isinstance(retry_count, int) or retry_count < 0:
         raise ConfigError("testing.retry_count", retry_count, "an integer >= 0", source=source)
-    return AgentTestConfig(path, entries, float(timeout), retry_count)
+    return AgentTestConfig(path, entries, float(timeout), retry_count, _llm(data.get("llm"), source))
+
+
+def _llm(section: Any, source: str | None) -> LLMSettings:
+    if section is None:
+        return LLMSettings()
+    if not isinstance(section, Mapping):
+        raise ConfigError("llm", section, "a mapping (provider, model, api_key...)", source=source)
+    values: dict[str, Any] = {}
+    for key in ("provider", "model", "api_key", "api_base"):
+        value = section.get(key)
+        if value is not None and not isinstance(value, str):
+            raise ConfigError(f"llm.{key}", value, "a string", source=source)
+        values[key] = value
+    temperature = section.get("temperature")
+    if temperature is not None and (
+        isinstance(temperature, bool) or not isinstance(temperature, (int, float))
+    ):
+        raise ConfigError("llm.temperature", temperature, "a number from 0 to 2", source=source)
+    max_tokens = section.get("max_tokens")
+    if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int)):
+        raise ConfigError("llm.max_tokens", max_tokens, "an integer", source=source)
+    return LLMSettings(**values, temperature=temperature, max_tokens=max_tokens)
 
 
 def _entry(item: Any, where: str, source: str | None) -> EvaluatorEntry:

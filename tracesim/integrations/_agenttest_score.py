@@ -1,7 +1,8 @@
 """Scoring an AgentTest test output: AgentTest's per-criterion results, pass rule and overall score.
 
-Each criterion is scored by `tracesim.evaluators.compat.agenttest.StringSimilarity` built from
-its config entry, exactly as AgentTest's runner scores it; a test passes when every enabled
+Each criterion is scored by the `tracesim.evaluators.compat.agenttest` evaluator it names
+(``StringSimilarity``, ``Contains``, ``Regex``, ``Metrics``, ``Metric``, ``LLMJudge``) built from its
+config entry, exactly as AgentTest's runner scores it; a test passes when every enabled
 criterion does (no error, ``passed`` true, ``score >= threshold``), and the overall score is
 the weighted mean of the criteria's scores (weights from the config entries of the same
 name, 1.0 otherwise).
@@ -19,9 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from tracesim.evaluators.compat.agenttest import StringSimilarity
+from tracesim.evaluators.compat import agenttest as compat
 from tracesim.integrations import _agenttest_config as cfg
 
 if TYPE_CHECKING:
@@ -31,7 +32,16 @@ __all__ = ["Outcome", "passes", "score"]
 
 _SHOWN_CHARS = 120
 _SHOWN_CASES = 3
-_SHAPE_HINT = "return {'actual': ..., 'expected': ...} or {'test_cases': [...]} from the test"
+# What a test returns for each evaluator, shown when its output lacks a key.
+_HINTS = {
+    "No 'actual'": "return {'actual': ..., 'expected': ...} or {'test_cases': [...]} from the test",
+    "No 'contains'": "return {'actual': ..., 'contains': ['word', ...]} from the test",
+    "No regex": "return {'actual': ..., 'patterns': [r'...']} or {'actual': ..., 'pattern': r'...'}",
+    "Both 'actual' and 'reference'": "return {'actual': ..., 'reference': ...} from the test",
+    "Both 'actual' and 'expected'": "return {'actual': 4.1, 'expected': 4} from the test",
+    "No metrics": "return {..., 'metrics': {'rouge': {'min_score': 0.4}}}, or give the metrics evaluator "
+    "a config: {rouge: {...}} in .agenttest/config.yaml",
+}
 
 
 def passes(result: Mapping[str, Any]) -> bool:
@@ -104,30 +114,59 @@ class Outcome:
         return "\n".join(lines)
 
 
+class _Evaluator(Protocol):
+    def evaluate(self, test_output: Any) -> dict[str, Any]: ...
+
+
+def _build(kind: str, entry: cfg.EvaluatorEntry | None, config: cfg.AgentTestConfig) -> _Evaluator:
+    options = entry.config if entry is not None else {}
+    if kind == "similarity":
+        return compat.StringSimilarity(options or None)
+    if kind == "llm_judge":  # the llm: section over the entry's config, as AgentTest merges them
+        return compat.LLMJudge(config.llm.judge_config(options))
+    if kind == "contains":
+        return compat.Contains(options)
+    if kind == "regex":
+        return compat.Regex(options)
+    if kind == "metric":
+        return compat.Metric(options)
+    return compat.Metrics(options)
+
+
 def score(test_output: Any, criteria: Sequence[str], config: cfg.AgentTestConfig) -> Outcome:
     """Score a test's return value with each criterion, as AgentTest's runner does.
 
     Raises:
-        ValueError: a criterion tracesim does not reproduce (and that the config does not disable).
-        TypeError: a test output of the wrong shape (from `StringSimilarity.evaluate`).
+        ValueError: a criterion that names no evaluator (and that the config does not disable),
+            or an evaluator's config tracesim cannot use.
+        TypeError: a test output of the wrong shape (from the evaluator).
     """
     outcome = Outcome(config)
     for criterion in criteria:
-        entry = config.similarity_entry(criterion)
+        found = config.evaluator_for(criterion)
         named = config.entry(criterion)
+        entry = found[1] if found is not None else None
         if (entry is not None and not entry.enabled) or (named is not None and not named.enabled):
             outcome.disabled.append(criterion)
             continue
-        if entry is None and criterion not in cfg.SIMILARITY_CRITERIA:
+        if found is None:
             raise ValueError(
-                f"agent_test criterion {criterion!r} is not available: tracesim reproduces AgentTest's "
-                f"string similarity only ({', '.join(cfg.SIMILARITY_CRITERIA)}, or an evaluator of type "
-                f"{cfg.SIMILARITY_TYPE} in {config.origin}); disable it there with enabled: false, or "
-                "score it with tracesim's evaluators (the tracesim_eval fixture)"
+                f"agent_test criterion {criterion!r} names no evaluator: use one of "
+                f"{', '.join(cfg.CRITERIA)}, or the name of an entry in {config.origin} whose type is one "
+                f"of {', '.join(cfg.TYPES)}; or disable it there with enabled: false"
             )
-        evaluator = StringSimilarity(entry.config if entry is not None else None)
+        try:
+            evaluator = _build(found[0], entry, config)
+        except (TypeError, ValueError) as exc:  # a config: mistake: say which entry of which file
+            where = f"the entry {entry.name!r} in {config.origin}" if entry is not None else config.origin
+            if hasattr(exc, "add_note"):  # Python 3.11+
+                exc.add_note(f"agent_test: building the evaluator of {criterion!r} from {where}")
+            raise
         outcome.evaluations[criterion] = evaluator.evaluate(test_output)
     return outcome
+
+
+_KEPT = ("method", "total_cases", "passed_cases", "found", "missing", "matches_found", "total_patterns")
 
 
 def _result(name: str, result: Mapping[str, Any]) -> EvalResult:
@@ -135,14 +174,15 @@ def _result(name: str, result: Mapping[str, Any]) -> EvalResult:
 
     ok = passes(result)
     details = result.get("details") or {}
-    kept = {key: details[key] for key in ("method", "total_cases", "passed_cases") if key in details}
+    kept = {key: details[key] for key in (*_KEPT, "criteria", "grade", "model") if key in details}
     error = result.get("error")
+    explanation = details.get("reasoning") if ok else None if error else _why(name, result)
     return EvalResult(
         name=name,
         score=result.get("score"),
         passed=ok,
         threshold=result.get("threshold"),
-        explanation=None if ok or error else _why(name, result),
+        explanation=explanation,
         details=kept,
         status="error" if error else "ok",
         error=_why(name, result) if error else None,
@@ -159,26 +199,62 @@ def _shown(value: Any) -> str:
     return text if len(text) <= _SHOWN_CHARS else f"{text[:_SHOWN_CHARS]}... ({len(text)} characters)"
 
 
+def _hint(message: str) -> str:
+    return next((f" ({hint})" for start, hint in _HINTS.items() if message.startswith(start)), "")
+
+
+def _metric(result: Mapping[str, Any]) -> str:
+    if result.get("error"):
+        return f"error: {result['error']}"
+    side = ">=" if result.get("passed") else "<"
+    return f"{_number(result.get('score'))} {side} min_score {_number(result.get('threshold'))}"
+
+
+def _cases(name: str, details: Mapping[str, Any], value: str, threshold: str) -> str:
+    cases = details["individual_results"]
+    failing = [(i, r) for i, r in enumerate(cases) if not r.get("passed")]
+    head = f"{name}: {details.get('passed_cases')} of {details.get('total_cases')} cases passed"
+    head += f" (mean score {value}, threshold {threshold})"
+    for i, case in failing[:_SHOWN_CASES]:
+        head += f"\n    case {i}: {_why('', case).removeprefix(': ')}"
+    if len(failing) > _SHOWN_CASES:
+        head += f"\n    ... and {len(failing) - _SHOWN_CASES} more failing cases"
+    return head
+
+
 def _why(name: str, result: Mapping[str, Any]) -> str:
-    """One line (and a few case lines) saying why a criterion failed."""
-    error = result.get("error")
-    if error:
-        hint = f" ({_SHAPE_HINT})" if "No 'actual'" in error else ""
-        return f"{name}: error: {error}{hint}"
+    """One line (and a few case lines) saying why a criterion failed, in the terms of its evaluator."""
     details = result.get("details") or {}
+    reported = details.get("error")  # contains / regex report a missing key there (metric: a number)
+    error = result.get("error") or (reported if isinstance(reported, str) else None)
+    if error:
+        return f"{name}: {'error: ' if result.get('error') else ''}{error}{_hint(error)}"
     value, threshold = _number(result.get("score")), _number(result.get("threshold"))
-    cases = details.get("individual_results")
-    if isinstance(cases, list):
-        failing = [(i, r) for i, r in enumerate(cases) if not r.get("passed")]
-        head = f"{name}: {details.get('passed_cases')} of {details.get('total_cases')} cases passed"
-        head += f" (mean score {value}, threshold {threshold})"
-        for i, case in failing[:_SHOWN_CASES]:
-            head += f"\n    case {i}: {_why('', case).removeprefix(': ')}"
-        if len(failing) > _SHOWN_CASES:
-            head += f"\n    ... and {len(failing) - _SHOWN_CASES} more failing cases"
-        return head
+    actual = _shown(details.get("actual"))
+    if isinstance(details.get("individual_results"), list):
+        return _cases(name, details, value, threshold)
+    if "missing" in details:
+        found, wanted = len(details.get("found", ())), len(details.get("contains", ()))
+        missing = _shown(details["missing"])
+        return (
+            f"{name}: {found} of {wanted} strings found (score {value}); missing {missing}; actual {actual}"
+        )
+    if "pattern_results" in details:
+        missed = [row["pattern"] for row in details["pattern_results"] if not row.get("matched")]
+        head = f"{name}: {details.get('matches_found')} of {details.get('total_patterns')} patterns matched"
+        return f"{head} (score {value}); not matched {_shown(missed)}; actual {actual}"
+    if "metric_results" in details:
+        metrics = "; ".join(f"{m} {_metric(r)}" for m, r in details["metric_results"].items())
+        return f"{name}: mean score {value} (mean min_score {threshold}): {metrics}"
+    if "grade" in details:
+        on = ", ".join(details.get("criteria", ()))
+        head = f"{name}: score {value} below threshold {threshold} (grade {details['grade']}/10 on {on})"
+        return f"{head}: {_shown(details.get('reasoning'))}"
+    expected = _shown(details.get("expected"))
+    if "metric_type" in details:
+        error = f"{details['metric_type']} error {_number(details.get('error'))}"
+        return f"{name}: {error} (threshold {threshold}, score {value}); actual {actual}, expected {expected}"
     method = details.get("method")
-    actual, expected = _shown(details.get("actual")), _shown(details.get("expected"))
     return (
         f"{name}: score {value} below threshold {threshold} ({method}); actual {actual}, expected {expected}"
     )

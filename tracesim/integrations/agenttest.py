@@ -11,20 +11,23 @@ The decorator takes AgentTest's signature (``criteria``, ``tags``, ``timeout``,
 ``similarity_config``); pytest runs it, the return value is scored with the evaluators of the
 nearest ``.agenttest/config.yaml`` (from the test file's folder upwards, then from the
 working directory; AgentTest's defaults without one) and a failing evaluation fails the test
-with a message naming the criterion, score, threshold and values. The numbers are AgentTest's
-(`tracesim.evaluators.compat.agenttest`). What AgentTest documents but ignores is honoured:
-``enabled: false`` turns an evaluator off, ``similarity_config`` overrides method and
-threshold per test, weights combine the criteria into the overall score, ``timeout`` and
-``retry_count`` (or ``testing.timeout`` / ``testing.retry_count``) work. AgentTest's tags
-become keywords: ``agenttest run --tag core`` is ``pytest -k core``.
+with a message naming the criterion, score, threshold and values. Every evaluator AgentTest
+registers is reproduced, with its numbers (`tracesim.evaluators.compat.agenttest`):
+``similarity`` (``string_similarity``), ``contains``, ``regex``, ``metrics`` (ROUGE, BLEU,
+METEOR), ``metric`` (numeric error) and ``llm_judge`` (on the ``llm:`` section's model,
+through tracesim's `LLMJudge`).
+What AgentTest documents but ignores is honoured: ``enabled: false`` turns an evaluator off,
+``similarity_config``, ``contains_config``, ``regex_config`` and a judge's
+``evaluation_criteria`` descriptions override the config per test, weights combine the
+criteria into the overall score, ``timeout`` and ``retry_count`` (or ``testing.timeout`` /
+``testing.retry_count``) work. AgentTest's tags become keywords: ``agenttest run --tag core``
+is ``pytest -k core``.
 
 The test body runs in a worker thread so that a timeout can fail the test at its deadline;
 Python cannot stop a thread, so a body past its deadline keeps running in the background
 (a daemon thread) while the test fails or is retried. The decorated function returns None
-(pytest requires it); the original is ``test_fn.__wrapped__``. Only AgentTest's string
-similarity (criteria ``similarity`` and ``string_similarity``, or an evaluator entry of type
-``string_similarity``) is reproduced; another criterion is an error unless its entry is
-disabled: score such checks with tracesim's evaluators (the ``tracesim_eval`` fixture).
+(pytest requires it); the original is ``test_fn.__wrapped__``. A criterion that names no
+evaluator is an error unless its config entry is disabled.
 
 Example:
     >>> @agent_test(criteria=["similarity"], tags=["qa"])

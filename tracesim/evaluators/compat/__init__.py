@@ -8,7 +8,8 @@ a team can switch without its numbers moving:
 - ``compat.agenta``: Agenta's Similarity Match and Levenshtein Distance.
 - ``compat.twosignal``: 2Signal's Levenshtein evaluator.
 - ``compat.mastra``: Mastra's ``ContentSimilarityMetric``.
-- ``compat.agenttest``: AgentTest's ``string_similarity`` evaluator.
+- ``compat.agenttest``: AgentTest's evaluators: ``StringSimilarity``, ``Contains``, ``Regex``,
+  ``Metrics``, ``Metric``, ``LLMJudge``.
 
 Example:
     >>> from tracesim.evaluators.compat import twosignal

@@ -1,23 +1,29 @@
-"""AgentTest's ``string_similarity`` evaluator (PyPI ``agenttest`` 0.1.0).
+"""AgentTest's evaluators (PyPI ``agenttest`` 0.1.0): its numbers, pass rules and result dicts.
 
-Both of AgentTest's call shapes work: ``StringSimilarity(method=..., threshold=...)`` or
-``StringSimilarity(config)`` with the ``config:`` mapping of an ``.agenttest/config.yaml``
-evaluator entry (AgentTest's ``StringSimilarityEvaluator(config)``), then
-``evaluate(actual, expected)`` or ``evaluate(test_output)`` with a test's return value.
+``StringSimilarity`` (``similarity``), `Contains` (``contains``), `Regex` (``regex``),
+`Metrics` (``metrics``: ROUGE, BLEU, METEOR), `Metric` (``metric``: numeric error) and
+`LLMJudge` (``llm_judge``). Each is built
+as AgentTest builds it, from the ``config:`` mapping of an ``.agenttest/config.yaml``
+evaluator entry, and ``evaluate(test_output)`` scores a test's return value into
+``{"passed", "score", "threshold", "details", "error"}``. ``StringSimilarity`` also takes
+``method=``/``threshold=`` and ``evaluate(actual, expected)``.
 
 Example:
-    >>> from tracesim.evaluators.compat.agenttest import StringSimilarity
+    >>> from tracesim.evaluators.compat.agenttest import Contains, StringSimilarity
     >>> r = StringSimilarity(method="jaccard").evaluate("Python, Java, Go", "Java, Python, Rust")
     >>> r["score"], r["passed"]
     (0.5, False)
     >>> exact = StringSimilarity({"method": "exact", "threshold": 1.0})
     >>> exact.evaluate({"actual": "OK", "expected": "OK"})["score"]
     1.0
+    >>> Contains().evaluate({"actual": "Refunds within 30 days", "contains": ["refund", "90 days"]})["score"]
+    0.5
 """
 
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -25,8 +31,32 @@ from tracesim.evaluators._edit import DISTANCE_MAX_CHARS, edit_distance
 from tracesim.evaluators._overlap import WORDS_MAX_CHARS
 from tracesim.evaluators._text import cut_texts
 from tracesim.evaluators._tfidf import COSINE_MAX_CHARS, tfidf_cosine
+from tracesim.evaluators.compat._agenttest_judge import CRITERIA, LLMJudge
+from tracesim.evaluators.compat._agenttest_more import (
+    CONTAINS_OPTIONS,
+    REGEX_OPTIONS,
+    Metric,
+    Metrics,
+    enough,
+    merged_options,
+    outcome,
+    output_data,
+    read_options,
+)
+from tracesim.evaluators.compat._agenttest_more import failure as _failure
+from tracesim.evaluators.compat._agenttest_more import type_name as _type_name
 
-__all__ = ["CONFIG_KEYS", "METHODS", "StringSimilarity"]
+__all__ = [
+    "CONFIG_KEYS",
+    "CRITERIA",
+    "METHODS",
+    "Contains",
+    "LLMJudge",
+    "Metric",
+    "Metrics",
+    "Regex",
+    "StringSimilarity",
+]
 
 METHODS = ("cosine", "levenshtein", "jaccard", "exact")
 CONFIG_KEYS = ("method", "threshold")
@@ -58,14 +88,6 @@ def _similarity(actual: str, expected: str, method: str) -> float:
     if cosine is None:
         raise ValueError("empty vocabulary; perhaps the documents only contain stop words")
     return cosine
-
-
-def _failure(message: str) -> dict[str, Any]:
-    return {"passed": False, "score": None, "threshold": None, "details": {}, "error": message}
-
-
-def _type_name(value: Any) -> str:
-    return type(value).__name__
 
 
 def _check_method(value: Any, where: str) -> str:
@@ -258,3 +280,130 @@ class StringSimilarity:
             "details": details,
             "error": None,
         }
+
+
+# -- contains and regex -------------------------------------------------------------------------
+
+
+def _as_text(value: Any) -> str:
+    return value if isinstance(value, str) else str(value)  # AgentTest's str(): None is 'None'
+
+
+class Contains:
+    """AgentTest's ``contains``: which of the test output's ``contains`` strings occur in ``actual``.
+
+    Matching is case-insensitive, on substrings; the score is the fraction found and the
+    result passes when all are found (an empty list scores 0 and fails), with no threshold,
+    as in AgentTest. A single value is a list of one; values are compared as ``str(value)``.
+    No ``contains`` key fails with score 0 and ``details["error"]``.
+
+    AgentTest's documentation lists options that it ignores and tracesim honours, in the
+    ``config:`` mapping or per test in ``contains_config``: ``case_sensitive`` (false),
+    ``match_all`` (true; false passes with one), ``min_matches`` (passes with that many;
+    it wins over ``match_all``) and ``partial_match`` (true; false matches whole words only).
+
+    Example:
+        >>> r = Contains().evaluate({"actual": "We refund in 30 days.", "contains": ["Refund", "30 days"]})
+        >>> r["score"], r["passed"], r["details"]["missing"]
+        (1.0, True, [])
+        >>> Contains({"case_sensitive": True}).evaluate({"actual": "refund", "contains": "Refund"})["passed"]
+        False
+    """
+
+    def __init__(self, config: Mapping[str, Any] | None = None) -> None:
+        self.options = read_options(config, CONTAINS_OPTIONS, "Contains config")
+
+    def evaluate(self, test_output: Any) -> dict[str, Any]:
+        """Score a test output: ``{"actual": ..., "contains": [...]}``."""
+        data = output_data(test_output)
+        options = merged_options(self.options, data, "contains_config", CONTAINS_OPTIONS)
+        wanted = data.get("contains")
+        if wanted is None:
+            return outcome(False, 0.0, None, {"error": "No 'contains' field specified"})
+        actual = _as_text(data.get("actual", ""))
+        items = list(wanted) if isinstance(wanted, (list, tuple)) else [wanted]
+        fold = not options.get("case_sensitive", False)
+        text = actual.lower() if fold else actual
+        found: list[Any] = []
+        missing: list[Any] = []
+        for item in items:
+            needle = str(item).lower() if fold else str(item)
+            if options.get("partial_match", True):
+                hit = needle in text
+            else:
+                hit = re.search(rf"(?<!\w){re.escape(needle)}(?!\w)", text) is not None
+            (found if hit else missing).append(item)
+        score = len(found) / len(items) if items else 0.0
+        details = {"contains": items, "found": found, "missing": missing, "actual": actual}
+        return outcome(enough(len(found), len(items), options, True), score, None, details)
+
+
+def _pattern(value: Any, flags: int, where: str) -> str | re.Pattern[str]:
+    if isinstance(value, re.Pattern):
+        return re.compile(value.pattern, value.flags | flags) if flags else value
+    if not isinstance(value, str):
+        raise TypeError(f"{where} must be a regular expression string; got {_type_name(value)} {value!r}")
+    return value
+
+
+class Regex:
+    r"""AgentTest's ``regex``: which of the test output's ``patterns`` (or ``pattern``) ``actual`` matches.
+
+    Each pattern is searched (``re.search``, case-sensitive); the score is the fraction
+    that match and the result passes when at least one does, with no threshold, as in
+    AgentTest. A pattern that does not compile counts as not matching, with its error in
+    ``details``. No pattern fails with score 0 and ``details["error"]``.
+
+    Options AgentTest documents but ignores, honoured in the ``config:`` mapping or per test
+    in ``regex_config``: ``flags`` (names such as ``IGNORECASE``, ``MULTILINE``),
+    ``match_all`` (false; true needs every pattern), ``min_matches`` (passes with that many)
+    and ``extract_groups`` (adds each match's groups to ``details``).
+
+    Example:
+        >>> out = {"actual": "Order ORD-2024-000123 shipped", "patterns": [r"ORD-\d{4}-\d{6}", r"\$\d+"]}
+        >>> r = Regex().evaluate(out)
+        >>> r["score"], r["passed"], r["details"]["matches_found"]
+        (0.5, True, 1)
+    """
+
+    def __init__(self, config: Mapping[str, Any] | None = None) -> None:
+        self.options = read_options(config, REGEX_OPTIONS, "Regex config")
+
+    def evaluate(self, test_output: Any) -> dict[str, Any]:
+        """Score a test output: ``{"actual": ..., "patterns": [...]}`` (or ``"pattern": ...``)."""
+        data = output_data(test_output)
+        options = merged_options(self.options, data, "regex_config", REGEX_OPTIONS)
+        actual = _as_text(data.get("actual", ""))
+        given, key = (
+            (data.get("patterns"), "patterns")
+            if data.get("patterns") is not None
+            else (data.get("pattern"), "pattern")
+        )
+        if given is None:
+            return outcome(False, 0.0, None, {"error": "No regex pattern(s) specified"})
+        patterns = list(given) if isinstance(given, (list, tuple)) else [given]
+        flags = options.get("flags", 0)
+        compiled = [_pattern(p, flags, f"{key}[{i}]") for i, p in enumerate(patterns)]
+        rows: list[dict[str, Any]] = []
+        for shown, pattern in zip(patterns, compiled, strict=True):
+            try:
+                match = (
+                    re.search(pattern, actual, flags) if isinstance(pattern, str) else pattern.search(actual)
+                )
+            except re.error as exc:
+                rows.append({"pattern": shown, "matched": False, "error": str(exc)})
+                continue
+            row = {"pattern": shown, "matched": match is not None, "match": match.group() if match else None}
+            if match and options.get("extract_groups"):
+                row["groups"] = list(match.groups())
+            rows.append(row)
+        matched = sum(1 for row in rows if row["matched"])
+        details = {
+            "patterns": patterns,
+            "pattern_results": rows,
+            "matches_found": matched,
+            "total_patterns": len(patterns),
+            "actual": actual,
+        }
+        score = matched / len(patterns) if patterns else 0.0
+        return outcome(enough(matched, len(patterns), options, False), score, None, details)
