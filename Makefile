@@ -37,7 +37,7 @@ $(VENV)/.installed-core: pyproject.toml | $(BIN)/python
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e '.[test,embeddings,openai,anthropic,langchain]'
+	$(BIN)/pip install -q -e '.[test,embeddings,openai,anthropic,langchain,dask]'
 	touch $@ $(VENV)/.installed-core
 
 demo: $(VENV)/.installed-core

@@ -30,10 +30,10 @@ from tracesim import _guard
 from tracesim._attributes import context_attributes
 from tracesim._capture import CaptureOptions, make_options
 from tracesim._config import Settings, resolve
+from tracesim._conventions import KIND_OF_OPERATION
 from tracesim._errors import ConfigError
 from tracesim._redact import Redactor
 from tracesim._scoring import _selection
-from tracesim._conventions import KIND_OF_OPERATION
 from tracesim._scoring._foreign import ForeignScoring
 from tracesim._scoring._pipeline import ScoringPipeline
 from tracesim._scoring._selection import Plan, Rule, compile_rules, plan

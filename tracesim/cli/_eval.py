@@ -8,12 +8,17 @@ deeply to parse, not an object) is reported with its line number and skipped; th
 scored. Every results line is strict JSON: a value JSON cannot hold (NaN, an infinity from
 ``1e999``, a list nested 64 levels deep) is written as ``null``. Exit 2 for usage errors,
 unreadable data and an unwritable results file.
+
+``--engine dask`` scores the data on a Dask cluster instead (``tracesim.batch.score``): a
+``LocalCluster`` of ``--workers`` processes, or the cluster at ``--scheduler`` or
+``TRACESIM_DASK_ADDRESS``. It also reads Parquet, globs and fsspec URLs, and trace files
+(``--format traces`` with ``--span``/``--kind``), and writes a directory of Parquet (or
+JSONL) parts; bad rows are counted by reason. See docs/batch.md.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 from collections.abc import Iterator
@@ -21,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from tracesim.batch._summary import Tally, print_table, tokens_of
 from tracesim.cli._eval_io import (
     BadRow,
     Columns,
@@ -49,7 +55,10 @@ Summary = list[tuple[str, str, float | None, bool | None, int]]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the options of ``tracesim eval``."""
     parser.add_argument(
-        "data", nargs="?", type=Path, help="a .jsonl or .csv file with output and expected columns"
+        "data",
+        nargs="?",
+        help="a .jsonl or .csv file with output and expected columns (with --engine dask also .parquet, "
+        "a glob, a URL, or a trace file)",
     )
     parser.add_argument(
         "-e",
@@ -73,7 +82,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--id-col", default="id", help="column copied into each result line when present (default: id)"
     )
     parser.add_argument(
-        "--format", choices=("jsonl", "csv"), help="file format (default: from the file suffix)"
+        "--format",
+        choices=("jsonl", "csv", "parquet", "traces"),
+        help="file format (default: from the file suffix); parquet and traces need --engine dask",
     )
     parser.add_argument(
         "-o",
@@ -90,13 +101,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(repeatable)",
     )
     parser.add_argument("--no-progress", action="store_true", help="do not show the progress bar")
+    _add_dask_arguments(parser)
     parser.add_argument("--list", action="store_true", help="list the evaluator types and exit")
+
+
+def _add_dask_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("batch scoring on Dask (the 'dask' extra)")
+    group.add_argument(
+        "--engine", choices=("local", "dask"), default="local", help="where to score (default: local)"
+    )
+    group.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="a Dask scheduler, e.g. tcp://10.0.0.5:8786 (default: $TRACESIM_DASK_ADDRESS, "
+        "else a local cluster of --workers processes)",
+    )
+    group.add_argument("--span", metavar="GLOB", help="--format traces: score the spans with this name")
+    group.add_argument("--kind", help="--format traces: score the spans of this kind (agent, llm, chat...)")
+    group.add_argument(
+        "--out-format",
+        choices=("parquet", "jsonl"),
+        help="--engine dask: results as Parquet or JSONL parts (default: parquet, or jsonl for -o X.jsonl)",
+    )
+    group.add_argument(
+        "--overwrite", action="store_true", help="--engine dask: replace the results already in -o DIR"
+    )
 
 
 # -- scoring (in worker processes, or inline) --------------------------------------------------
 
 _worker_evaluators: list[Any] = []
-_DEFAULT_CONCURRENCY = 8  # model requests in flight per evaluator when it sets none
 
 
 def _init_worker(configs: list[dict[str, Any]]) -> None:
@@ -111,105 +145,29 @@ def _warm_up() -> int:
 
 def _score_chunk(chunk: list[Row | BadRow]) -> list[tuple[str, Summary | None]]:
     """Score rows; return each row's JSON line and (name, status, score, passed) per evaluator."""
+    from tracesim.batch._rows import score_rows
+
+    # the core every engine shares: the same numbers as `--engine dask` and tracesim.batch
+    rows = [row for row in chunk if len(row) == 5]
+    results = iter(score_rows(_worker_evaluators, [(row[2], row[3], row[4]) for row in rows]))
     scored: list[tuple[str, Summary | None]] = []
-    judged = _score_async(chunk)  # model calls of the chunk's rows run concurrently
     for row in chunk:
         if len(row) == 2:
             bad = {"line": row[0], "status": "bad_row", "error": row[1]}
             scored.append((dumps(bad), None))
             continue
-        number, row_id, output, expected, input_value = row
-        known = judged.get(number, {})
-        results = [
-            known[i] if i in known else ev.evaluate(output, expected, input=input_value)
-            for i, ev in enumerate(_worker_evaluators)
-        ]
+        number, row_id = row[0], row[1]
+        found = next(results)
         line: dict[str, Any] = {"line": number}
         if row_id is not None:
             line["id"] = row_id
-        line["results"] = {r.name: r.model_dump(mode="json", exclude={"name"}) for r in results}
-        summary: Summary = [(r.name, r.status, finite(r.score), r.passed, _tokens(r)) for r in results]
+        line["results"] = {r.name: r.model_dump(mode="json", exclude={"name"}) for r in found}
+        summary: Summary = [(r.name, r.status, finite(r.score), r.passed, tokens_of(r)) for r in found]
         scored.append((dumps(line), summary))
     return scored
 
 
-def _score_async(chunk: list[Row | BadRow]) -> dict[int, dict[int, Any]]:
-    """Results of the async (model-backed) evaluators for every row of ``chunk``, by line and index.
-
-    Their requests go out together, at most ``max_concurrency`` at a time per evaluator (8 when
-    not set), instead of one row after another.
-    """
-    wanted = [(i, ev) for i, ev in enumerate(_worker_evaluators) if ev.is_async]
-    rows = [row for row in chunk if len(row) == 5]
-    if not wanted or not rows:
-        return {}
-
-    async def run() -> dict[int, dict[int, Any]]:
-        limits = {i: asyncio.Semaphore(ev.max_concurrency or _DEFAULT_CONCURRENCY) for i, ev in wanted}
-
-        async def one(i: int, ev: Any, row: Any) -> tuple[int, int, Any]:
-            number, _, output, expected, input_value = row
-            async with limits[i]:
-                try:
-                    result = await asyncio.wait_for(
-                        ev.aevaluate(output, expected, input=input_value), ev.timeout_s
-                    )
-                except asyncio.TimeoutError:
-                    result = ev._error_result(
-                        "timeout", f"no result within timeout_s={ev.timeout_s}", 0.0, {}
-                    )
-            return number, i, result
-
-        done = await asyncio.gather(*(one(i, ev, row) for row in rows for i, ev in wanted))
-        found: dict[int, dict[int, Any]] = {}
-        for number, i, result in done:
-            found.setdefault(number, {})[i] = result
-        return found
-
-    return asyncio.run(run())
-
-
-def _tokens(result: Any) -> int:
-    usage = result.details.get("usage") if isinstance(result.details, dict) else None
-    total = usage.get("total_tokens") if isinstance(usage, dict) else None
-    return total if isinstance(total, int) and not result.details.get("cached") else 0
-
-
 # -- summary ----------------------------------------------------------------------------------
-
-
-@dataclass
-class Tally:
-    threshold: float | None
-    count: int = 0
-    total: float = 0.0
-    passed: int = 0
-    judged: int = 0
-    skipped: int = 0
-    errors: int = 0
-    tokens: int = 0
-
-    def add(self, status: str, score: float | None, passed: bool | None, tokens: int = 0) -> None:
-        self.tokens += tokens
-        if status == "skipped":
-            self.skipped += 1
-        elif status == "error":
-            self.errors += 1
-            self.judged += 1
-        else:
-            self.count += 1
-            self.total += score or 0.0
-            if passed is not None:
-                self.judged += 1
-                self.passed += passed
-
-    @property
-    def mean(self) -> float | None:
-        return self.total / self.count if self.count else None
-
-    @property
-    def pass_rate(self) -> float | None:
-        return self.passed / self.judged if self.judged else None
 
 
 @dataclass
@@ -227,27 +185,9 @@ class Run:
 
 
 def _print_summary(run: Run, console: Any, out_label: str) -> None:
-    from rich.table import Table
     from rich.text import Text
 
-    table = Table(title=f"tracesim eval: {run.rows} rows scored", title_justify="left")
-    costed = any(tally.tokens for tally in run.tallies.values())  # a model judged: show its cost
-    headings = ["evaluator", "count", "mean", "pass rate", "threshold", "skipped", "errors"]
-    for heading in [*headings, "tokens"] if costed else headings:
-        table.add_column(heading, justify="left" if heading == "evaluator" else "right")
-    for name, tally in run.tallies.items():
-        mean, rate = tally.mean, tally.pass_rate
-        cells = [
-            "-" if mean is None else f"{mean:.4f}",
-            "-" if rate is None else f"{rate:.1%}",
-            "-" if tally.threshold is None else f"{tally.threshold:g}",
-            str(tally.skipped),
-            str(tally.errors),
-        ]
-        table.add_row(
-            Text(visible(name)), str(tally.count), *cells, *([f"{tally.tokens:,}"] if costed else [])
-        )
-    console.print(table)
+    print_table(run.tallies, run.rows, console)
     if run.bad_rows:
         lines = ", ".join(str(number) for number, _ in run.bad_rows[:_MAX_REPORTED_BAD_ROWS])
         more = "" if len(run.bad_rows) <= _MAX_REPORTED_BAD_ROWS else ", ..."
@@ -376,9 +316,12 @@ def _run(args: argparse.Namespace) -> int:
 
         print("\n".join(available_types()))
         return 0
-    data: Path | None = args.data
-    if data is None:
+    if args.data is None:
         raise UsageError("give a data file: tracesim eval DATA.jsonl -e levenshtein (see --help)")
+    if args.engine == "dask":
+        return _run_dask(args)
+    _refuse_dask_options(args)
+    data = Path(args.data)
     if data.is_dir():
         raise UsageError(f"{data} is a directory; give a .jsonl or .csv file")
     if not data.is_file():
@@ -391,9 +334,7 @@ def _run(args: argparse.Namespace) -> int:
     specs = args.evaluators or list(DEFAULT_EVALUATORS)
     configs, evaluators = _build(specs)
     gates = _gates(args.fail_under, evaluators)
-    workers = args.workers if args.workers is not None else (os.cpu_count() or 1)
-    if workers < 1:
-        raise UsageError(f"--workers {workers}: expected 1 or more")
+    workers = _workers(args)
     total = count_rows(data, fmt)
     if total is not None and total <= _CHUNK:
         workers = 1  # a pool costs more than it saves on a small file
@@ -414,7 +355,78 @@ def _run(args: argparse.Namespace) -> int:
         if out is not sys.stdout:
             out.close()
     _print_summary(run_state, report, "stdout" if out_path is None else str(out_path))
-    return _check_gates(gates, run_state)
+    return _check_gates(gates, run_state.tallies)
+
+
+def _workers(args: argparse.Namespace) -> int:
+    workers: int = args.workers if args.workers is not None else (os.cpu_count() or 1)
+    if workers < 1:
+        raise UsageError(f"--workers {workers}: expected 1 or more")
+    return workers
+
+
+def _refuse_dask_options(args: argparse.Namespace) -> None:
+    if args.format in ("parquet", "traces"):
+        raise UsageError(f"--format {args.format} needs --engine dask (pip install 'tracesim[dask]')")
+    for option, value in (("--scheduler", args.scheduler), ("--out-format", args.out_format)):
+        if value is not None:
+            raise UsageError(f"{option} needs --engine dask")
+
+
+def _run_dask(args: argparse.Namespace) -> int:
+    """``--engine dask``: `tracesim.batch.score` on a cluster, then the same table and gates."""
+    from rich.console import Console
+
+    from tracesim._errors import TracesimError
+    from tracesim.batch import Records, SourceError, Spans, score
+
+    configs, evaluators = _build(args.evaluators or list(DEFAULT_EVALUATORS))
+    gates = _gates(args.fail_under, evaluators)
+    if args.scheduler is not None and args.workers is not None:
+        raise UsageError("--workers sizes the local cluster; the --scheduler cluster has its own workers")
+    workers = _workers(args) if args.workers is not None else None
+    if (args.span or args.kind) and args.format != "traces":
+        raise UsageError("--span and --kind select spans of trace files: add --format traces")
+    out = args.out or _default_out(args.data)
+    try:
+        source: Records | Spans = (
+            Spans(args.data, name=args.span or "*", kind=args.kind)
+            if args.format == "traces"
+            else Records(
+                args.data, args.format, args.output_col, args.expected_col, args.input_col, args.id_col
+            )
+        )
+        report = score(
+            source,
+            evaluators=configs,
+            output=out,
+            client=args.scheduler,
+            workers=workers,
+            output_format=args.out_format,
+            overwrite=args.overwrite,
+            progress=False if args.no_progress else None,
+        )
+    except (
+        SourceError,
+        FileExistsError,
+        ImportError,
+        OSError,
+        TracesimError,
+    ) as exc:  # TracesimError: --kind
+        raise UsageError(str(exc)) from None
+    report.print_summary(Console())
+    status = _check_gates(gates, report.tallies)
+    return 2 if report.failed_parts else status
+
+
+def _default_out(data: str) -> str:
+    """``DATA.scores/`` beside a local file; a glob or a URL needs ``-o``."""
+    from tracesim.batch._files import is_url
+
+    if is_url(data) or any(char in data for char in "*?["):
+        raise UsageError(f"give the results directory with -o DIR (the data is {data})")
+    path = Path(data)
+    return str(path.with_name(path.stem + ".scores"))
 
 
 def _open_out(path: Path) -> TextIO:
@@ -463,12 +475,12 @@ def _execute(
         _score_all(chunks, configs, workers, emit, lambda size: progress.advance(task, size))
 
 
-def _check_gates(gates: list[Gate], run_state: Run) -> int:
+def _check_gates(gates: list[Gate], tallies: dict[str, Tally]) -> int:
     from tracesim._report import decide, gate_line
 
     status = 0
     for gate in gates:
-        tally = run_state.tallies[gate.evaluator]
+        tally = tallies[gate.evaluator]
         result = decide(gate, tally.passed, tally.judged)
         print(f"tracesim eval: {gate_line(result)}", file=sys.stderr)
         if not result.ok:

@@ -2,28 +2,24 @@
 
 Reading: a JSONL line that is not a JSON object (torn, nested too deeply to parse, invalid
 UTF-8) and a CSV row with bytes that are not UTF-8 become bad rows with their line number; the
-rest are read. Writing: every results line is strict JSON, whatever the row held (see `dumps`).
-Text from the file that reaches the terminal goes through `visible`.
+rest are read. The rules for one row live in `tracesim.batch._records`, shared with the
+partitioned sources of ``--engine dask``. Writing: every results line is strict JSON, whatever
+the row held (see `dumps`). Text from the file that reaches the terminal goes through `visible`.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tracesim.batch._records import BadRow, Columns, Row, csv_row, json_row, not_utf8
+
 __all__ = ["BadRow", "Columns", "Row", "UsageError", "count_rows", "dumps", "finite", "read_rows", "visible"]
 
-# Row = (line number, id, output, expected, input); a bad row is (line number, message).
-Row = tuple[int, Any, Any, Any, Any]
-BadRow = tuple[int, str]
-
-_UNDECODED = re.compile("[\udc80-\udcff]")  # bytes kept by errors="surrogateescape"
 _MAX_DEPTH = 64
 """Deeper values are written as ``null`` in the results (JSON parsers stop near 1000 levels)."""
 
@@ -39,40 +35,12 @@ class UsageError(Exception):
     """Bad arguments or configuration: reported, exit status 2."""
 
 
-@dataclass
-class Columns:
-    """The column names ``--output-col``, ``--expected-col``, ``--input-col`` and ``--id-col`` chose."""
-
-    output: str
-    expected: str
-    input: str
-    id: str
-
-
 def _read_jsonl(path: Path, cols: Columns) -> Iterator[Row | BadRow]:
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                yield number, f"not valid UTF-8 ({exc.reason} at byte {exc.start})"
-                continue
-            if not text.strip():
-                continue
-            try:
-                row = json.loads(text)
-            except ValueError as exc:
-                yield number, f"invalid JSON ({exc})"
-                continue
-            except RecursionError:
-                yield number, "invalid JSON (nested too deeply to read)"
-                continue
-            if not isinstance(row, dict):
-                yield number, f"expected a JSON object, got {type(row).__name__}"
-            elif cols.output not in row:
-                yield number, f"no {cols.output!r} field"
-            else:
-                yield number, row.get(cols.id), row[cols.output], row.get(cols.expected), row.get(cols.input)
+            row = json_row(number, raw, cols)
+            if row is not None:
+                yield row
 
 
 def _read_csv(path: Path, cols: Columns) -> Iterator[Row | BadRow]:
@@ -87,7 +55,7 @@ def _read_csv(path: Path, cols: Columns) -> Iterator[Row | BadRow]:
             header = list(reader.fieldnames or [])
         except csv.Error as exc:
             raise UsageError(f"{path}: unreadable CSV header ({exc})") from None
-        if any(_not_utf8(name) for name in header):
+        if any(not_utf8(name) for name in header):
             raise UsageError(f"{path}: the CSV header is not valid UTF-8")
         if cols.output not in header:
             raise UsageError(f"{path}: no {cols.output!r} column (columns: {', '.join(header) or 'none'})")
@@ -98,28 +66,9 @@ def _read_csv(path: Path, cols: Columns) -> Iterator[Row | BadRow]:
             )
         try:
             for row in reader:
-                number = reader.line_num
-                if row.get(cols.output) is None:
-                    yield number, f"no {cols.output!r} value (the row has too few fields)"
-                elif any(_not_utf8(value) for value in row.values()):
-                    yield number, "not valid UTF-8"
-                else:
-                    yield (
-                        number,
-                        row.get(cols.id),
-                        row[cols.output],
-                        row.get(cols.expected),
-                        row.get(cols.input),
-                    )
+                yield csv_row(reader.line_num, row, cols)
         except csv.Error as exc:
             yield reader.line_num + 1, f"unreadable CSV from here on ({exc})"
-
-
-def _not_utf8(value: Any) -> bool:
-    """Whether a CSV value (a string, or the list of surplus fields) holds undecodable bytes."""
-    if isinstance(value, list):
-        return any(_not_utf8(item) for item in value)
-    return isinstance(value, str) and not value.isascii() and _UNDECODED.search(value) is not None
 
 
 def read_rows(path: Path, fmt: str, cols: Columns) -> Iterator[Row | BadRow]:

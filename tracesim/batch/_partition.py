@@ -1,0 +1,159 @@
+"""One task of a batch run: read a part, score it with `score_frame`, write its own results file.
+
+The task is the same whatever engine runs it. Its results file is named by the part's index
+and appears whole or not at all (written beside, then renamed over; object stores publish an
+object whole on close), so a task that runs twice, because its worker died or the engine
+retried it, leaves one file with the same rows: no row is in the output twice. Only a small
+`PartSummary` goes back to the driver.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from tracesim.batch._files import is_url
+from tracesim.batch._frame import pandas, result_schema, scored_frame
+from tracesim.batch._records import reason_of
+from tracesim.batch._rows import EvaluatorSpec, build_evaluators
+from tracesim.batch._summary import MAX_EXAMPLES, PartSummary, Tally, tokens_of
+
+if TYPE_CHECKING:
+    import pandas as pd  # type: ignore[import-untyped,unused-ignore]
+
+    from tracesim.batch._sources import Chunk, Part, Records, Spans
+
+__all__ = ["Job", "Sink", "run_part"]
+
+OutputFormat = Literal["parquet", "jsonl"]
+_TEXT_COLUMNS = ("source", "id", "trace_id", "span_id", "span_name", "bad_row")
+
+
+@dataclass(frozen=True)
+class Sink:
+    """Where results go: a directory (or URL prefix) of ``part-NNNNN.parquet`` / ``.jsonl`` files."""
+
+    root: str
+    format: OutputFormat = "parquet"
+
+    def path(self, index: int) -> str:
+        return f"{self.root.rstrip('/')}/part-{index:05d}.{self.format}"
+
+    def write(self, index: int, frame: pd.DataFrame, schema: Any) -> None:
+        """Write one part's results whole, replacing a file a previous try of it left."""
+        data = _encode(frame, schema, self.format)
+        target = self.path(index)
+        if is_url(target):
+            import fsspec  # type: ignore[import-untyped,unused-ignore]
+
+            with fsspec.open(target, "wb") as handle:
+                handle.write(data)
+            return
+        temporary = f"{target}.{uuid.uuid4().hex}.tmp"
+        try:
+            with open(temporary, "wb") as handle:
+                handle.write(data)
+            os.replace(temporary, target)
+        finally:
+            if os.path.exists(temporary):
+                os.unlink(temporary)
+
+
+@dataclass(frozen=True)
+class Job:
+    """Everything a task needs, sent to each worker once: what to read, score with, write to."""
+
+    source: Records | Spans
+    evaluators: tuple[EvaluatorSpec, ...]
+    sink: Sink
+
+
+def run_part(job: Job, index: int, part: Part) -> PartSummary:
+    """Read, score and write part ``index``; return what it added up to."""
+    evaluators = build_evaluators(job.evaluators)  # this process's, built on its first part
+    chunk = job.source.read(part)
+    summary = PartSummary(index, records=len(chunk.bad))
+    tallies = summary.tallies = {ev.name: Tally(ev.threshold) for ev in evaluators}
+    good = [i for i, bad in enumerate(chunk.bad) if bad is None]
+    rows = pandas().DataFrame(
+        [chunk.triples[i] for i in good], index=good, columns=["output", "expected", "input"], dtype=object
+    )
+    scores, results = scored_frame(rows, evaluators, "output", "expected", "input")
+    for row in results:
+        for result in row:
+            tallies[result.name].add(result.status, finite(result.score), result.passed, tokens_of(result))
+    for i, bad in enumerate(chunk.bad):
+        if bad is not None:
+            summary.bad[reason_of(bad)] += 1
+            if len(summary.examples) < MAX_EXAMPLES:
+                summary.examples.append((part.path, chunk.keys["row"][i], bad))
+    keys = job.source.key_columns
+    job.sink.write(index, _keys(chunk, keys).join(scores), _schema(keys, evaluators))
+    return summary
+
+
+def _keys(chunk: Chunk, key_columns: Sequence[str]) -> pd.DataFrame:
+    """Every record's keys, and why a bad row is bad (null for the others)."""
+    pd = pandas()
+    keys = pd.DataFrame({name: pd.array(chunk.keys[name], dtype=object) for name in key_columns})
+    keys["bad_row"] = pd.array(chunk.bad, dtype=object)
+    return keys
+
+
+def finite(score: float | None) -> float | None:
+    """``score``, or None for NaN and the infinities (which no mean should take in)."""
+    return score if score is None or math.isfinite(score) else None
+
+
+def _encode(frame: pd.DataFrame, schema: Any, fmt: OutputFormat) -> bytes:
+    import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
+
+    table = pa.Table.from_pandas(_utf8(frame), schema=schema, preserve_index=False)
+    if fmt == "jsonl":
+        return "".join(_json_line(row) for row in table.to_pylist()).encode("utf-8")
+    import pyarrow.parquet as pq  # type: ignore[import-untyped,unused-ignore]
+
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    return bytes(sink.getvalue().to_pybytes())
+
+
+def _schema(key_columns: Sequence[str], evaluators: Sequence[EvaluatorSpec]) -> Any:
+    """One schema for every part, whatever its values (a part of bad rows only, all-null labels)."""
+    import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
+
+    fields = [pa.field(name, pa.int64() if name == "row" else pa.string()) for name in key_columns]
+    fields.append(pa.field("bad_row", pa.string()))
+    return pa.schema([*fields, *result_schema(evaluators)])
+
+
+def _utf8(frame: pd.DataFrame) -> pd.DataFrame:
+    """Text columns as str or None, in text UTF-8 can hold (a lone ``"\\ud800"`` kept as visible text).
+
+    Joining the scores of the good rows to every row's keys leaves NaN in a bad row's text
+    columns: it becomes None here.
+    """
+    for column in frame.columns:
+        if column in _TEXT_COLUMNS or column.endswith((".label", ".explanation", ".status", ".error")):
+            values = frame[column].tolist()
+            if not all(value is None or (isinstance(value, str) and value.isascii()) for value in values):
+                frame[column] = pandas().array([_encodable(value) for value in values], dtype=object)
+    return frame
+
+
+def _encodable(value: Any) -> str | None:
+    if not isinstance(value, str):
+        return None
+    if value.isascii():
+        return value
+    return value.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _json_line(row: dict[str, Any]) -> str:
+    # scores are finite or null (score_frame made NaN null), so strict JSON always holds them
+    return json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n"

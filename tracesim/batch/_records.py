@@ -1,0 +1,99 @@
+"""One data row in, one record or one bad row out: the reading rules `tracesim eval` and batch share.
+
+A record is ``(line number, id, output, expected, input)``; a bad row is ``(line number,
+message)``. Both the local ``tracesim eval`` and the partitioned sources of `tracesim.batch`
+turn rows into records here, so a file reads the same whichever engine scores it. Nothing in
+this module needs pandas.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["BadRow", "Columns", "Row", "csv_row", "json_row", "not_utf8", "reason_of"]
+
+# Row = (line number, id, output, expected, input); a bad row is (line number, message).
+Row = tuple[int, Any, Any, Any, Any]
+BadRow = tuple[int, str]
+
+_UNDECODED = re.compile("[\udc80-\udcff]")  # bytes kept by errors="surrogateescape"
+
+
+@dataclass(frozen=True)
+class Columns:
+    """Which fields of a row hold the output to score, the reference, the input and the row's id.
+
+    Example:
+        >>> Columns(output="answer").expected
+        'expected'
+    """
+
+    output: str = "output"
+    expected: str = "expected"
+    input: str = "input"
+    id: str = "id"
+
+
+def json_row(number: int, raw: bytes, cols: Columns) -> Row | BadRow | None:
+    """The record of one JSONL line, a bad row saying what is wrong with it, or None for a blank line.
+
+    Example:
+        >>> json_row(3, b'{"output": "Paris", "expected": "Paris"}', Columns())
+        (3, None, 'Paris', 'Paris', None)
+        >>> json_row(4, b'[1, 2]', Columns())
+        (4, 'expected a JSON object, got list')
+    """
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return number, f"not valid UTF-8 ({exc.reason} at byte {exc.start})"
+    if not text.strip():
+        return None
+    try:
+        row = json.loads(text)
+    except ValueError as exc:
+        return number, f"invalid JSON ({exc})"
+    except RecursionError:
+        return number, "invalid JSON (nested too deeply to read)"
+    if not isinstance(row, dict):
+        return number, f"expected a JSON object, got {type(row).__name__}"
+    if cols.output not in row:
+        return number, f"no {cols.output!r} field"
+    return number, row.get(cols.id), row[cols.output], row.get(cols.expected), row.get(cols.input)
+
+
+def csv_row(number: int, row: Mapping[str | None, Any], cols: Columns) -> Row | BadRow:
+    """The record of one CSV row read by ``csv.DictReader`` (text decoded with surrogateescape).
+
+    Example:
+        >>> csv_row(2, {"output": "Paris", "expected": "Paris"}, Columns())
+        (2, None, 'Paris', 'Paris', None)
+        >>> csv_row(3, {"output": None, "expected": "Paris"}, Columns())
+        (3, "no 'output' value (the row has too few fields)")
+    """
+    if row.get(cols.output) is None:
+        return number, f"no {cols.output!r} value (the row has too few fields)"
+    if any(not_utf8(value) for value in row.values()):
+        return number, "not valid UTF-8"
+    return number, row.get(cols.id), row[cols.output], row.get(cols.expected), row.get(cols.input)
+
+
+def not_utf8(value: Any) -> bool:
+    """Whether a CSV value (a string, or the list of surplus fields) holds undecodable bytes."""
+    if isinstance(value, list):
+        return any(not_utf8(item) for item in value)
+    return isinstance(value, str) and not value.isascii() and _UNDECODED.search(value) is not None
+
+
+def reason_of(message: str) -> str:
+    """The kind of a bad row, without the detail that differs from row to row (for counting).
+
+    Example:
+        >>> reason_of("invalid JSON (Expecting value: line 1 column 1 (char 0))")
+        'invalid JSON'
+    """
+    return message.split(" (", 1)[0]

@@ -1,0 +1,113 @@
+"""Records from spans: one block of a trace file, decoded, with the spans a rule selects.
+
+Each line of a trace file is an OTLP/JSON ``ExportTraceServiceRequest``; a line that is not
+(torn by a crash, not JSON, not OTLP) is one bad row with its line number, and the rest of the
+block is read, as ``tracesim show`` and ``report`` skip such lines. A selected span is a record
+when it has an output; one without, or with a value cut at capture time
+(``max_value_chars``: a score of the cut text would be a score of something else), is a bad
+row with that reason and the span's ids. Values recorded as JSON are decoded, so a span
+scores here as it scored online.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from tracesim._semconv import (
+    EXPECTED_MIME_TYPE,
+    EXPECTED_ORIGINAL_CHARS,
+    EXPECTED_VALUE,
+    INPUT_MIME_TYPE,
+    INPUT_VALUE,
+    MIME_JSON,
+    OUTPUT_MIME_TYPE,
+    OUTPUT_ORIGINAL_CHARS,
+    OUTPUT_VALUE,
+)
+from tracesim.batch._files import read_block
+
+if TYPE_CHECKING:
+    from tracesim._scoring._selection import Rule
+    from tracesim.batch._sources import Chunk, Part
+    from tracesim.exporters import SpanRecord
+
+__all__ = ["read_spans", "span_record"]
+
+NO_OUTPUT = "the span has no output"
+CUT = "a value was cut when traced (max_value_chars)"
+
+
+def read_spans(part: Part, rule: Rule, chunk: Chunk) -> None:
+    """Add the records (and bad rows) of one block of a trace file to ``chunk``."""
+    from tracesim.exporters import spans_from_request
+
+    first = part.block.first_line
+    for offset, raw in enumerate(io.BytesIO(read_block(part.path, part.block))):
+        if not raw.strip():
+            continue
+        number = first + offset
+        try:
+            request = json.loads(raw)
+            if not isinstance(request, dict):
+                raise ValueError(f"expected a JSON object, got {type(request).__name__}")
+            spans = list(spans_from_request(request))  # all of a line, or none of it
+        except RecursionError:
+            chunk.add((part.path, number, None, None, None), (None, None, None), "invalid JSON (too deep)")
+            continue
+        except ValueError as exc:  # json's errors and the OTLP decoder's are both ValueErrors
+            what = "invalid JSON" if isinstance(exc, json.JSONDecodeError) else "not OTLP/JSON"
+            chunk.add((part.path, number, None, None, None), (None, None, None), f"{what} ({exc})")
+            continue
+        for span in spans:
+            if rule.selects(span.name, _kinds(span), span.attributes):
+                triple, bad = span_record(span)
+                chunk.add((part.path, number, span.trace_id, span.span_id, span.name), triple, bad)
+
+
+def _kinds(span: SpanRecord) -> tuple[str | None, ...]:
+    from tracesim._conventions import span_kinds
+
+    return span_kinds(span.attributes)
+
+
+def span_record(span: SpanRecord) -> tuple[tuple[Any, Any, Any], str | None]:
+    """The ``(output, expected, input)`` of a span, and why it cannot be scored (or None).
+
+    Example:
+        >>> from tracesim.exporters import SpanRecord
+        >>> span = SpanRecord("0" * 32, "1" * 16, None, "answer", "INTERNAL", 0, 1,
+        ...                   {"input.value": "Capital?", "output.value": "Paris",
+        ...                    "tracesim.expected.value": "Paris"})
+        >>> span_record(span)
+        (('Paris', 'Paris', 'Capital?'), None)
+    """
+    from tracesim._conventions import span_input, span_output
+
+    attributes = span.attributes
+    output = span_output(attributes)
+    if output is None:
+        return (None, None, None), NO_OUTPUT
+    if OUTPUT_ORIGINAL_CHARS in attributes or EXPECTED_ORIGINAL_CHARS in attributes:
+        return (None, None, None), CUT
+    return (
+        _decoded(attributes, output, OUTPUT_VALUE, OUTPUT_MIME_TYPE),
+        _decoded(attributes, attributes.get(EXPECTED_VALUE), EXPECTED_VALUE, EXPECTED_MIME_TYPE),
+        _decoded(attributes, span_input(attributes), INPUT_VALUE, INPUT_MIME_TYPE),
+    ), None
+
+
+def _decoded(attributes: Mapping[str, Any], value: Any, key: str, mime_key: str) -> Any:
+    """A value recorded as JSON (a dict, a list, ``null``) as the Python value the span had.
+
+    Online scoring saw that value, not its JSON text, and the text metrics turn a dict into
+    their own canonical text (keys sorted), so the batch score is the online score.
+    """
+    if value is None or attributes.get(mime_key) != MIME_JSON or attributes.get(key) != value:
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
