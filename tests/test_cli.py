@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -77,15 +78,24 @@ def test_show_prints_the_trees_of_a_file(tmp_path: Path) -> None:
     result = _tracesim("show", ".tracesim/traces.jsonl", "--last", "1", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("answer  AGENT  ")
-    assert lines[1] == "│  in: What is (1903 - 1867) / 4?"
-    assert lines[2] == "│  out: 9"
-    assert lines[3] == "│  expected: 9"
-    assert lines[4] == "│  scores: ✓ levenshtein 1 pass  ✓ rouge 1 pass  ✓ f1 1 pass"
-    assert lines[5].startswith("└─ calculator  TOOL  ")
+    last = max(load_spans(tmp_path / ".tracesim" / "traces.jsonl"), key=lambda s: s.start_time_unix_nano)
+    assert re.fullmatch(rf"trace {last.trace_id}  \d{{4}}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{{3}}Z", lines[0])
+    assert lines[1].startswith("answer  AGENT  ")
+    assert lines[2] == "│  in: What is (1903 - 1867) / 4?"
+    assert lines[3] == "│  out: 9"
+    assert lines[4] == "│  expected: 9"
+    assert lines[5] == "│  scores: ✓ levenshtein 1 pass  ✓ rouge 1 pass  ✓ f1 1 pass"
+    assert lines[6].startswith("└─ calculator  TOOL  ")
+    n = len(_demo.QUESTIONS)
+    assert lines[-2:] == [
+        "",
+        f"showing 1 of {n} traces (filters: --last 1; {n - 1} earlier matching traces left out)",
+    ]
     brief = _tracesim("show", "--no-details", cwd=tmp_path)
-    assert brief.stdout.count("answer  AGENT") == len(_demo.QUESTIONS)
+    assert brief.stdout.count("answer  AGENT") == n
+    assert brief.stdout.count("\ntrace ") == n - 1  # the first one starts the output
     assert "in:" not in brief.stdout
+    assert brief.stdout.endswith(f"\nshowing {n} of {n} traces\n")
 
 
 def test_show_reports_a_missing_file_and_a_torn_line(tmp_path: Path) -> None:

@@ -92,7 +92,11 @@ def _show(path: Path, capsys: pytest.CaptureFixture[str], _: OtlpJsonSink) -> tu
     assert main(["show", str(path)]) == 0
     out, err = capsys.readouterr()
     # Every span of these files is a root: its headline starts the line, with its name.
-    headlines = [line for line in out.splitlines() if line and line[0] not in " │├└"]
+    headlines = [
+        line
+        for line in out.splitlines()
+        if line and line[0] not in " │├└" and not line.startswith(("trace ", "showing "))
+    ]
     return out, err, [line.split("  ")[0] for line in headlines]
 
 

@@ -2,9 +2,11 @@
 
 Each payload (window title, clear screen, colours, carriage return, 8-bit CSI, bidi override)
 goes into every place a trace file can put text: span name, span kind, input and output, status
-message, service name, a group-by attribute, evaluator name and label. Then each output (``show``,
-``report`` tables, ``--json`` and ``--html``, the console exporter, ``replay`` and ``eval``
-summaries) must contain none of the raw control characters, and show the payload visibly.
+message, service name, a group-by attribute, a custom attribute's name and value, evaluator name
+and label, exception type, message and stack trace. Then each output (``show`` with its filters
+and ``--attributes``, ``report`` tables, ``--json`` and ``--html``, the console exporter,
+``replay`` and ``eval`` summaries) must contain none of the raw control characters, and show
+the payload visibly.
 """
 
 from __future__ import annotations
@@ -44,7 +46,15 @@ def _trace(exporter: SpanExporter, payload: str) -> None:
     provider = TracerProvider(resource=Resource.create({"service.name": payload}))
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     tracer = provider.get_tracer("tests.terminal")
-    attributes = {sc.SPAN_KIND: "AGENT", "input.value": payload, "output.value": payload, "user.id": payload}
+    attributes = {
+        sc.SPAN_KIND: "AGENT",
+        "input.value": payload,
+        "output.value": payload,
+        "user.id": payload,
+        f"custom.{payload}": payload,
+    }
+    frame = f'  File "{payload}.py", line 7, in {payload}\n    {payload}()'
+    stack = f"Traceback (most recent call last):\n{frame}\nE: {payload}"
     with tracer.start_as_current_span(payload, attributes=attributes) as span:
         with tracer.start_as_current_span("child", attributes={sc.SPAN_KIND: payload}):
             pass
@@ -58,6 +68,12 @@ def _trace(exporter: SpanExporter, payload: str) -> None:
         }
         span.add_event(sc.EVALUATION_EVENT, result)
         span.add_event(sc.EVALUATION_EVENT, {sc.EVALUATION_NAME: payload, sc.ERROR_TYPE: payload})
+        exception: dict[str, str] = {
+            "exception.type": "E",
+            "exception.message": payload,
+            "exception.stacktrace": stack,
+        }
+        span.add_event("exception", exception)
         span.set_status(Status(StatusCode.ERROR, payload))
     provider.shutdown()
 
@@ -75,14 +91,36 @@ def trace_file(tmp_path: Path, payload: str) -> Path:
 
 
 def test_show(trace_file: Path, payload: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["show", str(trace_file)]) == 0
+    assert main(["show", str(trace_file), "--attributes", "--width", "1000"]) == 0
     out = capsys.readouterr().out
     assert _raw_controls(out) == []
-    assert out.startswith(f"{visible(payload)}  AGENT  ")
-    for shown in (f"in: {_preview(payload)}", f"ERROR {visible(payload)}", f"child  {visible(payload)}"):
+    assert out.splitlines()[1].startswith(f"{visible(payload)}  AGENT  ")
+    for shown in (
+        f"in: {_preview(payload)}",
+        f"ERROR {visible(payload)}",
+        f"child  {visible(payload)}",
+        f"error: E: {_preview(payload)}",
+        f'File "{_preview(payload)}.py", line 7, in {_preview(payload)}',
+        f"{_preview(payload)}()",
+        f"custom.{visible(payload)} = {_preview(payload)}",
+    ):
         assert shown in out
     assert f"✗ {_preview(payload)} 0.5 {_preview(payload)}" in out
     assert f"! {_preview(payload)} error ({_preview(payload)})" in out
+
+
+def test_show_filters_name_what_they_were_given(
+    trace_file: Path, payload: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["show", str(trace_file), "--name", payload, "--failed", payload, "--trace", payload]) == 0
+    out = capsys.readouterr().out
+    assert _raw_controls(out) == []
+    assert out.startswith("showing 0 of 1 trace (filters: --trace ")
+    assert visible(payload) in out
+    assert main(["show", str(trace_file), "--failed", f"{payload}-missing"]) == 2
+    err = capsys.readouterr().err
+    assert _raw_controls(err) == []
+    assert f"(found: {visible(payload)})" in err
 
 
 def _rows(table: str) -> list[list[str]]:
@@ -94,8 +132,8 @@ def _rows(table: str) -> list[list[str]]:
 
 
 def _shown(cell: str, payload: str) -> bool:
-    """The cell shows ``payload`` made visible, perhaps cut to the column width (``…``)."""
-    return cell == visible(payload) or (cell.endswith("…") and visible(payload).startswith(cell[:-1]))
+    """The cell shows ``payload`` made visible, whole: output that is not a terminal cuts no name."""
+    return cell == visible(payload)
 
 
 @pytest.mark.parametrize("group_by", ["service.name", "user.id"])

@@ -258,13 +258,14 @@ def test_show_cost_per_call_and_total_per_trace(
     out = capsys.readouterr().out
     blocks = out.split("\n\n")
     assert blocks[0].splitlines() == [
+        f"trace {traces[0]}  2026-09-21T14:13:20.000Z",
         "answer  AGENT  1.00 s",
         "├─ chat gpt-4o-mini  LLM  100.0 ms  gpt-4o-mini-2024-07-18 1,000→200 tokens  $0.00024",
         "└─ embeddings text-embedding-3-small  LLM  100.0 ms  text-embedding-3-small 500→? tokens  $0.000010",
         "LLM total: 2 calls  1,500→200 tokens  $0.00025",
     ]
     assert "LLM total: 2 calls  5,000→600 tokens  $0.0104" in blocks[1]
-    assert blocks[2].splitlines()[1:] == [
+    assert blocks[2].splitlines()[2:] == [
         "└─ ChatCompletion  LLM  100.0 ms  my-local-model 700→50 tokens  $—",  # OpenInference, no price
         "LLM total: 1 call  700→50 tokens  $—",
     ]

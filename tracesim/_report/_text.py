@@ -2,6 +2,10 @@
 
 Every cell is a `rich.text.Text` of `visible` text: rich markup in a span name (``[red]``,
 ``[link=...]``) prints as written, and control characters cannot reach the terminal.
+
+On a terminal too narrow for a table, long names (spans, evaluators, models, groups, traces) fold
+onto more lines instead of being cut with ``…``. Into a pipe or a file (a CI log) a table is drawn
+as wide as its cells need, whatever the console's width: no name or number is cut or split.
 """
 
 from __future__ import annotations
@@ -9,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rich.console import Console
+from rich.measure import Measurement
+from rich.segment import Segments
 from rich.table import Table
 from rich.text import Text
 
@@ -24,10 +30,23 @@ from tracesim._report._format import (
 from tracesim._report._model import EvaluatorStats, LLMUsage, Report, SpanStats, TraceUsage, UsageStats
 from tracesim.exporters._safe_text import visible
 
-__all__ = ["calls_title", "print_report", "summary_line", "traces_title", "usage_line", "usage_rows"]
+__all__ = [
+    "PIPE_WIDTH",
+    "calls_title",
+    "print_report",
+    "print_table",
+    "summary_line",
+    "traces_title",
+    "usage_line",
+    "usage_rows",
+]
+
+PIPE_WIDTH = 200
+"""Console width when stdout is not a terminal and ``COLUMNS`` is not set (tables may be wider)."""
 
 _DECISION_LABELS = frozenset({"pass", "fail"})
 _TOP_LABELS = 3
+_UNBOUNDED = 1_000_000  # wider than any table: measures a table's natural width
 
 
 def summary_line(report: Report) -> str:
@@ -71,11 +90,39 @@ def print_report(report: Report, console: Console) -> None:
     console.print(Text(summary_line(report)), soft_wrap=True)
     grouped = report.group_by is not None
     if report.spans:
-        console.print(span_table(report.spans, report.group_by if grouped else None))
+        print_table(console, span_table(report.spans, report.group_by if grouped else None))
     if report.evaluators:
-        console.print(evaluator_table(report.evaluators, report.group_by if grouped else None))
+        print_table(console, evaluator_table(report.evaluators, report.group_by if grouped else None))
     if report.llm_usage is not None:
         print_usage(report.llm_usage, console)
+
+
+def print_table(console: Console, table: Table) -> None:
+    """Print ``table``: within a terminal's width, or at its natural width into a pipe or file.
+
+    A terminal would wrap a line wider than itself and break the table's frame, so there rich
+    fits the table to the width. A pipe has no width: a CI log keeps every cell whole.
+
+    Example:
+        >>> import io
+        >>> from rich.console import Console
+        >>> table = Table("evaluator", "pass rate")
+        >>> table.add_row("levenshtein_against_the_golden_answers", "56.3%")
+        >>> console = Console(file=io.StringIO(), width=30)
+        >>> print_table(console, table)
+        >>> "│ levenshtein_against_the_golden_answers │ 56.3%     │" in console.file.getvalue()
+        True
+    """
+    if console.is_terminal:
+        console.print(table)
+        return
+    natural = Measurement.get(console, console.options.update_width(_UNBOUNDED), table).maximum
+    if natural <= console.width:
+        console.print(table)
+        return
+    # console.print caps any width at the console's: render at the natural width, print uncropped.
+    lines = console.render(table, console.options.update_width(natural))
+    console.print(Segments(lines), crop=False)
 
 
 def usage_line(usage: LLMUsage) -> str:
@@ -143,12 +190,12 @@ def print_usage(usage: LLMUsage, console: Console) -> None:
     ):
         table = Table(title=title, title_justify="left")
         for head in heads:
-            table.add_column(head)
+            table.add_column(head, overflow="fold")
         for name in numbers:
             table.add_column(name, justify="right")
         for first, cells in zip(firsts, usage_rows(rows, cached), strict=True):
             table.add_row(*(_cell(c) for c in first + cells))
-        console.print(table)
+        print_table(console, table)
     if usage.unpriced_models:
         console.print(Text(visible(price_hint(list(usage.unpriced_models)))), soft_wrap=True)
 
@@ -157,9 +204,9 @@ def span_table(rows: Sequence[SpanStats], group_by: str | None) -> Table:
     """Count, errors and latency percentiles per span name."""
     table = Table(title="Spans", title_justify="left")
     if group_by:
-        table.add_column(_cell(group_by))
-    table.add_column("span")
-    table.add_column("kind")
+        table.add_column(_cell(group_by), overflow="fold")
+    table.add_column("span", overflow="fold")
+    table.add_column("kind", no_wrap=True)
     for name in ("count", "errors", "error rate", "p50", "p95", "p99", "max"):
         table.add_column(name, justify="right")
     for row in rows:
@@ -180,9 +227,9 @@ def evaluator_table(rows: Sequence[EvaluatorStats], group_by: str | None) -> Tab
     """Results, mean score, pass rate and what was skipped, per evaluator and evaluated span."""
     table = Table(title="Evaluators", title_justify="left")
     if group_by:
-        table.add_column(_cell(group_by))
-    table.add_column("evaluator")
-    table.add_column("span")
+        table.add_column(_cell(group_by), overflow="fold")
+    table.add_column("evaluator", overflow="fold")
+    table.add_column("span", overflow="fold")
     numbers = ["results", "mean score", "pass rate", "passed", "failed", "skipped", "errors", "not sampled"]
     carriers = any(r.from_carriers for r in rows)
     if carriers:

@@ -167,11 +167,20 @@ def _rotation_order(path: Path) -> tuple[str, int]:
 
 
 def _console() -> Console:
+    """Where the tables go: a terminal's own width; into a pipe or file, ``COLUMNS`` or `PIPE_WIDTH`.
+
+    Into a pipe, `print_report` also draws each table as wide as its cells need, so CI logs
+    get whole names and numbers even where ``COLUMNS`` is narrow.
+    """
     from rich.console import Console
 
-    # Piped output has no terminal width; let tables take what they need instead of wrapping at 80.
-    wide = not sys.stdout.isatty() and "COLUMNS" not in os.environ
-    return Console(width=220 if wide else None, highlight=False, soft_wrap=False)
+    from tracesim._report._text import PIPE_WIDTH
+
+    if sys.stdout.isatty():
+        return Console(highlight=False, soft_wrap=False)  # rich reads the terminal's size (or COLUMNS)
+    columns = os.environ.get("COLUMNS", "").strip()
+    width = int(columns) if columns.isdigit() and int(columns) > 0 else PIPE_WIDTH
+    return Console(width=width, highlight=False, soft_wrap=False)
 
 
 def _usage_error(message: str) -> int:
