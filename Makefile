@@ -68,10 +68,7 @@ nltk-data: $(VENV)/.installed-test
 pytest: $(VENV)/.installed-test test-deps
 	@$(FIND_NLTK_DATA); echo "$(BIN)/pytest"; $(BIN)/pytest
 
-# Lint and the type check run beside the tests: pytest keeps about one core busy, mypy (about a
-# minute from cold) takes the other. Any of the three failing fails `make test`.
-test: $(VENV)/.installed-test
-	$(MAKE) --no-print-directory -j3 lint typecheck pytest
+test: lint typecheck pytest
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/bench_overhead.py
