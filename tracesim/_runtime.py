@@ -252,8 +252,7 @@ class _Pipeline(SpanProcessor):
         extra = context_attributes(parent_context)
         if extra:  # `tracesim.attributes` blocks: on every span, whoever starts it
             span.set_attributes(extra)
-        _openinference_kind(span)
-        _mark_inner_llm_call(span, parent_context)
+        _genai_conventions(span, parent_context)
         for processor in self.processors:
             processor.on_start(span, parent_context=parent_context)
 
@@ -278,31 +277,30 @@ class _Pipeline(SpanProcessor):
 _OPERATION_OF_KIND = {kind: operation for kind, (_, operation, _) in SPAN_KINDS.items() if operation}
 
 
-_LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content", "embeddings"})
+_LLM_OPERATIONS = frozenset(op for op, kind in KIND_OF_OPERATION.items() if kind in ("LLM", "EMBEDDING"))
 
 
-def _mark_inner_llm_call(span: Any, parent_context: otel_context.Context | None) -> None:
-    """Mark an LLM call span started directly inside another one as the same call.
+def _genai_conventions(span: Any, parent_context: otel_context.Context | None) -> None:
+    """For a span a GenAI instrumentation started: the OpenInference kind of its operation (what
+    Phoenix reads), and a mark when it is an LLM call directly inside another one.
 
     The anthropic client traces its own calls, so under `instrument_anthropic` one request is a
     ``chat`` span with the client's span inside, both with the tokens: counted once, scored once.
     """
     attributes = getattr(span, "attributes", None)
-    if not attributes or attributes.get("gen_ai.operation.name") not in _LLM_OPERATIONS:
+    if not attributes:
         return
-    parent = getattr(otel_trace.get_current_span(parent_context), "attributes", None)
-    if parent and parent.get("gen_ai.operation.name") in _LLM_OPERATIONS:
-        span.set_attribute(LLM_COUNTED_IN_PARENT, True)
-
-
-def _openinference_kind(span: Any) -> None:
-    """Give a span started by a GenAI instrumentation the OpenInference kind of its operation."""
-    attributes = getattr(span, "attributes", None)
-    if not attributes or "openinference.span.kind" in attributes:
+    operation = attributes.get("gen_ai.operation.name")
+    if operation is None:
         return
-    kind = KIND_OF_OPERATION.get(attributes.get("gen_ai.operation.name"))
-    if kind is not None:
-        span.set_attribute("openinference.span.kind", kind)
+    if "openinference.span.kind" not in attributes:
+        kind = KIND_OF_OPERATION.get(operation)
+        if kind is not None:
+            span.set_attribute("openinference.span.kind", kind)
+    if operation in _LLM_OPERATIONS:
+        parent = getattr(otel_trace.get_current_span(parent_context), "attributes", None)
+        if parent and parent.get("gen_ai.operation.name") in _LLM_OPERATIONS:
+            span.set_attribute(LLM_COUNTED_IN_PARENT, True)
 
 
 _PIPELINE = _Pipeline()

@@ -16,7 +16,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from opentelemetry import trace as otel_trace
-from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.trace import SpanContext
 
@@ -28,6 +27,7 @@ from tracesim._scoring._expect import NOT_SET
 from tracesim._scoring._jobs import Job
 from tracesim._scoring._results import write
 from tracesim._scoring._selection import Plan, Rule, plan
+from tracesim.exporters._redacting import copy_span
 
 __all__ = ["ForeignScoring", "HeldSpan"]
 
@@ -105,20 +105,7 @@ class HeldSpan(otel_trace.Span):
             kind = span_kinds(attributes)[0]
             if kind:
                 attributes[sc.SPAN_KIND] = kind.upper()
-        return ReadableSpan(
-            name=span.name,
-            context=span.context,
-            parent=span.parent,
-            resource=span.resource,
-            attributes=BoundedAttributes(attributes=attributes, immutable=True, max_value_len=None),
-            events=(*span.events, *self._events),
-            links=span.links,
-            kind=span.kind,
-            status=span.status,
-            start_time=span.start_time,
-            end_time=span.end_time,
-            instrumentation_scope=span.instrumentation_scope,
-        )
+        return copy_span(span, attributes=attributes, events=(*span.events, *self._events))
 
 
 class _Subject:

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tracesim._conventions import KIND_OF_OPERATION
 from tracesim._errors import ConfigError
 from tracesim._scoring._expect import NOT_SET, Golden
 
@@ -14,17 +15,7 @@ __all__ = ["GENAI_OPERATIONS", "Plan", "Rule", "build_evaluators", "compile_rule
 
 _RULE_KEYS = ("match", "kind", "attributes", "evaluators", "expected")
 
-GENAI_OPERATIONS = (
-    "chat",
-    "text_completion",
-    "generate_content",
-    "embeddings",
-    "execute_tool",
-    "invoke_agent",
-    "create_agent",
-    "retrieval",
-    "invoke_workflow",
-)
+GENAI_OPERATIONS = tuple(KIND_OF_OPERATION)
 """``gen_ai.operation.name`` values a rule's ``kind`` may name (OpenTelemetry GenAI conventions)."""
 
 

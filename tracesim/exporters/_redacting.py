@@ -169,21 +169,14 @@ class Redaction:
             and resource is span.resource
         ):
             return span
-        return ReadableSpan(
+        return copy_span(
+            span,
             name=name,
-            context=span.context,
-            parent=span.parent,
-            resource=resource,
-            attributes=_bounded_attributes(
-                attributes if attributes is not None else span.attributes, span.dropped_attributes
-            ),
-            events=_bounded(events if events is not None else span.events, span.dropped_events),
-            links=_bounded(links if links is not None else span.links, span.dropped_links),
-            kind=span.kind,
+            attributes=attributes if attributes is not None else span.attributes,
+            events=events if events is not None else span.events,
+            links=links if links is not None else span.links,
             status=status,
-            start_time=span.start_time,
-            end_time=span.end_time,
-            instrumentation_scope=span.instrumentation_scope,
+            resource=resource,
         )
 
     def _with_usage(
@@ -230,6 +223,35 @@ class Redaction:
         with self._lock:
             self._resources[id(resource)] = (resource, redacted)
         return redacted
+
+
+def copy_span(
+    span: ReadableSpan,
+    *,
+    name: str | None = None,
+    attributes: Mapping[str, Any] | None = None,
+    events: Sequence[Event] | None = None,
+    links: Sequence[Link] | None = None,
+    status: Status | None = None,
+    resource: Resource | None = None,
+) -> ReadableSpan:
+    """A finished span with some parts replaced; ids, times, kind, scope and drop counts kept."""
+    return ReadableSpan(
+        name=span.name if name is None else name,
+        context=span.context,
+        parent=span.parent,
+        resource=span.resource if resource is None else resource,
+        attributes=_bounded_attributes(
+            span.attributes if attributes is None else attributes, span.dropped_attributes
+        ),
+        events=_bounded(span.events if events is None else events, span.dropped_events),
+        links=_bounded(span.links if links is None else links, span.dropped_links),
+        kind=span.kind,
+        status=span.status if status is None else status,
+        start_time=span.start_time,
+        end_time=span.end_time,
+        instrumentation_scope=span.instrumentation_scope,
+    )
 
 
 def _items(attributes: Mapping[str, Any]) -> Any:
