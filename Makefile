@@ -65,8 +65,12 @@ test-deps: $(VENV)/.installed-test
 nltk-data: $(VENV)/.installed-test
 	@$(FIND_NLTK_DATA)
 
+# pytest-xdist: one worker per core (at most 4); the Phoenix tests share one worker and server
+# (tests/conftest.py). PYTEST_ARGS adds options, e.g. PYTEST_ARGS="-n 0" for one process.
+PYTEST_ARGS ?=
+PYTEST_CMD = $(BIN)/pytest -n auto --maxprocesses 4 $(PYTEST_ARGS)
 pytest: $(VENV)/.installed-test test-deps
-	@$(FIND_NLTK_DATA); echo "$(BIN)/pytest"; $(BIN)/pytest
+	@$(FIND_NLTK_DATA); echo "$(PYTEST_CMD)"; $(PYTEST_CMD)
 
 test: lint typecheck pytest
 

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from llm_server import llm_server  # noqa: F401  (the scripted model server, a fixture)
@@ -63,3 +64,22 @@ class PythonRunner:
 @pytest.fixture
 def run_python() -> PythonRunner:
     return PythonRunner()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under pytest-xdist (``make test`` runs ``-n auto``): the Phoenix tests all on one worker.
+
+    Each of them needs the session's Phoenix server, and some stop and start it: one worker
+    runs them in order, against one server, while the others take the remaining tests one by
+    one. (pytest-xdist's own ``--dist loadgroup`` no longer groups under pytest 9.2, which
+    ignores the node id it rewrites.) Scopes are sent largest first, so the Phoenix group,
+    the longest, starts at once rather than last.
+    """
+    from xdist.scheduler import LoadScopeScheduling
+
+    class PhoenixOnOneWorker(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "tests/phoenix" if nodeid.startswith("tests/phoenix/") else nodeid
+
+    return PhoenixOnOneWorker(config, log)

@@ -28,7 +28,7 @@ def client() -> Iterator[Any]:
         n_workers=2,
         threads_per_worker=1,
         processes=True,
-        dashboard_address=None,
+        dashboard_address=":0",  # any free port: None still binds 8787 (distributed 2026.x)
         env={"TRACESIM_INTERNAL_ERRORS": "raise"},  # workers start before the autouse fixture sets it
     )
     with cluster, distributed.Client(cluster) as dask_client:

@@ -67,7 +67,12 @@ def test_docstring_examples(module_name: str) -> None:
         assert result.attempted > 0, f"{module_name}: no docstring example was run"
 
 
-@pytest.mark.parametrize(("qualified_name", "obj"), _public_objects(), ids=lambda v: str(v))
+# Ids from the name alone: an object's repr carries its address, which differs between
+# processes (pytest-xdist workers must collect the same ids).
+_PUBLIC = _public_objects()
+
+
+@pytest.mark.parametrize(("qualified_name", "obj"), _PUBLIC, ids=[name for name, _ in _PUBLIC])
 def test_every_public_name_has_an_example(qualified_name: str, obj: object) -> None:
     module = inspect.getmodule(obj)
     tests = _finder.find(obj, qualified_name, module=module, globs={})

@@ -139,8 +139,9 @@ def _client(client: Client | str | None, workers: int | None) -> Iterator[Client
             yield remote
         return
     # One single-threaded process per core: the text metrics are Python code that holds the GIL.
+    # The dashboard on any free port: its default, 8787, may be taken (and None does not turn it off).
     size = workers or os.cpu_count() or 1
-    options = {"n_workers": size, "threads_per_worker": 1, "processes": True, "dashboard_address": None}
+    options = {"n_workers": size, "threads_per_worker": 1, "processes": True, "dashboard_address": ":0"}
     with LocalCluster(**options) as cluster, Client(cluster) as local:  # type: ignore[no-untyped-call]
         yield local
 

@@ -172,8 +172,8 @@ def _summary(console: Console, report: ReplayReport) -> None:
         table.add_row("spans rejected by the endpoint", f"[red]{report.rejected_spans}[/red]")
     table.add_row("encoding", encoding)
     console.print(table)
-    for problem in report.problems[:20]:
-        console.print(f"  [yellow]•[/yellow] {_plain(problem)}")
+    for problem in report.problems[:20]:  # never wrapped: a path:line stays one piece to copy or grep
+        console.print(f"  [yellow]•[/yellow] {_plain(problem)}", soft_wrap=True)
     if len(report.problems) > 20:
         console.print(f"  … and {len(report.problems) - 20} more")
     if not report.ok:
