@@ -199,6 +199,36 @@ def test_capture_never_raises_and_respects_the_limit(value: Any, limit: int) -> 
         assert len(captured.text) <= limit + len(f"…[truncated: {captured.original_chars} chars]")
 
 
+@settings(max_examples=200, deadline=None)
+@given(json_values)
+def test_json_text_is_what_json_dumps_writes_with_non_ascii_characters_kept(value: Any) -> None:
+    # ASCII values go through the faster ASCII encoder: the text must not differ for it.
+    try:  # the values plain JSON can hold; the others are converted (tested above)
+        expected = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError):
+        return
+    captured = capture_value(value, CaptureOptions(max_value_chars=1 << 20))
+    if captured.mime_type == "application/json":  # strings and scalars are recorded as text
+        assert captured.text == expected
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"city": "Kraków", "note": "plain"},  # a non-ASCII value
+        {"miasto": "Krakow", "źródło": "x"},  # ASCII values, a non-ASCII key
+        ["ascii", datetime.date(2024, 5, 1), Color.RED, "żółw"],
+        {"literal": "a \\u00e9 in the text", "ctrl": "\x01"},  # escapes that are not from non-ASCII
+    ],
+)
+def test_non_ascii_text_is_written_as_itself_never_escaped(value: Any) -> None:
+    text = capture_value(value, PLAIN).text
+    assert json.loads(text) == json.loads(dumps(value))
+    for word in ("Kraków", "źródło", "żółw"):
+        if word in repr(value):
+            assert word in text
+
+
 class HugeMapping(Mapping[int, int]):
     """A mapping of a billion keys that counts how many of them were looked at."""
 

@@ -144,6 +144,7 @@ def test_the_public_names_are_pinned_and_documented() -> None:
     import tracesim.batch
 
     assert sorted(tracesim.batch.__all__) == [
+        "BackfillReport",
         "BatchReport",
         "EvaluatorSpec",
         "FIELDS",
@@ -151,6 +152,7 @@ def test_the_public_names_are_pinned_and_documented() -> None:
         "SourceError",
         "Spans",
         "Tally",
+        "backfill",
         "build_evaluators",
         "result_schema",
         "score",

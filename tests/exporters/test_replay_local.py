@@ -15,7 +15,7 @@ from tracesim.cli import main
 from tracesim.exporters import JsonlExporter, replay
 
 if TYPE_CHECKING:
-    from conftest import OtlpSink
+    from otlp_sink import OtlpSink
 
 Batch = Callable[..., list[ReadableSpan]]
 

@@ -11,19 +11,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from conftest import refused_url
 from opentelemetry.exporter.otlp.json.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExportResult
+from otlp_sink import refused_url
 
 from tracesim._errors import ConfigError
 from tracesim.exporters import SpoolingExporter, load_spans, otlp_exporter
 
 if TYPE_CHECKING:
-    from conftest import OtlpSink
+    from otlp_sink import OtlpSink
 
 Batch = Callable[..., list[ReadableSpan]]
 

@@ -13,17 +13,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from conftest import refused_url
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from otlp_sink import refused_url
 
 from tracesim.exporters import SpoolingExporter, load_spans, otlp_exporter
 
 if TYPE_CHECKING:
-    from conftest import OtlpSink
+    from otlp_sink import OtlpSink
 
 Spans = Callable[..., list[ReadableSpan]]
 

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from tracesim._config import Settings
     from tracesim.evaluators import EvalResult
     from tracesim.exporters import Redaction
+    from tracesim.exporters._phoenix import AnnotationStats
 
 __all__ = ["ResultSink", "result_sinks"]
 
@@ -145,11 +146,20 @@ def _otlp_log_exporter(settings: Settings) -> LogRecordExporter:
 class PhoenixSink:
     """Each result as a Phoenix span annotation (through Phoenix's REST API)."""
 
-    def __init__(self, base_url: str, headers: Any, redaction: Redaction) -> None:
+    def __init__(
+        self, base_url: str, headers: Any, redaction: Redaction, *, max_wait_for_span_s: float = 120.0
+    ) -> None:
         from tracesim.exporters._phoenix import PhoenixAnnotationSink
 
-        self._sink = PhoenixAnnotationSink(base_url, headers=dict(headers) if headers else None)
+        self._sink = PhoenixAnnotationSink(
+            base_url, headers=dict(headers) if headers else None, max_wait_for_span_s=max_wait_for_span_s
+        )
         self._redaction = redaction
+
+    @property
+    def stats(self) -> AnnotationStats:
+        """The annotation counters (submitted, sent, dropped, failed, pending)."""
+        return self._sink.stats
 
     def submit(self, target: SpanContext, result: EvalResult, annotator_kind: str) -> None:
         if result.status != "ok":

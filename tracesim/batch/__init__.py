@@ -8,6 +8,9 @@ Two levels:
 - `score` runs a whole source (JSONL, CSV or Parquet files, local or fsspec URLs, or the
   spans of trace files) on a Dask cluster, one task per part, and writes partitioned Parquet
   or JSONL results; ``tracesim eval --engine dask`` is its command line.
+- `backfill` sends the scores of trace files' spans back to where those spans are: carrier
+  spans to a trace file or OTLP endpoint, span annotations to Phoenix; never twice
+  (``tracesim backfill``).
 
 Importing this package is cheap: pandas, pyarrow and Dask (the ``dask`` extra,
 ``pip install 'tracesim[dask]'``) are imported when a function needs them. See ``docs/batch.md``.
@@ -20,6 +23,7 @@ Example:
     (np.float64(1.0), 'ok')
 """
 
+from tracesim.batch._backfill import BackfillReport, backfill
 from tracesim.batch._frame import FIELDS, result_schema, score_frame
 from tracesim.batch._rows import EvaluatorSpec, build_evaluators, score_rows
 from tracesim.batch._score import score
@@ -28,12 +32,14 @@ from tracesim.batch._summary import BatchReport, Tally
 
 __all__ = [
     "FIELDS",
+    "BackfillReport",
     "BatchReport",
     "EvaluatorSpec",
     "Records",
     "SourceError",
     "Spans",
     "Tally",
+    "backfill",
     "build_evaluators",
     "result_schema",
     "score",

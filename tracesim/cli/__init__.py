@@ -25,6 +25,7 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "report": ("_report", "summarise latency, errors and scores of trace files"),
     "replay": ("_replay", "send local trace files to an OTLP/HTTP endpoint"),
+    "backfill": ("_backfill", "send a batch run's scores onto the spans they score (file, OTLP, Phoenix)"),
     "nlp-data": ("_nlp_data", "download the NLTK data packages the text evaluators need"),
 }
 

@@ -1,0 +1,183 @@
+"""Backfill: the scores of a batch run over trace files, sent back onto the spans they score."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pandas", reason="the batch tests need the 'dask' extra (pandas)")
+
+from batchdata import traced_file
+from otlp_sink import OtlpSink, refused_url
+
+import tracesim
+from tracesim import _semconv as sc
+from tracesim.batch import Spans, backfill, score
+from tracesim.batch._backfill import LEDGER
+from tracesim.cli import main
+from tracesim.evaluators import Evaluator, Measurement, register, unregister
+from tracesim.exporters import load_spans
+from tracesim.exporters._jsonl import TraceFileWarning
+
+
+def scored(tmp_path: Path, evaluators: tuple[str, ...] = ("exact", "levenshtein:threshold=0.5")) -> Path:
+    """A trace file's answer spans scored by a local batch run; the results directory."""
+    traces = traced_file(tmp_path)
+    results = tmp_path / "scores"
+    score(Spans(str(traces), name="answer"), evaluators=list(evaluators), output=results, engine="local")
+    return results
+
+
+def carriers(path: Path) -> list[Any]:
+    return [s for s in load_spans(path) if s.attributes.get(sc.SPAN_KIND) == "EVALUATOR"]
+
+
+def test_carrier_spans_join_the_scored_spans_trace_and_link_to_it(tmp_path: Path) -> None:
+    results = scored(tmp_path)
+    with pytest.warns(TraceFileWarning):  # the file's two bad lines, skipped
+        answers = {s.span_id: s for s in load_spans(tmp_path / "traces.jsonl") if s.name == "answer"}
+    out = tmp_path / "carriers.jsonl"
+
+    report = backfill(results, to=out)
+
+    assert report.ok, report.failed_parts
+    found = carriers(out)
+    # three answers: one scorable with an expected output; one without (skipped: nothing to
+    # compare with); one whose output was cut when traced (a bad row)
+    assert report.carriers == len(found) == 2
+    # bad rows: the cut answer and the file's two bad lines; skipped: both results of the
+    # answer with no expected output
+    assert report.unscored == 3 + 2
+    by_name = {s.name: s for s in found}
+    assert set(by_name) == {"evaluation exact", "evaluation levenshtein"}
+    for carrier in found:
+        target = answers[carrier.links[0].span_id]
+        assert target.attributes[sc.OUTPUT_VALUE] == "Warsaw"
+        assert carrier.trace_id == target.trace_id
+        assert carrier.parent_span_id == target.span_id
+        event = next(e for e in carrier.events if e.name == sc.EVALUATION_EVENT)
+        assert event.attributes[sc.EVALUATION_SCORE_VALUE] == 1.0
+    assert by_name["evaluation levenshtein"].attributes["tracesim.eval.levenshtein.passed"] is True
+
+
+def test_running_the_same_backfill_again_sends_nothing(tmp_path: Path) -> None:
+    results = scored(tmp_path)
+    out = tmp_path / "carriers.jsonl"
+    first = backfill(results, to=out)
+    lines = out.read_bytes()
+
+    again = backfill(results, to=out)
+
+    assert (first.parts, first.already_sent) == (1, 0)
+    assert (again.parts, again.already_sent, again.carriers) == (0, 1, 0)
+    assert out.read_bytes() == lines
+    ledger = [json.loads(line) for line in (results / LEDGER).read_text().splitlines()]
+    assert [entry["destination"] for entry in ledger] == [f"file:{out}"]
+    # force sends again, with the same carrier span ids: a backend keeps one copy of each
+    forced = backfill(results, to=out, force=True)
+    ids = [s.span_id for s in carriers(out)]
+    assert forced.carriers == 2
+    assert len(ids) == 4
+    assert len(set(ids)) == 2
+
+
+def test_scores_made_again_are_sent_again(tmp_path: Path) -> None:
+    results = scored(tmp_path)
+    out = tmp_path / "carriers.jsonl"
+    backfill(results, to=out)
+    score(
+        Spans(str(tmp_path / "traces.jsonl"), name="answer"),
+        evaluators=["exact", "levenshtein:threshold=0.5"],
+        output=results,
+        engine="local",
+        overwrite=True,
+        output_format="jsonl",  # other part files: other content
+    )
+    report = backfill(results, to=out)
+    assert report.parts == 1
+    assert report.carriers == 2
+
+
+def test_an_endpoint_that_is_down_fails_the_part_and_the_next_run_sends_it(tmp_path: Path) -> None:
+    results = scored(tmp_path)
+    down = backfill(results, to=refused_url())
+    assert not down.ok
+    assert down.carriers == 0
+    [(where, why)] = down.failed_parts.items()
+    assert where.startswith("part-00000.parquet → otlp:")
+    assert "did not accept" in why
+
+    sink = OtlpSink()
+    try:
+        up = backfill(results, to=sink.url)
+        assert up.ok
+        assert up.carriers == 2
+        assert sorted(sink.delivered_names) == ["evaluation exact", "evaluation levenshtein"]
+        assert backfill(results, to=sink.url).carriers == 0  # the ledger has it now
+        assert len(sink.requests) == 1
+    finally:
+        sink.close()
+
+
+class Echo(Evaluator):
+    """Explains itself with the output it saw (which holds a secret here)."""
+
+    def measure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
+        return Measurement(1.0, explanation=f"saw {output}", label=f"for {expected}")
+
+
+def test_what_is_sent_is_redacted(tmp_path: Path) -> None:
+    path = tmp_path / "traces.jsonl"
+    tracesim.configure(jsonl_path=str(path), scoring_mode="off", redact_patterns="none")
+    with tracesim.span("answer", kind="agent", input="q", expected="marie@curie.org") as span:
+        span.set_output("key sk-proj-Abc123Def456Ghi789Jkl012")
+    tracesim.shutdown()
+    register("echo_secret", Echo, replace=True)
+    try:
+        score(
+            Spans(str(path), name="answer"),
+            evaluators=["echo_secret:name=echo"],
+            output=tmp_path / "s",
+            engine="local",
+        )
+        out = tmp_path / "carriers.jsonl"
+        assert backfill(tmp_path / "s", to=out).carriers == 1
+    finally:
+        unregister("echo_secret")
+    [carrier] = carriers(out)
+    text = out.read_text()
+    assert "curie.org" not in text
+    assert "Abc123Def456" not in text
+    assert "saw key [REDACTED:api_key]" in text
+    assert carrier.attributes["tracesim.eval.echo.label"] == "for [REDACTED:email]"
+
+
+def test_results_without_span_ids_and_missing_destinations_are_refused(tmp_path: Path) -> None:
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({"output": "a", "expected": "a"}) + "\n")
+    score(str(rows), evaluators=["exact"], output=tmp_path / "s", engine="local")
+    from tracesim.batch import SourceError
+
+    with pytest.raises(SourceError, match="no trace_id/span_id"):
+        backfill(tmp_path / "s", to=tmp_path / "c.jsonl")
+    with pytest.raises(ValueError, match="needs a destination"):
+        backfill(tmp_path / "s")
+    with pytest.raises(FileNotFoundError, match="holds no results"):
+        backfill(tmp_path / "empty", to=tmp_path / "c.jsonl")
+
+
+def test_the_command_sends_and_says_what_it_sent(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    results = scored(tmp_path)
+    out = tmp_path / "carriers.jsonl"
+    assert main(["backfill", str(results), "--to", str(out)]) == 0
+    first = capsys.readouterr().out
+    assert re.search(r"carrier spans\W+2 ", first), first
+    assert main(["backfill", str(results), "--to", str(out)]) == 0
+    second = capsys.readouterr().out
+    assert re.search(r"parts already sent \(ledger\)\W+1 ", second), second
+    assert main(["backfill", str(results), "--to", refused_url()]) == 1
+    assert main(["backfill", str(tmp_path / "nowhere")]) == 2

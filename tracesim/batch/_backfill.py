@@ -1,0 +1,433 @@
+"""`backfill`: the scores of a batch run shown on the spans they score, in any backend.
+
+A results directory written by `score` from `Spans` (trace files) holds, per row, the
+``trace_id`` and ``span_id`` of the span it scored. `backfill` turns each scored row into what
+backends show on that span, the way online scoring does for a late result:
+
+* a **carrier span** per result (``openinference.span.kind=EVALUATOR``, in the scored span's
+  trace, its child, with one link to it, the ``gen_ai.evaluation.result`` event and the flat
+  ``tracesim.eval.<name>.*`` attributes), appended to a trace file or sent over OTLP/HTTP;
+* a **Phoenix span annotation** per result (``identifier="tracesim"``, as online scoring
+  writes, so a new score of the same name replaces the old one on the span).
+
+Nothing is sent twice. The directory keeps a ledger (``backfill-ledger.jsonl``): a part whose
+content was delivered whole to a destination is skipped when the same backfill runs again;
+scoring the directory again (new part files) makes them new. Carrier span ids are derived
+from the scored span and the evaluator's name, so a part sent again after a crash mid-part
+repeats span ids a backend already holds rather than adding spans. Everything goes through
+tracesim's redaction, like any span tracesim exports.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import math
+import os
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
+
+from tracesim import _semconv as sc
+from tracesim.batch._frame import FIELDS
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import ReadableSpan
+    from opentelemetry.trace import SpanContext
+
+    from tracesim.evaluators import EvalResult
+
+__all__ = ["LEDGER", "BackfillReport", "backfill"]
+
+LEDGER = "backfill-ledger.jsonl"
+_ANNOTATION_CHUNK = 1000  # annotations queued before waiting for them (the sink's queue holds 2,048)
+_EXPORT_CHUNK = 512  # carrier spans per export call
+_FLUSH_S = 300.0
+
+
+@dataclass
+class BackfillReport:
+    """What a `backfill` sent, per destination, and what it could not.
+
+    Example:
+        >>> report = BackfillReport("scores/", destinations=["file:/tmp/carriers.jsonl"])
+        >>> report.ok, report.carriers
+        (True, 0)
+    """
+
+    results: str
+    destinations: list[str] = field(default_factory=list)
+    parts: int = 0
+    """Part files read (those already sent to every destination are not read)."""
+    already_sent: int = 0
+    """Part files skipped: the ledger says every destination has them."""
+    results_sent: int = 0
+    """Scored results (row x evaluator) in the parts sent."""
+    carriers: int = 0
+    """Carrier spans the trace file or OTLP endpoint accepted."""
+    annotations: int = 0
+    """Phoenix annotations Phoenix accepted."""
+    unscored: int = 0
+    """Rows with no result to send: bad rows, and evaluators that skipped."""
+    failed_parts: dict[str, str] = field(default_factory=dict)
+    """Part file -> why it was not delivered whole (it is sent again next time)."""
+
+    @property
+    def ok(self) -> bool:
+        """True when every part reached every destination."""
+        return not self.failed_parts
+
+
+def backfill(
+    results: str | os.PathLike[str],
+    *,
+    to: str | os.PathLike[str] | None = None,
+    phoenix: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    force: bool = False,
+    annotation_wait_s: float = 120.0,
+) -> BackfillReport:
+    """Send the scores under ``results`` (a `score` run over `Spans`) to where the spans are.
+
+    Args:
+        results: The results directory of a `score` run whose source was `Spans`.
+        to: A trace file to append carrier spans to (``.jsonl``), or an OTLP/HTTP endpoint
+            (``http://host:4318``, ``/v1/traces`` is appended when the URL has no path).
+        phoenix: Phoenix's base URL (``http://127.0.0.1:6006``) for span annotations.
+        headers: Request headers for ``to`` (a URL) and ``phoenix``, e.g. an API key.
+        force: Send parts the ledger says were sent already.
+        annotation_wait_s: How long an annotation waits for its span to be in Phoenix.
+
+    Raises:
+        ValueError: neither ``to`` nor ``phoenix``; ``results`` is a URL (the ledger is a local file).
+        FileNotFoundError: ``results`` holds no part files.
+        tracesim.batch.SourceError: the results carry no ``trace_id``/``span_id`` (not from `Spans`).
+
+    Example:
+        >>> from tracesim import batch
+        >>> batch.score(batch.Spans("traces.jsonl", name="answer"), evaluators=["rouge"],
+        ...             output="scores/", engine="local")  # doctest: +SKIP
+        >>> batch.backfill("scores/", phoenix="http://127.0.0.1:6006").annotations  # doctest: +SKIP
+        1000
+    """
+    root = os.fspath(results)
+    if to is None and phoenix is None:
+        raise ValueError("backfill needs a destination: to= (a trace file or OTLP URL) or phoenix= (a URL)")
+    if "://" in root:
+        raise ValueError(f"backfill reads a local results directory (its ledger is a file there), got {root}")
+    parts = sorted(glob.glob(os.path.join(glob.escape(root), "part-*.parquet")))
+    parts += sorted(glob.glob(os.path.join(glob.escape(root), "part-*.jsonl")))
+    if not parts:
+        raise FileNotFoundError(f"{root} holds no results (part-*.parquet or part-*.jsonl files)")
+    targets = _targets(to, phoenix, headers, annotation_wait_s)
+    report = BackfillReport(root, destinations=[t.name for t in targets])
+    ledger = _Ledger(os.path.join(root, LEDGER))
+    try:
+        for path in parts:
+            digest = _digest(path)
+            pending = [t for t in targets if force or not ledger.has(t.name, path, digest)]
+            if not pending:
+                report.already_sent += 1
+                continue
+            report.parts += 1
+            _send_part(path, digest, pending, ledger, report)
+    finally:
+        for target in targets:
+            target.close()
+    return report
+
+
+# ---------------------------------------------------------------- one part
+
+
+def _send_part(
+    path: str, digest: str, targets: list[_Target], ledger: _Ledger, report: BackfillReport
+) -> None:
+    from tracesim.batch._sources import SourceError
+
+    frame = _read(path)
+    if "trace_id" not in frame.columns or "span_id" not in frame.columns:
+        raise SourceError(
+            f"{path} has no trace_id/span_id columns: backfill sends the results of trace files "
+            "(score a batch.Spans source, or tracesim eval --format traces)"
+        )
+    results = list(_results(frame, report))
+    report.results_sent += len(results)
+    for target in targets:
+        try:
+            target.send(results)
+        except Exception as exc:  # a destination down or refusing: this part is sent again next time
+            report.failed_parts[f"{os.path.basename(path)} → {target.name}"] = f"{type(exc).__name__}: {exc}"
+            continue
+        if target.kind == "carriers":
+            report.carriers += len(results)
+        else:
+            report.annotations += len(results)
+        ledger.add(target.name, path, digest)
+
+
+def _results(frame: Any, report: BackfillReport) -> Iterator[tuple[SpanContext, EvalResult]]:
+    """Each scored (row, evaluator) as the scored span's context and an `EvalResult`."""
+    from opentelemetry.trace import SpanContext, TraceFlags
+
+    from tracesim.evaluators import EvalResult
+
+    names = [column[: -len(".status")] for column in frame.columns if column.endswith(".status")]
+    names = [name for name in names if all(f"{name}.{f}" in frame.columns for f in FIELDS)]
+    for row in frame.to_dict("records"):
+        bad = row.get("bad_row")
+        trace_id, span_id = row.get("trace_id"), row.get("span_id")
+        if not _blank(bad) or not isinstance(trace_id, str) or not isinstance(span_id, str):
+            report.unscored += 1
+            continue
+        context = SpanContext(
+            int(trace_id, 16), int(span_id, 16), is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED)
+        )
+        for name in names:
+            status = row[f"{name}.status"]
+            if status not in ("ok", "error"):
+                report.unscored += 1  # skipped: no expected output to compare with
+                continue
+            score = row[f"{name}.score"]
+            yield (
+                context,
+                EvalResult(
+                    name=name,
+                    score=None if _blank(score) else float(score),
+                    passed=None if _blank(row[f"{name}.passed"]) else bool(row[f"{name}.passed"]),
+                    label=_text(row[f"{name}.label"]),
+                    explanation=_text(row[f"{name}.explanation"]),
+                    status=status,
+                    error=_text(row[f"{name}.error"]),
+                    details={"source": "backfill"},
+                ),
+            )
+
+
+def _blank(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _text(value: Any) -> str | None:
+    return None if _blank(value) else str(value)
+
+
+def _read(path: str) -> Any:
+    import pandas as pd  # type: ignore[import-untyped,unused-ignore]
+
+    if path.endswith(".parquet"):
+        return pd.read_parquet(path)
+    return pd.read_json(path, lines=True, dtype=False)
+
+
+def _digest(path: str) -> str:
+    hasher = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            hasher.update(block)
+    return hasher.hexdigest()
+
+
+# ---------------------------------------------------------------- destinations
+
+
+class _Target:
+    name: str
+    kind: str
+
+    def send(self, results: Sequence[tuple[SpanContext, EvalResult]]) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+class _Carriers(_Target):
+    """Carrier spans, made by the OpenTelemetry SDK and exported through tracesim's redaction."""
+
+    kind = "carriers"
+
+    def __init__(self, name: str, exporter: SpanExporter) -> None:
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+        from tracesim._capture import make_options
+        from tracesim.exporters import RedactingExporter
+
+        self.name = name
+        self._exporter = RedactingExporter(exporter)
+        self._ids = _PlannedIds()
+        self._made = _Collect()
+        self._provider = TracerProvider(
+            resource=Resource.create({"service.name": "tracesim-backfill"}), id_generator=self._ids
+        )
+        self._provider.add_span_processor(SimpleSpanProcessor(self._made))
+        self._tracer = self._provider.get_tracer("tracesim.backfill")
+        self._capture = make_options(True, 32 * 1024)
+
+    def send(self, results: Sequence[tuple[SpanContext, EvalResult]]) -> None:
+        from tracesim._scoring._results import emit_carrier
+
+        for start in range(0, len(results), _EXPORT_CHUNK):
+            for target, result in results[start : start + _EXPORT_CHUNK]:
+                self._ids.next = carrier_span_id(target, result.name)
+                emit_carrier(
+                    self._tracer, target, result, self._capture, {sc.EVALUATION_ANNOTATOR_KIND: "CODE"}
+                )
+            spans = self._made.take()
+            if self._exporter.export(spans) is not SpanExportResult.SUCCESS:
+                raise ConnectionError(f"{self.name} did not accept {len(spans)} carrier spans")
+        if not self._exporter.force_flush(int(_FLUSH_S * 1000)):
+            raise TimeoutError(f"{self.name} did not flush within {_FLUSH_S:.0f} s")
+
+    def close(self) -> None:
+        self._provider.shutdown()
+        self._exporter.shutdown()
+
+
+class _Annotations(_Target):
+    kind = "annotations"
+
+    def __init__(self, base_url: str, headers: Mapping[str, str] | None, wait_s: float) -> None:
+        from tracesim._scoring._sinks import PhoenixSink
+        from tracesim.exporters._redacting import Redaction
+
+        self.name = f"phoenix:{base_url.rstrip('/')}"
+        self._sink = PhoenixSink(base_url, headers, Redaction(), max_wait_for_span_s=wait_s)
+        self._wait_s = wait_s
+
+    def send(self, results: Sequence[tuple[SpanContext, EvalResult]]) -> None:
+        for start in range(0, len(results), _ANNOTATION_CHUNK):
+            chunk = results[start : start + _ANNOTATION_CHUNK]
+            before = self._sink.stats
+            for target, result in chunk:
+                self._sink.submit(target, result, "CODE")
+            flushed = self._sink.force_flush(self._wait_s + 60.0)
+            after = self._sink.stats
+            lost = (after.dropped - before.dropped) + (after.failed - before.failed)
+            if not flushed or lost:
+                raise ConnectionError(
+                    f"Phoenix took {after.sent - before.sent} of {len(chunk)} annotations "
+                    f"({lost} refused or given up, {after.pending} still pending)"
+                )
+
+    def close(self) -> None:
+        self._sink.shutdown(10.0)
+
+
+def _targets(
+    to: str | os.PathLike[str] | None, phoenix: str | None, headers: Mapping[str, str] | None, wait_s: float
+) -> list[_Target]:
+    targets: list[_Target] = []
+    if to is not None:
+        destination = os.fspath(to)
+        if destination.startswith(("http://", "https://")):
+            from tracesim.exporters import otlp_exporter
+
+            exporter = otlp_exporter("http/protobuf", destination, headers, timeout_s=30.0)
+            targets.append(_Carriers(f"otlp:{destination}", exporter))
+        else:
+            from tracesim.exporters import JsonlExporter
+
+            path = os.path.abspath(destination)
+            targets.append(_Carriers(f"file:{path}", JsonlExporter(path)))
+    if phoenix is not None:
+        if not phoenix.startswith(("http://", "https://")):
+            raise ValueError(
+                f"phoenix= takes Phoenix's base URL, e.g. http://127.0.0.1:6006; got {phoenix!r}"
+            )
+        targets.append(_Annotations(phoenix, headers, wait_s))
+    return targets
+
+
+def carrier_span_id(target: SpanContext, evaluator: str) -> int:
+    """The span id of the carrier of ``evaluator``'s result on ``target``: the same every run.
+
+    Example:
+        >>> from opentelemetry.trace import SpanContext
+        >>> context = SpanContext(1, 2, is_remote=True)
+        >>> carrier_span_id(context, "rouge") == carrier_span_id(context, "rouge")
+        True
+    """
+    key = f"{target.trace_id:032x}/{target.span_id:016x}/{evaluator}".encode()
+    value = int.from_bytes(hashlib.sha256(key).digest()[:8], "big")
+    return value or 1  # 0 is the invalid span id
+
+
+class _PlannedIds(IdGenerator):
+    """An OpenTelemetry id generator whose next span id is set by the caller."""
+
+    def __init__(self) -> None:
+        self.next = 0
+        self._random = RandomIdGenerator()
+
+    def generate_span_id(self) -> int:
+        planned, self.next = self.next, 0
+        return planned or self._random.generate_span_id()
+
+    def generate_trace_id(self) -> int:
+        return self._random.generate_trace_id()  # never used: carriers join the scored span's trace
+
+
+class _Collect(SpanExporter):
+    """A span exporter that keeps what it is given until taken (the SDK's processor feeds it)."""
+
+    def __init__(self) -> None:
+        self._spans: list[ReadableSpan] = []
+        self._lock = threading.Lock()
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        with self._lock:
+            self._spans.extend(spans)
+        return SpanExportResult.SUCCESS
+
+    def take(self) -> list[ReadableSpan]:
+        with self._lock:
+            spans, self._spans = self._spans, []
+        return spans
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return True
+
+    def shutdown(self) -> None:
+        pass
+
+
+# ---------------------------------------------------------------- the ledger
+
+
+class _Ledger:
+    """Which part (by path and content digest) reached which destination: one JSON line each."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._done: set[tuple[str, str, str]] = set()
+        try:
+            with open(path, encoding="utf-8") as handle:
+                for line in handle:
+                    try:
+                        entry = json.loads(line)
+                        self._done.add((entry["destination"], entry["part"], entry["sha256"]))
+                    except (ValueError, KeyError, TypeError):
+                        continue  # a line torn by a crash: that part is sent again
+        except FileNotFoundError:
+            pass
+
+    def has(self, destination: str, part: str, digest: str) -> bool:
+        return (destination, os.path.basename(part), digest) in self._done
+
+    def add(self, destination: str, part: str, digest: str) -> None:
+        name = os.path.basename(part)
+        entry = {"destination": destination, "part": name, "sha256": digest, "at": time.time()}
+        with open(self.path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(entry) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        self._done.add((destination, name, digest))

@@ -1,0 +1,77 @@
+"""``tracesim backfill RESULTS``: the scores of a batch run over trace files, onto their spans.
+
+``RESULTS`` is a results directory that ``tracesim eval --engine dask --format traces`` (or
+``tracesim.batch.score`` over ``Spans``) wrote. ``--to`` appends carrier spans to a trace file
+or sends them to an OTLP/HTTP endpoint; ``--phoenix`` posts span annotations. A part already
+delivered to a destination is not sent again (the ledger in ``RESULTS``); ``--force`` sends it
+anyway. Exit status: 0 when every part reached every destination, 1 when some did not (run the
+same command again to send them), 2 for usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+__all__ = ["add_arguments", "run"]
+
+_EXIT_OK, _EXIT_FAILED, _EXIT_USAGE = 0, 1, 2
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare the ``backfill`` options."""
+    parser.add_argument("results", metavar="RESULTS", type=Path, help="results directory of a batch run")
+    parser.add_argument(
+        "--to",
+        metavar="FILE|URL",
+        help="carrier spans: a trace file to append to, or an OTLP/HTTP URL (base or /v1/traces)",
+    )
+    parser.add_argument("--phoenix", metavar="URL", help="Phoenix base URL for span annotations")
+    parser.add_argument("--headers", metavar="K=V,...", default="", help="request headers, e.g. api_key=...")
+    parser.add_argument("--force", action="store_true", help="send parts the ledger says were sent")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Send the results and print what was sent."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    from tracesim.batch import SourceError, backfill
+    from tracesim.exporters._replay import parse_headers
+    from tracesim.exporters._safe_text import visible
+
+    err = Console(stderr=True, highlight=False)
+    if args.to is None and args.phoenix is None:
+        err.print("[red]error:[/red] say where to send the scores: --to FILE|URL and/or --phoenix URL")
+        return _EXIT_USAGE
+    try:
+        headers = parse_headers(args.headers)
+        report = backfill(args.results, to=args.to, phoenix=args.phoenix, headers=headers, force=args.force)
+    except (ValueError, FileNotFoundError, SourceError) as exc:
+        err.print(f"[red]error:[/red] {escape(visible(str(exc)))}")
+        return _EXIT_USAGE
+
+    from rich.table import Table
+
+    out = Console(highlight=False)
+    out.print(f"backfill of {escape(visible(report.results))}", soft_wrap=True)  # never wrapped
+    table = Table(show_header=False)
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    table.add_row("parts sent", str(report.parts))
+    table.add_row("parts already sent (ledger)", str(report.already_sent))
+    table.add_row("results in the parts sent", str(report.results_sent))
+    table.add_row("carrier spans", str(report.carriers))
+    table.add_row("Phoenix annotations", str(report.annotations))
+    table.add_row("rows or results with nothing to send", str(report.unscored))
+    failed = len(report.failed_parts)
+    table.add_row("parts not delivered", f"[red]{failed}[/red]" if failed else "0")
+    out.print(table)
+    for destination in report.destinations:
+        out.print(f"  → {escape(visible(destination))}", soft_wrap=True)
+    for where, why in list(report.failed_parts.items())[:20]:
+        out.print(f"  [yellow]•[/yellow] {escape(visible(where))}: {escape(visible(why))}", soft_wrap=True)
+    if failed:
+        out.print("[red]Some parts were not delivered; run the same command again to send them.[/red]")
+        return _EXIT_FAILED
+    return _EXIT_OK
