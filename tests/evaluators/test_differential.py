@@ -10,7 +10,7 @@ from typing import Any
 
 import nltk
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from rapidfuzz.distance import Levenshtein as RapidLevenshtein
 from rouge_score import rouge_scorer
@@ -194,6 +194,23 @@ def test_token_metrics_match_nltk(a: str, b: str) -> None:
     assert from_config({"type": "gleu"}).evaluate(a, b).score == sentence_gleu([ref], hyp)
     meteor = meteor_score([ref], hyp, alpha=0.9, beta=3.0, gamma=0.5)
     assert from_config({"type": "meteor"}).evaluate(a, b).score == meteor
+
+
+# Few distinct tokens, so that hypothesis and reference share n-grams of every order.
+token_lists = st.lists(st.sampled_from(["a", "b", "c", "the", "of", ".", "Warsaw"]), max_size=14)
+
+
+@settings(max_examples=2000)
+@given(reference=token_lists, hypothesis=token_lists)
+def test_bleu_and_gleu_counts_equal_nltks_bit_for_bit(reference: list[str], hypothesis: list[str]) -> None:
+    from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
+    from nltk.translate.gleu_score import sentence_gleu as nltk_gleu
+
+    from tracesim.evaluators._ngrams import sentence_bleu4, sentence_gleu
+
+    bleu = sentence_bleu([reference], hypothesis, smoothing_function=SmoothingFunction().method4)
+    assert sentence_bleu4(reference, hypothesis) == float(bleu)
+    assert sentence_gleu(reference, hypothesis) == nltk_gleu([reference], hypothesis, min_len=1, max_len=4)
 
 
 @given(text=texts)

@@ -1,4 +1,8 @@
-"""``bleu``, ``gleu`` and ``meteor``: NLTK's sentence metrics on Azure's tokens."""
+"""``bleu``, ``gleu`` and ``meteor``: NLTK's sentence metrics on Azure's tokens.
+
+BLEU and GLEU are NLTK's numbers computed by ``_ngrams`` (each n-gram order counted once, in
+C); METEOR is NLTK's ``meteor_score`` itself.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ from typing import Any
 
 from tracesim.evaluators import _nltk_data
 from tracesim.evaluators._base import Evaluator, Measurement
+from tracesim.evaluators._ngrams import sentence_bleu4, sentence_gleu
 from tracesim.evaluators._options import check_bool, check_max_chars, require_number
 from tracesim.evaluators._text import cut_texts
 from tracesim.evaluators._tokenize import AzureTokenizer
@@ -56,8 +61,8 @@ class Bleu(_TokenMetric):
     when no unigram matches; this returns 0.0). Case-sensitive. ``threshold=0.5``.
     Needs NLTK's ``punkt_tab`` and ``perluniprops`` data. Each text is cut to its first
     ``max_chars`` (20,000) code points first (``details.truncated_to`` says so): NLTK's
-    tokenizers and n-gram counts are pure Python, and at the cap a call takes under a
-    fifth of a second; ``max_chars=None`` removes the cap.
+    sentence splitter is pure Python, and at the cap a call takes under a fifth of a
+    second; ``max_chars=None`` removes the cap.
 
     Example:
         >>> r = Bleu().evaluate("According to wikipedia, Marie Curie was not born in Paris but in Warsaw.",
@@ -71,14 +76,10 @@ class Bleu(_TokenMetric):
 
     def __init__(self, *, max_chars: int | None = 20_000, **shared: Any) -> None:
         super().__init__(max_chars=max_chars, **shared)
-        from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
-
-        self._bleu = sentence_bleu
-        self._smoothing = SmoothingFunction().method4
 
     def _score(self, reference: list[str], hypothesis: list[str], details: dict[str, Any]) -> float:
         details["smoothing"] = "method4"
-        return float(self._bleu([reference], hypothesis, smoothing_function=self._smoothing))
+        return sentence_bleu4(reference, hypothesis)
 
 
 class Gleu(_TokenMetric):
@@ -98,12 +99,9 @@ class Gleu(_TokenMetric):
 
     def __init__(self, *, max_chars: int | None = 20_000, **shared: Any) -> None:
         super().__init__(max_chars=max_chars, **shared)
-        from nltk.translate.gleu_score import sentence_gleu
-
-        self._gleu = sentence_gleu
 
     def _score(self, reference: list[str], hypothesis: list[str], details: dict[str, Any]) -> float:
-        return float(self._gleu([reference], hypothesis, min_len=1, max_len=4))
+        return sentence_gleu(reference, hypothesis)
 
 
 class Meteor(_TokenMetric):
@@ -150,7 +148,7 @@ class Meteor(_TokenMetric):
         from nltk.translate.meteor_score import meteor_score
 
         self._meteor = meteor_score
-        self._stemmer = PorterStemmer()
+        self._stemmer = _CachedStems(PorterStemmer())
         self._wordnet: Any = _nltk_data.synonym_source(key) if synonyms else _nltk_data.NoSynonyms()
 
     def _score(self, reference: list[str], hypothesis: list[str], details: dict[str, Any]) -> float:
@@ -172,3 +170,25 @@ class Meteor(_TokenMetric):
             f"Meteor(alpha={self.alpha}, beta={self.beta}, gamma={self.gamma}, synonyms={self.synonyms}, "
             f"max_chars={self.max_chars}, name={self.name!r}, threshold={self.threshold!r})"
         )
+
+
+class _CachedStems:
+    """A stemmer whose stems are remembered: Porter's rules are pure Python and a pure function.
+
+    Words repeat across texts (and within one), so most lookups are hits. The table is
+    cleared when it reaches ``size`` words, which bounds its memory.
+    """
+
+    def __init__(self, stemmer: Any, size: int = 100_000) -> None:
+        self._stem = stemmer.stem
+        self._known: dict[str, str] = {}
+        self._size = size
+
+    def stem(self, word: str) -> str:
+        known = self._known.get(word)
+        if known is None:
+            known = self._stem(word)
+            if len(self._known) >= self._size:
+                self._known.clear()
+            self._known[word] = known
+        return known
