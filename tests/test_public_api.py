@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import tracesim
 import tracesim.evaluators
 import tracesim.exporters
@@ -55,3 +58,28 @@ def test_the_package_is_typed() -> None:
     from importlib.resources import files
 
     assert files("tracesim").joinpath("py.typed").is_file()
+
+
+def test_import_tracesim_loads_only_what_a_traced_call_needs(run_python: Any, tmp_path: Path) -> None:
+    # Import time is measured by benchmarks, not here; this pins what makes it: none of these
+    # heavy modules is loaded by `import tracesim` in a fresh interpreter.
+    heavy = [
+        "asyncio",  # async evaluators and async code bring it
+        "httpx",  # replay, model-backed evaluators, Phoenix annotations
+        "rich",  # the command line and the console exporter
+        "importlib.metadata",  # the version is a literal
+        "tracesim.experiments",
+        "tracesim.integrations",
+        "tracesim.evaluators",
+        "tracesim.exporters._replay",
+        "opentelemetry.exporter.otlp.proto.http",
+    ]
+    script = f"import sys, tracesim; print([m for m in {heavy!r} if m in sys.modules])"
+    done = run_python(script, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+    # and every public name is still there when asked for
+    assert tracesim.Dataset.__name__ == "Dataset"
+    assert callable(tracesim.instrument_openai)
+    assert set(tracesim.__all__) <= set(dir(tracesim)) | {"__version__"}
+    assert tracesim.exporters.JsonlExporter.__name__ == "JsonlExporter"

@@ -8,6 +8,8 @@ Example:
     ...     return "Warsaw"
 """
 
+from typing import TYPE_CHECKING
+
 from tracesim._api import configure, force_flush, score, scoring_stats, shutdown
 from tracesim._attributes import attributes
 from tracesim._errors import ConfigError, TracesimError
@@ -18,15 +20,50 @@ from tracesim._tracing._context import ContextThreadPoolExecutor, propagate_cont
 from tracesim._tracing._decorator import trace
 from tracesim._tracing._span import Span, current_span, last_span, span
 from tracesim._version import __version__
-from tracesim.experiments import Case, Dataset
-from tracesim.integrations import (
-    instrument_anthropic,
-    instrument_langchain,
-    instrument_openai,
-    uninstrument_anthropic,
-    uninstrument_langchain,
-    uninstrument_openai,
-)
+
+if TYPE_CHECKING:  # imported when first used: a traced call needs neither (import time)
+    from tracesim.experiments import Case, Dataset
+    from tracesim.integrations import (
+        instrument_anthropic,
+        instrument_langchain,
+        instrument_openai,
+        uninstrument_anthropic,
+        uninstrument_langchain,
+        uninstrument_openai,
+    )
+
+_LAZY = {
+    "Case": "tracesim.experiments",
+    "Dataset": "tracesim.experiments",
+    "instrument_anthropic": "tracesim.integrations",
+    "instrument_langchain": "tracesim.integrations",
+    "instrument_openai": "tracesim.integrations",
+    "uninstrument_anthropic": "tracesim.integrations",
+    "uninstrument_langchain": "tracesim.integrations",
+    "uninstrument_openai": "tracesim.integrations",
+}
+
+
+# Subpackages, as attributes of the package even before they are imported by name.
+_SUBPACKAGES = frozenset({"batch", "evaluators", "experiments", "exporters", "integrations", "testing"})
+
+
+def __getattr__(name: str) -> object:
+    import importlib
+
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"tracesim.{name}")  # which also sets it here
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tracesim' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "Case",

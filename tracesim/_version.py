@@ -1,8 +1,3 @@
-"""The installed version of tracesim."""
+"""The version of tracesim: the one place it is written (the build reads it from here)."""
 
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("tracesim")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
-    __version__ = "0.0.0"
+__version__ = "0.1.0"

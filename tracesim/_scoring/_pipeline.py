@@ -13,7 +13,6 @@ span unscored and says so on it.
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import itertools
 import os
@@ -36,6 +35,8 @@ from tracesim._scoring._watchdog import Watchdog
 from tracesim._scoring._workqueue import WorkQueue
 
 if TYPE_CHECKING:
+    import asyncio
+
     from tracesim.evaluators import EvalResult, Evaluator
 
 __all__ = ["Job", "ScoringPipeline", "ScoringStats"]
@@ -281,12 +282,16 @@ class ScoringPipeline:
     def _dispatch_async(
         self, job: Job, evaluator: Evaluator, expected: Any, value: Any
     ) -> concurrent.futures.Future[None]:
+        import asyncio  # here: only async evaluators need it (import tracesim stays quick)
+
         loop = self._ensure_loop()
         return asyncio.run_coroutine_threadsafe(self._run_async(job, evaluator, expected, value), loop)
 
     def _ensure_loop(self) -> asyncio.AbstractEventLoop:
         with self._lock:
             if self._loop is None:
+                import asyncio
+
                 loop = asyncio.new_event_loop()
                 thread = threading.Thread(target=loop.run_forever, name="tracesim-scoring-async", daemon=True)
                 thread.start()
@@ -294,6 +299,8 @@ class ScoringPipeline:
             return self._loop
 
     async def _run_async(self, job: Job, evaluator: Evaluator, expected: Any, value: Any) -> None:
+        import asyncio
+
         semaphore = self._semaphores.get(id(evaluator))
         if semaphore is None:
             semaphore = asyncio.Semaphore(evaluator.max_concurrency or _DEFAULT_ASYNC_CONCURRENCY)

@@ -10,8 +10,8 @@ to ``max_generator_items``; only a stream that ran to its end is scored.
 
 from __future__ import annotations
 
-import asyncio
 import functools
+import sys
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
 from typing import Any, ParamSpec
@@ -206,7 +206,7 @@ def wrap_async_generator(
             except BaseException as exc:
                 # A cancellation thrown in at a yield means the consumer went away (an abandoned
                 # stream is closed that way at loop shutdown): closed early, not failed.
-                abandoned = exc is arg and isinstance(exc, asyncio.CancelledError)
+                abandoned = exc is arg and _cancelled(exc)
                 _end_stream(handle, meta, items, None if abandoned else exc, abandoned)
                 raise
             handle._detach()
@@ -251,3 +251,10 @@ async def _passthrough(agen: AsyncGenerator[Any, Any]) -> AsyncGenerator[Any, An
             raise
         except BaseException as exc:
             step, arg = agen.athrow, exc
+
+
+def _cancelled(exc: BaseException) -> bool:
+    """Whether ``exc`` is asyncio's cancellation; asyncio is not imported for it (import time):
+    where asyncio was never imported, no asyncio task can have been cancelled."""
+    asyncio = sys.modules.get("asyncio")
+    return asyncio is not None and isinstance(exc, asyncio.CancelledError)
