@@ -319,3 +319,18 @@ def test_odd_data_files_end_in_a_message_not_a_traceback(
     captured = capsys.readouterr()
     assert message in captured.out + captured.err
     assert "\x1b" not in captured.out + captured.err
+
+
+def test_a_file_where_no_row_can_be_scored_exits_2_naming_the_fields_it_has(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "answers.jsonl"
+    data.write_text('{"answer": "Paris", "golden": "Paris"}\n{"answer": "Lyon", "golden": "Paris"}\n')
+    assert main(["eval", str(data), "-e", "exact", "--no-progress"]) == 2
+    captured = capsys.readouterr()
+    said = captured.out + captured.err
+    assert "no row could be scored: all 2 were bad" in said
+    assert "no 'output' field (fields: 'answer', 'golden')" in said
+    assert "--output-col" in said
+    # the columns named: scored, and the exit status is the gate's
+    assert main(["eval", str(data), "-e", "exact", "--output-col", "answer", "--expected-col", "golden"]) == 0

@@ -62,7 +62,7 @@ def json_row(number: int, raw: bytes, cols: Columns) -> Row | BadRow | None:
     if not isinstance(row, dict):
         return number, f"expected a JSON object, got {type(row).__name__}"
     if cols.output not in row:
-        return number, f"no {cols.output!r} field"
+        return number, f"no {cols.output!r} field (fields: {_names(row)})"
     return number, row.get(cols.id), row[cols.output], row.get(cols.expected), row.get(cols.input)
 
 
@@ -97,3 +97,9 @@ def reason_of(message: str) -> str:
         'invalid JSON'
     """
     return message.split(" (", 1)[0]
+
+
+def _names(row: Mapping[str, Any], most: int = 8) -> str:
+    """The first field names of a row, for a message that says which column to name instead."""
+    names = [repr(name)[:40] for name in list(row)[:most]]
+    return (", ".join(names) + (", ..." if len(row) > most else "")) or "none"

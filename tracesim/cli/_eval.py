@@ -310,6 +310,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from rich.console import Console
+    from rich.text import Text
 
     if args.list:
         from tracesim.evaluators import available_types
@@ -355,6 +356,20 @@ def _run(args: argparse.Namespace) -> int:
         if out is not sys.stdout:
             out.close()
     _print_summary(run_state, report, "stdout" if out_path is None else str(out_path))
+    if run_state.rows == 0 and run_state.bad_rows:
+        number, why = run_state.bad_rows[0]
+        report.print(
+            Text(
+                visible(
+                    f"tracesim eval: no row could be scored: all {len(run_state.bad_rows)} were bad "
+                    f"(line {number}: {why}); name the columns with --output-col, --expected-col, "
+                    "--input-col"
+                ),
+                style="red",
+            ),
+            soft_wrap=True,
+        )
+        return 2
     return _check_gates(gates, run_state.tallies)
 
 
@@ -416,6 +431,16 @@ def _run_dask(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     report.print_summary(Console())
     status = _check_gates(gates, report.tallies)
+    if report.records and not report.scored and not report.failed_parts:
+        reason, count = report.bad_rows.most_common(1)[0]
+        print(
+            visible(
+                f"tracesim eval: no row could be scored: all {report.records} were bad ({reason}: {count}); "
+                "name the columns with --output-col, --expected-col, --input-col"
+            ),
+            file=sys.stderr,
+        )
+        return 2
     return 2 if report.failed_parts else status
 
 
