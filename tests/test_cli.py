@@ -8,7 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tracesim import _demo
+from tracesim.cli import main
 from tracesim.exporters import load_spans
 
 
@@ -116,3 +119,27 @@ def test_the_command_lists_its_subcommands(tmp_path: Path) -> None:
     assert result.returncode == 0
     for command in ("demo", "show"):
         assert command in result.stdout
+
+
+def test_without_file_names_the_commands_read_the_configured_file_or_say_where_spans_go(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import tracesim
+
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+    for command in (["show"], ["report"], ["replay", "--endpoint", "http://127.0.0.1:9"]):
+        assert main(command) == 2
+        said = capsys.readouterr().err
+        assert "no such file: .tracesim/traces.jsonl" in said, command
+        assert "writes no trace file (exporters: otlp)" in said, command
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT")
+
+    monkeypatch.setenv("TRACESIM_JSONL_PATH", "elsewhere/spans.jsonl")
+    tracesim.configure()
+    with tracesim.span("answer", input="q") as span:
+        span.set_output("a")
+    tracesim.shutdown()
+    assert main(["show"]) == 0
+    assert "answer" in capsys.readouterr().out
+    assert main(["report"]) == 0
+    assert "1 span" in capsys.readouterr().out

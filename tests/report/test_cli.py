@@ -132,7 +132,7 @@ def test_no_default_file(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     assert main(["report"]) == 2
-    assert "no trace file at .tracesim/traces.jsonl" in capsys.readouterr().err
+    assert "no such file: .tracesim/traces.jsonl; name the files to read" in capsys.readouterr().err
 
 
 def test_default_file_with_rotations(

@@ -32,7 +32,13 @@ _EXIT_OK, _EXIT_FAILED, _EXIT_USAGE = 0, 1, 2
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the ``replay`` options."""
-    parser.add_argument("files", nargs="+", metavar="FILE", type=Path, help="OTLP/JSON-lines trace files")
+    parser.add_argument(
+        "files",
+        nargs="*",
+        metavar="FILE",
+        type=Path,
+        help="OTLP/JSON-lines trace files (default: the jsonl_path configured here, .tracesim/traces.jsonl)",
+    )
     parser.add_argument(
         "--endpoint",
         metavar="URL",
@@ -73,13 +79,16 @@ def run(args: argparse.Namespace) -> int:
     """Replay the files and print a summary."""
     from rich.console import Console
 
+    from tracesim.cli._where import default_trace_file, missing_file_message
     from tracesim.exporters import replay
     from tracesim.exporters._replay import parse_headers
 
     err = Console(stderr=True, highlight=False)
+    if not args.files:
+        args.files = [Path(default_trace_file())]
     missing = [str(p) for p in args.files if not p.is_file()]
     if missing:
-        err.print(f"[red]error:[/red] no such file: {_plain(', '.join(missing))}")
+        err.print(f"[red]error:[/red] {_plain(missing_file_message(missing))}", soft_wrap=True)
         return _EXIT_USAGE
     if args.batch_size < 1:
         err.print("[red]error:[/red] --batch-size must be at least 1")

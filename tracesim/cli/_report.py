@@ -116,18 +116,20 @@ def run(args: argparse.Namespace) -> int:
 def resolve_files(names: list[str]) -> list[Path]:
     """The files to read: each named file, each ``*.jsonl`` in a named directory.
 
-    With no names: ``.tracesim/traces.jsonl`` and its rotated copies (``traces.1.jsonl``, ...),
-    oldest first. A path named twice is read once.
+    With no names: the ``jsonl_path`` configured here (``.tracesim/traces.jsonl``) and its
+    rotated copies (``traces.1.jsonl``, ...), oldest first. A path named twice is read once.
 
     Raises:
         FileNotFoundError: a named path does not exist, or there is no default file.
     """
     if not names:
-        found = _with_rotations(_DEFAULT_FILE)
+        from tracesim.cli._where import default_trace_file, missing_file_message
+
+        default = Path(default_trace_file())
+        found = _with_rotations(default)
         if not found:
-            raise FileNotFoundError(
-                f"no trace file at {_DEFAULT_FILE}; name the files to read, e.g. tracesim report traces.jsonl"
-            )
+            example = "name the files to read, e.g. tracesim report traces.jsonl"
+            raise FileNotFoundError(f"{missing_file_message([str(default)])}; {example}")
         return found
     files: list[Path] = []
     for name in names:

@@ -104,7 +104,10 @@ def since(raw: str) -> Since:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``tracesim show``."""
     parser.add_argument(
-        "files", nargs="*", metavar="FILE", help="trace files (default .tracesim/traces.jsonl)"
+        "files",
+        nargs="*",
+        metavar="FILE",
+        help="trace files (default: the jsonl_path configured here, .tracesim/traces.jsonl)",
     )
     filters = parser.add_argument_group("filters (each keeps whole traces; together, traces that pass all)")
     filters.add_argument(
@@ -246,10 +249,12 @@ def _load(args: argparse.Namespace) -> list[SpanRecord] | str:
         # `show --failed traces.jsonl`: argparse gave the file to --failed; no evaluator is named so.
         files.insert(0, args.failed)
         args.failed = ""
-    files = files or [".tracesim/traces.jsonl"]
+    from tracesim.cli._where import default_trace_file, missing_file_message
+
+    files = files or [default_trace_file()]
     missing = [f for f in files if not Path(f).is_file()]
     if missing:
-        return f"no such file: {', '.join(missing)}"
+        return missing_file_message(missing)
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", TraceFileWarning)

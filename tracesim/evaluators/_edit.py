@@ -87,7 +87,10 @@ class Levenshtein(Evaluator):
 
 
 class LevenshteinDistance(Evaluator):
-    """The raw edit distance (an int; lower is better), as Agenta's evaluator returns it.
+    """The raw edit distance (lower is better), as Agenta's evaluator returns it.
+
+    The score is that whole number as a float (``3.0``), like every score; ``details.distance``
+    holds the int.
 
     Case-sensitive by default, no threshold; with a ``threshold`` (any number >= 0),
     ``passed`` is ``distance <= threshold``. Each text is cut to its first ``max_chars``
