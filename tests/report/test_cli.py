@@ -51,7 +51,7 @@ def test_json_document(known_file: Path, capsys: pytest.CaptureFixture[str]) -> 
     doc = json.loads(capsys.readouterr().out)
     assert list(doc) == [
         "schema", "files", "group_by", "totals", "spans", "evaluators", "evaluator_totals", "warnings",
-        "llm_usage", "gates",
+        "llm_usage", "worst_cases", "error_types", "gates",
     ]  # fmt: skip
     assert doc["llm_usage"] is None  # no span reports token usage
     assert doc["schema"] == "tracesim.report/1"

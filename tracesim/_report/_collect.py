@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from tracesim import _semconv as sc
 from tracesim._pricing import Usage, has_usage, read_usage
+from tracesim._report._drill import Judged
 from tracesim.exporters import SpanRecord
 
 __all__ = [
@@ -93,6 +94,8 @@ class Collected:
     calls: list[CallSample] = field(default_factory=list)
     call_results: dict[tuple[str, str], list[ResultSample]] = field(default_factory=dict)
     roots: dict[str, tuple[int, str]] = field(default_factory=dict)  # trace id -> first root's (start, name)
+    judged: list[Judged] = field(default_factory=list)  # every result with its span: the drill-down
+    failed: list[SpanRecord] = field(default_factory=list)  # spans with status ERROR
 
 
 class Grouper:
@@ -186,6 +189,8 @@ def _add_span(
             out.unresolved_links += 1
     else:
         error = span.status_code == "ERROR"
+        if error:
+            out.failed.append(span)
         out.spans.append(SpanSample(grouper(span), span.name, kind, span.duration_s, error))
         if span.parent_span_id is None:
             _add_root(out, span)
@@ -198,6 +203,7 @@ def _add_span(
     for event in span.events:
         if event.name == sc.EVALUATION_EVENT:
             out.results.append(_result(event.attributes, group, name, from_carrier=carrier))
+            out.judged.append(Judged(event.attributes, target, span))
     if len(out.results) > before and target is not None and has_usage(target.attributes):
         out.call_results.setdefault((target.trace_id, target.span_id), []).extend(out.results[before:])
     skipped = span.attributes.get(sc.EVALUATION_NOT_SAMPLED)

@@ -37,8 +37,9 @@ __all__ = ["render_html"]
 
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 _CSS = """
-body { font: 14px/1.45 system-ui, sans-serif; color: #222; margin: 2rem auto; max-width: 1180px;
+body { font: 14px/1.45 system-ui, sans-serif; color: #222; margin: 2rem auto; max-width: 1560px;
        padding: 0 1rem; }
+td.text { max-width: 26rem; overflow-wrap: anywhere; } td.id { font: 12px ui-monospace, monospace; }
 h1 { font-size: 1.6rem; margin-bottom: .2rem; } h2 { margin-top: 2.2rem; font-size: 1.25rem; }
 h3 { font-size: 1.05rem; margin: 1.2rem 0 .2rem; }
 .summary { color: #444; } .files { color: #666; font-size: 12px; word-break: break-all; }
@@ -91,6 +92,7 @@ def render_html(report: Report, gates: Sequence[GateResult] = ()) -> str:
         body.append(latency_chart(report.spans, label=label) + "</figure>")
         body.append(_span_table(report.spans, report.group_by if grouped else None))
         body.append("</section>")
+    body.extend(_drill_down(report))
     if report.warnings:
         items = "".join(f"<li>{html_text(w)}</li>" for w in report.warnings)
         body.append(f'<section id="warnings"><h2>Warnings</h2><ul class="warnings">{items}</ul></section>')
@@ -259,6 +261,52 @@ def _span_table(rows: Sequence[SpanStats], group_by: str | None) -> str:
         for row in rows
     ]
     return _grouped_table(headers, body, [r.group for r in rows], group_by, numeric=set(range(2, 10)))
+
+
+def _drill_down(report: Report) -> list[str]:
+    """The errors by type and the worst cases of each evaluator (escaped, cut to 300 characters)."""
+    sections: list[str] = []
+    if report.error_types:
+        rows = [
+            f'<tr><td>{html_text(e.type)}</td><td class="n">{e.count}</td>'
+            f'<td>{html_text(", ".join(e.spans))}</td><td class="text">{html_text(e.message)}</td>'
+            f'<td class="id">{html_text(e.trace_id)}</td></tr>'
+            for e in report.error_types
+        ]
+        sections.append(
+            '<section id="errors"><h2>Errors by type</h2><p class="note">Each exception counted once, in the '
+            "span that raised it.</p>"
+            + _drill_table(["type", "count", "raised in", "example message", "example trace"], rows)
+            + "</section>"
+        )
+    if report.worst_cases:
+        rows = []
+        for case in report.worst_cases:
+            verdict = "" if case.passed is None else ("pass" if case.passed else "fail")
+            cells = [
+                f"<td>{html_text(case.evaluator)}</td>",
+                f'<td class="n">{DASH if case.score is None else f"{case.score:.4g}"}</td>',
+                f'<td class="{verdict}">{verdict}</td>',
+                f"<td>{html_text(case.span or DASH)}</td>",
+                *(
+                    f'<td class="text">{html_text(v or DASH)}</td>'
+                    for v in (case.input, case.output, case.expected)
+                ),
+                f'<td class="id">{html_text(case.trace_id)}</td>',
+            ]
+            rows.append("<tr>" + "".join(cells) + "</tr>")
+        headers = ["evaluator", "score", "", "span", "input", "output", "expected", "trace"]
+        sections.append(
+            '<section id="worst"><h2>Worst cases</h2><p class="note">Per evaluator, failures first, then the '
+            "lowest scores (the highest, for a distance).</p>" + _drill_table(headers, rows) + "</section>"
+        )
+    return sections
+
+
+def _drill_table(headers: list[str], rows: list[str]) -> str:
+    head = "".join(f"<th>{html_text(h)}</th>" for h in headers)
+    body = "".join(rows)
+    return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
 def _grouped_table(

@@ -11,6 +11,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from tracesim._report._drill import Case, ErrorType
+
 __all__ = [
     "SCHEMA",
     "CallScore",
@@ -207,7 +209,9 @@ class Report:
     ``group_by`` is set), sorted by group then name. ``evaluator_totals`` has one row per
     evaluator over all groups and spans; ``--fail-under`` and the score charts use it.
     ``warnings`` holds the messages of trace-file lines that were skipped. ``llm_usage`` is
-    ``None`` when no span reports token usage.
+    ``None`` when no span reports token usage. ``worst_cases`` holds the worst scored results
+    of each evaluator with the call they judged, ``error_types`` the failed spans by exception
+    type (see `~tracesim._report._drill`).
 
     Example:
         >>> from tracesim._report import summarize
@@ -224,6 +228,8 @@ class Report:
     evaluator_totals: tuple[EvaluatorStats, ...]
     warnings: tuple[str, ...] = field(default=())
     llm_usage: LLMUsage | None = None
+    worst_cases: tuple[Case, ...] = field(default=())
+    error_types: tuple[ErrorType, ...] = field(default=())
 
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` document: plain dicts, lists, strings, numbers, booleans and nulls."""
@@ -237,6 +243,8 @@ class Report:
             "evaluator_totals": [_plain(e) for e in self.evaluator_totals],
             "warnings": list(self.warnings),
             "llm_usage": _plain(self.llm_usage),
+            "worst_cases": [_plain(c) for c in self.worst_cases],
+            "error_types": [_plain(e) for e in self.error_types],
         }
 
     def to_json(self, *, indent: int | None = 2) -> str:

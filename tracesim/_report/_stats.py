@@ -21,6 +21,7 @@ from warnings import catch_warnings, simplefilter, warn_explicit
 
 from tracesim._pricing import PriceTable
 from tracesim._report._collect import Collected, ResultSample, SpanSample, collect
+from tracesim._report._drill import error_types, worst_cases
 from tracesim._report._math import histogram, histogram_edges, percentile
 from tracesim._report._model import EvaluatorStats, LatencyStats, Report, SpanStats, Totals
 from tracesim._report._usage import llm_usage
@@ -77,6 +78,8 @@ def summarize(
         evaluator_totals=totals,
         warnings=tuple(warnings),
         llm_usage=llm_usage(collected, prices if prices is not None else PriceTable(), top),
+        worst_cases=worst_cases(collected.judged),
+        error_types=error_types(collected.failed),
     )
 
 

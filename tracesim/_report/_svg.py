@@ -80,7 +80,11 @@ def score_histogram(stats: EvaluatorStats, *, width: int = 440, height: int = 22
                 f'<line class="threshold" x1="{x:.1f}" y1="{top - 6}" x2="{x:.1f}" y2="{top + plot_h}" '
                 f'stroke="{_THRESHOLD}" stroke-width="2" stroke-dasharray="5 3"/>'
             )
-            parts.append(_text(x, top - 10, f"threshold {_tick(threshold)}", extra=f' fill="{_THRESHOLD}"'))
+            # near an edge the label grows inwards, so "threshold 1" is never cut by the frame
+            side = (x - left) / plot_w
+            anchor = "end" if side > 0.8 else ("start" if side < 0.2 else "middle")
+            label = f"threshold {_tick(threshold)}"
+            parts.append(_text(x, top - 10, label, anchor=anchor, extra=f' fill="{_THRESHOLD}"'))
     parts.append("</svg>")
     return "".join(parts)
 

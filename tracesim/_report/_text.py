@@ -79,7 +79,7 @@ def _n(count: int, noun: str) -> str:
 
 
 def print_report(report: Report, console: Console) -> None:
-    """Print the summary line, the span table and the evaluator table.
+    """Print the summary line, the span and evaluator tables, LLM usage, errors and worst cases.
 
     Example:
         >>> from rich.console import Console
@@ -95,6 +95,9 @@ def print_report(report: Report, console: Console) -> None:
         print_table(console, evaluator_table(report.evaluators, report.group_by if grouped else None))
     if report.llm_usage is not None:
         print_usage(report.llm_usage, console)
+    from tracesim._report._drill_text import print_drill_down  # it prints tables with print_table
+
+    print_drill_down(report, console)
 
 
 def print_table(console: Console, table: Table) -> None:
