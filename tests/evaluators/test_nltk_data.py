@@ -82,28 +82,67 @@ def _installed(resource: str) -> Path:
 
 
 @pytest.mark.parametrize(
-    ("type_name", "package"),
-    [("bleu", "punkt_tab"), ("gleu", "punkt_tab"), ("meteor", "punkt_tab")],
+    ("type_name", "packages"),
+    [
+        ("bleu", "'punkt_tab', 'perluniprops'"),
+        ("gleu", "'punkt_tab', 'perluniprops'"),
+        ("meteor", "'punkt_tab', 'perluniprops', 'wordnet'"),
+    ],
 )
-def test_missing_data_fails_at_construction_with_the_fix(
-    tmp_path: Path, type_name: str, package: str
+def test_missing_data_makes_results_errors_naming_every_package_and_the_fix(
+    tmp_path: Path, type_name: str, packages: str
 ) -> None:
+    # Built at decoration or configuration time, the evaluator must not stop the application:
+    # one warning, then each call is an error result with the same message.
     code = (
-        "from tracesim.evaluators import from_config, MissingNLTKDataError\n"
-        "try:\n"
-        f"    from_config({{'type': {type_name!r}}})\n"
-        "except MissingNLTKDataError as exc:\n"
-        "    print('PACKAGE', exc.package)\n"
-        "    print(exc)\n"
-        "else:\n"
-        "    print('NO ERROR')\n"
+        "import logging\n"
+        "logging.basicConfig(level=logging.WARNING, format='LOG %(message)s')\n"
+        "from tracesim.evaluators import from_config\n"
+        f"evaluator = from_config({{'type': {type_name!r}}})\n"
+        f"again = from_config({{'type': {type_name!r}}})\n"
+        "print('MISSING', evaluator.missing_data)\n"
+        "result = evaluator.evaluate('Paris', 'Paris')\n"
+        "print('STATUS', result.status, result.error_type)\n"
+        "print('ERROR', result.error)\n"
     )
     done = _run(code, tmp_path)
     assert done.returncode == 0, done.stderr
-    assert f"PACKAGE {package}" in done.stdout
-    assert "python -m tracesim nlp-data" in done.stdout
-    assert f"python -m nltk.downloader {package}" in done.stdout
-    assert "NLTK_DATA" in done.stdout
+    assert "STATUS error MissingNLTKDataError" in done.stdout
+    error = next(line for line in done.stdout.splitlines() if line.startswith("ERROR"))
+    assert f"the NLTK data packages {packages}, which are not on NLTK's search path" in error
+    assert "python -m tracesim nlp-data" in error
+    assert f"python -m nltk.downloader {packages.replace(chr(39), '').replace(',', '')}" in error
+    assert "NLTK_DATA" in error
+    logged = [line for line in done.stderr.splitlines() if line.startswith("LOG")]
+    assert len(logged) == 1, done.stderr  # two evaluators of the type, one warning
+    assert "Until then its results are errors." in logged[0]
+
+
+def test_building_meteor_loads_nothing_and_its_first_call_loads_wordnet() -> None:
+    from tracesim.evaluators import _nltk_data
+    from tracesim.evaluators._nltk_metrics import Meteor
+
+    _nltk_data._loaded.pop("wordnet", None)
+    evaluator = Meteor()
+    assert "wordnet" not in _nltk_data._loaded  # not at decoration time
+    assert evaluator.evaluate("The auto is red.", "The car is red.").score == 0.996
+    assert "wordnet" in _nltk_data._loaded
+
+
+def test_tracesim_eval_still_refuses_at_once(tmp_path: Path) -> None:
+    data = tmp_path / "rows.jsonl"
+    data.write_text('{"output": "a", "expected": "a"}\n')
+    code = "import sys\nfrom tracesim.cli import main\nsys.exit(main(['eval', sys.argv[1], '-e', 'bleu']))\n"
+    done = subprocess.run(
+        [sys.executable, "-c", _only_data_in(tmp_path / "none", code), str(data)],
+        env={**os.environ, "NLTK_DATA": str(tmp_path / "none"), "HOME": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "needs the NLTK data packages 'punkt_tab', 'perluniprops'" in done.stderr
 
 
 def _copy_data(resource: str, root: Path) -> None:
@@ -118,15 +157,19 @@ def _copy_data(resource: str, root: Path) -> None:
 
 
 def test_each_missing_package_is_named(tmp_path: Path) -> None:
-    # Only punkt_tab present: BLEU then needs perluniprops; METEOR needs wordnet.
+    # Only punkt_tab present: BLEU then needs perluniprops; METEOR also needs wordnet.
     data = tmp_path / "partial"
     _copy_data("tokenizers/punkt_tab", data)
     code = (
-        "from tracesim.evaluators import Bleu, MissingNLTKDataError\n"
-        "try:\n    Bleu()\nexcept MissingNLTKDataError as exc:\n    print('PACKAGE', exc.package)\n"
+        "from tracesim.evaluators import Bleu, Meteor\n"
+        "print('BLEU', Bleu().missing_data)\n"
+        "print('METEOR', Meteor().missing_data)\n"
+        "print('NO SYNONYMS', Meteor(synonyms=False).missing_data)\n"
     )
     done = _run(code, tmp_path, data)
-    assert "PACKAGE perluniprops" in done.stdout, done.stderr
+    assert "BLEU ('perluniprops',)" in done.stdout, done.stderr
+    assert "METEOR ('perluniprops', 'wordnet')" in done.stdout, done.stderr
+    assert "NO SYNONYMS ('perluniprops',)" in done.stdout, done.stderr
 
 
 def test_data_in_nltks_default_folder_is_used_without_nltk_data(tmp_path: Path) -> None:

@@ -212,6 +212,11 @@ def _build(specs: list[str]) -> tuple[list[dict[str, Any]], list[Any]]:
         configs.append(config)
     seen: set[str] = set()
     for ev in evaluators:
+        missing = getattr(ev, "missing_data", ())
+        if missing:  # online, its results would be errors; offline, every row would be: say so now
+            from tracesim.evaluators import MissingNLTKDataError
+
+            raise UsageError(str(MissingNLTKDataError(missing, ev.type_name)))
         if ev.name in seen:
             raise UsageError(
                 f"two evaluators are named {ev.name!r}; give one a name, e.g. -e {ev.type_name}:name=..."

@@ -1,14 +1,18 @@
 """NLTK data: found through NLTK's search path, loaded once per process, never downloaded.
 
-Each loader raises :class:`MissingNLTKDataError` (naming the package and the command that
-installs it) when its data is absent, so evaluator construction fails early and clearly.
+Evaluators look their packages up when built (a few file lookups) and load them on their
+first call, in the scoring thread, so building one at decoration or configuration time costs
+nothing. When packages are missing, the evaluator is still built, a warning naming every
+missing package and the command that installs them is logged once, and each call returns an
+``error`` result with the same message (:class:`MissingNLTKDataError`): an observability
+setting never stops the application from starting.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from tracesim._errors import TracesimError
@@ -19,6 +23,7 @@ __all__ = [
     "find_missing",
     "perluniprops_classes",
     "punkt_tokenizer",
+    "report_missing",
     "synonym_source",
     "treebank_tokenizer",
 ]
@@ -43,18 +48,39 @@ class MissingNLTKDataError(TracesimError, LookupError):
         "evaluator 'meteor' needs the NLTK data package 'wordnet', which is not on NLTK's search path"
     """
 
-    def __init__(self, package: str, needed_by: str) -> None:
-        self.package = package
+    def __init__(self, package: str | Sequence[str], needed_by: str) -> None:
+        self.packages = (package,) if isinstance(package, str) else tuple(package)
+        self.package = self.packages[0]
+        """The first missing package (``packages`` has them all)."""
         self.needed_by = needed_by
         from nltk import data
 
         searched = ", ".join(str(p) for p in data.path) or "(empty)"
+        names = ", ".join(repr(p) for p in self.packages)
+        several = len(self.packages) > 1
         super().__init__(
-            f"evaluator {needed_by!r} needs the NLTK data package {package!r}, which is not on NLTK's "
-            f"search path: {searched}. Install it with `python -m tracesim nlp-data` (downloads every "
-            f"package tracesim's evaluators use) or `python -m nltk.downloader {package}`, or set "
-            f"NLTK_DATA to a folder that holds it (NLTK_DATA={os.environ.get('NLTK_DATA', '')!r} now)."
+            f"evaluator {needed_by!r} needs the NLTK data package{'s' if several else ''} {names}, which "
+            f"{'are' if several else 'is'} not on NLTK's search path: {searched}. Install "
+            f"{'them' if several else 'it'} with `python -m tracesim nlp-data` (downloads every package "
+            f"tracesim's evaluators use) or `python -m nltk.downloader {' '.join(self.packages)}`, or set "
+            f"NLTK_DATA to a folder that holds {'them' if several else 'it'} "
+            f"(NLTK_DATA={os.environ.get('NLTK_DATA', '')!r} now)."
         )
+
+
+def report_missing(packages: Sequence[str], needed_by: str) -> MissingNLTKDataError | None:
+    """The error for ``packages`` missing, logged once per evaluator type and set; None if none are."""
+    if not packages:
+        return None
+    error = MissingNLTKDataError(packages, needed_by)
+    from tracesim._guard import warn_once
+
+    warn_once(
+        f"nltk-data:{needed_by}:{','.join(packages)}",
+        "tracesim: %s Until then its results are errors.",
+        error,
+    )
+    return error
 
 
 def find_missing(packages: list[str] | None = None) -> list[str]:

@@ -22,20 +22,40 @@ class _TokenMetric(Evaluator):
     """Tokenize both texts with :class:`AzureTokenizer`, then score the token lists.
 
     Each text is first cut to ``max_chars`` code points (NLTK's tokenizers and metrics are
-    pure Python; the cap bounds the time of a call).
+    pure Python; the cap bounds the time of a call). The NLTK data is looked up when the
+    evaluator is built and loaded on its first call (see ``_nltk_data``).
     """
 
     score_range = (0.0, 1.0)
+    _packages: tuple[str, ...] = ("punkt_tab", "perluniprops")
 
     def __init__(self, *, max_chars: int | None, **shared: Any) -> None:
         self.max_chars = check_max_chars(self.type_name, max_chars)
         super().__init__(**shared)
-        self._tokenizer = AzureTokenizer(self.type_name)
+        self._tokenizer: AzureTokenizer | None = None
+        self._missing = _nltk_data.report_missing(
+            _nltk_data.find_missing(list(self._packages)), self.type_name
+        )
+
+    @property
+    def missing_data(self) -> tuple[str, ...]:
+        """The NLTK data packages this evaluator needs and NLTK cannot find (its calls error)."""
+        return self._missing.packages if self._missing is not None else ()
+
+    def _load(self) -> AzureTokenizer:
+        """What the first call needs, loaded once per process; raises when data is missing."""
+        if self._missing is not None:
+            raise self._missing
+        tokenizer = self._tokenizer
+        if tokenizer is None:
+            tokenizer = self._tokenizer = AzureTokenizer(self.type_name)
+        return tokenizer
 
     def measure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
+        tokenizer = self._load()
         a, b, cut = cut_texts(output, expected, self.max_chars)
-        hypothesis, hyp_tokenizer = self._tokenizer.tokenize(a)
-        reference, ref_tokenizer = self._tokenizer.tokenize(b)
+        hypothesis, hyp_tokenizer = tokenizer.tokenize(a)
+        reference, ref_tokenizer = tokenizer.tokenize(b)
         details: dict[str, Any] = {
             "tokenizer": {"output": hyp_tokenizer, "expected": ref_tokenizer},
             "tokens": {"output": len(hypothesis), "expected": len(reference)},
@@ -113,7 +133,8 @@ class Meteor(_TokenMetric):
     ``alpha=0.9, beta=3.0, gamma=0.5``, ``threshold=0.5``. One identical word scores 0.5
     (the fragmentation penalty).
     Needs NLTK's ``wordnet``, ``punkt_tab`` and ``perluniprops`` data; WordNet is loaded
-    once per process, when the first METEOR evaluator is built. Each text is cut to its
+    once per process, on the first call of a METEOR evaluator (a few seconds, in the scoring
+    thread), not when one is built. Each text is cut to its
     first ``max_chars`` (10,000) code points first (``details.truncated_to`` says so):
     tokens, Porter stems and WordNet lookups of words not seen before are pure Python, and
     at the cap a call takes under a third of a second; ``max_chars=None`` removes the cap.
@@ -143,13 +164,22 @@ class Meteor(_TokenMetric):
         self.beta = require_number(f"{key}.beta", beta, low=0.0)
         self.gamma = require_number(f"{key}.gamma", gamma, low=0.0, high=1.0)
         self.synonyms = check_bool(f"{key}.synonyms", synonyms)
+        self._packages = (*_TokenMetric._packages, "wordnet") if self.synonyms else _TokenMetric._packages
         super().__init__(max_chars=max_chars, **shared)
         from nltk.stem.porter import PorterStemmer
         from nltk.translate.meteor_score import meteor_score
 
         self._meteor = meteor_score
         self._stemmer = _CachedStems(PorterStemmer())
-        self._wordnet: Any = _nltk_data.synonym_source(key) if synonyms else _nltk_data.NoSynonyms()
+        self._wordnet: Any = None  # WordNet takes seconds to load: on the first call, not here
+
+    def _load(self) -> AzureTokenizer:
+        tokenizer = super()._load()
+        if self._wordnet is None:
+            self._wordnet = (
+                _nltk_data.synonym_source(self.type_name) if self.synonyms else _nltk_data.NoSynonyms()
+            )
+        return tokenizer
 
     def _score(self, reference: list[str], hypothesis: list[str], details: dict[str, Any]) -> float:
         details["synonyms"] = self.synonyms
