@@ -129,6 +129,24 @@ def test_spans_selected_by_name_and_kind_keep_their_ids(tmp_path: Path) -> None:
     assert len(all_records(Spans(str(path), kind="tool"))) == 3 + 2  # three tools, two bad lines
 
 
+def test_a_folder_stands_for_the_data_files_in_it(tmp_path: Path) -> None:
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    traced_file(folder)  # traces.jsonl
+    (folder / "traces.jsonl").rename(folder / "traces.1.jsonl")  # as rotated
+    traced_file(folder)
+    (folder / "notes.txt").write_text("not data")
+    (folder / ".hidden.jsonl").write_text("{}")
+    one = all_records(Spans(str(folder / "traces.jsonl"), name="answer"))
+    both = all_records(Spans(str(folder), name="answer"))
+    assert len(both) == 2 * len(one)
+    assert {r[0] for r in both} == {str(folder / "traces.jsonl"), str(folder / "traces.1.jsonl")}
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(SourceError, match="a directory with no .jsonl"):
+        all_records(Spans(str(empty)))
+
+
 def test_a_bad_span_kind_fails_when_the_source_is_made() -> None:
     with pytest.raises(tracesim.ConfigError, match="kind"):
         Spans("traces.jsonl", kind="robot")

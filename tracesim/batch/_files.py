@@ -38,7 +38,10 @@ def is_url(path: str) -> bool:
 
 
 def expand(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> list[str]:
-    """The files that ``paths`` (paths, globs or URLs) name, in sorted order per pattern.
+    """The files that ``paths`` (paths, globs, directories or URLs) name, in sorted order per pattern.
+
+    A directory stands for the data files directly in it (``.jsonl``, ``.csv``, ``.parquet``...;
+    hidden files left out), e.g. a folder of trace files and their rotations.
 
     Raises:
         FileNotFoundError: a pattern matches nothing, or a path does not exist.
@@ -56,10 +59,21 @@ def expand(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> 
             found += matches
         elif os.path.isfile(pattern):
             found.append(pattern)
+        elif os.path.isdir(pattern):  # a folder of data or trace files: the files directly in it
+            inside = sorted(
+                entry.path
+                for entry in os.scandir(pattern)
+                if entry.is_file() and not entry.name.startswith(".") and entry.name.endswith(_DATA_SUFFIXES)
+            )
+            if not inside:
+                raise FileNotFoundError(f"{pattern}: a directory with no {', '.join(_DATA_SUFFIXES)} files")
+            found += inside
         else:
-            what = "a directory, not a file" if os.path.isdir(pattern) else "no such file"
-            raise FileNotFoundError(f"{pattern}: {what}")
+            raise FileNotFoundError(f"{pattern}: no such file")
     return found
+
+
+_DATA_SUFFIXES = (".jsonl", ".ndjson", ".json", ".csv", ".tsv", ".parquet", ".pq")
 
 
 def _remote(pattern: str) -> list[str]:
