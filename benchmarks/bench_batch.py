@@ -109,7 +109,7 @@ def dask_child(source: str, output: str, workers: int) -> None:
 
     from tracesim.batch import Records, score
 
-    options: dict[str, Any] = {"threads_per_worker": 1, "processes": True, "dashboard_address": None}
+    options: dict[str, Any] = {"threads_per_worker": 1, "processes": True, "dashboard_address": ":0"}
     with LocalCluster(n_workers=workers, **options) as cluster, Client(cluster) as client:
         report = score(Records(source), evaluators=EVALUATORS, output=output, client=client, progress=False)
         wall = time.perf_counter() - start
