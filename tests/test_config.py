@@ -195,3 +195,18 @@ def test_resolve_setting_reads_one_setting(tmp_path: Path) -> None:
     with pytest.raises(tracesim.ConfigError, match="config_file"):
         resolve_setting("prices", tmp_path / "missing.yaml", environ={})
     assert resolve_setting("prices", environ={"TRACESIM_CONFIG_FILE": str(config)})["m"].output == 2.0
+
+
+def test_a_misspelt_name_gets_a_suggestion(tmp_path: Path) -> None:
+    from tracesim.evaluators import from_config
+
+    with pytest.raises(tracesim.ConfigError, match=r"; did you mean 'levenshtein'\?$"):
+        from_config({"type": "levenshtien"})
+    with pytest.raises(tracesim.ConfigError, match=r"; did you mean 'threshold'\?$"):
+        from_config({"type": "rouge", "treshold": 0.5})
+    with pytest.raises(tracesim.ConfigError) as unrelated:
+        from_config({"type": "zzz"})
+    assert "did you mean" not in str(unrelated.value)
+    (tmp_path / "tracesim.yaml").write_text("jsonl_pth: traces.jsonl\n")
+    with pytest.raises(tracesim.ConfigError, match=r"from tracesim.yaml; .*did you mean 'jsonl_path'\?$"):
+        tracesim.configure()

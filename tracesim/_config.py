@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from tracesim import _parsers as parse
-from tracesim._errors import ConfigError
+from tracesim._errors import ConfigError, did_you_mean
 from tracesim._pricing import Price, PriceError, parse_prices
 from tracesim._redact import PATTERN_GROUPS
 
@@ -409,5 +409,6 @@ def _read_file(
     allowed = sorted(s.name for s in SETTINGS if s.in_file)
     for key in data:
         if key not in allowed:
-            raise ConfigError("config_file", key, f"setting names: {', '.join(allowed)}", source=str(path))
+            accepted = f"setting names: {', '.join(allowed)}{did_you_mean(key, allowed)}"
+            raise ConfigError("config_file", key, accepted, source=str(path))
     return data, str(path)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["ConfigError", "TracesimError"]
+__all__ = ["ConfigError", "TracesimError", "did_you_mean"]
 
 
 class TracesimError(Exception):
@@ -46,3 +47,18 @@ class ConfigError(TracesimError, ValueError):
         super().__init__(
             f"invalid value for setting {setting!r}{where}: got {value!r}{origin}; accepted: {accepted}"
         )
+
+
+def did_you_mean(given: object, known: Sequence[str]) -> str:
+    """``"; did you mean 'levenshtein'?"`` for a misspelt name close to one of ``known``, else ``""``.
+
+    Example:
+        >>> did_you_mean("levenshtien", ["exact", "levenshtein"])
+        "; did you mean 'levenshtein'?"
+    """
+    if not isinstance(given, str):
+        return ""
+    import difflib
+
+    close = difflib.get_close_matches(given, list(known), n=1, cutoff=0.75)
+    return f"; did you mean {close[0]!r}?" if close else ""

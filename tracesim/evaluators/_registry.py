@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, overload
 
-from tracesim._errors import ConfigError
+from tracesim._errors import ConfigError, did_you_mean
 from tracesim.evaluators._base import _SHARED_KEYS, Evaluator
 
 __all__ = ["available_types", "from_config", "parse_spec", "register", "unregister"]
@@ -152,7 +152,7 @@ def from_config(config: Mapping[str, Any], *, source: str | None = None) -> Eval
         factory = _factories.get(type_name) if isinstance(type_name, str) else None
         known = sorted(_factories)
     if factory is None:
-        accepted = "one of " + ", ".join(known)
+        accepted = "one of " + ", ".join(known) + did_you_mean(type_name, known)
         if type_name in _PLANNED:
             accepted = (
                 f"{type_name!r} ({_PLANNED[type_name]}) is planned but not available in this "
@@ -164,9 +164,8 @@ def from_config(config: Mapping[str, Any], *, source: str | None = None) -> Eval
     for key in options:
         if key not in allowed:
             listing = ", ".join(allowed) or "none"
-            raise ConfigError(
-                f"{type_name}.{key}", options[key], f"options of {type_name!r}: {listing}", source=source
-            )
+            accepted = f"options of {type_name!r}: {listing}{did_you_mean(key, allowed)}"
+            raise ConfigError(f"{type_name}.{key}", options[key], accepted, source=source)
     try:
         return factory(**options)
     except ConfigError as exc:
