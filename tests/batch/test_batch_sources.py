@@ -143,7 +143,7 @@ def test_a_folder_stands_for_the_data_files_in_it(tmp_path: Path) -> None:
     assert {r[0] for r in both} == {str(folder / "traces.jsonl"), str(folder / "traces.1.jsonl")}
     empty = tmp_path / "empty"
     empty.mkdir()
-    with pytest.raises(SourceError, match="a directory with no .jsonl"):
+    with pytest.raises(SourceError, match=r"a directory with no \.jsonl"):
         all_records(Spans(str(empty)))
 
 
