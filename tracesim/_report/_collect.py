@@ -18,7 +18,6 @@ from typing import Any, Literal
 
 from tracesim import _semconv as sc
 from tracesim._pricing import Usage, has_usage, read_usage
-from tracesim._report._drill import Judged
 from tracesim.exporters import SpanRecord
 
 __all__ = [
@@ -27,6 +26,7 @@ __all__ = [
     "CallSample",
     "Collected",
     "Grouper",
+    "Judged",
     "ResultSample",
     "SpanSample",
     "collect",
@@ -76,6 +76,15 @@ class CallSample:
     span_id: str
     name: str
     usage: Usage
+
+
+@dataclass(frozen=True)
+class Judged:
+    """A result as the report reads it: its event's attributes and the span it judged."""
+
+    attributes: Mapping[str, Any]
+    target: SpanRecord | None
+    carrier: SpanRecord
 
 
 @dataclass

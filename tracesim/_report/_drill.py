@@ -9,15 +9,16 @@ the trace with that type and message).
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from tracesim import _semconv as sc
 from tracesim._conventions import span_input, span_output
+from tracesim._report._collect import Judged, _finite, _status
 from tracesim.exporters import LinkRecord, SpanRecord
 
-__all__ = ["CASES", "Case", "ErrorType", "error_types", "worst_cases"]
+__all__ = ["CASES", "Case", "ErrorType", "Judged", "error_types", "worst_cases"]
 
 CASES = 5
 """Worst cases kept per evaluator."""
@@ -60,15 +61,6 @@ class ErrorType:
     trace_id: str
 
 
-@dataclass(frozen=True)
-class Judged:
-    """A result as the report reads it: its event's attributes and the span it judged."""
-
-    attributes: Mapping[str, Any]
-    target: SpanRecord | None
-    carrier: SpanRecord
-
-
 def worst_cases(judged: Iterable[Judged], per_evaluator: int = CASES) -> tuple[Case, ...]:
     """The ``per_evaluator`` worst scored results of each evaluator: failures first, then scores.
 
@@ -90,7 +82,7 @@ def worst_cases(judged: Iterable[Judged], per_evaluator: int = CASES) -> tuple[C
     for item in judged:
         if (
             _status(item.attributes) == "ok"
-            and _number(item.attributes.get(sc.EVALUATION_SCORE_VALUE)) is not None
+            and _finite(item.attributes.get(sc.EVALUATION_SCORE_VALUE)) is not None
         ):
             name = item.attributes.get(sc.EVALUATION_NAME)
             by_evaluator[name if isinstance(name, str) and name else "(unnamed)"].append(item)
@@ -102,7 +94,7 @@ def worst_cases(judged: Iterable[Judged], per_evaluator: int = CASES) -> tuple[C
         def badness(item: Judged, sign: float = sign) -> tuple[int, float]:
             passed = item.attributes.get(sc.EVALUATION_PASSED)
             rank = 0 if passed is False else (1 if passed is None else 2)
-            score = _number(item.attributes.get(sc.EVALUATION_SCORE_VALUE)) or 0.0
+            score = _finite(item.attributes.get(sc.EVALUATION_SCORE_VALUE)) or 0.0
             return rank, sign * score
 
         for item in sorted(items, key=badness)[:per_evaluator]:
@@ -168,7 +160,7 @@ def _case(name: str, item: Judged) -> Case:
     where: SpanRecord | LinkRecord = target or link or item.carrier
     return Case(
         evaluator=name,
-        score=_number(attributes.get(sc.EVALUATION_SCORE_VALUE)),
+        score=_finite(attributes.get(sc.EVALUATION_SCORE_VALUE)),
         passed=passed if isinstance(passed, bool) else None,
         label=label if isinstance(label, str) else None,
         explanation=_cut(explanation) if isinstance(explanation, str) else None,
@@ -185,30 +177,13 @@ def _direction(items: list[Judged]) -> float:
     """1.0 when higher scores pass (the default), -1.0 when lower ones do (distances)."""
     for item in items:
         attributes = item.attributes
-        score = _number(attributes.get(sc.EVALUATION_SCORE_VALUE))
-        threshold = _number(attributes.get(sc.EVALUATION_THRESHOLD))
+        score = _finite(attributes.get(sc.EVALUATION_SCORE_VALUE))
+        threshold = _finite(attributes.get(sc.EVALUATION_THRESHOLD))
         passed = attributes.get(sc.EVALUATION_PASSED)
         if score is None or threshold is None or not isinstance(passed, bool) or score == threshold:
             continue
         return 1.0 if (score > threshold) == passed else -1.0
     return 1.0
-
-
-def _status(attributes: Mapping[str, Any]) -> str:
-    status = attributes.get(sc.EVALUATION_STATUS)
-    if isinstance(status, str):
-        return status
-    return "error" if sc.ERROR_TYPE in attributes else "ok"
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    try:
-        number = float(value)
-    except OverflowError:
-        return None
-    return number if number == number and abs(number) != float("inf") else None
 
 
 def _cut(value: Any) -> str | None:

@@ -25,7 +25,6 @@ import hashlib
 import json
 import math
 import os
-import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,7 +37,6 @@ from tracesim import _semconv as sc
 from tracesim.batch._frame import FIELDS
 
 if TYPE_CHECKING:
-    from opentelemetry.sdk.trace import ReadableSpan
     from opentelemetry.trace import SpanContext
 
     from tracesim.evaluators import EvalResult
@@ -257,6 +255,7 @@ class _Carriers(_Target):
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
         from tracesim._capture import make_options
         from tracesim.exporters import RedactingExporter
@@ -264,7 +263,7 @@ class _Carriers(_Target):
         self.name = name
         self._exporter = RedactingExporter(exporter)
         self._ids = _PlannedIds()
-        self._made = _Collect()
+        self._made = InMemorySpanExporter()  # the SDK's processor hands each carrier over as it ends
         self._provider = TracerProvider(
             resource=Resource.create({"service.name": "tracesim-backfill"}), id_generator=self._ids
         )
@@ -281,7 +280,8 @@ class _Carriers(_Target):
                 emit_carrier(
                     self._tracer, target, result, self._capture, {sc.EVALUATION_ANNOTATOR_KIND: "CODE"}
                 )
-            spans = self._made.take()
+            spans = list(self._made.get_finished_spans())
+            self._made.clear()
             if self._exporter.export(spans) is not SpanExportResult.SUCCESS:
                 raise ConnectionError(f"{self.name} did not accept {len(spans)} carrier spans")
         if not self._exporter.force_flush(int(_FLUSH_S * 1000)):
@@ -374,30 +374,6 @@ class _PlannedIds(IdGenerator):
 
     def generate_trace_id(self) -> int:
         return self._random.generate_trace_id()  # never used: carriers join the scored span's trace
-
-
-class _Collect(SpanExporter):
-    """A span exporter that keeps what it is given until taken (the SDK's processor feeds it)."""
-
-    def __init__(self) -> None:
-        self._spans: list[ReadableSpan] = []
-        self._lock = threading.Lock()
-
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        with self._lock:
-            self._spans.extend(spans)
-        return SpanExportResult.SUCCESS
-
-    def take(self) -> list[ReadableSpan]:
-        with self._lock:
-            spans, self._spans = self._spans, []
-        return spans
-
-    def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        return True
-
-    def shutdown(self) -> None:
-        pass
 
 
 # ---------------------------------------------------------------- the ledger

@@ -315,7 +315,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.text import Text
 
     if args.list:
         from tracesim.evaluators import available_types
@@ -363,19 +362,17 @@ def _run(args: argparse.Namespace) -> int:
     _print_summary(run_state, report, "stdout" if out_path is None else str(out_path))
     if run_state.rows == 0 and run_state.bad_rows:
         number, why = run_state.bad_rows[0]
-        report.print(
-            Text(
-                visible(
-                    f"tracesim eval: no row could be scored: all {len(run_state.bad_rows)} were bad "
-                    f"(line {number}: {why}); name the columns with --output-col, --expected-col, "
-                    "--input-col"
-                ),
-                style="red",
-            ),
-            soft_wrap=True,
-        )
+        print(_no_row_scored(len(run_state.bad_rows), f"line {number}: {why}"), file=sys.stderr)
         return 2
     return _check_gates(gates, run_state.tallies)
+
+
+def _no_row_scored(rows: int, example: str) -> str:
+    """What both engines say when every row was bad (wrong column names, most often)."""
+    return visible(
+        f"tracesim eval: no row could be scored: all {rows} were bad ({example}); "
+        "name the columns with --output-col, --expected-col, --input-col"
+    )
 
 
 def _workers(args: argparse.Namespace) -> int:
@@ -438,13 +435,7 @@ def _run_dask(args: argparse.Namespace) -> int:
     status = _check_gates(gates, report.tallies)
     if report.records and not report.scored and not report.failed_parts:
         reason, count = report.bad_rows.most_common(1)[0]
-        print(
-            visible(
-                f"tracesim eval: no row could be scored: all {report.records} were bad ({reason}: {count}); "
-                "name the columns with --output-col, --expected-col, --input-col"
-            ),
-            file=sys.stderr,
-        )
+        print(_no_row_scored(report.records, f"{reason}: {count}"), file=sys.stderr)
         return 2
     return 2 if report.failed_parts else status
 
