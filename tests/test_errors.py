@@ -146,8 +146,20 @@ def test_record_exception_on_a_span(captured: CapturedSpans) -> None:
         except AgentError as exc:
             s.record_exception(exc, mark_error=False)
     span = captured.by_name("handled")
-    assert span.status_code == "UNSET"
+    assert span.status_code == "OK"  # handled, not raised: the block succeeded
     assert span.event("exception")
+
+
+def test_an_error_marked_on_purpose_is_not_turned_ok_when_the_call_returns(captured: CapturedSpans) -> None:
+    @tracesim.trace
+    def degraded() -> str:
+        tracesim.current_span().record_exception(AgentError("fallback used"))
+        return "cached answer"
+
+    assert degraded() == "cached answer"
+    span = captured.by_name("degraded")
+    assert span.status_code == "ERROR"
+    assert span.status_message == "AgentError: fallback used"
 
 
 class BrokenTracer:

@@ -30,6 +30,7 @@ __all__ = ["Span", "current_span", "last_span", "span"]
 
 _ACTIVE: contextvars.ContextVar[Span | None] = contextvars.ContextVar("tracesim_active_span", default=None)
 _LAST: contextvars.ContextVar[Span | None] = contextvars.ContextVar("tracesim_last_span", default=None)
+_OK = Status(StatusCode.OK)
 
 
 class Span:
@@ -235,6 +236,17 @@ def _record_error(otel: otel_trace.Span, exception: BaseException, *, mark_error
         otel.set_attribute(sc.ERROR_TYPE, error_type(exception))
 
 
+def _mark_ok(otel: otel_trace.Span) -> None:
+    """Status OK for a call that returned, as OpenInference instrumentations set it.
+
+    Only an unset status changes: an ERROR the user set on purpose (``record_exception``
+    without raising) stays. Spans without a readable status (non-recording) are left alone.
+    """
+    status = getattr(otel, "status", None)
+    if status is not None and status.status_code is StatusCode.UNSET:
+        otel.set_status(_OK)
+
+
 def _message(exception: BaseException) -> str:
     try:
         return str(exception)
@@ -281,6 +293,8 @@ def score(
     _LAST.set(handle)
     runtime, plan = handle._runtime, handle._plan
     try:
+        _mark_ok(handle._otel)  # the call returned: what scoring finds later is not the call's status
+
         if runtime is None or runtime.scoring is None or plan is None:
             raise RuntimeError("score() called for a span without a scoring plan")
         job = Job(
@@ -438,11 +452,13 @@ def finish(handle: Span, exception: BaseException | None, end_time: int | None =
     except Exception:
         internal_error("span: detach")
     _LAST.set(handle)  # in the caller's context: `last_span()` finds it
-    if exception is not None:
-        try:
+    try:
+        if exception is None:
+            _mark_ok(handle._otel)
+        else:
             _record_error(handle._otel, exception)
-        except Exception:
-            internal_error("span: record error")
+    except Exception:
+        internal_error("span: status")
     try:
         handle._otel.end(end_time)
     except Exception:
