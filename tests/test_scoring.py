@@ -210,6 +210,10 @@ def test_a_hanging_evaluator_times_out_and_never_holds_the_span() -> None:
         assert carrier.parent_span_id == span_g.span_id
         assert carrier.trace_id == span_g.trace_id
         assert carrier.attributes["tracesim.eval.forever.score"] == 1.0
+        # placed inside g's time (at its end), so the trace's latency stays the call's
+        assert carrier.start_time_unix_nano == carrier.end_time_unix_nano == span_g.end_time_unix_nano
+        (event,) = carrier.event("gen_ai.evaluation.result")
+        assert event.time_unix_nano > span_g.end_time_unix_nano + 400_000_000  # when it really came
         stats = tracesim.scoring_stats()
     assert stats.timeouts == 1
     assert stats.late == 1
@@ -412,6 +416,20 @@ def test_score_records_feedback_on_a_carrier_span() -> None:
     assert carrier.trace_id == target.trace_id == request_span.trace_id
     (event,) = carrier.event("gen_ai.evaluation.result")
     assert event.attributes["gen_ai.evaluation.explanation"] == "thanks!"
+    # at the end of the span it rates: the trace's time range is the request's
+    assert carrier.start_time_unix_nano == carrier.end_time_unix_nano == request_span.end_time_unix_nano
+
+
+def test_feedback_for_a_bare_span_context_stands_at_the_time_it_was_given() -> None:
+    with capture_spans() as captured:
+        with tracesim.span("request") as request:
+            pass
+        context = request.span_context  # what a web app keeps for the feedback request
+        before = time.time_ns()
+        tracesim.score(context, name="thumbs", value=0.0)
+        (carrier,) = captured.named("evaluation thumbs")
+    assert carrier.start_time_unix_nano == carrier.end_time_unix_nano >= before
+    assert carrier.parent_span_id == captured.by_name("request").span_id
 
 
 def test_score_rejects_unusable_arguments() -> None:

@@ -123,7 +123,9 @@ def score(
 
     The result goes on a carrier span (``openinference.span.kind=EVALUATOR``) in the target's
     trace, linked to the target, with the same ``gen_ai.evaluation.result`` event and flat
-    ``tracesim.eval.<name>.*`` attributes as online scores.
+    ``tracesim.eval.<name>.*`` attributes as online scores. Given a span that has ended, the
+    carrier is placed at its end, so the trace's latency in a backend stays the call's; a bare
+    ``SpanContext`` carries no times, and its carrier stands at the moment of scoring.
 
     Args:
         target: The span scored: a `tracesim.Span`, an OpenTelemetry span, or its
@@ -145,7 +147,7 @@ def score(
         >>> tracesim.score(s, name="user_rating", value=1.0, label="helpful")
     """
     from tracesim import _semconv as sc
-    from tracesim._scoring._results import emit_carrier, target_context
+    from tracesim._scoring._results import emit_carrier, end_time_of, target_context
     from tracesim.evaluators import EvalResult
 
     context = target_context(target)
@@ -160,7 +162,12 @@ def score(
         return
     result = EvalResult(name=name, score=value, label=label, explanation=explanation, passed=passed)
     emit_carrier(
-        runtime.tracer, context, result, runtime.capture, {sc.EVALUATION_ANNOTATOR_KIND: annotator_kind}
+        runtime.tracer,
+        context,
+        result,
+        runtime.capture,
+        {sc.EVALUATION_ANNOTATOR_KIND: annotator_kind},
+        at_ns=end_time_of(target),
     )
     for sink in runtime.sinks:
         sink.submit(context, result, annotator_kind)

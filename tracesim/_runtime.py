@@ -18,7 +18,7 @@ import warnings
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
@@ -41,6 +41,9 @@ from tracesim._scoring._sinks import result_sinks
 from tracesim._semconv import LLM_COUNTED_IN_PARENT, SPAN_KINDS
 from tracesim._untraced import in_model_call
 from tracesim._version import __version__
+
+if TYPE_CHECKING:
+    from tracesim.exporters import Redaction
 
 __all__ = [
     "NotConfiguredWarning",
@@ -86,6 +89,9 @@ class Runtime:
         # The provider spans of this configuration go through (integrations start their spans
         # there); None for a disabled configuration.
         self.provider: TracerProvider | None = None
+        # What everything this configuration sends goes through (None when disabled); a
+        # backfill in the same process sends through it too.
+        self.redaction: Redaction | None = None
         # Rules also score spans other instrumentations make (held from export until scored).
         self.foreign = ForeignScoring(self.rules, scoring, capture) if scoring and self.rules else None
 
@@ -371,6 +377,7 @@ def build(settings: Settings) -> Runtime:
         )
     runtime = Runtime(settings, tracer, processors, capture, scoring, rules, sinks, exporters)
     runtime.provider = provider
+    runtime.redaction = redaction
     return runtime
 
 

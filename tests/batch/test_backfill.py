@@ -156,6 +156,39 @@ def test_what_is_sent_is_redacted(tmp_path: Path) -> None:
     assert carrier.attributes["tracesim.eval.echo.label"] == "for [REDACTED:email]"
 
 
+def test_a_backfill_sends_through_the_configured_redaction_and_places_carriers_in_the_spans_time(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "traces.jsonl"
+    tracesim.configure(jsonl_path=str(path), scoring_mode="off")
+    with tracesim.span("answer", kind="agent", input="q", expected="ticket PRJ-4411") as span:
+        span.set_output("done for PRJ-4411")
+    tracesim.shutdown()
+    [scored_span] = [s for s in load_spans(path) if s.name == "answer"]
+    register("echo_secret", Echo, replace=True)
+    try:
+        score(
+            Spans(str(path), name="answer"),
+            evaluators=["echo_secret:name=echo"],
+            output=tmp_path / "s",
+            engine="local",
+        )
+        # the application's own rule: ticket numbers are private; the backfill runs beside it
+        tracesim.configure(
+            exporters="none", scoring_mode="off", redact=lambda text, key: text.replace("PRJ-4411", "PRJ-****")
+        )
+        out = tmp_path / "carriers.jsonl"
+        assert backfill(tmp_path / "s", to=out).carriers == 1
+    finally:
+        tracesim.shutdown()
+        unregister("echo_secret")
+    assert "4411" not in out.read_text()
+    [carrier] = carriers(out)
+    assert carrier.attributes["tracesim.eval.echo.label"] == "for ticket PRJ-****"
+    # a zero-length span at the scored span's end: the trace's latency stays the call's
+    assert carrier.start_time_unix_nano == carrier.end_time_unix_nano == scored_span.end_time_unix_nano
+
+
 def test_results_without_span_ids_and_missing_destinations_are_refused(tmp_path: Path) -> None:
     rows = tmp_path / "rows.jsonl"
     rows.write_text(json.dumps({"output": "a", "expected": "a"}) + "\n")

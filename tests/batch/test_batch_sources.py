@@ -117,13 +117,13 @@ def test_spans_selected_by_name_and_kind_keep_their_ids(tmp_path: Path) -> None:
         spans = {s.span_id: s for s in load_spans(path)}
     records = all_records(Spans(str(path), name="answer", kind="agent", block_bytes=300))
     good = [r for r in records if r[-1] is None]
-    assert [(r[5], r[6], r[7]) for r in good] == [
+    assert [(r[6], r[7], r[8]) for r in good] == [
         ("Warsaw", "Warsaw", "Where was Curie born?"),
         ("Warsaw", None, "Where is Paris?"),
     ]
     for record in good:
         span = spans[record[3]]
-        assert (span.trace_id, span.name) == (record[2], "answer")
+        assert (span.trace_id, span.name, span.end_time_unix_nano) == (record[2], "answer", record[5])
     reasons = sorted(r[-1].split(" (")[0] for r in records if r[-1] is not None)
     assert reasons == ["a value was cut when traced", "invalid JSON", "not OTLP/JSON"]
     assert len(all_records(Spans(str(path), kind="tool"))) == 3 + 2  # three tools, two bad lines

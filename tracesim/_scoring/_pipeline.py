@@ -337,7 +337,7 @@ class ScoringPipeline:
                     job.ended = True
             self._count(result, late)
             if late:
-                emit_carrier(self.tracer, job.handle.span_context, result, self.capture)
+                emit_carrier(self.tracer, job.handle.span_context, result, self.capture, at_ns=job.end_ns)
             for sink in self.sinks:
                 sink.submit(job.handle.span_context, result, getattr(evaluator, "annotator_kind", "CODE"))
             if end_now:

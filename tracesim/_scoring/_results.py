@@ -23,7 +23,7 @@ from tracesim._capture import CaptureOptions, capture_value
 if TYPE_CHECKING:
     from tracesim.evaluators import EvalResult
 
-__all__ = ["emit_carrier", "render"]
+__all__ = ["emit_carrier", "end_time_of", "render"]
 
 
 def render(
@@ -73,9 +73,18 @@ def emit_carrier(
     result: EvalResult,
     capture: CaptureOptions,
     attributes: Mapping[str, AttributeValue] | None = None,
+    at_ns: int | None = None,
 ) -> SpanContext:
-    """Record ``result`` on a new carrier span linked to (and parented by) ``target``."""
+    """Record ``result`` on a new carrier span linked to (and parented by) ``target``.
+
+    The carrier is a zero-length span placed at ``at_ns``, the target's end when it is known,
+    else now. Backends such as Phoenix take a trace's latency from the earliest start to the
+    latest end of all its spans, so a carrier placed at the moment feedback arrives would
+    stretch a 200 ms trace to minutes; inside the target's time it changes nothing. The
+    result's event keeps the real time it was recorded.
+    """
     now = time.time_ns()
+    placed = now if at_ns is None else min(at_ns, now)
     parent = otel_trace.set_span_in_context(NonRecordingSpan(target))
     span_attributes: dict[str, AttributeValue] = {sc.SPAN_KIND: "EVALUATOR", **(attributes or {})}
     span = tracer.start_span(
@@ -83,11 +92,21 @@ def emit_carrier(
         context=parent,
         links=[Link(target)],
         attributes=span_attributes,
-        start_time=now,
+        start_time=placed,
     )
     write(span, result, capture, now)
-    span.end(end_time=now)
+    span.end(end_time=placed)
     return span.get_span_context()
+
+
+def end_time_of(target: Any) -> int | None:
+    """When ``target`` ended (ns since the epoch), if it is a span that has ended; else None.
+
+    A `tracesim.Span` or an SDK span knows it; a bare ``SpanContext`` does not.
+    """
+    otel = getattr(target, "otel_span", target)  # tracesim.Span wraps the OpenTelemetry span
+    end = getattr(otel, "end_time", None)
+    return end if isinstance(end, int) and end > 0 else None
 
 
 def target_context(target: Any) -> SpanContext:

@@ -40,6 +40,10 @@ if TYPE_CHECKING:
     from opentelemetry.trace import SpanContext
 
     from tracesim.evaluators import EvalResult
+    from tracesim.exporters import Redaction
+
+    Scored = tuple[SpanContext, EvalResult, int | None]
+    """A scored span's context, one result, and when the span ended (if the results say)."""
 
 __all__ = ["LEDGER", "BackfillReport", "backfill"]
 
@@ -170,7 +174,7 @@ def _send_part(
         ledger.add(target.name, path, digest)
 
 
-def _results(frame: Any, report: BackfillReport) -> Iterator[tuple[SpanContext, EvalResult]]:
+def _results(frame: Any, report: BackfillReport) -> Iterator[Scored]:
     """Each scored (row, evaluator) as the scored span's context and an `EvalResult`."""
     from opentelemetry.trace import SpanContext, TraceFlags
 
@@ -187,6 +191,8 @@ def _results(frame: Any, report: BackfillReport) -> Iterator[tuple[SpanContext, 
         context = SpanContext(
             int(trace_id, 16), int(span_id, 16), is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED)
         )
+        ended = row.get("span_end_ns")  # absent from results written before it was kept
+        end_ns = None if _blank(ended) else int(ended)
         for name in names:
             status = row[f"{name}.status"]
             if status not in ("ok", "error"):
@@ -205,7 +211,27 @@ def _results(frame: Any, report: BackfillReport) -> Iterator[tuple[SpanContext, 
                     error=_text(row[f"{name}.error"]),
                     details={"source": "backfill"},
                 ),
+                end_ns,
             )
+
+
+def configured_redaction() -> Redaction:
+    """The redaction of the configuration in force, so a backfill sends what tracing would.
+
+    The running configuration's (its ``redact`` hook and ``redact_patterns``) when
+    `tracesim.configure` ran in this process; else the patterns of ``tracesim.yaml`` and the
+    environment, as ``tracesim backfill`` finds them.
+    """
+    from tracesim import _runtime
+    from tracesim._config import resolve
+    from tracesim._redact import Redactor
+    from tracesim.exporters import Redaction
+
+    runtime = _runtime.active()
+    if runtime is not None and runtime.redaction is not None:
+        return runtime.redaction
+    settings = resolve({})
+    return Redaction(Redactor(settings.redact_patterns, settings.redact), settings.max_value_chars)
 
 
 def _blank(value: Any) -> bool:
@@ -239,7 +265,7 @@ class _Target:
     name: str
     kind: str
 
-    def send(self, results: Sequence[tuple[SpanContext, EvalResult]]) -> None:
+    def send(self, results: Sequence[Scored]) -> None:
         raise NotImplementedError
 
     def close(self) -> None:
@@ -261,7 +287,7 @@ class _Carriers(_Target):
         from tracesim.exporters import RedactingExporter
 
         self.name = name
-        self._exporter = RedactingExporter(exporter)
+        self._exporter = RedactingExporter(exporter, redaction=configured_redaction())
         self._ids = _PlannedIds()
         self._made = InMemorySpanExporter()  # the SDK's processor hands each carrier over as it ends
         self._provider = TracerProvider(
@@ -271,14 +297,19 @@ class _Carriers(_Target):
         self._tracer = self._provider.get_tracer("tracesim.backfill")
         self._capture = make_options(True, 32 * 1024)
 
-    def send(self, results: Sequence[tuple[SpanContext, EvalResult]]) -> None:
+    def send(self, results: Sequence[Scored]) -> None:
         from tracesim._scoring._results import emit_carrier
 
         for start in range(0, len(results), _EXPORT_CHUNK):
-            for target, result in results[start : start + _EXPORT_CHUNK]:
+            for target, result, end_ns in results[start : start + _EXPORT_CHUNK]:
                 self._ids.next = carrier_span_id(target, result.name)
                 emit_carrier(
-                    self._tracer, target, result, self._capture, {sc.EVALUATION_ANNOTATOR_KIND: "CODE"}
+                    self._tracer,
+                    target,
+                    result,
+                    self._capture,
+                    {sc.EVALUATION_ANNOTATOR_KIND: "CODE"},
+                    at_ns=end_ns,  # inside the scored span's time: the trace's latency stays its own
                 )
             spans = list(self._made.get_finished_spans())
             self._made.clear()
@@ -297,17 +328,16 @@ class _Annotations(_Target):
 
     def __init__(self, base_url: str, headers: Mapping[str, str] | None, wait_s: float) -> None:
         from tracesim._scoring._sinks import PhoenixSink
-        from tracesim.exporters._redacting import Redaction
 
         self.name = f"phoenix:{base_url.rstrip('/')}"
-        self._sink = PhoenixSink(base_url, headers, Redaction(), max_wait_for_span_s=wait_s)
+        self._sink = PhoenixSink(base_url, headers, configured_redaction(), max_wait_for_span_s=wait_s)
         self._wait_s = wait_s
 
-    def send(self, results: Sequence[tuple[SpanContext, EvalResult]]) -> None:
+    def send(self, results: Sequence[Scored]) -> None:
         for start in range(0, len(results), _ANNOTATION_CHUNK):
             chunk = results[start : start + _ANNOTATION_CHUNK]
             before = self._sink.stats
-            for target, result in chunk:
+            for target, result, _ in chunk:
                 self._sink.submit(target, result, "CODE")
             flushed = self._sink.force_flush(self._wait_s + 60.0)
             after = self._sink.stats

@@ -32,6 +32,7 @@ __all__ = ["Job", "Sink", "run_part"]
 
 OutputFormat = Literal["parquet", "jsonl"]
 _TEXT_COLUMNS = ("source", "id", "trace_id", "span_id", "span_name", "bad_row")
+_INT_COLUMNS = ("row", "span_end_ns")
 
 
 @dataclass(frozen=True)
@@ -127,7 +128,7 @@ def _schema(key_columns: Sequence[str], evaluators: Sequence[EvaluatorSpec]) -> 
     """One schema for every part, whatever its values (a part of bad rows only, all-null labels)."""
     import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
 
-    fields = [pa.field(name, pa.int64() if name == "row" else pa.string()) for name in key_columns]
+    fields = [pa.field(name, pa.int64() if name in _INT_COLUMNS else pa.string()) for name in key_columns]
     fields.append(pa.field("bad_row", pa.string()))
     return pa.schema([*fields, *result_schema(evaluators)])
 

@@ -253,7 +253,8 @@ class Spans:
     operation (``chat``...), ``attributes`` values the span must have (strings are globs), as
     in the ``evaluators`` rules of ``tracesim.configure``. The output and input are read where
     each convention writes them (``output.value``, GenAI messages...), the expected output from
-    ``tracesim.expected.value``. Each record keeps its ``trace_id`` and ``span_id``.
+    ``tracesim.expected.value``. Each record keeps its ``trace_id``, ``span_id`` and
+    ``span_end_ns`` (when the span ended, where a backfill places its scores).
 
     Example:
         >>> Spans(".tracesim/traces*.jsonl", name="answer*", kind="agent").kind
@@ -266,7 +267,7 @@ class Spans:
     attributes: Mapping[str, Any] | None = None
     block_bytes: int = _BLOCK_BYTES
 
-    key_columns = ("source", "row", "trace_id", "span_id", "span_name")
+    key_columns = ("source", "row", "trace_id", "span_id", "span_name", "span_end_ns")
 
     def __post_init__(self) -> None:
         self.rule()  # a bad kind or attribute fails here, before any file is read

@@ -55,16 +55,25 @@ def read_spans(part: Part, rule: Rule, chunk: Chunk) -> None:
                 raise ValueError(f"expected a JSON object, got {type(request).__name__}")
             spans = list(spans_from_request(request))  # all of a line, or none of it
         except RecursionError:
-            chunk.add((part.path, number, None, None, None), (None, None, None), "invalid JSON (too deep)")
+            chunk.add(_unread(part, number), (None, None, None), "invalid JSON (too deep)")
             continue
         except ValueError as exc:  # json's errors and the OTLP decoder's are both ValueErrors
             what = "invalid JSON" if isinstance(exc, json.JSONDecodeError) else "not OTLP/JSON"
-            chunk.add((part.path, number, None, None, None), (None, None, None), f"{what} ({exc})")
+            chunk.add(_unread(part, number), (None, None, None), f"{what} ({exc})")
             continue
         for span in spans:
             if rule.selects(span.name, _kinds(span), span.attributes):
                 triple, bad = span_record(span)
-                chunk.add((part.path, number, span.trace_id, span.span_id, span.name), triple, bad)
+                chunk.add(
+                    (part.path, number, span.trace_id, span.span_id, span.name, span.end_time_unix_nano),
+                    triple,
+                    bad,
+                )
+
+
+def _unread(part: Part, number: int) -> tuple[Any, ...]:
+    """The keys of a line that could not be read: where it is, and no span."""
+    return (part.path, number, None, None, None, None)
 
 
 def _kinds(span: SpanRecord) -> tuple[str | None, ...]:
