@@ -186,3 +186,25 @@ def test_a_damaged_ledger_costs_a_resend_not_a_crash(sink: OtlpSink, trace_file:
     ledger.unlink()
     ledger.mkdir()  # cannot be read or written: replay still works, it just cannot resume
     assert replay([trace_file], endpoint=sink.url, encoding="protobuf").spans == 12
+
+
+def test_results_replayed_to_a_collector_that_is_not_phoenix_stay_on_the_spans(
+    sink: OtlpSink, tmp_path: Path, make_batch: Batch
+) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    from tracesim import _semconv as sc
+
+    path = tmp_path / "scored.jsonl"
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(JsonlExporter(path)))
+    with provider.get_tracer("t").start_as_current_span("answer") as span:
+        span.add_event(sc.EVALUATION_EVENT, {sc.EVALUATION_NAME: "exact", sc.EVALUATION_SCORE_VALUE: 1.0})
+    provider.shutdown()
+
+    asked = replay([path], endpoint=sink.url)  # asks GET /arize_phoenix_version: 501 here
+    assert (asked.ok, asked.spans, asked.phoenix, asked.annotations) == (True, 1, False, 0)
+    assert len(sink.headers) == 2  # the 415 and the converted request: no annotation was posted
+    off = replay([path], endpoint=sink.url, force=True, annotations=False)
+    assert (off.ok, off.spans, off.phoenix) == (True, 1, None)

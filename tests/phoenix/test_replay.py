@@ -30,6 +30,19 @@ def _write_trace_file(path: Path, project: str) -> None:
             root.add_event(sc.EVALUATION_EVENT, {sc.EVALUATION_NAME: "exact", sc.EVALUATION_SCORE_VALUE: 1.0})
             if question == "q3":
                 root.set_status(trace.StatusCode.ERROR, "late")
+        if question == "q2":  # feedback that came later, on a carrier span linked to the answer
+            target = root.get_span_context()
+            carrier = tracer.start_span(
+                "evaluation thumbs",
+                context=trace.set_span_in_context(trace.NonRecordingSpan(target)),
+                links=[trace.Link(target)],
+                attributes={sc.SPAN_KIND: "EVALUATOR", sc.EVALUATION_ANNOTATOR_KIND: "HUMAN"},
+            )
+            carrier.add_event(
+                sc.EVALUATION_EVENT,
+                {sc.EVALUATION_NAME: "thumbs", sc.EVALUATION_SCORE_LABEL: "up", sc.EVALUATION_STATUS: "ok"},
+            )
+            carrier.end()
     provider.shutdown()
 
 
@@ -39,13 +52,26 @@ def test_replayed_file_arrives_whole_and_a_second_replay_adds_nothing(
     path = tmp_path / "traces.jsonl"
     _write_trace_file(path, project)
     local = {s.span_id: s for s in load_spans(path)}
-    assert len(local) == 6
+    assert len(local) == 7
 
     first = replay([path], endpoint=phoenix.http_endpoint, batch_size=4)
     # Phoenix takes only OTLP/protobuf: the first JSON post gets 415, the rest is converted.
-    assert (first.ok, first.encoding, first.spans, first.lines) == (True, "protobuf", 6, 6)
+    assert (first.ok, first.encoding, first.spans, first.lines) == (True, "protobuf", 7, 7)
+    # ... and it is Phoenix: the results became annotations, the carrier's on the answer it rates
+    assert (first.phoenix, first.annotations, first.failed_annotations) == (True, 4, 0)
+    answers = {i: s for i, s in local.items() if s.name == "answer"}
+    found = phoenix.span_annotations(project, list(answers), min_count=4)
+    by_span = {(a["span_id"], a["name"]) for a in found}
+    assert {(i, "exact") for i in answers} <= by_span
+    (thumbs,) = [a for a in found if a["name"] == "thumbs"]
+    (rated,) = [s for s in answers.values() if s.attributes[sc.INPUT_VALUE] == "q2"]
+    assert (thumbs["span_id"], thumbs["result"]["label"], thumbs["annotator_kind"]) == (
+        rated.span_id,
+        "up",
+        "HUMAN",
+    )
 
-    spans = phoenix.spans(project, min_count=6)
+    spans = phoenix.spans(project, min_count=7)
     assert {s["context"]["span_id"] for s in spans} == set(local)
     for span in spans:
         original = local[span["context"]["span_id"]]
@@ -60,7 +86,7 @@ def test_replayed_file_arrives_whole_and_a_second_replay_adds_nothing(
         assert span["status_code"] == original.status_code
 
     second = replay([path], endpoint=phoenix.http_endpoint)
-    assert (second.ok, second.spans, second.already_sent) == (True, 0, 6)
+    assert (second.ok, second.spans, second.already_sent, second.annotations) == (True, 0, 7, 0)
     # Even a forced re-send duplicates nothing: Phoenix keeps the first copy of a span id.
     assert main(["replay", str(path), "--endpoint", phoenix.http_endpoint, "--force"]) == 0
     # A sentinel sent after the forced replay: once Phoenix shows it, it has ingested the
@@ -71,6 +97,8 @@ def test_replayed_file_arrives_whole_and_a_second_replay_adds_nothing(
     provider.get_tracer("t").start_span("sentinel").end()
     provider.shutdown()
     assert replay([sentinel], endpoint=phoenix.http_endpoint, encoding="protobuf").ok
-    again = phoenix.spans(project, min_count=7)
+    again = phoenix.spans(project, min_count=8)
     ids = [s["context"]["span_id"] for s in again if s["name"] != "sentinel"]
-    assert sorted(ids) == sorted(local)  # six spans, none twice
+    assert sorted(ids) == sorted(local)  # seven spans, none twice
+    # the forced replay annotated again: an upsert, still one annotation per span and name
+    assert len(phoenix.span_annotations(project, list(answers), min_count=4)) == 4

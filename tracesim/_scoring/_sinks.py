@@ -147,14 +147,28 @@ class PhoenixSink:
     """Each result as a Phoenix span annotation (through Phoenix's REST API)."""
 
     def __init__(
-        self, base_url: str, headers: Any, redaction: Redaction, *, max_wait_for_span_s: float = 120.0
+        self,
+        base_url: str,
+        headers: Any,
+        redaction: Redaction,
+        *,
+        max_wait_for_span_s: float = 120.0,
+        detect: bool = False,
     ) -> None:
         from tracesim.exporters._phoenix import PhoenixAnnotationSink
 
         self._sink = PhoenixAnnotationSink(
-            base_url, headers=dict(headers) if headers else None, max_wait_for_span_s=max_wait_for_span_s
+            base_url,
+            headers=dict(headers) if headers else None,
+            max_wait_for_span_s=max_wait_for_span_s,
+            detect=detect,
         )
         self._redaction = redaction
+
+    @property
+    def is_phoenix(self) -> bool | None:
+        """Whether the URL is Phoenix; None until a detecting sink has asked."""
+        return self._sink.is_phoenix
 
     @property
     def stats(self) -> AnnotationStats:

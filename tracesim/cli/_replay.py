@@ -7,6 +7,10 @@ the command again, before or after rotation, sends only what was not accepted ye
 sends everything again). A line that is not OTLP/JSON is skipped, named in the summary, and the
 rest is sent.
 
+Sent to Phoenix (found by asking the endpoint, or said with ``--annotations``), the evaluation
+results in the lines also become Phoenix span annotations, where Phoenix shows scores;
+``--no-annotations`` turns that off.
+
 Exit status: 0 when everything was sent (or had been before); 1 when a request failed or the
 endpoint rejected spans; 2 for usage errors (a file that does not exist or cannot be read,
 bad ``--headers``). Paths, answers from the endpoint and problems are printed as plain text:
@@ -61,6 +65,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--timeout", metavar="SECONDS", type=_seconds, default=10.0, help="per request (default 10)"
     )
     parser.add_argument("--force", action="store_true", help="also send lines a previous run delivered")
+    parser.add_argument(
+        "--annotations",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="also post the evaluation results as Phoenix span annotations "
+        "(default: when the endpoint is Phoenix)",
+    )
 
 
 def _seconds(raw: str) -> float:
@@ -108,6 +119,7 @@ def run(args: argparse.Namespace) -> int:
                 encoding=args.encoding,
                 timeout_s=args.timeout,
                 on_progress=advance,
+                annotations=args.annotations,
             )
     except OSError as exc:  # a file that exists but cannot be read
         err.print(
@@ -179,6 +191,11 @@ def _summary(console: Console, report: ReplayReport) -> None:
     table.add_row("requests failed", f"[red]{failed}[/red]" if report.failed_requests else "0")
     if report.rejected_spans:
         table.add_row("spans rejected by the endpoint", f"[red]{report.rejected_spans}[/red]")
+    if report.phoenix:
+        annotations = f"{report.annotations}" + (
+            f" ([red]{report.failed_annotations} not delivered[/red])" if report.failed_annotations else ""
+        )
+        table.add_row("Phoenix annotations", annotations)
     table.add_row("encoding", encoding)
     console.print(table)
     for problem in report.problems[:20]:  # never wrapped: a path:line stays one piece to copy or grep

@@ -35,6 +35,7 @@ _logger = logging.getLogger("tracesim")
 _KINDS = frozenset({"CODE", "LLM", "HUMAN"})
 _SPAN_ID = re.compile(r"\b[0-9a-f]{16}\b")
 _RETRYABLE = frozenset({429, 500, 502, 503, 504})
+_VERSION = re.compile(r"\d+\.\d+")  # what Phoenix's /arize_phoenix_version answers: "12.3.0"
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,9 @@ class PhoenixAnnotationSink:
         schedule_delay_s: How long the first annotation of a batch may wait for company.
         max_wait_for_span_s: How long to keep retrying an annotation whose span Phoenix does
             not have yet (or while Phoenix is unreachable).
+        detect: Ask first whether ``base_url`` is Phoenix at all (``GET /arize_phoenix_version``),
+            for a URL derived from an OTLP endpoint that may be any collector. Not Phoenix:
+            the sink turns itself off, says so once at INFO, and ignores what it is given.
 
     Example:
         >>> from tracesim.exporters._phoenix import PhoenixAnnotationSink
@@ -97,8 +101,12 @@ class PhoenixAnnotationSink:
         max_wait_for_span_s: float = 120.0,
         timeout_s: float = 10.0,
         max_backoff_s: float = 10.0,
+        detect: bool = False,
     ) -> None:
-        self.url = base_url.rstrip("/") + "/v1/span_annotations"
+        self.base_url = base_url.rstrip("/")
+        self.url = self.base_url + "/v1/span_annotations"
+        self.is_phoenix: bool | None = None if detect else True
+        """Whether ``base_url`` is Phoenix: None until a `detect` sink has asked."""
         self._client = httpx.Client(headers=dict(headers or {}), timeout=timeout_s)
         self._max_queue_size = max_queue_size
         self._max_batch_size = max_batch_size
@@ -137,6 +145,8 @@ class PhoenixAnnotationSink:
         identifier: str = "",
     ) -> None:
         """Queue one annotation of span ``span_id_hex`` (16 hex digits); returns at once."""
+        if self.is_phoenix is False:
+            return  # the endpoint is some other collector: there is nowhere to annotate
         try:
             payload = _payload(
                 span_id_hex, name, score, label, explanation, annotator_kind, metadata, identifier
@@ -218,6 +228,8 @@ class PhoenixAnnotationSink:
         return max(soonest - now, 0.01)
 
     def _post(self, batch: list[_Item]) -> None:
+        if self.is_phoenix is None and not self._detect(batch):
+            return None
         try:
             response = self._client.post(
                 self.url, params={"sync": "true"}, json={"data": [i.payload for i in batch]}
@@ -243,6 +255,30 @@ class PhoenixAnnotationSink:
         with self._lock:
             self._failed += len(batch)
         return None
+
+    def _detect(self, batch: list[_Item]) -> bool:
+        """Ask once whether the base URL is Phoenix; True to go on sending ``batch``."""
+        try:
+            response = self._client.get(self.base_url + "/arize_phoenix_version")
+        except httpx.HTTPError as exc:
+            self._log_once("unreachable", "tracesim: Phoenix annotations: %s; retrying", exc)
+            self._retry(batch)  # not known yet: asked again when the batch comes back
+            return False
+        if response.is_success and _VERSION.match(response.text.strip()):
+            self.is_phoenix = True
+            return True
+        with self._lock:
+            self.is_phoenix = False
+            # Never meant for anyone: not counted as submitted, dropped or failed.
+            self._submitted -= len(batch) + len(self._queue)
+            self._queue.clear()
+        _logger.info(
+            "tracesim: %s is not Phoenix (GET /arize_phoenix_version: HTTP %d); evaluation results "
+            "stay on the spans. Set phoenix_annotations=false to skip this check.",
+            self.base_url,
+            response.status_code,
+        )
+        return False
 
     def _split_unknown(self, batch: list[_Item], detail: str) -> None:
         # "Spans with IDs a, b do not exist.": wait for those, send the others now.

@@ -10,6 +10,10 @@ a request are concatenated, which protobuf defines as merging them, and posted a
 the decoder refuses, a line protobuf cannot hold) is skipped and named in the report; the
 others go on.
 
+Sent to Phoenix, the evaluation results in the delivered lines also become span annotations
+(where Phoenix shows scores): by default when the endpoint turns out to be Phoenix (asked with
+``GET /arize_phoenix_version``), always with ``annotations=True``, never with ``False``.
+
 Re-running is safe, rotation included. Every accepted line is recorded by the SHA-256 of its
 content, per endpoint, in one ledger per file family next to the files: ``traces.jsonl``,
 ``traces.1.jsonl``, ``traces.2.jsonl`` share ``traces.jsonl.replayed``. A line that moved to
@@ -30,7 +34,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import unquote
 
 import httpx
@@ -38,6 +42,9 @@ import httpx
 from tracesim.exporters._otlp_decode import request_to_protobuf
 from tracesim.exporters._records import spans_from_request
 from tracesim.exporters._replay_ledger import Ledger, ledger_path
+
+if TYPE_CHECKING:
+    from tracesim.exporters._replay_annotations import ReplayAnnotations
 
 __all__ = ["ReplayReport", "default_endpoint", "replay"]
 
@@ -69,12 +76,18 @@ class ReplayReport:
     """Spans the endpoint reported as rejected in an otherwise accepted request."""
     encoding: str = "json"
     """``json`` (lines posted as they are) or ``protobuf`` (converted)."""
+    annotations: int = 0
+    """Phoenix span annotations made from the evaluation results of the lines sent."""
+    failed_annotations: int = 0
+    """Annotations Phoenix did not take (its span never arrived, or it refused them)."""
+    phoenix: bool | None = None
+    """Whether the endpoint is Phoenix: None when not asked (``annotations=False``) or unreachable."""
     problems: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         """True when nothing failed and nothing was rejected."""
-        return not self.failed_requests and not self.rejected_spans
+        return not self.failed_requests and not self.rejected_spans and not self.failed_annotations
 
 
 @dataclass
@@ -138,6 +151,7 @@ def replay(
     timeout_s: float = 10.0,
     max_attempts: int = 5,
     on_progress: Callable[[int], None] | None = None,
+    annotations: bool | None = None,
 ) -> ReplayReport:
     """Send trace files to an OTLP/HTTP endpoint; never raises for delivery problems.
 
@@ -150,6 +164,8 @@ def replay(
         encoding: ``auto`` (JSON, protobuf after a 415), ``json`` or ``protobuf``.
         max_attempts: Attempts per request on 429, 5xx and connection errors, with backoff.
         on_progress: Called with the number of bytes of the file read after each request.
+        annotations: Phoenix span annotations for the evaluation results sent: None (default)
+            when the endpoint is Phoenix, True always (the endpoint is Phoenix), False never.
 
     Example:
         >>> from tracesim.exporters import replay
@@ -159,7 +175,12 @@ def replay(
     """
     url = traces_url(endpoint) if endpoint else default_endpoint()
     report = ReplayReport(url, encoding="protobuf" if encoding == "protobuf" else "json")
-    sender = _Sender(url, {**env_headers(), **(headers or {})}, encoding, timeout_s, max_attempts, report)
+    all_headers = {**env_headers(), **(headers or {})}
+    sender = _Sender(url, all_headers, encoding, timeout_s, max_attempts, report)
+    if annotations is not False:
+        from tracesim.exporters._replay_annotations import ReplayAnnotations, phoenix_base_url
+
+        sender.annotations = ReplayAnnotations(phoenix_base_url(url), all_headers, detect=annotations is None)
     ledgers: dict[Path, Ledger] = {}
     try:
         for path in map(Path, paths):
@@ -170,7 +191,7 @@ def replay(
             ledgers[family].load_legacy(path)
             _replay_file(path, sender, batch_size, ledgers[family], report, on_progress)
     finally:
-        sender.close()
+        sender.close(report)
         for ledger in ledgers.values():
             ledger.close()
     return report
@@ -218,6 +239,9 @@ def _flush(
         report.spans += spans
         report.lines += len(batch)
         ledger.record([line.key for line in batch])
+        if sender.annotations is not None:
+            for line in batch:
+                sender.annotations.add(line.request)
     elif outcome == "failed":
         report.failed_requests += 1
         report.failed_spans += spans
@@ -279,6 +303,7 @@ class _Sender:
         self._switchable = encoding == "auto"
         self._max_attempts = max_attempts
         self._report = report
+        self.annotations: ReplayAnnotations | None = None
 
     def post(self, batch: list[_Line]) -> Outcome:
         """``sent``, ``failed``, or ``switch`` when the endpoint asked for protobuf (send again)."""
@@ -336,8 +361,14 @@ class _Sender:
             self._report.rejected_spans += rejected
             self._report.problems.append(f"{self.url} rejected {rejected} spans (partial success)")
 
-    def close(self) -> None:
+    def close(self, report: ReplayReport) -> None:
         self._client.close()
+        if self.annotations is not None:
+            sent, failed, report.phoenix = self.annotations.finish(timeout_s=60.0)
+            report.annotations += sent
+            report.failed_annotations += failed
+            if failed:
+                report.problems.append(f"{failed} Phoenix annotations not delivered (see the log)")
 
 
 def _strict_json(request: dict[str, Any]) -> bytes:
