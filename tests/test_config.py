@@ -55,7 +55,7 @@ def test_exporters_from_the_environment_and_none() -> None:
 @pytest.mark.parametrize(
     ("arguments", "environ", "setting", "variable", "accepted"),
     [
-        ({"max_value_chars": -1}, {}, "max_value_chars", "TRACESIM_MAX_VALUE_CHARS", "integer >= 64"),
+        ({"max_value_chars": -1}, {}, "max_value_chars", None, "integer >= 64"),
         ({}, {"TRACESIM_MAX_VALUE_CHARS": "lots"}, "max_value_chars", "TRACESIM_MAX_VALUE_CHARS", "integer"),
         (
             {},
@@ -64,15 +64,9 @@ def test_exporters_from_the_environment_and_none() -> None:
             "TRACESIM_EXPORTERS",
             "'jsonl', 'console', 'otlp'",
         ),
-        ({"scoring_mode": "later"}, {}, "scoring_mode", "TRACESIM_SCORING_MODE", "background, inline, off"),
+        ({"scoring_mode": "later"}, {}, "scoring_mode", None, "background, inline, off"),
         ({}, {"TRACESIM_ENABLED": "maybe"}, "enabled", "TRACESIM_ENABLED", "true or false"),
-        (
-            {"evaluation_sample_rate": 1.5},
-            {},
-            "evaluation_sample_rate",
-            "TRACESIM_EVALUATION_SAMPLE_RATE",
-            "0 to 1",
-        ),
+        ({"evaluation_sample_rate": 1.5}, {}, "evaluation_sample_rate", None, "0 to 1"),
         (
             {},
             {"OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"},
@@ -80,11 +74,11 @@ def test_exporters_from_the_environment_and_none() -> None:
             "OTEL_EXPORTER_OTLP_PROTOCOL",
             "grpc",
         ),
-        ({"redact_patterns": ["email", "ssn"]}, {}, "redact_patterns", "TRACESIM_REDACT_PATTERNS", "email"),
+        ({"redact_patterns": ["email", "ssn"]}, {}, "redact_patterns", None, "email"),
         ({"redact": "yes"}, {}, "redact", None, "callable"),
     ],
 )
-def test_a_bad_value_names_the_setting_its_variable_and_the_accepted_values(
+def test_a_bad_value_names_the_setting_where_it_came_from_and_the_accepted_values(
     arguments: dict[str, object], environ: dict[str, str], setting: str, variable: str | None, accepted: str
 ) -> None:
     with pytest.raises(tracesim.ConfigError) as info:
@@ -94,8 +88,71 @@ def test_a_bad_value_names_the_setting_its_variable_and_the_accepted_values(
     assert error.env_var == variable
     assert accepted in error.accepted
     assert setting in str(error)
-    if variable:
-        assert variable in str(error)
+    if variable:  # the variable that held the value, and no other source
+        assert f"(environment variable {variable}): got " in str(error)
+        assert error.source is None
+    else:  # the argument, never a variable the user did not set
+        assert error.source == f"configure({setting}=...)"
+        assert "environment variable" not in str(error)
+
+
+def test_an_error_names_the_source_of_the_bad_value_file_variable_or_argument(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "tracesim.yaml").write_text("scoring_workers: x\n")
+    with pytest.raises(tracesim.ConfigError) as from_file:
+        tracesim.configure(exporters=[])
+    assert str(from_file.value) == (
+        "invalid value for setting 'scoring_workers': got 'x' from tracesim.yaml; accepted: an integer >= 1"
+    )
+    assert from_file.value.env_var is None
+
+    monkeypatch.setenv("TRACESIM_SCORING_WORKERS", "y")  # beats the file, so it is what is wrong
+    with pytest.raises(tracesim.ConfigError) as from_env:
+        tracesim.configure(exporters=[])
+    assert str(from_env.value) == (
+        "invalid value for setting 'scoring_workers' (environment variable TRACESIM_SCORING_WORKERS): "
+        "got 'y'; accepted: an integer >= 1"
+    )
+
+    with pytest.raises(tracesim.ConfigError) as from_argument:
+        tracesim.configure(exporters=[], scoring_workers=0)  # beats both
+    assert str(from_argument.value) == (
+        "invalid value for setting 'scoring_workers': got 0 from configure(scoring_workers=...); "
+        "accepted: an integer >= 1"
+    )
+    assert _runtime.current is None
+
+
+def test_a_file_named_by_the_environment_is_named_by_its_path(tmp_path: Path) -> None:
+    other = tmp_path / "conf" / "staging.yaml"
+    other.parent.mkdir()
+    other.write_text("jsonl_backups: -1\n")
+    with pytest.raises(tracesim.ConfigError) as info:
+        resolve({}, environ={"TRACESIM_CONFIG_FILE": str(other)})
+    assert info.value.source == str(other)
+    assert f"got -1 from {other}; accepted: an integer >= 0" in str(info.value)
+    assert "environment variable" not in str(info.value)
+
+
+def test_a_bad_rule_in_the_file_names_the_file(tmp_path: Path) -> None:
+    config = tmp_path / "tracesim.yaml"
+    config.write_text("evaluators:\n  - {kind: robot, evaluators: [exact]}\n")
+    with pytest.raises(
+        tracesim.ConfigError, match=r"'evaluators\[0\]\.kind'.*got 'robot' from tracesim\.yaml;"
+    ):
+        tracesim.configure(exporters=[])
+    config.write_text("evaluators:\n  - {match: x}\n  - {evaluators: [{type: levenshtien}]}\n")
+    with pytest.raises(tracesim.ConfigError) as info:
+        tracesim.configure(exporters=[])
+    assert info.value.setting == "evaluators[0].evaluators"
+    assert info.value.source == "tracesim.yaml"
+    config.write_text("evaluators:\n  - {evaluators: [{type: levenshtien}]}\n")
+    with pytest.raises(tracesim.ConfigError, match=r"from tracesim\.yaml; .*did you mean 'levenshtein'\?$"):
+        tracesim.configure(exporters=[])
+    with pytest.raises(tracesim.ConfigError) as in_code:  # the same rule in code names no file
+        tracesim.configure(exporters=[], evaluators=[{"evaluators": [{"type": "levenshtien"}]}])
+    assert in_code.value.source is None
 
 
 def test_configure_raises_before_changing_anything() -> None:
@@ -126,6 +183,10 @@ def test_a_config_file_can_be_named_by_the_environment(tmp_path: Path) -> None:
     assert resolve({}, environ={"TRACESIM_CONFIG_FILE": str(other)}).service_name == "staging"
     with pytest.raises(tracesim.ConfigError, match="TRACESIM_CONFIG_FILE"):
         resolve({}, environ={"TRACESIM_CONFIG_FILE": str(tmp_path / "missing.yaml")})
+    with pytest.raises(tracesim.ConfigError) as argument:  # given in code: no variable to blame
+        resolve({}, environ={}, config_file=tmp_path / "missing.yaml")
+    assert argument.value.setting == "config_file"
+    assert argument.value.env_var is None
 
 
 def test_every_setting_is_a_field_and_documented() -> None:

@@ -12,7 +12,7 @@ import pytest
 
 import tracesim
 from tracesim.evaluators import ExactMatch
-from tracesim.exporters import SpanRecord
+from tracesim.exporters import SpanRecord, load_spans
 from tracesim.testing import CapturedSpans, capture_spans
 
 
@@ -254,10 +254,164 @@ def test_decorator_evaluators_win_a_name_clash_with_a_rule() -> None:
         ([{"kind": "robot", "evaluators": ["exact"]}], "evaluators[0].kind"),
         ([{"match": "x"}], "evaluators[0].evaluators"),
         ([{"evaluators": [{"type": "nope"}]}], "type"),
-        ([{"evaluators": ["exact"], "expected": {"golden": "missing.jsonl", "key": "q"}}], "Golden.path"),
+        (
+            [{"evaluators": ["exact"], "expected": {"golden": "missing.jsonl", "key": "q"}}],
+            "evaluators[0].expected.golden",
+        ),
+        ([{"evaluators": ["exact"], "expected": {"golden": 3, "key": "q"}}], "evaluators[0].expected.golden"),
+        ([{"evaluators": ["exact"], "expected": {"golden": "g.jsonl"}}], "evaluators[0].expected.key"),
+        ([{"evaluators": ["exact"], "expected": {"city": "Paris"}}], "{value: {...}}"),
+        ([{"evaluators": ["exact"], "expected": {"value": 1, "unit": "m"}}], "evaluators[0].expected"),
     ],
 )
 def test_bad_rules_fail_at_configure(rules: list[dict[str, Any]], setting: str) -> None:
     with pytest.raises(tracesim.ConfigError) as info:
         tracesim.configure(evaluators=rules)
     assert setting in str(info.value)
+
+
+def _traced_file_spans(path: Path) -> dict[str, SpanRecord]:
+    assert tracesim.force_flush(30)
+    return {span.name: span for span in load_spans(path)}
+
+
+def test_a_rules_expected_may_be_a_plain_value_like_the_decorators(tmp_path: Path) -> None:
+    (tmp_path / "tracesim.yaml").write_text(
+        """
+jsonl_path: traces.jsonl
+evaluators:
+  - {match: capital, evaluators: [exact], expected: Paris}
+  - {match: count, evaluators: [exact], expected: 42}
+  - {match: cities, evaluators: [exact], expected: [Warsaw, Paris]}
+  - {match: record, evaluators: [exact], expected: {value: {city: Paris}}}
+  - {match: wrong, evaluators: [exact], expected: Paris}
+"""
+    )
+    tracesim.configure()  # scoring_mode "background": scored off the caller's path
+
+    @tracesim.trace
+    def capital(country: str) -> str:
+        return "Paris"
+
+    @tracesim.trace
+    def count() -> int:
+        return 42
+
+    @tracesim.trace
+    def cities() -> list[str]:
+        return ["Warsaw", "Paris"]
+
+    @tracesim.trace
+    def record() -> dict[str, str]:
+        return {"city": "Paris"}
+
+    @tracesim.trace
+    def wrong() -> str:
+        return "Lyon"
+
+    for call in (lambda: capital("France"), count, cities, record, wrong):
+        call()
+    spans = _traced_file_spans(tmp_path / "traces.jsonl")
+    for name in ("capital", "count", "cities", "record"):
+        assert exact(spans[name]) is True, name
+    assert exact(spans["wrong"]) is False
+    assert spans["capital"].attributes["tracesim.expected.value"] == "Paris"
+    assert json.loads(spans["cities"].attributes["tracesim.expected.value"]) == ["Warsaw", "Paris"]
+    assert json.loads(spans["record"].attributes["tracesim.expected.value"]) == {"city": "Paris"}
+
+
+def test_a_rules_expected_in_code_may_be_a_callable_of_the_arguments(tmp_path: Path) -> None:
+    rule = {"match": "shout", "evaluators": [ExactMatch()], "expected": lambda text: text.upper()}
+    tracesim.configure(jsonl_path=tmp_path / "traces.jsonl", evaluators=[rule])
+
+    @tracesim.trace
+    def shout(text: str) -> str:
+        return text.upper()
+
+    shout("warsaw")
+    span = _traced_file_spans(tmp_path / "traces.jsonl")["shout"]
+    assert exact(span) is True
+    assert span.attributes["tracesim.expected.value"] == "WARSAW"
+
+
+def test_a_mapping_that_is_no_expected_form_is_refused_with_the_way_to_write_it(tmp_path: Path) -> None:
+    (tmp_path / "tracesim.yaml").write_text(
+        "evaluators:\n  - {evaluators: [exact], expected: {city: Paris}}\n"
+    )
+    with pytest.raises(tracesim.ConfigError) as info:
+        tracesim.configure(exporters=[])
+    assert info.value.setting == "evaluators[0].expected"
+    assert info.value.source == "tracesim.yaml"
+    assert "'Paris' or 42, {golden: FILE, key: ARGUMENT}, or {value: VALUE}" in info.value.accepted
+    assert "{value: {...}}" in info.value.accepted
+
+
+def test_golden_paths_in_the_config_file_are_read_from_its_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conf, elsewhere, shared = tmp_path / "conf", tmp_path / "elsewhere", tmp_path / "shared"
+    for folder in (conf / "data", elsewhere / "data", shared):
+        folder.mkdir(parents=True)
+    _write_golden_jsonl(
+        conf / "data" / "golden.jsonl", [{"q": "capital?", "expected": "from the conf folder"}]
+    )
+    _write_golden_jsonl(elsewhere / "data" / "golden.jsonl", [{"q": "capital?", "expected": "from the cwd"}])
+    _write_golden_jsonl(shared / "golden.jsonl", [{"q": "capital?", "expected": "absolute"}])
+    (conf / "tracesim.yaml").write_text(
+        f"""
+evaluators:
+  - match: relative
+    evaluators: [exact]
+    expected: {{golden: data/golden.jsonl, key: q}}
+  - match: absolute
+    evaluators: [exact]
+    expected: {{golden: {json.dumps(str(shared / "golden.jsonl"))}, key: q}}
+"""
+    )
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.setenv("TRACESIM_CONFIG_FILE", str(conf / "tracesim.yaml"))
+    in_code = {
+        "match": "in_code",
+        "evaluators": ["exact"],
+        "expected": {"golden": "data/golden.jsonl", "key": "q"},
+    }
+
+    def expected_of(**settings: Any) -> dict[str, Any]:
+        @tracesim.trace
+        def relative(q: str) -> str:
+            return "x"
+
+        @tracesim.trace
+        def absolute(q: str) -> str:
+            return "x"
+
+        @tracesim.trace
+        def in_code(q: str) -> str:
+            return "x"
+
+        with capture_spans(**settings) as captured:
+            relative("capital?")
+            absolute("capital?")
+            in_code("capital?")
+        return {s.name: s.attributes.get("tracesim.expected.value") for s in captured.spans}
+
+    assert expected_of() == {"relative": "from the conf folder", "absolute": "absolute", "in_code": None}
+    # rules given to configure() read the same relative path from the working directory
+    assert expected_of(evaluators=[in_code])["in_code"] == "from the cwd"
+
+
+def test_a_missing_golden_file_of_the_config_file_is_named_by_where_it_was_looked_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "tracesim.yaml").write_text(
+        "evaluators:\n  - {evaluators: [exact], expected: {golden: golden.jsonl, key: q}}\n"
+    )
+    (tmp_path / "golden.jsonl").write_text('{"q": "a", "expected": "b"}\n')  # in the cwd: not this one
+    monkeypatch.setenv("TRACESIM_CONFIG_FILE", str(conf / "tracesim.yaml"))
+    with pytest.raises(tracesim.ConfigError) as info:
+        tracesim.configure(exporters=[])
+    assert info.value.setting == "evaluators[0].expected.golden"
+    assert info.value.value == str(conf / "golden.jsonl")
+    assert info.value.source == str(conf / "tracesim.yaml")

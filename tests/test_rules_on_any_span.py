@@ -74,7 +74,7 @@ def results_of(span: Any) -> dict[str, dict[str, Any]]:
 
 def test_a_kind_llm_rule_scores_the_llm_span_and_the_result_is_on_that_span(server: LLMServer) -> None:
     server.judge = lambda request: "Warsaw"
-    rule = {"kind": "llm", "evaluators": ["exact"], "expected": {"value": "Warsaw"}}
+    rule = {"kind": "llm", "evaluators": ["exact"], "expected": "Warsaw"}  # a plain value, or {"value": ...}
     with capture_spans(evaluators=[rule]) as captured:
         assert agent(server, "Where was Marie Curie born?") == "Warsaw"
         llm, top = captured.spans

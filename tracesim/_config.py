@@ -4,8 +4,10 @@ Precedence, for every setting: the argument to `tracesim.configure()` > the envi
 (``TRACESIM_*`` first, then the standard ``OTEL_*`` variable where one exists) > the
 config file (``tracesim.yaml`` in the working directory, or ``TRACESIM_CONFIG_FILE``) >
 the default. Every value is validated here, so a bad value fails at ``configure()`` with the
-setting's name, its environment variable and what is accepted; nothing on a hot path reads
-the environment.
+setting's name, where the value came from (``configure(NAME=...)``, the environment variable,
+or the config file by the name it was given) and what is accepted; nothing on a hot path reads
+the environment. A rule's relative ``golden:`` path in the config file is read from the file's
+folder; paths given to ``configure()`` are read from the working directory.
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ class Settings:
     scoring_workers: int = 2
     evaluation_log_events: bool = False
     evaluators: tuple[Mapping[str, Any], ...] = ()
+    phoenix_annotations: bool | None = None
     phoenix_annotations_url: str | None = None
     shutdown_timeout_s: float = 10.0
     internal_errors: str = "log"
@@ -95,6 +98,9 @@ class Setting:
     doc: str
     env: tuple[str, ...] = ()
     in_file: bool = True
+    from_file: Callable[[Any, str], Any] | None = None
+    """Applied to a parsed value read from a config file, with the file's name: for values
+    that depend on where the file is (a rule's relative ``golden:`` path)."""
 
 
 SETTINGS: tuple[Setting, ...] = (
@@ -270,12 +276,20 @@ SETTINGS: tuple[Setting, ...] = (
         parse.rules,
         "a list of rules {match: ..., kind: ..., evaluators: [...]}",
         "attach evaluators to spans selected by name and kind",
+        from_file=parse.rules_from_file,
+    ),
+    Setting(
+        "phoenix_annotations",
+        parse.boolean_or_auto,
+        "true, false or auto",
+        "results as Phoenix span annotations (auto: when the OTLP/HTTP endpoint answers as Phoenix)",
+        ("TRACESIM_PHOENIX_ANNOTATIONS",),
     ),
     Setting(
         "phoenix_annotations_url",
         parse.optional_path,
         "a Phoenix base URL, or 'none'",
-        "also send results as Phoenix span annotations",
+        "where Phoenix annotations go when spans do not reach Phoenix over OTLP/HTTP",
         ("TRACESIM_PHOENIX_ANNOTATIONS_URL",),
     ),
     Setting(
@@ -308,18 +322,27 @@ def resolve(
 ) -> Settings:
     """Merge arguments, environment, config file and defaults into validated `Settings`.
 
-    Arguments whose value is ``None`` count as not given.
+    Arguments whose value is ``None`` count as not given. A bad value raises naming where it
+    came from: the argument (``configure(scoring_workers=...)``), the environment variable,
+    or the config file.
 
     Raises:
         ConfigError: a value is invalid, or the config file is unreadable or has unknown keys.
+
+    Example:
+        >>> try:
+        ...     resolve({"scoring_workers": 0}, environ={})
+        ... except ConfigError as exc:
+        ...     print(exc.setting, exc.source)
+        scoring_workers configure(scoring_workers=...)
     """
     environ = os.environ if environ is None else environ
     file_values, file_name = _read_file(config_file, environ)
     values: dict[str, Any] = {}
     for setting in SETTINGS:
-        raw, source, env_var = _pick(setting, arguments, environ, file_values, file_name)
-        if source is not None:
-            values[setting.name] = _parse(setting, raw, source, env_var)
+        found = _pick(setting, arguments, environ, file_values, file_name)
+        if found is not None:
+            values[setting.name] = _parse(setting, *found)
     if "exporters" not in values:
         otlp = environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
         values["exporters"] = ("otlp",) if otlp else ("jsonl",)
@@ -347,21 +370,40 @@ def resolve_setting(
     environ = os.environ if environ is None else environ
     setting = next(s for s in SETTINGS if s.name == name)
     file_values, file_name = _read_file(config_file, environ)
-    raw, source, env_var = _pick(setting, {}, environ, file_values, file_name)
-    if source is None:
+    found = _pick(setting, {}, environ, file_values, file_name)
+    if found is None:
         return getattr(Settings(), name)
-    return _parse(setting, raw, source, env_var)
+    return _parse(setting, *found)
 
 
-def _parse(setting: Setting, raw: Any, source: str, env_var: str | None) -> Any:
+@dataclass(frozen=True)
+class _Origin:
+    """Where a value came from: one of ``configure(NAME=...)``, an environment variable, a file."""
+
+    argument: str | None = None
+    env_var: str | None = None
+    file: str | None = None  # as the user named it: tracesim.yaml, or TRACESIM_CONFIG_FILE's value
+
+    @property
+    def source(self) -> str | None:
+        """The message's ``from ...``; an environment variable is named by ``env_var`` instead."""
+        return f"configure({self.argument}=...)" if self.argument else self.file
+
+
+def _parse(setting: Setting, raw: Any, origin: _Origin) -> Any:
     try:
-        return setting.parse(raw)
-    except PriceError as exc:  # names the model and field, not just the setting
-        raise ConfigError(exc.setting, exc.value, exc.accepted, source=source) from None
-    except (ValueError, TypeError):
-        raise ConfigError(
-            setting.name, raw, setting.accepted, env_var=env_var or _env_hint(setting), source=source
-        ) from None
+        value = setting.parse(raw)
+    except (ValueError, TypeError) as exc:
+        # a price error names the model and field, not just the setting
+        name, bad, accepted = (
+            (exc.setting, exc.value, exc.accepted)
+            if isinstance(exc, PriceError)
+            else (setting.name, raw, setting.accepted)
+        )
+        raise ConfigError(name, bad, accepted, env_var=origin.env_var, source=origin.source) from None
+    if origin.file is not None and setting.from_file is not None:
+        value = setting.from_file(value, origin.file)
+    return value
 
 
 def _pick(
@@ -370,31 +412,29 @@ def _pick(
     environ: Mapping[str, str],
     file_values: Mapping[str, Any],
     file_name: str,
-) -> tuple[Any, str | None, str | None]:
+) -> tuple[Any, _Origin] | None:
+    """The raw value of ``setting`` and where it came from, by precedence; None when unset."""
     if arguments.get(setting.name) is not None:
-        return arguments[setting.name], "the configure() argument", None
+        return arguments[setting.name], _Origin(argument=setting.name)
     for var in setting.env:
         if environ.get(var, "").strip():
-            return environ[var], f"environment variable {var}", var
+            return environ[var], _Origin(env_var=var)
     if setting.name in file_values:
-        return file_values[setting.name], file_name, None
-    return None, None, None
-
-
-def _env_hint(setting: Setting) -> str | None:
-    return setting.env[0] if setting.env else None
+        return file_values[setting.name], _Origin(file=file_name)
+    return None
 
 
 def _read_file(
     config_file: str | os.PathLike[str] | None, environ: Mapping[str, str]
 ) -> tuple[Mapping[str, Any], str]:
-    explicit = config_file or environ.get("TRACESIM_CONFIG_FILE")
+    """The config file's mapping and its name as messages give it (``""`` when there is none)."""
+    from_env = environ.get("TRACESIM_CONFIG_FILE") if not config_file else None
+    explicit = config_file or from_env
     path = Path(explicit) if explicit else Path("tracesim.yaml")
     if not path.exists():
         if explicit:
-            raise ConfigError(
-                "config_file", str(path), "an existing YAML file", env_var="TRACESIM_CONFIG_FILE"
-            )
+            env_var = "TRACESIM_CONFIG_FILE" if from_env else None
+            raise ConfigError("config_file", str(path), "an existing YAML file", env_var=env_var)
         return {}, ""
     import yaml
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 EXPORTER_NAMES = ("jsonl", "console", "otlp")
@@ -19,6 +20,13 @@ def boolean(value: Any) -> bool:
     if isinstance(value, str) and value.strip().lower() in ("0", "false", "no", "off"):
         return False
     raise ValueError
+
+
+def boolean_or_auto(value: Any) -> bool | None:
+    """``true``/``false`` as `boolean`; ``auto`` (or None) leaves the choice to tracesim."""
+    if value is None or (isinstance(value, str) and value.strip().lower() == "auto"):
+        return None
+    return boolean(value)
 
 
 def integer(low: int) -> Callable[[Any], int]:
@@ -127,3 +135,31 @@ def rules(value: Any) -> tuple[Mapping[str, Any], ...]:
     if not all(isinstance(rule, Mapping) for rule in value):
         raise ValueError
     return tuple(dict(rule) for rule in value)
+
+
+class FileRule(dict[str, Any]):
+    """A rule of the ``evaluators`` setting that was read from a config file.
+
+    It is the rule's mapping, plus the file it came from: error messages about the rule name
+    that file, and a relative ``golden:`` path in it is read from the file's folder, as a path
+    written in a file is read by anyone who opens the file.
+
+    Example:
+        >>> rule = FileRule({"evaluators": ["exact"]}, "conf/tracesim.yaml")
+        >>> rule == {"evaluators": ["exact"]}, rule.file, rule.folder.name
+        (True, 'conf/tracesim.yaml', 'conf')
+    """
+
+    def __init__(self, rule: Mapping[str, Any], file: str, folder: Path | None = None) -> None:
+        super().__init__(rule)
+        self.file = file
+        # absolute now: a later chdir must not move the folder
+        self.folder = folder or Path(file).absolute().parent
+
+    def __reduce__(self) -> tuple[Any, ...]:  # a copy or a pickle keeps the file
+        return (FileRule, (dict(self), self.file, self.folder))
+
+
+def rules_from_file(value: tuple[Mapping[str, Any], ...], file: str) -> tuple[Mapping[str, Any], ...]:
+    """The parsed rules of a config file, each remembering ``file`` (see `FileRule`)."""
+    return tuple(FileRule(rule, file) for rule in value)

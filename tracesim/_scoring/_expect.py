@@ -77,7 +77,9 @@ class Golden:
     no matching row has no expected output, so its evaluators report ``skipped``.
 
     Args:
-        path: The dataset file (``.jsonl``/``.json`` or ``.csv``).
+        path: The dataset file (``.jsonl``/``.json`` or ``.csv``). A relative path is read
+            from the working directory when the `Golden` is made (a rule's ``golden:`` in
+            ``tracesim.yaml`` is read from that file's folder instead).
         key: Argument name, or a callable taking the traced function's arguments.
         column: The dataset column holding the key (default: ``key`` when it is a name,
             else ``"input"``).

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import fnmatch
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from tracesim._conventions import KIND_OF_OPERATION
 from tracesim._errors import ConfigError
+from tracesim._parsers import FileRule
 from tracesim._scoring._expect import NOT_SET, Golden
 
 __all__ = ["GENAI_OPERATIONS", "Plan", "Rule", "build_evaluators", "compile_rules", "sample_unit"]
@@ -123,43 +126,67 @@ def compile_rules(rules: Sequence[Mapping[str, Any]]) -> tuple[Rule, ...]:
     """Validate the ``evaluators`` setting (from ``configure()`` or ``tracesim.yaml``).
 
     Each rule: ``{"match": "answer*", "kind": "agent", "attributes": {"tenant": "acme"},
-    "evaluators": [...], "expected": {"golden": "golden.jsonl", "key": "question"}}``;
-    ``match`` (a glob on the span name, default ``*``), ``kind`` and ``attributes`` are optional.
-    """
-    from tracesim._semconv import SPAN_KINDS
+    "evaluators": [...], "expected": ...}``; ``match`` (a glob on the span name, default
+    ``*``), ``kind``, ``attributes`` and ``expected`` are optional. ``expected`` is one of:
 
+    - ``{"golden": FILE, "key": ARGUMENT}`` (and `Golden`'s ``column``, ``expected_column``):
+      looked up per call. A relative FILE in a config file is read from that file's folder
+      (the rule is a `FileRule`); given to ``configure()``, from the working directory.
+    - ``{"value": VALUE}``: VALUE, whatever it is (the way to write a mapping).
+    - any other value that is not a mapping (``"Paris"``, ``42``, a list): that value, as
+      the decorator's ``expected=`` takes it (from ``configure()``, a callable or a `Golden`
+      too). Any other mapping is refused: ``{value: {...}}`` says what was meant.
+
+    An error in a rule read from a file names the file.
+
+    Example:
+        >>> (rule,) = compile_rules([{"match": "answer*", "evaluators": ["exact"], "expected": "Paris"}])
+        >>> rule.expected
+        'Paris'
+    """
     compiled = []
     for index, rule in enumerate(rules):
-        where = f"evaluators[{index}]"
-        unknown = sorted(set(rule) - set(_RULE_KEYS))
-        if unknown:
-            raise ConfigError(where, unknown[0], f"rule keys: {', '.join(_RULE_KEYS)}")
-        kind = rule.get("kind")
-        if kind is not None and (
-            not isinstance(kind, str) or kind.lower() not in (*SPAN_KINDS, *GENAI_OPERATIONS)
-        ):
+        source = rule.file if isinstance(rule, FileRule) else None
+        try:
+            compiled.append(_compile_rule(rule, f"evaluators[{index}]"))
+        except ConfigError as exc:
+            if source is None or exc.source is not None:
+                raise
             raise ConfigError(
-                f"{where}.kind",
-                kind,
-                f"a span kind ({', '.join(SPAN_KINDS)}) or a GenAI operation ({', '.join(GENAI_OPERATIONS)})",
-            )
-        match = rule.get("match", "*")
-        if not isinstance(match, str):
-            raise ConfigError(f"{where}.match", match, "a glob pattern on span names, e.g. 'answer*'")
-        if "evaluators" not in rule:
-            raise ConfigError(f"{where}.evaluators", None, "a list of evaluators")
-        evaluators = build_evaluators(rule["evaluators"], where)
-        compiled.append(
-            Rule(
-                match,
-                kind.lower() if kind else None,
-                evaluators,
-                _expected_source(rule.get("expected"), where),
-                _attribute_conditions(rule.get("attributes"), where),
-                where,
-            )
-        )
+                exc.setting, exc.value, exc.accepted, env_var=exc.env_var, source=source
+            ) from None
     return tuple(compiled)
+
+
+def _compile_rule(rule: Mapping[str, Any], where: str) -> Rule:
+    from tracesim._semconv import SPAN_KINDS
+
+    unknown = sorted(set(rule) - set(_RULE_KEYS))
+    if unknown:
+        raise ConfigError(where, unknown[0], f"rule keys: {', '.join(_RULE_KEYS)}")
+    kind = rule.get("kind")
+    if kind is not None and (
+        not isinstance(kind, str) or kind.lower() not in (*SPAN_KINDS, *GENAI_OPERATIONS)
+    ):
+        raise ConfigError(
+            f"{where}.kind",
+            kind,
+            f"a span kind ({', '.join(SPAN_KINDS)}) or a GenAI operation ({', '.join(GENAI_OPERATIONS)})",
+        )
+    match = rule.get("match", "*")
+    if not isinstance(match, str):
+        raise ConfigError(f"{where}.match", match, "a glob pattern on span names, e.g. 'answer*'")
+    if "evaluators" not in rule:
+        raise ConfigError(f"{where}.evaluators", None, "a list of evaluators")
+    folder = rule.folder if isinstance(rule, FileRule) else None
+    return Rule(
+        match,
+        kind.lower() if kind else None,
+        build_evaluators(rule["evaluators"], where),
+        _expected_source(rule.get("expected"), f"{where}.expected", folder),
+        _attribute_conditions(rule.get("attributes"), where),
+        where,
+    )
 
 
 def _attribute_conditions(spec: Any, where: str) -> tuple[tuple[str, Any], ...]:
@@ -177,24 +204,37 @@ def _attribute_conditions(spec: Any, where: str) -> tuple[tuple[str, Any], ...]:
     return tuple(spec.items())
 
 
-def _expected_source(spec: Any, where: str) -> Any:
+_EXPECTED_FORMS = "a value such as 'Paris' or 42, {golden: FILE, key: ARGUMENT}, or {value: VALUE}"
+
+
+def _expected_source(spec: Any, where: str, folder: Path | None) -> Any:
+    """What a rule's ``expected`` stands for; see `compile_rules`. ``folder`` reads relative golden paths."""
     if spec is None:
         return NOT_SET
-    if isinstance(spec, Mapping) and "golden" in spec:
-        options = dict(spec)
-        path = options.pop("golden")
-        key = options.pop("key", None)
-        if not isinstance(key, str):
-            raise ConfigError(f"{where}.expected.key", key, "the traced function's argument to look up")
-        try:
-            return Golden(path, key, **options)
-        except TypeError as exc:
-            raise ConfigError(
-                f"{where}.expected", spec, f"golden, key, column, expected_column ({exc})"
-            ) from None
-    if isinstance(spec, Mapping) and "value" in spec:
+    if not isinstance(spec, Mapping):
+        return spec  # a plain value, as the decorator's expected= takes it
+    if "golden" in spec:
+        return _golden(spec, where, folder)
+    if set(spec) == {"value"}:
         return spec["value"]
-    raise ConfigError(f"{where}.expected", spec, "{golden: FILE, key: ARGUMENT} or {value: VALUE}")
+    raise ConfigError(where, spec, f"{_EXPECTED_FORMS} (a mapping is written {{value: {{...}}}})")
+
+
+def _golden(spec: Mapping[str, Any], where: str, folder: Path | None) -> Any:
+    options = dict(spec)
+    path, key = options.pop("golden"), options.pop("key", None)
+    if not isinstance(path, (str, os.PathLike)) or not str(path):
+        raise ConfigError(f"{where}.golden", path, "the path of a JSONL or CSV file")
+    if not isinstance(key, str):
+        raise ConfigError(f"{where}.key", key, "the traced function's argument to look up")
+    if folder is not None:
+        path = folder / path  # an absolute path stays as it is
+    try:
+        return Golden(path, key, **options)
+    except TypeError as exc:
+        raise ConfigError(where, dict(spec), f"golden, key, column, expected_column ({exc})") from None
+    except ConfigError as exc:
+        raise ConfigError(f"{where}.golden", exc.value, exc.accepted) from None
 
 
 @dataclass(frozen=True)
