@@ -44,6 +44,7 @@ def configure(
     scoring_workers: int | None = None,
     evaluation_log_events: bool | None = None,
     evaluators: Sequence[Mapping[str, Any]] | None = None,
+    phoenix_annotations: bool | None = None,
     phoenix_annotations_url: str | None = None,
     shutdown_timeout_s: float | None = None,
     internal_errors: str | None = None,

@@ -89,7 +89,8 @@ def test_a_scored_agent_exports_to_phoenix_with_its_scores(
         otlp_protocol=protocol,
         otlp_endpoint=endpoint,
         spool_dir=tmp_path / "spool",
-        phoenix_annotations_url=phoenix.http_endpoint,
+        # Over OTLP/HTTP tracesim finds Phoenix by itself; over gRPC its REST API is elsewhere.
+        phoenix_annotations_url=phoenix.http_endpoint if protocol == "grpc" else None,
     )
     answer = _make_agent()
     answer("Where was Marie Curie born?")
@@ -101,6 +102,7 @@ def test_a_scored_agent_exports_to_phoenix_with_its_scores(
     assert len(spans) == 6
     scored = _check_trace(spans, "Where was Marie Curie born?")
     _check_scored(scored)
+    assert {s["status_code"] for s in spans} == {"OK"}  # every call returned
     _check_skipped(_check_trace(spans, "Who painted the Mona Lisa?"))
 
     # the same results as Phoenix span annotations, for its evaluation views
@@ -129,6 +131,12 @@ def test_human_feedback_reaches_phoenix_on_a_carrier_span(phoenix: Any, project:
     assert carrier["attributes"]["tracesim.evaluation.annotator_kind"] == "HUMAN"
     (event,) = carrier["events"]
     assert event["attributes"]["gen_ai.evaluation.explanation"] == "exactly right"
+    # inside the answer's time: Phoenix's trace latency (first start to last end) stays the call's
+    assert carrier["start_time"] == carrier["end_time"] == spans["answer"]["end_time"]
+    # and, found to be Phoenix, the feedback is an annotation of the answer, where Phoenix shows it
+    (annotation,) = phoenix.span_annotations(project, [spans["answer"]["context"]["span_id"]])
+    assert (annotation["name"], annotation["annotator_kind"]) == ("user_rating", "HUMAN")
+    assert annotation["result"] == {"score": 1.0, "label": "helpful", "explanation": "exactly right"}
 
 
 def test_a_local_file_replayed_to_phoenix_gives_the_same_traces(
@@ -144,6 +152,7 @@ def test_a_local_file_replayed_to_phoenix_gives_the_same_traces(
 
     report = replay([tmp_path / "traces.jsonl"], endpoint=phoenix.http_endpoint)
     assert report.ok
+    assert (report.phoenix, report.annotations) == (True, 2)  # levenshtein and exact; skipped ones are not
     spans = phoenix.spans(project, min_count=6)
     assert {s["context"]["span_id"] for s in spans} == {s.span_id for s in local}
     _check_scored(_check_trace(spans, "Where was Marie Curie born?"))
@@ -191,3 +200,7 @@ def test_the_standard_otel_variables_alone_send_an_unchanged_script_to_phoenix(
     assert curie["tracesim.eval.levenshtein.score"] == pytest.approx(0.79)
     assert curie["tracesim.eval.rouge.passed"] is True
     assert by_question["How high is Mount Everest?"]["attributes"]["tracesim.eval.rouge.status"] == "skipped"
+    if protocol == "http/protobuf":  # found to be Phoenix from the variable alone: annotations too
+        curie_id = by_question["Where was Marie Curie born?"]["context"]["span_id"]
+        names = {a["name"] for a in phoenix.span_annotations("support-bot", [curie_id], min_count=2)}
+        assert {"levenshtein", "rouge"} <= names

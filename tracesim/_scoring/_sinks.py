@@ -11,7 +11,9 @@ deadlines in seconds.
 from __future__ import annotations
 
 import logging
+import os
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -55,9 +57,50 @@ def result_sinks(
     sinks: list[ResultSink] = []
     if settings.evaluation_log_events:
         sinks.append(LogEventSink(settings, provider, capture, redaction))
-    if settings.phoenix_annotations_url:
-        sinks.append(PhoenixSink(settings.phoenix_annotations_url, settings.otlp_headers, redaction))
+    if phoenix := phoenix_target(settings):
+        from tracesim.exporters._replay import env_headers
+
+        url, detect = phoenix
+        headers = settings.otlp_headers or env_headers()  # an API key reaches both of Phoenix's APIs
+        sinks.append(PhoenixSink(url, headers, redaction, detect=detect))
     return sinks
+
+
+def phoenix_target(settings: Settings, environ: Mapping[str, str] | None = None) -> tuple[str, bool] | None:
+    """Where Phoenix annotations go, and whether to ask first that it is Phoenix; None for nowhere.
+
+    ``phoenix_annotations_url`` says where. Otherwise spans exported over OTLP/HTTP may be
+    going to Phoenix: its base URL is the traces endpoint without ``/v1/traces``, asked once
+    (``GET /arize_phoenix_version``) unless ``phoenix_annotations=true`` says it is Phoenix.
+    Over gRPC Phoenix's REST API is on another port: only the URL setting can name it.
+
+    Example:
+        >>> from tracesim._config import resolve
+        >>> settings = resolve({"exporters": "otlp", "otlp_endpoint": "http://phoenix:6006"}, environ={})
+        >>> phoenix_target(settings, environ={})
+        ('http://phoenix:6006', True)
+    """
+    if settings.phoenix_annotations is False:
+        return None
+    if settings.phoenix_annotations_url:
+        return settings.phoenix_annotations_url, False
+    if "otlp" not in settings.exporters or settings.otlp_protocol == "grpc":
+        if settings.phoenix_annotations:
+            from tracesim._errors import ConfigError
+
+            raise ConfigError(
+                "phoenix_annotations",
+                True,
+                "false, or true with phoenix_annotations_url set (Phoenix's base URL) when spans "
+                "do not go to Phoenix over OTLP/HTTP",
+            )
+        return None
+    environ = os.environ if environ is None else environ
+    endpoint = settings.otlp_endpoint or environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    endpoint = endpoint or environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or "http://localhost:4318"
+    base = endpoint.rstrip("/")
+    base = base[: -len("/v1/traces")] if base.endswith("/v1/traces") else base
+    return base, settings.phoenix_annotations is None
 
 
 class LogEventSink:
