@@ -66,8 +66,9 @@ def configure(
     The README's configuration table lists every setting, its variable and its values.
 
     Raises:
-        ConfigError: a setting has an invalid value; the message names the setting, its
-            environment variable and the accepted values.
+        ConfigError: a setting has an invalid value; the message names the setting, where
+            the value came from (the argument, the environment variable or the config file)
+            and the accepted values.
 
     Example:
         >>> import tracesim

@@ -148,7 +148,10 @@ SETTINGS: tuple[Setting, ...] = (
         ("TRACESIM_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"),
     ),
     Setting(
-        "otlp_endpoint", parse.text, "a URL", "OTLP endpoint (default: the OTEL_EXPORTER_OTLP_* variables)"
+        "otlp_endpoint",
+        parse.http_url,
+        "an http:// or https:// URL",
+        "OTLP endpoint (default: the OTEL_EXPORTER_OTLP_* variables)",
     ),
     Setting(
         "otlp_headers", parse.headers, "a mapping of header names to values", "extra OTLP request headers"

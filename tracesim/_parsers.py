@@ -70,6 +70,17 @@ def text(value: Any) -> str:
     return value.strip()
 
 
+def http_url(value: Any) -> str:
+    """An ``http://`` or ``https://`` URL with a host."""
+    from urllib.parse import urlparse
+
+    url = text(value)
+    parsed = urlparse(url)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise ValueError
+    return url
+
+
 def optional_path(value: Any) -> str | None:
     if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none", "off")):
         return None

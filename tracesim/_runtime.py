@@ -394,7 +394,7 @@ def _exporter(item: Any, settings: Settings) -> SpanExporter:
                 "jsonl_path",
                 settings.jsonl_path,
                 f"a file path tracesim can append to ({problem})",
-                env_var="TRACESIM_JSONL_PATH",
+                env_var="TRACESIM_JSONL_PATH" if os.environ.get("TRACESIM_JSONL_PATH") else None,
             )
         return JsonlExporter(
             Path(settings.jsonl_path).absolute(),

@@ -59,13 +59,17 @@ def otlp_exporter(
 def _official_exporter(
     protocol: str | None, endpoint: str | None, headers: Mapping[str, str] | None, timeout_s: float | None
 ) -> SpanExporter:
+    from_env = protocol is None
     if protocol is None:
         protocol = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or os.environ.get(
             "OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"
         )
     if protocol not in PROTOCOLS:
         raise ConfigError(
-            "otlp_protocol", protocol, " or ".join(PROTOCOLS), env_var="OTEL_EXPORTER_OTLP_PROTOCOL"
+            "otlp_protocol",
+            protocol,
+            " or ".join(PROTOCOLS),
+            env_var="OTEL_EXPORTER_OTLP_PROTOCOL" if from_env else None,  # else the caller's argument
         )
     if protocol == "grpc":
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
@@ -83,9 +87,8 @@ def _official_exporter(
 def _traces_url(endpoint: str) -> str:
     parsed = urlparse(endpoint)
     if parsed.scheme not in ("http", "https") or not parsed.netloc:
-        raise ConfigError(
-            "otlp_endpoint", endpoint, "an http:// or https:// URL", env_var="OTEL_EXPORTER_OTLP_ENDPOINT"
-        )
+        # Settings check their URL where it was given; this is the caller's own argument.
+        raise ConfigError("otlp_endpoint", endpoint, "an http:// or https:// URL")
     if parsed.path in ("", "/"):
         return endpoint.rstrip("/") + "/v1/traces"
     return endpoint
