@@ -87,7 +87,7 @@ def test_show_prints_the_trees_of_a_file(tmp_path: Path) -> None:
     assert lines[2] == "│  in: What is (1903 - 1867) / 4?"
     assert lines[3] == "│  out: 9"
     assert lines[4] == "│  expected: 9"
-    assert lines[5] == "│  scores: ✓ levenshtein 1 pass  ✓ rouge 1 pass  ✓ f1 1 pass"
+    assert lines[5] == "│  scores: ✓ f1 1 pass  ✓ levenshtein 1 pass  ✓ rouge 1 pass"  # by name
     assert lines[6].startswith("└─ calculator  TOOL  ")
     n = len(_demo.QUESTIONS)
     assert lines[-2:] == [

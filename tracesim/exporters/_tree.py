@@ -317,7 +317,9 @@ def _detail_lines(span: SpanRecord, width: int, kids: Sequence[SpanRecord] = ())
     ):
         if value is not None:
             lines.append(f"{label}: {_preview(value, width)}")
-    scores = [_format_result(e.attributes) for e in span.event(sc.EVALUATION_EVENT)]
+    # By name: results land in the order their evaluators finish, which varies run to run.
+    events = sorted(span.event(sc.EVALUATION_EVENT), key=lambda e: str(e.attributes.get(sc.EVALUATION_NAME)))
+    scores = [_format_result(e.attributes) for e in events]
     if scores:
         lines.append("scores: " + "  ".join(scores))
     if span.status_code == "ERROR" or sc.ERROR_TYPE in attrs:
