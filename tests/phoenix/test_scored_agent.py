@@ -113,6 +113,8 @@ def test_a_scored_agent_exports_to_phoenix_with_its_scores(
     assert by_name["levenshtein"]["result"]["label"] == "pass"
     assert by_name["levenshtein"]["annotator_kind"] == "CODE"
     assert by_name["exact"]["result"]["label"] == "fail"
+    # the output it was measured against, beside the score (Phoenix has no field for it)
+    assert by_name["exact"]["metadata"]["expected"] == "Marie Curie was born in Warsaw."
 
 
 def test_human_feedback_reaches_phoenix_on_a_carrier_span(phoenix: Any, project: str) -> None:

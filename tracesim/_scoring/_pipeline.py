@@ -252,6 +252,7 @@ class ScoringPipeline:
                 if expected is not NOT_SET:
                     if expected is not None:
                         handle.set_expected(expected)
+                    job.expected = expected  # what the results were measured against, for the sinks
                     break
         return (None if expected is NOT_SET else expected), None
 
@@ -339,7 +340,8 @@ class ScoringPipeline:
             if late:
                 emit_carrier(self.tracer, job.handle.span_context, result, self.capture, at_ns=job.end_ns)
             for sink in self.sinks:
-                sink.submit(job.handle.span_context, result, getattr(evaluator, "annotator_kind", "CODE"))
+                kind = getattr(evaluator, "annotator_kind", "CODE")
+                sink.submit(job.handle.span_context, result, kind, expected=job.expected)
             if end_now:
                 job.handle.otel_span.end(job.end_ns)
             if last:

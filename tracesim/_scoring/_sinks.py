@@ -22,7 +22,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import NonRecordingSpan, SpanContext
 
 from tracesim import _semconv as sc
-from tracesim._capture import CaptureOptions
+from tracesim._capture import CaptureOptions, capture_value, make_options
+from tracesim._scoring._expect import NOT_SET
 
 if TYPE_CHECKING:
     from opentelemetry.sdk._logs.export import LogRecordExporter
@@ -35,13 +36,16 @@ if TYPE_CHECKING:
 __all__ = ["ResultSink", "result_sinks"]
 
 _logger = logging.getLogger("tracesim")
+_EXPECTED_CAPTURE = make_options(True, 2000)  # an annotation's expected output: a preview, not a copy
 
 
 class ResultSink(Protocol):
     """Somewhere evaluation results go besides the evaluated span."""
 
-    def submit(self, target: SpanContext, result: EvalResult, annotator_kind: str) -> None:
-        """Take one result for the span ``target``; never blocks, never raises."""
+    def submit(
+        self, target: SpanContext, result: EvalResult, annotator_kind: str, *, expected: Any = NOT_SET
+    ) -> None:
+        """Take one result for the span ``target`` (and the output it expected); never blocks or raises."""
 
     def force_flush(self, timeout_s: float) -> bool:
         """Deliver what was submitted, within ``timeout_s``."""
@@ -125,7 +129,9 @@ class LogEventSink:
             self._provider.add_log_record_processor(processor(exporter))
         self._logger = self._provider.get_logger("tracesim")
 
-    def submit(self, target: SpanContext, result: EvalResult, annotator_kind: str) -> None:
+    def submit(
+        self, target: SpanContext, result: EvalResult, annotator_kind: str, *, expected: Any = NOT_SET
+    ) -> None:
         from opentelemetry._logs import SeverityNumber
 
         from tracesim._scoring._results import render
@@ -218,10 +224,22 @@ class PhoenixSink:
         """The annotation counters (submitted, sent, dropped, failed, pending)."""
         return self._sink.stats
 
-    def submit(self, target: SpanContext, result: EvalResult, annotator_kind: str) -> None:
+    def submit(
+        self, target: SpanContext, result: EvalResult, annotator_kind: str, *, expected: Any = NOT_SET
+    ) -> None:
         if result.status != "ok":
             return  # annotations describe scores; errors stay on the span
         clean = self._redaction.json
+        metadata: dict[str, Any] = {
+            "passed": result.passed,
+            "threshold": result.threshold,
+            "details": result.details,
+            "status": result.status,
+        }
+        if expected is not NOT_SET and expected is not None:
+            # Phoenix's span page has no place for an expected output: beside the score it is
+            # one click away, instead of among the span's attributes.
+            metadata["expected"] = capture_value(expected, _EXPECTED_CAPTURE).text
         self._sink.submit(
             format(target.span_id, "016x"),
             clean(result.name, sc.EVALUATION_NAME),
@@ -229,15 +247,7 @@ class PhoenixSink:
             label=clean(result.label, sc.EVALUATION_SCORE_LABEL),
             explanation=clean(result.explanation, sc.EVALUATION_EXPLANATION),
             annotator_kind=annotator_kind,
-            metadata=clean(
-                {
-                    "passed": result.passed,
-                    "threshold": result.threshold,
-                    "details": result.details,
-                    "status": result.status,
-                },
-                sc.EVALUATION_DETAILS,
-            ),
+            metadata=clean(metadata, sc.EVALUATION_DETAILS),
             identifier="tracesim",
         )
 
