@@ -155,6 +155,9 @@ def test_a_local_file_replayed_to_phoenix_gives_the_same_traces(
     report = replay([tmp_path / "traces.jsonl"], endpoint=phoenix.http_endpoint)
     assert report.ok
     assert (report.phoenix, report.annotations) == (True, 2)  # levenshtein and exact; skipped ones are not
+    (curie,) = [s for s in local if s.name == "answer" and s.attributes.get("tracesim.expected.value")]
+    found = phoenix.span_annotations(project, [curie.span_id], min_count=2)
+    assert {a["metadata"]["expected"] for a in found} == {"Marie Curie was born in Warsaw."}
     spans = phoenix.spans(project, min_count=6)
     assert {s["context"]["span_id"] for s in spans} == {s.span_id for s in local}
     _check_scored(_check_trace(spans, "Where was Marie Curie born?"))

@@ -36,8 +36,9 @@ def phoenix_base_url(traces_url: str) -> str:
     return url[: -len("/v1/traces")] if url.endswith("/v1/traces") else url
 
 
-def results_in(request: Mapping[str, Any]) -> Iterator[tuple[SpanContext, Any, str]]:
-    """Each evaluation result of an OTLP/JSON request: the span it evaluates, the result, who made it."""
+def results_in(request: Mapping[str, Any]) -> Iterator[tuple[SpanContext, Any, str, Any]]:
+    """Each evaluation result of an OTLP/JSON request: the span it evaluates, the result, who made
+    it, and the expected output recorded beside it (None when the span holds none)."""
     from pydantic import ValidationError
 
     for span in spans_from_request(request):
@@ -45,6 +46,7 @@ def results_in(request: Mapping[str, Any]) -> Iterator[tuple[SpanContext, Any, s
         if target is None:
             continue
         annotator = span.attributes.get(sc.EVALUATION_ANNOTATOR_KIND)
+        expected = span.attributes.get(sc.EXPECTED_VALUE)
         for event in span.events:
             if event.name != sc.EVALUATION_EVENT:
                 continue
@@ -52,7 +54,7 @@ def results_in(request: Mapping[str, Any]) -> Iterator[tuple[SpanContext, Any, s
                 result = _result(event.attributes)
             except (ValidationError, TypeError, ValueError):
                 continue  # a hand-edited or foreign event: it stays on the span as it is
-            yield target, result, annotator if isinstance(annotator, str) else "CODE"
+            yield target, result, annotator if isinstance(annotator, str) else "CODE", expected
 
 
 def _target_of(span: SpanRecord) -> SpanContext | None:
@@ -107,8 +109,8 @@ class ReplayAnnotations:
 
     def add(self, request: Mapping[str, Any]) -> None:
         """Queue the annotations of one delivered line."""
-        for target, result, annotator in results_in(request):
-            self._sink.submit(target, result, annotator)
+        for target, result, annotator, expected in results_in(request):
+            self._sink.submit(target, result, annotator, expected=expected)
 
     def finish(self, timeout_s: float) -> tuple[int, int, bool | None]:
         """Wait for delivery; (sent, not delivered, whether the endpoint is Phoenix)."""
