@@ -171,6 +171,11 @@ def test_csv_with_custom_columns_and_stdout(tmp_path: Path, capsys: pytest.Captu
     lines = [json.loads(line) for line in captured.out.splitlines()]
     assert lines[0]["results"]["levenshtein"]["score"] == 0.92
     assert lines[1]["results"]["levenshtein"]["score"] == 0.9
+    # what was scored is in the line, so a failing row is read where its score is
+    assert [(x["input"], x["output"], x["expected"]) for x in lines[:2]] == [
+        ("q1", "Hello World!", "Hello World"),
+        ("q2", "multi\nline", "multi line"),
+    ]
     assert lines[2] == {
         "line": 5,
         "status": "bad_row",

@@ -89,7 +89,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-o",
         "--out",
-        help="results file, one JSON line per row (default: DATA.scores.jsonl beside DATA; - for stdout)",
+        help="results file, one JSON line per row with its input, output, expected and results "
+        "(default: DATA.scores.jsonl beside DATA; - for stdout)",
     )
     parser.add_argument("--workers", type=int, help="worker processes (default: one per core)")
     parser.add_argument(
@@ -161,6 +162,10 @@ def _score_chunk(chunk: list[Row | BadRow]) -> list[tuple[str, Summary | None]]:
         line: dict[str, Any] = {"line": number}
         if row_id is not None:
             line["id"] = row_id
+        # What was scored sits beside its scores: finding the failing rows needs no join.
+        if row[4] is not None:
+            line["input"] = row[4]
+        line["output"], line["expected"] = row[2], row[3]
         line["results"] = {r.name: r.model_dump(mode="json", exclude={"name"}) for r in found}
         summary: Summary = [(r.name, r.status, finite(r.score), r.passed, tokens_of(r)) for r in found]
         scored.append((dumps(line), summary))
