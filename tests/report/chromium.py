@@ -55,6 +55,11 @@ class Page:
         self._call("Network.enable")
         self._call("Page.enable")
 
+    def resize(self, width: int, height: int = 900) -> None:
+        """Lay the page out in a window ``width`` CSS pixels wide (device scale 1)."""
+        metrics = {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False}
+        self._call("Emulation.setDeviceMetricsOverride", metrics)
+
     def load(self, url: str) -> None:
         """Navigate and wait for the load event."""
         self._call("Page.navigate", {"url": url})

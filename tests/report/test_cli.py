@@ -51,8 +51,9 @@ def test_json_document(known_file: Path, capsys: pytest.CaptureFixture[str]) -> 
     doc = json.loads(capsys.readouterr().out)
     assert list(doc) == [
         "schema", "files", "group_by", "totals", "spans", "evaluators", "evaluator_totals", "warnings",
-        "llm_usage", "worst_cases", "error_types", "gates",
+        "llm_usage", "worst_cases", "error_types", "timeline", "gates",
     ]  # fmt: skip
+    assert doc["timeline"] is None  # the spans started within 30 s
     assert doc["llm_usage"] is None  # no span reports token usage
     assert doc["schema"] == "tracesim.report/1"
     assert doc["files"] == [str(known_file)]
@@ -61,17 +62,24 @@ def test_json_document(known_file: Path, capsys: pytest.CaptureFixture[str]) -> 
         "files": 1, "spans": 9, "traces": 4, "errors": 2, "evaluator_spans": 3, "results": 8,
         "duplicate_spans": 0, "unresolved_links": 0,
         "start": "2026-09-21T14:13:20Z", "end": "2026-09-21T14:13:50.400000Z",
+        "status": {"ok": 0, "unset": 7, "error": 2},
+        "scoring": {"dropped": 0, "deferred": 0, "not_sampled": 2},
     }  # fmt: skip
     answer = doc["spans"][0]
-    assert list(answer) == ["group", "name", "kinds", "count", "errors", "error_rate", "latency_s"]
+    assert list(answer) == [
+        "group", "name", "kinds", "count", "errors", "error_rate", "latency_s", "status", "scoring",
+    ]  # fmt: skip
     assert answer["kinds"] == ["AGENT"]
     assert list(answer["latency_s"]) == ["min", "mean", "p50", "p95", "p99", "max"]
     lev = next(e for e in doc["evaluators"] if e["name"] == "levenshtein")
     assert list(lev) == [
         "group", "name", "span", "results", "ok", "skipped", "errors", "not_sampled", "from_carriers",
         "scored", "mean_score", "passed", "failed", "pass_rate", "thresholds", "labels", "histogram",
+        "deferred", "deferred_missing",
     ]  # fmt: skip
     assert lev["histogram"]["counts"] == [0, 0, 0, 0, 0, 1, 0, 0, 0, 2]
+    assert lev["histogram"]["passed"] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 2]  # 0.9, and 0.95 on a carrier
+    assert lev["histogram"]["failed"] == [0, 0, 0, 0, 0, 1, 0, 0, 0, 0]
     assert len(lev["histogram"]["edges"]) == 11
     assert lev["thresholds"] == [0.8]
     rouge = next(e for e in doc["evaluator_totals"] if e["name"] == "rouge")

@@ -7,7 +7,10 @@ import importlib
 
 import pytest
 
-MODULES = ["_collect", "_format", "_gate", "_html", "_math", "_model", "_stats", "_svg", "_text", "_usage"]
+MODULES = [
+    "_collect", "_drill", "_drill_text", "_format", "_gate", "_html", "_math", "_model", "_stats", "_svg",
+    "_text", "_timeline", "_timeline_html", "_timeline_text", "_usage",
+]  # fmt: skip
 
 
 @pytest.mark.parametrize("name", MODULES)

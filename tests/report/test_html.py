@@ -14,7 +14,7 @@ from tracesim._report import check_gates, parse_gate, read_report, render_html
 from tracesim.cli import main
 
 from .chromium import CHROMIUM, INSTALL, Page
-from .tracefiles import TraceWriter, result, write_known
+from .tracefiles import TraceWriter, result, write_known, write_timeline
 
 _VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 _FORBIDDEN_TAGS = {"script", "iframe", "object", "embed", "img", "link", "base", "form", "audio", "video"}
@@ -195,3 +195,110 @@ def test_chromium_request_log_sees_external_fetches(tmp_path: Path, chromium_pro
     with Page(chromium_profile) as page:
         page.load(leaky.as_uri())
     assert "http://127.0.0.1:9/x.png" in page.requests
+
+
+def _write_straddling(w: TraceWriter) -> None:
+    """``f1`` with threshold 0.75: the bin [0.7, 0.8) holds a failure (0.72) and two passes (0.78)."""
+    for i, score in enumerate((0.72, 0.78, 0.78, 0.95)):
+        w.span(
+            "grade",
+            kind="TOOL",
+            start_s=i * 30,
+            results=[result("f1", score, passed=score >= 0.75, threshold=0.75)],
+        )
+
+
+def test_histogram_bars_show_each_results_decision(writer: Callable[..., TraceWriter]) -> None:
+    w = writer()
+    _write_straddling(w)
+    w.close()
+    report = read_report([w.path])
+
+    page = render_html(report)
+
+    f1 = report.evaluator("f1")
+    assert f1 is not None
+    assert (f1.histogram.counts[7], f1.histogram.passed[7], f1.histogram.failed[7]) == (3, 2, 1)
+    assert (f1.histogram.counts[9], f1.histogram.passed[9], f1.histogram.failed[9]) == (1, 1, 0)
+    text = "".join(check_structure(page).text)
+    assert "passed, failed, no pass/fail decision (each result's own decision" in text
+    assert "[0.7, 0.8): 3 (2 passed, 1 failed)" in text  # the bar's title
+    assert 'aria-label="Scores of f1: 4 scored, 3 passed, 1 failed; threshold 0.75"' in page
+    assert (page.count('<rect class="failed"'), page.count('<rect class="passed"')) == (1, 2)
+
+
+_WIDTH_FACTS = """(() => {
+const all = selector => [...document.querySelectorAll(selector)];
+const inside = e => {
+  const r = e.getBoundingClientRect();
+  return r.width > 0 && r.height > 0 && r.left >= 0 && r.right <= document.documentElement.clientWidth;
+};
+const fits = e => e.scrollWidth <= e.clientWidth && inside(e);
+return JSON.stringify({
+  window: window.innerWidth,
+  width: document.documentElement.clientWidth,  // the window less its vertical scroll bar
+  pageWidth: document.documentElement.scrollWidth,
+  notices: all('p.notice.scoring').filter(inside).length,
+  legends: all('#evaluators p.legend').filter(inside).length,
+  trends: all('#timeline svg.chart').filter(inside).map(s => s.classList[2]),
+  segments: [all('svg.histogram rect.failed').length, all('svg.histogram rect.passed').length],
+  overflowing: all('section, figure, .scroll, p.notice').filter(e => !fits(e))
+    .map(e => e.outerHTML.slice(0, 80)),
+  scripts: document.scripts.length,
+  text: document.body.innerText,
+});
+})()"""
+
+
+@pytest.mark.parametrize("width", [1400, 1000])
+def test_new_sections_fit_in_headless_chromium(
+    width: int, writer: Callable[..., TraceWriter], tmp_path: Path, chromium_profile: Path
+) -> None:
+    w = writer()
+    write_timeline(w)
+    _write_straddling(w)
+    w.close()
+    page_path = tmp_path / "report.html"
+    page_path.write_text(render_html(read_report([w.path])), encoding="utf-8")
+
+    with Page(chromium_profile) as page:
+        page.resize(width)
+        page.load(page_path.as_uri())
+        facts = json.loads(page.evaluate(_WIDTH_FACTS))
+        page.screenshot(tmp_path / f"report-{width}.png")
+
+    assert page.requests == [page_path.as_uri()]
+    assert facts["window"] == width
+    assert facts["pageWidth"] == facts["width"]  # no sideways scrolling
+    assert facts["overflowing"] == []  # every section, chart and table within its box
+    assert (facts["notices"], facts["legends"]) == (2, 1)
+    assert sorted(facts["trends"]) == ["evaluator-trend"] * 3 + ["span-trend"] * 3
+    assert facts["segments"] == [
+        2,
+        3,
+    ]  # failed: levenshtein 0.5, f1 0.72; passed: levenshtein 0.9, f1 0.78, 0.95
+    assert facts["scripts"] == 0
+    for expected in [
+        "Over time, per 2 min (UTC, by span start)",
+        "never scored",
+        "pass rate (left)",  # a timeline caption
+        "2 (1 missing)",
+    ]:
+        assert expected in facts["text"]
+    assert (tmp_path / f"report-{width}.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_hostile_names_in_the_timeline_are_escaped(writer: Callable[..., TraceWriter]) -> None:
+    w = writer()
+    w.span(HOSTILE_SPAN, start_s=0, results=[result(HOSTILE_EVALUATOR, 0.3, passed=False, threshold=0.5)])
+    w.span(HOSTILE_SPAN, start_s=900, results=[result(HOSTILE_EVALUATOR, 0.6, passed=True, threshold=0.5)])
+    w.close()
+
+    page = render_html(read_report([w.path]))
+
+    timeline = page.split('<section id="timeline">')[1].split("</section>")[0]
+    text = "".join(check_structure(page).text)
+    assert HOSTILE_SPAN in text
+    assert HOSTILE_EVALUATOR in text
+    assert "<script" not in timeline
+    assert "<img" not in timeline

@@ -75,6 +75,12 @@ def test_hundred_thousand_spans(tmp_path: Path, capsys: pytest.CaptureFixture[st
     lev = report.evaluator("levenshtein")
     assert lev is not None
     assert (lev.results, lev.passed, lev.pass_rate) == (TRACES, passed, passed / TRACES)
+    # one trace a second for almost seven hours: 15 buckets of 30 min (15 min would be 29)
+    timeline = report.timeline
+    assert timeline is not None
+    assert (timeline.bucket_s, len(timeline.starts), timeline.entry_span) == (1800, 15, "answer")
+    assert [sum(s.count) for s in timeline.spans] == [TRACES] * 4
+    assert sum(timeline.evaluators[0].passed) == passed
     overall = read_report([path]).spans[0]
     assert overall.name == "answer"
     for q, value in ((50, overall.latency_s.p50), (95, overall.latency_s.p95), (99, overall.latency_s.p99)):

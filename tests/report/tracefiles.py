@@ -69,6 +69,7 @@ class TraceWriter:
         duration_s: float = 0.1,
         parent: Span | None = None,
         error: bool = False,
+        ok: bool = False,
         attributes: Mapping[str, Any] | None = None,
         results: Sequence[Mapping[str, Any]] = (),
         not_sampled: Sequence[str] = (),
@@ -93,6 +94,8 @@ class TraceWriter:
             span.add_event(sc.EVALUATION_EVENT, dict(attributes_), timestamp=end)
         if error:
             span.set_status(Status(StatusCode.ERROR, "boom"))
+        elif ok:
+            span.set_status(Status(StatusCode.OK))
         span.end(end_time=end)
         return span
 
@@ -202,3 +205,41 @@ def write_llm_known(w: TraceWriter) -> list[str]:
 
 def _gen_ai(tokens_in: int, tokens_out: int) -> dict[str, int]:
     return {"gen_ai.usage.input_tokens": tokens_in, "gen_ai.usage.output_tokens": tokens_out}
+
+
+def write_timeline(w: TraceWriter) -> list[Span]:
+    """The reference file of the timeline and scoring-marker tests (test_timeline.py); returns the answers.
+
+    Thirty ``answer`` AGENT spans, one a minute from T0 (14:13:20Z) to 14:42:20Z, each with a
+    ``retrieve`` child of 20 ms. The first 15 answers take 100 ms, score levenshtein 0.9 (pass)
+    and rouge 0.7 (no threshold); the last 15 take 1 s, score 0.5 (fail) and 0.3. Answers 20 and
+    21 fail (status ERROR); the other answers whose index divides by 3 have status OK.
+    Answer 3's scoring was dropped (queue full: no result); answers 5 and 6 ended with
+    levenshtein deferred, and only 5's result arrives, on a carrier span; answer 7 left rouge
+    out by sampling.
+    """
+    answers = []
+    for i in range(30):
+        late = i >= 15
+        attributes: dict[str, Any] = {}
+        results = [
+            result("levenshtein", 0.5 if late else 0.9, passed=not late, threshold=0.8),
+            result("rouge", 0.3 if late else 0.7),
+        ]
+        if i == 3:
+            attributes[sc.EVALUATION_DROPPED] = True
+            results = []
+        if i in (5, 6):
+            attributes[sc.EVALUATION_DEFERRED] = ["levenshtein"]
+            results = results[1:]
+        if i == 7:
+            results = results[:1]
+        answer = w.span(
+            "answer", kind="AGENT", start_s=i * 60, duration_s=1.0 if late else 0.1, error=i in (20, 21),
+            ok=i % 3 == 0, attributes=attributes, results=results, not_sampled=["rouge"] if i == 7 else [],
+        )  # fmt: skip
+        w.span("retrieve", kind="RETRIEVER", start_s=i * 60, duration_s=0.02, parent=answer)
+        if i == 5:
+            w.carrier(answer, [result("levenshtein", 0.9, passed=True, threshold=0.8)], start_s=i * 60 + 40)
+        answers.append(answer)
+    return answers

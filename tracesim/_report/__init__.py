@@ -12,7 +12,8 @@ The pieces: `summarize` (spans to a `Report`), `read_report` (files to a `Report
 `Report.to_dict` (the ``--json`` document), `parse_gate`/`check_gates` (``--fail-under``),
 `render_html` (the offline page) and `print_report` (terminal tables). `Report.llm_usage`
 holds the tokens and cost of LLM calls (`LLMUsage`), priced with a
-`~tracesim._pricing.PriceTable` given to `read_report`/`summarize`.
+`~tracesim._pricing.PriceTable` given to `read_report`/`summarize`; `Report.timeline` the scores
+and latency over time (`Timeline`, for files spanning ten minutes or more).
 """
 
 from tracesim._report._collect import NONE_GROUP
@@ -28,7 +29,12 @@ from tracesim._report._model import (
     LLMCall,
     LLMUsage,
     Report,
+    ScoringCounts,
     SpanStats,
+    StatusCounts,
+    Timeline,
+    TimelineEvaluator,
+    TimelineSpan,
     Totals,
     TraceUsage,
     UsageStats,
@@ -49,7 +55,12 @@ __all__ = [
     "LLMUsage",
     "LatencyStats",
     "Report",
+    "ScoringCounts",
     "SpanStats",
+    "StatusCounts",
+    "Timeline",
+    "TimelineEvaluator",
+    "TimelineSpan",
     "Totals",
     "TraceUsage",
     "UsageStats",

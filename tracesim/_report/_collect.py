@@ -3,7 +3,9 @@
 This is the only module of the report that knows how results are written (DESIGN §4): events
 named ``gen_ai.evaluation.result`` on the evaluated span, or on a carrier span
 (``openinference.span.kind=EVALUATOR``) with one link to the evaluated span; evaluators left
-out by sampling listed in ``tracesim.evaluation.not_sampled``. The flattened
+out by sampling listed in ``tracesim.evaluation.not_sampled``; a span whose scoring was dropped
+(queue full) marked ``tracesim.evaluation.dropped``, one ended with evaluators still running
+(``max_defer_s``) listing them in ``tracesim.evaluation.deferred``. The flattened
 ``tracesim.eval.<name>.*`` attributes repeat the events and are not read, so nothing counts twice.
 LLM calls are the spans that report token counts (`~tracesim._pricing.read_usage`).
 """
@@ -44,13 +46,22 @@ _EVALUATOR_KIND = sc.SPAN_KINDS["evaluator"][0]
 
 @dataclass(frozen=True, slots=True)
 class SpanSample:
-    """One non-evaluator span: where it is counted and what it measured."""
+    """One non-evaluator span: where it is counted, what it measured, and how its scoring went.
+
+    ``status`` is the span's status code (``OK``, ``UNSET`` or ``ERROR``); only ``ERROR`` is an
+    error. ``dropped``, ``deferred`` and ``not_sampled`` read the scoring markers (DESIGN §4).
+    """
 
     group: str | None
     name: str
     kind: str | None
     duration_s: float
     error: bool
+    start_ns: int
+    status: str
+    dropped: bool
+    deferred: bool
+    not_sampled: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +77,7 @@ class ResultSample:
     threshold: float | None
     label: str | None
     from_carrier: bool
+    start_ns: int  # when the evaluated span started (the carrier's start if it is not in the files)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +117,8 @@ class Collected:
     roots: dict[str, tuple[int, str]] = field(default_factory=dict)  # trace id -> first root's (start, name)
     judged: list[Judged] = field(default_factory=list)  # every result with its span: the drill-down
     failed: list[SpanRecord] = field(default_factory=list)  # spans with status ERROR
+    # (group, evaluator, span name, trace id, span id) of each evaluator a span ended without
+    deferred: list[tuple[str | None, str, str, str, str]] = field(default_factory=list)
 
 
 class Grouper:
@@ -196,28 +210,55 @@ def _add_span(
         target = _link_target(span, index)
         if target is None:
             out.unresolved_links += 1
+        # A carrier whose target is missing keeps its own group (usually the same service).
+        group = grouper(target if target is not None else span)
     else:
-        error = span.status_code == "ERROR"
-        if error:
-            out.failed.append(span)
-        out.spans.append(SpanSample(grouper(span), span.name, kind, span.duration_s, error))
-        if span.parent_span_id is None:
-            _add_root(out, span)
-        if has_usage(span.attributes):
-            _add_call(out, span)
-    # A carrier whose target is missing keeps its own group (usually the same service).
-    group = grouper(target if target is not None else span)
+        group = grouper(span)
+        _add_sample(out, span, kind, group)
     name = target.name if target is not None else None
+    when = target.start_time_unix_nano if target is not None else start
     before = len(out.results)
     for event in span.events:
         if event.name == sc.EVALUATION_EVENT:
-            out.results.append(_result(event.attributes, group, name, from_carrier=carrier))
+            out.results.append(_result(event.attributes, group, name, from_carrier=carrier, start_ns=when))
             out.judged.append(Judged(event.attributes, target, span))
     if len(out.results) > before and target is not None and has_usage(target.attributes):
         out.call_results.setdefault((target.trace_id, target.span_id), []).extend(out.results[before:])
-    skipped = span.attributes.get(sc.EVALUATION_NOT_SAMPLED)
-    if isinstance(skipped, list) and not carrier:
+
+
+def _add_sample(out: Collected, span: SpanRecord, kind: str | None, group: str | None) -> None:
+    """Count a span that is not a carrier: its sample, its failure, its scoring markers."""
+    attributes = span.attributes
+    error = span.status_code == "ERROR"
+    if error:
+        out.failed.append(span)
+    # most spans carry neither list: test before building anything (100,000 spans, every report)
+    skipped = attributes.get(sc.EVALUATION_NOT_SAMPLED)
+    skipped = skipped if isinstance(skipped, list) else None
+    if skipped:
         out.not_sampled.extend((group, str(evaluator), span.name) for evaluator in skipped)
+    deferred = attributes.get(sc.EVALUATION_DEFERRED)
+    deferred = deferred if isinstance(deferred, list) else None
+    if deferred:
+        out.deferred.extend((group, str(e), span.name, span.trace_id, span.span_id) for e in deferred)
+    out.spans.append(
+        SpanSample(
+            group,
+            span.name,
+            kind,
+            span.duration_s,
+            error,
+            start_ns=span.start_time_unix_nano,
+            status=span.status_code,
+            dropped=attributes.get(sc.EVALUATION_DROPPED) is True,
+            deferred=bool(deferred),
+            not_sampled=bool(skipped),
+        )
+    )
+    if span.parent_span_id is None:
+        _add_root(out, span)
+    if has_usage(attributes):
+        _add_call(out, span)
 
 
 def _add_root(out: Collected, span: SpanRecord) -> None:
@@ -241,7 +282,7 @@ def _link_target(span: SpanRecord, index: Mapping[tuple[str, str], SpanRecord]) 
 
 
 def _result(
-    attrs: Mapping[str, Any], group: str | None, span: str | None, *, from_carrier: bool
+    attrs: Mapping[str, Any], group: str | None, span: str | None, *, from_carrier: bool, start_ns: int
 ) -> ResultSample:
     name = attrs.get(sc.EVALUATION_NAME)
     status = _status(attrs)
@@ -257,6 +298,7 @@ def _result(
         threshold=_finite(attrs.get(sc.EVALUATION_THRESHOLD)),
         label=label if isinstance(label, str) and label else None,
         from_carrier=from_carrier,
+        start_ns=start_ns,
     )
 
 

@@ -7,6 +7,7 @@ of acting on the terminal or reordering the page.
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from html import escape
 
 from tracesim._pricing import format_usd
@@ -21,6 +22,7 @@ __all__ = [
     "format_rate",
     "format_score",
     "html_text",
+    "iso_utc",
 ]
 
 DASH = "–"
@@ -98,3 +100,16 @@ def html_text(text: str) -> str:
         '&lt;b&gt;&quot;x&quot;&lt;/b&gt;␛[2J'
     """
     return escape(visible(text))
+
+
+def iso_utc(ns: int | None) -> str | None:
+    """A time in nanoseconds since the epoch as ISO 8601 UTC, to the microsecond when not whole.
+
+    Example:
+        >>> iso_utc(1_790_000_000_000_000_000), iso_utc(1_790_000_000_250_000_000)
+        ('2026-09-21T14:13:20Z', '2026-09-21T14:13:20.250000Z')
+    """
+    if ns is None:
+        return None
+    moment = datetime.fromtimestamp(ns // 1_000_000_000, tz=timezone.utc)
+    return moment.replace(microsecond=(ns % 1_000_000_000) // 1000).isoformat().replace("+00:00", "Z")

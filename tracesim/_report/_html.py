@@ -29,8 +29,19 @@ from tracesim._report._model import (
     SpanStats,
     UsageStats,
 )
-from tracesim._report._svg import LATENCY_COLOURS, latency_chart, score_histogram
-from tracesim._report._text import calls_title, summary_line, top_labels, traces_title, usage_line, usage_rows
+from tracesim._report._svg import DECISION_COLOURS, LATENCY_COLOURS, latency_chart, score_histogram
+from tracesim._report._text import (
+    calls_title,
+    scoring_columns,
+    scoring_notes,
+    status_line,
+    summary_line,
+    top_labels,
+    traces_title,
+    usage_line,
+    usage_rows,
+)
+from tracesim._report._timeline_html import timeline_section
 from tracesim._version import __version__
 
 __all__ = ["render_html"]
@@ -46,9 +57,10 @@ h3 { font-size: 1.05rem; margin: 1.2rem 0 .2rem; }
 .cards { display: flex; gap: 1rem; flex-wrap: wrap; margin: 1rem 0; }
 .card { border: 1px solid #ddd; border-radius: 6px; padding: .6rem 1rem; min-width: 8rem; }
 .card b { display: block; font-size: 1.35rem; }
-table { border-collapse: collapse; margin: .8rem 0; font-variant-numeric: tabular-nums; }
-th, td { border-bottom: 1px solid #e4e4e4; padding: .3rem .7rem; text-align: left; }
-th { background: #f5f5f5; } td.n, th.n { text-align: right; white-space: nowrap; }
+table { border-collapse: collapse; margin: .8rem 0; font-variant-numeric: tabular-nums; font-size: 13px; }
+th, td { border-bottom: 1px solid #e4e4e4; padding: .3rem .45rem; text-align: left; }
+th { background: #f5f5f5; vertical-align: bottom; font-size: 12px; }
+td.n, th.n { text-align: right; } td.n { white-space: nowrap; }
 .charts { display: flex; flex-wrap: wrap; gap: 1.2rem; }
 figure { margin: 0; border: 1px solid #e4e4e4; border-radius: 6px; padding: .5rem; }
 figcaption { font-size: 13px; margin-bottom: .3rem; }
@@ -56,6 +68,8 @@ figcaption { font-size: 13px; margin-bottom: .3rem; }
 .scroll { overflow-x: auto; }
 .fail, .missing, .undecided { color: #b03020; font-weight: 600; } .pass { color: #27743a; font-weight: 600; }
 .warnings li, .note { color: #8a5a00; } footer { margin-top: 2.5rem; color: #777; font-size: 12px; }
+.notice { border-left: 4px solid #d55e00; background: #fdf3ec; padding: .5rem .9rem; margin: .6rem 0; }
+.legend { font-size: 13px; margin: .2rem 0 .6rem; }
 """
 
 
@@ -74,11 +88,13 @@ def render_html(report: Report, gates: Sequence[GateResult] = ()) -> str:
         f'<p class="summary">{html_text(summary_line(report))}</p>',
         f'<p class="files">Files: {html_text(", ".join(report.files)) or DASH}</p></header>',
         _cards(report),
+        *(f'<p class="notice scoring">{html_text(note)}</p>' for note in scoring_notes(report)),
     ]
     if gates:
         body.append(_gates(gates))
     if report.evaluator_totals:
-        body.append('<section id="evaluators"><h2>Evaluators</h2><div class="charts">')
+        body.append(f'<section id="evaluators"><h2>Evaluators</h2><p class="legend">{_DECISION_LEGEND}</p>')
+        body.append('<div class="charts">')
         body.extend(_evaluator_figure(e) for e in report.evaluator_totals)
         body.append("</div>")
         body.append(_evaluator_table(report.evaluators, report.group_by if grouped else None))
@@ -91,7 +107,9 @@ def render_html(report: Report, gates: Sequence[GateResult] = ()) -> str:
         body.append(f'<figure class="latency-chart"><figcaption>{_LATENCY_LEGEND}</figcaption>')
         body.append(latency_chart(report.spans, label=label) + "</figure>")
         body.append(_span_table(report.spans, report.group_by if grouped else None))
-        body.append("</section>")
+        body.append(f'<p class="files">{html_text(status_line(report))}</p></section>')
+    if report.timeline is not None:
+        body.append(timeline_section(report.timeline, report.evaluator_totals))
     body.extend(_drill_down(report))
     if report.warnings:
         items = "".join(f"<li>{html_text(w)}</li>" for w in report.warnings)
@@ -115,6 +133,11 @@ _LATENCY_LEGEND = (
     "Latency per span name, log scale: "
     + ", ".join(f'<i class="key" style="background:{colour}"></i>{name}' for name, colour in LATENCY_COLOURS)
     + "; the tick marks the slowest span"
+)
+_DECISION_LEGEND = (
+    "Score histograms: "
+    + ", ".join(f'<i class="key" style="background:{colour}"></i>{name}' for name, colour in DECISION_COLOURS)
+    + " (each result's own decision, so a bar can hold both); the dashed line is the threshold."
 )
 
 
@@ -226,10 +249,12 @@ def _evaluator_figure(stats: EvaluatorStats) -> str:
 
 
 def _evaluator_table(rows: Sequence[EvaluatorStats], group_by: str | None) -> str:
-    headers = (
-        "evaluator|span|results|mean score|pass rate|passed|failed|skipped|errors|not sampled|on carriers"
-    )
-    headers += "|thresholds|top labels"
+    counts = ["passed", "failed", "skipped", "errors", "not_sampled"]
+    # columns that are zero in most files show only when they are not, as in the terminal; in a
+    # page 1,000 px wide there is room for one column of deferred results, not two
+    carriers, deferred = any(r.from_carriers for r in rows), any(r.deferred for r in rows)
+    headers = "evaluator|span|results|mean score|pass rate|passed|failed|skipped|errors|not sampled"
+    headers += "|on carriers" * carriers + "|deferred" * deferred + "|thresholds|top labels"
     body = [
         [
             row.name,
@@ -237,18 +262,27 @@ def _evaluator_table(rows: Sequence[EvaluatorStats], group_by: str | None) -> st
             format_count(row.results),
             format_score(row.mean_score),
             format_rate(row.pass_rate),
-            *(format_count(n) for n in (row.passed, row.failed, row.skipped, row.errors, row.not_sampled)),
-            format_count(row.from_carriers),
+            *(format_count(getattr(row, name)) for name in counts),
+            *([format_count(row.from_carriers)] if carriers else []),
+            *([_deferred(row)] if deferred else []),
             ", ".join(f"{t:g}" for t in row.thresholds) or DASH,
             top_labels(row),
         ]
         for row in rows
     ]
-    return _grouped_table(headers, body, [r.group for r in rows], group_by, numeric=set(range(2, 11)))
+    numeric = set(range(2, 10 + carriers + deferred))
+    return _grouped_table(headers, body, [r.group for r in rows], group_by, numeric=numeric)
+
+
+def _deferred(row: EvaluatorStats) -> str:
+    """Spans that ended with the evaluator still running, and how many of its results never came."""
+    missing = f" ({format_count(row.deferred_missing)} missing)" if row.deferred_missing else ""
+    return format_count(row.deferred) + missing
 
 
 def _span_table(rows: Sequence[SpanStats], group_by: str | None) -> str:
-    headers = "span|kind|count|errors|error rate|mean|p50|p95|p99|max"
+    markers = scoring_columns(rows)
+    headers = "|".join(["span|kind|count|errors|error rate|mean|p50|p95|p99|max", *(h for h, _ in markers)])
     body = [
         [
             row.name,
@@ -257,10 +291,12 @@ def _span_table(rows: Sequence[SpanStats], group_by: str | None) -> str:
             format_count(row.errors),
             format_rate(row.error_rate),
             *(format_duration(getattr(row.latency_s, k)) for k in ("mean", "p50", "p95", "p99", "max")),
+            *(format_count(getattr(row.scoring, field)) for _, field in markers),
         ]
         for row in rows
     ]
-    return _grouped_table(headers, body, [r.group for r in rows], group_by, numeric=set(range(2, 10)))
+    numeric = set(range(2, 10 + len(markers)))
+    return _grouped_table(headers, body, [r.group for r in rows], group_by, numeric=numeric)
 
 
 def _drill_down(report: Report) -> list[str]:

@@ -68,20 +68,33 @@ def histogram_edges(values: Sequence[float], thresholds: Sequence[float] = ()) -
     return (*(lo + i * step for i in range(_BINS)), hi)
 
 
-def histogram(values: Sequence[float], edges: Sequence[float]) -> Histogram:
+def histogram(
+    values: Sequence[float], edges: Sequence[float], decisions: Sequence[bool | None] | None = None
+) -> Histogram:
     """Count ``values`` into the bins between ``edges``; values outside the edges are ignored.
 
     Bins are half-open ``[a, b)`` except the last, which includes its upper edge, so a score
-    of exactly 1.0 counts in the 0.9-1.0 bin.
+    of exactly 1.0 counts in the 0.9-1.0 bin. ``decisions[i]`` is the pass/fail decision of
+    ``values[i]`` (``None``: none); each bin counts its passes and failures too.
 
     Example:
         >>> histogram([0.0, 0.5, 1.0], (0.0, 0.5, 1.0)).counts
         (1, 2)
+        >>> h = histogram([0.7, 0.75, 0.9], (0.0, 0.5, 1.0), [False, True, None])
+        >>> h.counts, h.passed, h.failed
+        ((0, 3), (0, 1), (0, 1))
     """
-    counts = [0] * (len(edges) - 1)
-    last = len(counts) - 1
-    for value in values:
+    bins = len(edges) - 1
+    counts, passed, failed = [0] * bins, [0] * bins, [0] * bins
+    last = bins - 1
+    for i, value in enumerate(values):
         if value < edges[0] or value > edges[-1]:
             continue
-        counts[min(bisect_right(edges, value) - 1, last)] += 1
-    return Histogram(edges=tuple(edges), counts=tuple(counts))
+        b = min(bisect_right(edges, value) - 1, last)
+        counts[b] += 1
+        decision = decisions[i] if decisions is not None else None
+        if decision is True:
+            passed[b] += 1
+        elif decision is False:
+            failed[b] += 1
+    return Histogram(edges=tuple(edges), counts=tuple(counts), passed=tuple(passed), failed=tuple(failed))

@@ -22,7 +22,12 @@ __all__ = [
     "LLMUsage",
     "LatencyStats",
     "Report",
+    "ScoringCounts",
     "SpanStats",
+    "StatusCounts",
+    "Timeline",
+    "TimelineEvaluator",
+    "TimelineSpan",
     "Totals",
     "TraceUsage",
     "UsageStats",
@@ -46,10 +51,40 @@ class LatencyStats:
 
 @dataclass(frozen=True)
 class Histogram:
-    """Score counts: ``counts[i]`` scores fell in ``[edges[i], edges[i + 1])``, the last bin closed."""
+    """Score counts: ``counts[i]`` scores fell in ``[edges[i], edges[i + 1])``, the last bin closed.
+
+    ``passed[i]`` and ``failed[i]`` split ``counts[i]`` by each result's own pass/fail decision
+    (a bin can straddle the threshold); the rest of the bin had no decision.
+    """
 
     edges: tuple[float, ...]
     counts: tuple[int, ...]
+    passed: tuple[int, ...] = ()
+    failed: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class StatusCounts:
+    """Spans by status code. ``OK`` and ``UNSET`` both mean "not an error"; only ``ERROR`` is one."""
+
+    ok: int
+    unset: int
+    error: int
+
+
+@dataclass(frozen=True)
+class ScoringCounts:
+    """Spans whose online scoring did not go as planned, read from the markers the pipeline writes.
+
+    ``dropped``: never scored, the scoring queue was full (``tracesim.evaluation.dropped``).
+    ``deferred``: ended at ``max_defer_s`` with evaluators still running, whose results come
+    later on carrier spans (``tracesim.evaluation.deferred``). ``not_sampled``: at least one
+    evaluator was left out by sampling (``tracesim.evaluation.not_sampled``).
+    """
+
+    dropped: int
+    deferred: int
+    not_sampled: int
 
 
 @dataclass(frozen=True)
@@ -57,7 +92,9 @@ class SpanStats:
     """Count, errors and latency of the spans sharing one name (within one group).
 
     ``errors`` counts spans with status ``ERROR``; ``error_rate`` is ``errors / count``.
-    ``kinds`` lists the ``openinference.span.kind`` values seen, sorted.
+    ``kinds`` lists the ``openinference.span.kind`` values seen, sorted. ``status`` splits
+    ``count`` by status code; ``scoring`` counts the spans whose scoring was dropped, deferred
+    or partly not sampled.
     """
 
     group: str | None
@@ -67,6 +104,8 @@ class SpanStats:
     errors: int
     error_rate: float
     latency_s: LatencyStats
+    status: StatusCounts
+    scoring: ScoringCounts
 
 
 @dataclass(frozen=True)
@@ -79,6 +118,8 @@ class EvaluatorStats:
     ``pass_rate = passed / (passed + failed)``, ``None`` when no result had a decision.
     ``not_sampled`` counts spans that listed the evaluator in ``tracesim.evaluation.not_sampled``
     (they are not results). ``from_carriers`` counts results read from carrier spans.
+    ``deferred`` counts spans that ended with the evaluator still running (``max_defer_s``);
+    ``deferred_missing`` of them have no result of it in the files (lost, or in a file not read).
     ``span`` is ``None`` in the per-evaluator totals and for carrier results whose target span
     is not in the files.
     """
@@ -100,6 +141,8 @@ class EvaluatorStats:
     thresholds: tuple[float, ...]
     labels: dict[str, int]
     histogram: Histogram
+    deferred: int
+    deferred_missing: int
 
 
 @dataclass(frozen=True)
@@ -110,6 +153,7 @@ class Totals:
     late results). ``duplicate_spans`` were read more than once (same trace and span id) and
     counted once. ``unresolved_links`` are carrier spans whose target is not in the files.
     ``start``/``end`` are the earliest span start and latest span end, ISO 8601 UTC.
+    ``status`` and ``scoring`` add up the rows of the span table.
     """
 
     files: int
@@ -122,6 +166,8 @@ class Totals:
     unresolved_links: int
     start: str | None
     end: str | None
+    status: StatusCounts
+    scoring: ScoringCounts
 
 
 @dataclass(frozen=True)
@@ -202,6 +248,49 @@ class LLMUsage:
 
 
 @dataclass(frozen=True)
+class TimelineSpan:
+    """One span name over time: per bucket, the spans that started in it and their latency.
+
+    ``p50``/``p95`` are ``None`` in a bucket without spans of this name.
+    """
+
+    name: str
+    count: tuple[int, ...]
+    errors: tuple[int, ...]
+    p50: tuple[float | None, ...]
+    p95: tuple[float | None, ...]
+
+
+@dataclass(frozen=True)
+class TimelineEvaluator:
+    """One evaluator over time, per bucket of the evaluated spans' start: as in `EvaluatorStats`."""
+
+    name: str
+    results: tuple[int, ...]
+    scored: tuple[int, ...]
+    mean_score: tuple[float | None, ...]
+    passed: tuple[int, ...]
+    failed: tuple[int, ...]
+    pass_rate: tuple[float | None, ...]
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """Scores and latency over time, in ``bucket_s``-second buckets starting at ``starts`` (UTC).
+
+    Every series has one value per bucket. Buckets are aligned to multiples of ``bucket_s``
+    (10:05, 10:10, ...). ``entry_span`` is the name most traces start with (the text table's
+    row); ``spans`` are sorted by count, most first, ``evaluators`` by name. Not split by group.
+    """
+
+    bucket_s: int
+    starts: tuple[str, ...]
+    entry_span: str | None
+    spans: tuple[TimelineSpan, ...]
+    evaluators: tuple[TimelineEvaluator, ...]
+
+
+@dataclass(frozen=True)
 class Report:
     """Summary of trace files: per-span-name latency and errors, per-evaluator scores.
 
@@ -211,7 +300,8 @@ class Report:
     ``warnings`` holds the messages of trace-file lines that were skipped. ``llm_usage`` is
     ``None`` when no span reports token usage. ``worst_cases`` holds the worst scored results
     of each evaluator with the call they judged, ``error_types`` the failed spans by exception
-    type (see `~tracesim._report._drill`).
+    type (see `~tracesim._report._drill`). ``timeline`` is ``None`` when the spans started
+    within less than `~tracesim._report._timeline.MIN_WINDOW_S` of each other.
 
     Example:
         >>> from tracesim._report import summarize
@@ -230,6 +320,7 @@ class Report:
     llm_usage: LLMUsage | None = None
     worst_cases: tuple[Case, ...] = field(default=())
     error_types: tuple[ErrorType, ...] = field(default=())
+    timeline: Timeline | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` document: plain dicts, lists, strings, numbers, booleans and nulls."""
@@ -245,6 +336,7 @@ class Report:
             "llm_usage": _plain(self.llm_usage),
             "worst_cases": [_plain(c) for c in self.worst_cases],
             "error_types": [_plain(e) for e in self.error_types],
+            "timeline": _plain(self.timeline),
         }
 
     def to_json(self, *, indent: int | None = 2) -> str:

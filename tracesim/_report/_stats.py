@@ -8,6 +8,9 @@ Definitions (also in ``docs/report.md``):
   results never contribute a score;
 - ``pass_rate = passed / (passed + failed)`` over ``ok`` results that carry
   ``tracesim.evaluation.passed``; ``None`` when there is no such result;
+- span status ``OK`` and ``UNSET`` are both "not an error"; scoring markers are counted per span
+  (a dropped span names no evaluator), deferred evaluators also per evaluator;
+- scores and latency over time: see `tracesim._report._timeline`;
 - LLM usage and cost: see `tracesim._report._usage`.
 """
 
@@ -16,14 +19,24 @@ from __future__ import annotations
 import os
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from datetime import datetime, timezone
 from warnings import catch_warnings, simplefilter, warn_explicit
 
+from tracesim import _semconv as sc
 from tracesim._pricing import PriceTable
-from tracesim._report._collect import Collected, ResultSample, SpanSample, collect
+from tracesim._report._collect import UNNAMED, Collected, Judged, ResultSample, SpanSample, collect
 from tracesim._report._drill import error_types, worst_cases
+from tracesim._report._format import iso_utc
 from tracesim._report._math import histogram, histogram_edges, percentile
-from tracesim._report._model import EvaluatorStats, LatencyStats, Report, SpanStats, Totals
+from tracesim._report._model import (
+    EvaluatorStats,
+    LatencyStats,
+    Report,
+    ScoringCounts,
+    SpanStats,
+    StatusCounts,
+    Totals,
+)
+from tracesim._report._timeline import timeline
 from tracesim._report._usage import llm_usage
 from tracesim.exporters import SpanRecord, TraceFileWarning, load_spans
 
@@ -69,17 +82,19 @@ def summarize(
     """
     collected = collect(spans, group_by)
     rows, totals = _evaluator_rows(collected)
+    span_rows = _span_rows(collected.spans)
     return Report(
         files=tuple(files),
         group_by=group_by,
-        totals=_totals(collected, len(files)),
-        spans=_span_rows(collected.spans),
+        totals=_totals(collected, len(files), span_rows),
+        spans=span_rows,
         evaluators=rows,
         evaluator_totals=totals,
         warnings=tuple(warnings),
         llm_usage=llm_usage(collected, prices if prices is not None else PriceTable(), top),
         worst_cases=worst_cases(collected.judged),
         error_types=error_types(collected.failed),
+        timeline=timeline(collected),
     )
 
 
@@ -130,9 +145,39 @@ def _span_rows(samples: Iterable[SpanSample]) -> tuple[SpanStats, ...]:
                 errors=errors,
                 error_rate=errors / len(items),
                 latency_s=_latency(sorted(s.duration_s for s in items)),
+                status=_status_counts(items),
+                scoring=_scoring_counts(items),
             )
         )
     return tuple(rows)
+
+
+def _status_counts(samples: Iterable[SpanSample]) -> StatusCounts:
+    ok = error = total = 0
+    for sample in samples:
+        total += 1
+        ok += sample.status == "OK"
+        error += sample.error
+    return StatusCounts(ok=ok, unset=total - ok - error, error=error)
+
+
+def _scoring_counts(samples: Iterable[SpanSample]) -> ScoringCounts:
+    dropped = deferred = not_sampled = 0
+    for sample in samples:
+        dropped += sample.dropped
+        deferred += sample.deferred
+        not_sampled += sample.not_sampled
+    return ScoringCounts(dropped=dropped, deferred=deferred, not_sampled=not_sampled)
+
+
+def _added(rows: Sequence[SpanStats]) -> tuple[StatusCounts, ScoringCounts]:
+    """The status and scoring counts of all spans: the sums of the span table's rows."""
+    return (
+        StatusCounts(*(sum(getattr(r.status, f) for r in rows) for f in ("ok", "unset", "error"))),
+        ScoringCounts(
+            *(sum(getattr(r.scoring, f) for r in rows) for f in ("dropped", "deferred", "not_sampled"))
+        ),
+    )
 
 
 def _latency(durations: Sequence[float]) -> LatencyStats:
@@ -154,19 +199,55 @@ def _evaluator_rows(collected: Collected) -> tuple[tuple[EvaluatorStats, ...], t
     results: dict[_EvalKey, list[ResultSample]] = defaultdict(list)
     by_name: dict[str, list[ResultSample]] = defaultdict(list)
     not_sampled: Counter[_EvalKey] = Counter(collected.not_sampled)
-    not_sampled_by_name: Counter[str] = Counter(name for _, name, _ in collected.not_sampled)
+    deferred, missing = _deferred(collected)
     for r in collected.results:
         results[(r.group, r.evaluator, r.span)].append(r)
         by_name[r.evaluator].append(r)
     # One set of bin edges per evaluator, so its charts and groups compare bin by bin.
     edges = {name: histogram_edges(_ok_scores(items), _thresholds(items)) for name, items in by_name.items()}
-    keys = sorted(set(results) | set(not_sampled), key=_sort_key)
-    rows = tuple(_evaluator_stats(key, results.get(key, []), not_sampled[key], edges) for key in keys)
+    keys = sorted(set(results) | set(not_sampled) | set(deferred), key=_sort_key)
+    rows = tuple(
+        _evaluator_stats(key, results.get(key, []), (not_sampled[key], deferred[key], missing[key]), edges)
+        for key in keys
+    )
+    names = sorted({key[1] for key in keys})
     totals = tuple(
-        _evaluator_stats((None, name, None), by_name.get(name, []), not_sampled_by_name[name], edges)
-        for name in sorted({key[1] for key in keys})
+        _evaluator_stats((None, name, None), by_name.get(name, []), _by_name(name, keys, rows), edges)
+        for name in names
     )
     return rows, totals
+
+
+def _by_name(name: str, keys: Sequence[_EvalKey], rows: Sequence[EvaluatorStats]) -> tuple[int, int, int]:
+    """The not-sampled, deferred and missing counts of evaluator ``name``, over its rows."""
+    mine = [row for key, row in zip(keys, rows, strict=True) if key[1] == name]
+    return (
+        sum(r.not_sampled for r in mine),
+        sum(r.deferred for r in mine),
+        sum(r.deferred_missing for r in mine),
+    )
+
+
+def _deferred(collected: Collected) -> tuple[Counter[_EvalKey], Counter[_EvalKey]]:
+    """Per (group, evaluator, span name): evaluators a span ended without, and those never found."""
+    deferred: Counter[_EvalKey] = Counter()
+    missing: Counter[_EvalKey] = Counter()
+    if not collected.deferred:
+        return deferred, missing
+    arrived = {_judged_key(item) for item in collected.judged}
+    for group, evaluator, span, trace_id, span_id in collected.deferred:
+        deferred[(group, evaluator, span)] += 1
+        if (trace_id, span_id, evaluator) not in arrived:
+            missing[(group, evaluator, span)] += 1
+    return deferred, missing
+
+
+def _judged_key(item: Judged) -> tuple[str, str, str]:
+    """(trace id, span id, evaluator) of the span a result judged, also when it is not in the files."""
+    name = item.attributes.get(sc.EVALUATION_NAME)
+    evaluator = name if isinstance(name, str) and name else UNNAMED
+    where = item.target or (item.carrier.links[0] if len(item.carrier.links) == 1 else item.carrier)
+    return where.trace_id, where.span_id, evaluator
 
 
 def _ok_scores(results: Iterable[ResultSample]) -> list[float]:
@@ -179,11 +260,17 @@ def _sort_key(key: _EvalKey) -> tuple[str, str, bool, str]:
 
 
 def _evaluator_stats(
-    key: _EvalKey, results: Sequence[ResultSample], not_sampled: int, edges: dict[str, tuple[float, ...]]
+    key: _EvalKey,
+    results: Sequence[ResultSample],
+    unscored: tuple[int, int, int],
+    edges: dict[str, tuple[float, ...]],
 ) -> EvaluatorStats:
+    """One row; ``unscored`` holds its not-sampled, deferred and deferred-but-missing counts."""
     group, name, span = key
+    not_sampled, deferred, missing = unscored
     ok = [r for r in results if r.status == "ok"]
-    scores = _ok_scores(ok)
+    scored = [r for r in ok if r.score is not None]
+    scores = [r.score for r in scored if r.score is not None]
     passed = sum(r.passed is True for r in ok)
     failed = sum(r.passed is False for r in ok)
     labels = Counter(r.label for r in ok if r.label is not None)
@@ -204,11 +291,14 @@ def _evaluator_stats(
         pass_rate=passed / (passed + failed) if passed + failed else None,
         thresholds=_thresholds(results),
         labels=dict(sorted(labels.items(), key=lambda kv: (-kv[1], kv[0]))),
-        histogram=histogram(scores, edges.get(name) or histogram_edges([])),
+        histogram=histogram(scores, edges.get(name) or histogram_edges([]), [r.passed for r in scored]),
+        deferred=deferred,
+        deferred_missing=missing,
     )
 
 
-def _totals(collected: Collected, files: int) -> Totals:
+def _totals(collected: Collected, files: int, rows: Sequence[SpanStats]) -> Totals:
+    status, scoring = _added(rows)
     return Totals(
         files=files,
         spans=len(collected.spans),
@@ -218,13 +308,8 @@ def _totals(collected: Collected, files: int) -> Totals:
         results=len(collected.results),
         duplicate_spans=collected.duplicate_spans,
         unresolved_links=collected.unresolved_links,
-        start=_iso(collected.start_ns),
-        end=_iso(collected.end_ns),
+        start=iso_utc(collected.start_ns),
+        end=iso_utc(collected.end_ns),
+        status=status,
+        scoring=scoring,
     )
-
-
-def _iso(ns: int | None) -> str | None:
-    if ns is None:
-        return None
-    moment = datetime.fromtimestamp(ns // 1_000_000_000, tz=timezone.utc)
-    return moment.replace(microsecond=(ns % 1_000_000_000) // 1000).isoformat().replace("+00:00", "Z")

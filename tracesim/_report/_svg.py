@@ -14,15 +14,19 @@ from collections.abc import Callable, Sequence
 from tracesim._report._format import format_duration, html_text
 from tracesim._report._model import EvaluatorStats, SpanStats
 
-__all__ = ["LATENCY_COLOURS", "latency_chart", "score_histogram"]
+__all__ = ["DECISION_COLOURS", "LATENCY_COLOURS", "latency_chart", "score_histogram"]
 
 _FONT = 'font-family="system-ui, sans-serif" font-size="11"'
-_BAR = "#4f7cac"
-_THRESHOLD = "#c0392b"
+# Okabe & Ito's blue and vermillion: told apart with every common colour-vision deficiency
+_PASS, _FAIL, _UNDECIDED = "#0072b2", "#d55e00", "#b8b8b8"
+DECISION_COLOURS = (("passed", _PASS), ("failed", _FAIL), ("no pass/fail decision", _UNDECIDED))
+"""The colours of a histogram bar's segments, for a legend."""
+_THRESHOLD = "#222"  # near black: apart from the vermillion of failed scores
 _P50, _P95, _P99 = "#2c5d8f", "#7fa7cf", "#c9daec"
 LATENCY_COLOURS = (("p50", _P50), ("p95", _P95), ("p99", _P99))
 """The bar colours of the latency chart, for a legend."""
 _AXIS = "#666"
+_HALO = ' stroke="#fff" stroke-width="3" paint-order="stroke"'
 _GRID = "#ddd"
 _LABEL_CHARS = 34
 _MIN_SECONDS = 1e-6
@@ -36,8 +40,11 @@ def _tick(value: float) -> str:
     return f"{value:.4g}"
 
 
-def score_histogram(stats: EvaluatorStats, *, width: int = 440, height: int = 220) -> str:
+def score_histogram(stats: EvaluatorStats, *, width: int = 400, height: int = 220) -> str:
     """An SVG histogram of an evaluator's ``ok`` scores, with its thresholds as dashed lines.
+
+    Each bar is split by the results' own decisions: failed at the bottom, passed above, those
+    without a decision on top (`DECISION_COLOURS`); a bin can straddle the threshold.
 
     Example:
         >>> from tracesim._report import summarize
@@ -47,7 +54,7 @@ def score_histogram(stats: EvaluatorStats, *, width: int = 440, height: int = 22
     left, right, top, bottom = 44, 16, 28, 42
     plot_w, plot_h = width - left - right, height - top - bottom
     edges, counts = stats.histogram.edges, stats.histogram.counts
-    title = f"Scores of {stats.name}"
+    title = _histogram_title(stats)
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="chart histogram" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" role="img" aria-label="{html_text(title)}">',
@@ -56,23 +63,71 @@ def score_histogram(stats: EvaluatorStats, *, width: int = 440, height: int = 22
     ]
     peak = max(counts, default=0)
     bin_w = plot_w / max(len(counts), 1)
+    labels = []  # drawn last, with a white halo, so a threshold line does not strike them out
     for i, count in enumerate(counts):
         x = left + i * bin_w
         h = plot_h * count / peak if peak else 0
-        span = f"[{_tick(edges[i])}, {_tick(edges[i + 1])}{']' if i == len(counts) - 1 else ')'}"
-        parts.append(
-            f'<rect class="bar" data-count="{count}" x="{x + 1:.1f}" y="{top + plot_h - h:.1f}" '
-            f'width="{max(bin_w - 2, 1):.1f}" height="{h:.1f}" fill="{_BAR}">'
-            f"<title>{html_text(span)}: {count}</title></rect>"
-        )
+        parts.append(_histogram_bar(stats, i, x, top + plot_h, max(bin_w - 2, 1), h))
         if count:
-            parts.append(_text(x + bin_w / 2, top + plot_h - h - 3, str(count)))
+            labels.append(_text(x + bin_w / 2, top + plot_h - h - 3, str(count), extra=_HALO))
     parts.extend(_histogram_axis(edges, left, top + plot_h, plot_w))
     parts.append(_text(left - 6, top + 4, str(peak), anchor="end"))
     parts.append(_text(left - 6, top + plot_h, "0", anchor="end"))
     if not peak:
         parts.append(_text(left + plot_w / 2, top + plot_h / 2, "no scores", extra=f' fill="{_AXIS}"'))
-    lo, hi = edges[0], edges[-1]
+    parts.extend(_thresholds(stats, left, top, plot_w, plot_h))
+    parts.extend(labels)
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _histogram_title(stats: EvaluatorStats) -> str:
+    """The chart's text alternative: what it shows, in numbers."""
+    h = stats.histogram
+    scored, passed, failed = sum(h.counts), sum(h.passed), sum(h.failed)
+    text = f"Scores of {stats.name}: {scored} scored"
+    if passed or failed:
+        text += f", {passed} passed, {failed} failed"
+    if scored - passed - failed and (passed or failed):
+        text += f", {scored - passed - failed} without a decision"
+    if stats.thresholds:
+        text += "; threshold " + ", ".join(_tick(t) for t in stats.thresholds)
+    return text
+
+
+def _histogram_bar(stats: EvaluatorStats, i: int, x: float, base: float, w: float, h: float) -> str:
+    """One bin: the whole bar (no decision) with its failed and passed parts drawn over it."""
+    hist = stats.histogram
+    count = hist.counts[i]
+    passed = hist.passed[i] if i < len(hist.passed) else 0
+    failed = hist.failed[i] if i < len(hist.failed) else 0
+    closing = "]" if i == len(hist.counts) - 1 else ")"
+    span = f"[{_tick(hist.edges[i])}, {_tick(hist.edges[i + 1])}{closing}"
+    words = f"{span}: {count}"
+    if passed or failed:
+        words += f" ({passed} passed, {failed} failed"
+        words += f", {count - passed - failed} no decision)" if count - passed - failed else ")"
+    parts = [
+        f'<g class="bin"><title>{html_text(words)}</title>'
+        f'<rect class="bar" data-count="{count}" data-passed="{passed}" data-failed="{failed}" '
+        f'x="{x + 1:.1f}" y="{base - h:.1f}" width="{w:.1f}" height="{h:.1f}" fill="{_UNDECIDED}"/>'
+    ]
+    y = base
+    for cls, n, colour in (("failed", failed, _FAIL), ("passed", passed, _PASS)):
+        if n and count:
+            part = h * n / count
+            y -= part
+            parts.append(
+                f'<rect class="{cls}" x="{x + 1:.1f}" y="{y:.1f}" width="{w:.1f}" height="{part:.1f}" '
+                f'fill="{colour}"/>'
+            )
+    parts.append("</g>")
+    return "".join(parts)
+
+
+def _thresholds(stats: EvaluatorStats, left: float, top: float, plot_w: float, plot_h: float) -> list[str]:
+    parts = []
+    lo, hi = stats.histogram.edges[0], stats.histogram.edges[-1]
     for threshold in stats.thresholds:
         if hi > lo and lo <= threshold <= hi:
             x = left + plot_w * (threshold - lo) / (hi - lo)
@@ -85,8 +140,7 @@ def score_histogram(stats: EvaluatorStats, *, width: int = 440, height: int = 22
             anchor = "end" if side > 0.8 else ("start" if side < 0.2 else "middle")
             label = f"threshold {_tick(threshold)}"
             parts.append(_text(x, top - 10, label, anchor=anchor, extra=f' fill="{_THRESHOLD}"'))
-    parts.append("</svg>")
-    return "".join(parts)
+    return parts
 
 
 def _histogram_axis(edges: Sequence[float], left: float, base: float, plot_w: float) -> list[str]:

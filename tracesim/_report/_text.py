@@ -35,6 +35,8 @@ __all__ = [
     "calls_title",
     "print_report",
     "print_table",
+    "scoring_notes",
+    "status_line",
     "summary_line",
     "traces_title",
     "usage_line",
@@ -78,6 +80,52 @@ def _n(count: int, noun: str) -> str:
     return f"{format_count(count)} {noun}{'s' * (count != 1)}"
 
 
+def scoring_notes(report: Report) -> list[str]:
+    """Sentences on spans whose online scoring was dropped or cut short; empty when none was.
+
+    Example:
+        >>> from tracesim._report import summarize
+        >>> scoring_notes(summarize([]))
+        []
+    """
+    scoring = report.totals.scoring
+    notes = []
+    if scoring.dropped:
+        notes.append(
+            f"{_n(scoring.dropped, 'span')} {'was' if scoring.dropped == 1 else 'were'} never scored "
+            "because the scoring queue was full (tracesim.evaluation.dropped): raise scoring_queue_size "
+            "or scoring_workers, or lower evaluation_sample_rate."
+        )
+    if scoring.deferred:
+        late = sum(e.deferred for e in report.evaluator_totals)
+        missing = sum(e.deferred_missing for e in report.evaluator_totals)
+        text = (
+            f"{_n(scoring.deferred, 'span')} ended with evaluators still running after max_defer_s "
+            f"(tracesim.evaluation.deferred); their {_n(late, 'result')} come on carrier spans"
+        )
+        if missing:
+            text += (
+                f", and {format_count(missing)} of them {'is' if missing == 1 else 'are'} not in the files"
+            )
+        notes.append(text + ".")
+    return notes
+
+
+def status_line(report: Report) -> str:
+    """The spans by status code, saying that only ``ERROR`` is an error.
+
+    Example:
+        >>> from tracesim._report import summarize
+        >>> status_line(summarize([]))
+        'Span status: 0 OK, 0 unset, 0 ERROR (OK and unset both mean no error).'
+    """
+    status = report.totals.status
+    return (
+        f"Span status: {format_count(status.ok)} OK, {format_count(status.unset)} unset, "
+        f"{format_count(status.error)} ERROR (OK and unset both mean no error)."
+    )
+
+
 def print_report(report: Report, console: Console) -> None:
     """Print the summary line, the span and evaluator tables, LLM usage, errors and worst cases.
 
@@ -88,15 +136,22 @@ def print_report(report: Report, console: Console) -> None:
         No spans found.
     """
     console.print(Text(summary_line(report)), soft_wrap=True)
+    for note in scoring_notes(report):
+        console.print(Text(note), soft_wrap=True)
     grouped = report.group_by is not None
     if report.spans:
         print_table(console, span_table(report.spans, report.group_by if grouped else None))
+        console.print(Text(status_line(report)), soft_wrap=True)
     if report.evaluators:
         print_table(console, evaluator_table(report.evaluators, report.group_by if grouped else None))
+    # these modules print their tables with print_table, so they import this one
+    from tracesim._report._drill_text import print_drill_down
+    from tracesim._report._timeline_text import print_timeline
+
+    if report.timeline is not None:
+        print_timeline(report.timeline, console)
     if report.llm_usage is not None:
         print_usage(report.llm_usage, console)
-    from tracesim._report._drill_text import print_drill_down  # it prints tables with print_table
-
     print_drill_down(report, console)
 
 
@@ -210,7 +265,8 @@ def span_table(rows: Sequence[SpanStats], group_by: str | None) -> Table:
         table.add_column(_cell(group_by), overflow="fold")
     table.add_column("span", overflow="fold")
     table.add_column("kind", no_wrap=True)
-    for name in ("count", "errors", "error rate", "p50", "p95", "p99", "max"):
+    markers = scoring_columns(rows)
+    for name in ("count", "errors", "error rate", "p50", "p95", "p99", "max", *(h for h, _ in markers)):
         table.add_column(name, justify="right")
     for row in rows:
         lat = row.latency_s
@@ -221,9 +277,22 @@ def span_table(rows: Sequence[SpanStats], group_by: str | None) -> Table:
             format_count(row.errors),
             format_rate(row.error_rate),
             *(format_duration(v) for v in (lat.p50, lat.p95, lat.p99, lat.max)),
+            *(format_count(getattr(row.scoring, field)) for _, field in markers),
         ]
         table.add_row(*(_cell(c) for c in ([row.group or ""] if group_by else []) + cells))
     return table
+
+
+_SCORING_COLUMNS = (
+    ("unscored: queue full", "dropped"),
+    ("deferred", "deferred"),
+    ("not sampled", "not_sampled"),
+)
+
+
+def scoring_columns(rows: Sequence[SpanStats]) -> list[tuple[str, str]]:
+    """(heading, `ScoringCounts` field) of the scoring markers that occur: no column of zeros."""
+    return [(h, f) for h, f in _SCORING_COLUMNS if any(getattr(r.scoring, f) for r in rows)]
 
 
 def evaluator_table(rows: Sequence[EvaluatorStats], group_by: str | None) -> Table:
@@ -237,6 +306,9 @@ def evaluator_table(rows: Sequence[EvaluatorStats], group_by: str | None) -> Tab
     carriers = any(r.from_carriers for r in rows)
     if carriers:
         numbers.append("on carriers")
+    deferred = any(r.deferred for r in rows)
+    if deferred:
+        numbers += ["deferred", "late missing"]
     for name in numbers:
         table.add_column(name, justify="right")
     labels = any(set(r.labels) - _DECISION_LABELS for r in rows)
@@ -253,6 +325,8 @@ def evaluator_table(rows: Sequence[EvaluatorStats], group_by: str | None) -> Tab
         ]
         if carriers:
             cells.append(format_count(row.from_carriers))
+        if deferred:
+            cells += [format_count(row.deferred), format_count(row.deferred_missing)]
         if labels:
             cells.append(top_labels(row))
         table.add_row(*(_cell(c) for c in ([row.group or ""] if group_by else []) + cells))
