@@ -117,6 +117,11 @@ def test_a_parquet_source_scores_as_score_frame_does_in_process(client: Any, tmp
     results = parts(tmp_path / "out.jsonl")
     expected = score_frame(pd.read_parquet(tmp_path / "rows.parquet"), EVALUATORS)
     assert results["id"].tolist() == expected["id"].tolist()
+    from tracesim.batch._partition import value_text
+
+    # what was scored sits beside its scores, as text
+    assert results["output"].tolist() == [r["output"] for r in rows]
+    assert results["expected"].tolist() == [value_text(r.get("expected")) for r in rows]
     for column in expected.columns[1:]:
         theirs = [None if pd.isna(v) else v for v in expected[column].tolist()]
         assert results[column].tolist() == theirs, column

@@ -31,8 +31,9 @@ if TYPE_CHECKING:
 __all__ = ["Job", "Sink", "run_part"]
 
 OutputFormat = Literal["parquet", "jsonl"]
-_TEXT_COLUMNS = ("source", "id", "trace_id", "span_id", "span_name", "bad_row")
+_TEXT_COLUMNS = ("source", "id", "trace_id", "span_id", "span_name", "input", "output", "expected", "bad_row")
 _INT_COLUMNS = ("row", "span_end_ns")
+VALUE_COLUMNS = ("input", "output", "expected")
 
 
 @dataclass(frozen=True)
@@ -99,9 +100,15 @@ def run_part(job: Job, index: int, part: Part) -> PartSummary:
 
 
 def _keys(chunk: Chunk, key_columns: Sequence[str]) -> pd.DataFrame:
-    """Every record's keys, and why a bad row is bad (null for the others)."""
+    """Every record's keys, what was scored (as text), and why a bad row is bad (null for the others).
+
+    The input, output and expected values sit beside the scores, so the failing rows of a run
+    are read in its results, without a join back to the data.
+    """
     pd = pandas()
     keys = pd.DataFrame({name: pd.array(chunk.keys[name], dtype=object) for name in key_columns})
+    for position, name in ((2, "input"), (0, "output"), (1, "expected")):
+        keys[name] = pd.array([value_text(triple[position]) for triple in chunk.triples], dtype=object)
     keys["bad_row"] = pd.array(chunk.bad, dtype=object)
     return keys
 
@@ -129,8 +136,23 @@ def _schema(key_columns: Sequence[str], evaluators: Sequence[EvaluatorSpec]) -> 
     import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
 
     fields = [pa.field(name, pa.int64() if name in _INT_COLUMNS else pa.string()) for name in key_columns]
-    fields.append(pa.field("bad_row", pa.string()))
+    fields.extend(pa.field(name, pa.string()) for name in (*VALUE_COLUMNS, "bad_row"))
     return pa.schema([*fields, *result_schema(evaluators)])
+
+
+def value_text(value: Any) -> str | None:
+    """A scored value as text for the results: a string as it is, anything else as JSON.
+
+    Example:
+        >>> value_text("Paris"), value_text({"city": "Paris"}), value_text(None)
+        ('Paris', '{"city": "Paris"}', None)
+    """
+    if value is None or isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (ValueError, TypeError, RecursionError):
+        return repr(value)[:10_000]
 
 
 def _utf8(frame: pd.DataFrame) -> pd.DataFrame:
