@@ -290,8 +290,8 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "phoenix_annotations_url",
-        parse.optional_path,
-        "a Phoenix base URL, or 'none'",
+        parse.optional_http_url,
+        "a Phoenix base URL (http:// or https://), or 'none'",
         "where Phoenix annotations go when spans do not reach Phoenix over OTLP/HTTP",
         ("TRACESIM_PHOENIX_ANNOTATIONS_URL",),
     ),

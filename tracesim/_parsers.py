@@ -81,6 +81,13 @@ def http_url(value: Any) -> str:
     return url
 
 
+def optional_http_url(value: Any) -> str | None:
+    """`http_url`, or None for ``none``/``off``/empty."""
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none", "off")):
+        return None
+    return http_url(value)
+
+
 def optional_path(value: Any) -> str | None:
     if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none", "off")):
         return None

@@ -175,7 +175,9 @@ def test_a_backfill_sends_through_the_configured_redaction_and_places_carriers_i
         )
         # the application's own rule: ticket numbers are private; the backfill runs beside it
         tracesim.configure(
-            exporters="none", scoring_mode="off", redact=lambda text, key: text.replace("PRJ-4411", "PRJ-****")
+            exporters="none",
+            scoring_mode="off",
+            redact=lambda text, key: text.replace("PRJ-4411", "PRJ-****"),
         )
         out = tmp_path / "carriers.jsonl"
         assert backfill(tmp_path / "s", to=out).carriers == 1
@@ -214,3 +216,43 @@ def test_the_command_sends_and_says_what_it_sent(tmp_path: Path, capsys: pytest.
     assert re.search(r"parts already sent \(ledger\)\W+1 ", second), second
     assert main(["backfill", str(results), "--to", refused_url()]) == 1
     assert main(["backfill", str(tmp_path / "nowhere")]) == 2
+
+
+@pytest.mark.parametrize("end", ["0", str(2**64 - 1)], ids=["epoch", "uint64-max"])
+def test_a_span_whose_end_no_clock_gives_is_scored_and_its_carrier_stands_at_the_backfill(
+    tmp_path: Path, end: str
+) -> None:
+    span = {
+        "traceId": "0af7651916cd43dd8448eb211c80319c",
+        "spanId": "b7ad6b7169203331",
+        "name": "answer",
+        "kind": 1,
+        "startTimeUnixNano": "0",
+        "endTimeUnixNano": end,
+        "attributes": [
+            {"key": "output.value", "value": {"stringValue": "Warsaw"}},
+            {"key": "tracesim.expected.value", "value": {"stringValue": "Warsaw"}},
+        ],
+    }
+    line = {"resourceSpans": [{"resource": {}, "scopeSpans": [{"scope": {}, "spans": [span]}]}]}
+    traces = tmp_path / "odd.jsonl"
+    traces.write_text(json.dumps(line) + "\n", encoding="utf-8")
+    report = score(Spans(str(traces)), evaluators=["exact"], output=tmp_path / "s", engine="local")
+    assert (report.records, dict(report.bad_rows)) == (1, {})
+    out = tmp_path / "carriers.jsonl"
+    assert backfill(tmp_path / "s", to=out).carriers == 1
+    [carrier] = carriers(out)
+    assert carrier.start_time_unix_nano == carrier.end_time_unix_nano > 0  # now: a time no reader refuses
+
+
+def test_a_backfill_from_the_command_line_is_not_stopped_by_an_unrelated_bad_setting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    results = scored(tmp_path)
+    config = "scoring_workers: 0\nredact_patterns: [email]\n"
+    (tmp_path / "tracesim.yaml").write_text(config, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "carriers.jsonl"
+    # no NotConfiguredWarning either: warnings are errors here
+    assert main(["backfill", str(results), "--to", str(out)]) == 0
+    assert len(carriers(out)) == 2

@@ -84,7 +84,7 @@ def emit_carrier(
     result's event keeps the real time it was recorded.
     """
     now = time.time_ns()
-    placed = now if at_ns is None else min(at_ns, now)
+    placed = at_ns if at_ns is not None and 0 < at_ns <= now else now
     parent = otel_trace.set_span_in_context(NonRecordingSpan(target))
     span_attributes: dict[str, AttributeValue] = {sc.SPAN_KIND: "EVALUATOR", **(attributes or {})}
     span = tracer.start_span(

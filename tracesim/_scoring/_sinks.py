@@ -65,7 +65,11 @@ def result_sinks(
         from tracesim.exporters._replay import env_headers
 
         url, detect = phoenix
-        headers = settings.otlp_headers or env_headers()  # an API key reaches both of Phoenix's APIs
+        headers = settings.otlp_headers
+        if not settings.phoenix_annotations_url:
+            # Phoenix found behind the OTLP endpoint: its API key is the exporter's. Never sent to
+            # a URL named separately, which may be another host than the variables' backend.
+            headers = headers or env_headers()
         sinks.append(PhoenixSink(url, headers, redaction, detect=detect))
     return sinks
 
@@ -99,12 +103,12 @@ def phoenix_target(settings: Settings, environ: Mapping[str, str] | None = None)
                 "do not go to Phoenix over OTLP/HTTP",
             )
         return None
+    from tracesim.exporters._phoenix import phoenix_base_url
+
     environ = os.environ if environ is None else environ
-    endpoint = settings.otlp_endpoint or environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-    endpoint = endpoint or environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or "http://localhost:4318"
-    base = endpoint.rstrip("/")
-    base = base[: -len("/v1/traces")] if base.endswith("/v1/traces") else base
-    return base, settings.phoenix_annotations is None
+    endpoint = settings.otlp_endpoint or environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip()
+    endpoint = endpoint or environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip() or "http://localhost:4318"
+    return phoenix_base_url(endpoint), settings.phoenix_annotations is None
 
 
 class LogEventSink:

@@ -223,15 +223,16 @@ def configured_redaction() -> Redaction:
     environment, as ``tracesim backfill`` finds them.
     """
     from tracesim import _runtime
-    from tracesim._config import resolve
+    from tracesim._config import resolve_setting
     from tracesim._redact import Redactor
     from tracesim.exporters import Redaction
 
-    runtime = _runtime.active()
+    runtime = _runtime.current  # not active(): a command line run is not "traced code before configure"
     if runtime is not None and runtime.redaction is not None:
         return runtime.redaction
-    settings = resolve({})
-    return Redaction(Redactor(settings.redact_patterns, settings.redact), settings.max_value_chars)
+    # Only what redaction needs: a bad value of another setting is no reason to stop a backfill.
+    patterns = resolve_setting("redact_patterns")
+    return Redaction(Redactor(patterns, None), resolve_setting("max_value_chars"))
 
 
 def _blank(value: Any) -> bool:

@@ -65,10 +65,16 @@ def read_spans(part: Part, rule: Rule, chunk: Chunk) -> None:
             if rule.selects(span.name, _kinds(span), span.attributes):
                 triple, bad = span_record(span)
                 chunk.add(
-                    (part.path, number, span.trace_id, span.span_id, span.name, span.end_time_unix_nano),
+                    (part.path, number, span.trace_id, span.span_id, span.name, _end_ns(span)),
                     triple,
                     bad,
                 )
+
+
+def _end_ns(span: SpanRecord) -> int | None:
+    """The span's end for the int64 results column; None for a time no clock gives (0, 2**64 - 1)."""
+    end = span.end_time_unix_nano
+    return end if 0 < end < 2**63 else None
 
 
 def _unread(part: Part, number: int) -> tuple[Any, ...]:

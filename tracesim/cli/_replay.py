@@ -202,5 +202,10 @@ def _summary(console: Console, report: ReplayReport) -> None:
         console.print(f"  [yellow]•[/yellow] {_plain(problem)}", soft_wrap=True)
     if len(report.problems) > 20:
         console.print(f"  … and {len(report.problems) - 20} more")
-    if not report.ok:
+    if report.failed_requests or report.rejected_spans:
         console.print("[red]Some spans were not delivered; run the same command again to retry them.[/red]")
+    if report.failed_annotations:
+        console.print(
+            "[red]Some Phoenix annotations were not delivered; run the same command again to retry "
+            "them (their spans are not sent twice).[/red]"
+        )

@@ -357,7 +357,7 @@ class _Runner:
                 for evaluator in self.experiment.evaluators:
                     for sink in runtime.sinks:
                         kind = getattr(evaluator, "annotator_kind", "CODE")
-                        sink.submit(handle.span_context, scores[evaluator.name], kind)
+                        sink.submit(handle.span_context, scores[evaluator.name], kind, expected=case.expected)
         except Exception:
             internal_error("experiment: record a run")
         finish(handle, error, end_ns)  # the span lasts as long as the task ran, scoring excluded

@@ -29,7 +29,7 @@ from typing import Any
 
 import httpx
 
-__all__ = ["AnnotationStats", "PhoenixAnnotationSink"]
+__all__ = ["AnnotationStats", "PhoenixAnnotationSink", "phoenix_base_url"]
 
 _logger = logging.getLogger("tracesim")
 _KINDS = frozenset({"CODE", "LLM", "HUMAN"})
@@ -50,6 +50,9 @@ class AnnotationStats:
     failed: int
     """Given up: span never ingested within the wait, Phoenix unreachable, or refused."""
     pending: int
+    invalid: int = 0
+    """Of ``dropped``, those Phoenix could not hold (a NaN score, a reserved name...): sending
+    again would not help."""
 
 
 @dataclass
@@ -119,7 +122,8 @@ class PhoenixAnnotationSink:
         self._in_flight = 0
         self._flushing = 0
         self._shutdown = False
-        self._submitted = self._sent = self._dropped = self._failed = 0
+        self._submitted = self._sent = self._dropped = self._failed = self._invalid = 0
+        self._probe_failed = False  # the question "is it Phoenix?" went unanswered (unreachable)
         self._logged: set[str] = set()
         self._worker: threading.Thread | None = None
         self._worker_pid = 0
@@ -129,7 +133,12 @@ class PhoenixAnnotationSink:
         """A snapshot of the counters."""
         with self._lock:
             return AnnotationStats(
-                self._submitted, self._sent, self._dropped, self._failed, len(self._queue) + self._in_flight
+                self._submitted,
+                self._sent,
+                self._dropped,
+                self._failed,
+                len(self._queue) + self._in_flight,
+                self._invalid,
             )
 
     def submit(
@@ -155,9 +164,12 @@ class PhoenixAnnotationSink:
             with self._lock:
                 self._submitted += 1
                 self._dropped += 1
+                self._invalid += 1
             self._log_once("invalid", "tracesim: Phoenix annotation %r dropped: %s", name, exc)
             return
         with self._lock:
+            if self._not_phoenix():  # decided while this call was on its way in
+                return
             self._submitted += 1
             if self._shutdown or len(self._queue) + self._in_flight >= self._max_queue_size:
                 self._dropped += 1
@@ -172,6 +184,9 @@ class PhoenixAnnotationSink:
             self._log_once(
                 "full", "tracesim: Phoenix annotation queue full (%d); dropping", self._max_queue_size
             )
+
+    def _not_phoenix(self) -> bool:
+        return self.is_phoenix is False
 
     def _log_once(self, key: str, message: str, *args: Any) -> None:
         with self._lock:
@@ -230,6 +245,8 @@ class PhoenixAnnotationSink:
     def _post(self, batch: list[_Item]) -> None:
         if self.is_phoenix is None and not self._detect(batch):
             return None
+        if self.is_phoenix is False:
+            return None  # a batch taken from the queue just before the answer came
         try:
             response = self._client.post(
                 self.url, params={"sync": "true"}, json={"data": [i.payload for i in batch]}
@@ -261,8 +278,14 @@ class PhoenixAnnotationSink:
         try:
             response = self._client.get(self.base_url + "/arize_phoenix_version")
         except httpx.HTTPError as exc:
-            self._log_once("unreachable", "tracesim: Phoenix annotations: %s; retrying", exc)
+            # Nobody said this is Phoenix: a collector that is down is the exporter's news, not ours.
+            _logger.debug("tracesim: asking %s whether it is Phoenix: %s", self.base_url, exc)
+            self._probe_failed = True
             self._retry(batch)  # not known yet: asked again when the batch comes back
+            return False
+        if response.status_code in _RETRYABLE:  # starting, overloaded, behind a busy proxy: ask again
+            self._probe_failed = True
+            self._retry(batch)
             return False
         if response.is_success and _VERSION.match(response.text.strip()):
             self.is_phoenix = True
@@ -313,6 +336,8 @@ class PhoenixAnnotationSink:
         """Send everything queued now; True if nothing is left within ``timeout_s``."""
         deadline = time.monotonic() + timeout_s
         with self._lock:
+            if self.is_phoenix is None and self._probe_failed:
+                return not self._queue and not self._in_flight  # nothing known to wait for
             self._flushing += 1
             try:
                 now = time.monotonic()
@@ -375,3 +400,20 @@ def _payload(
     }
     json.dumps(payload, allow_nan=False)  # TypeError/ValueError now rather than a 422 for the batch
     return payload
+
+
+def phoenix_base_url(endpoint: str) -> str:
+    """Phoenix's base URL from its OTLP endpoint: the path without ``/v1/traces``, no query.
+
+    Example:
+        >>> phoenix_base_url("https://app.phoenix.arize.com/s/my-space/v1/traces")
+        'https://app.phoenix.arize.com/s/my-space'
+        >>> phoenix_base_url("http://phoenix:6006/v1/traces/?tenant=a")
+        'http://phoenix:6006'
+    """
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(endpoint.strip())
+    path = parts.path.rstrip("/")
+    path = path[: -len("/v1/traces")] if path.endswith("/v1/traces") else path
+    return urlunsplit((parts.scheme, parts.netloc, path, "", ""))

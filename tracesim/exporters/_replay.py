@@ -178,7 +178,8 @@ def replay(
     all_headers = {**env_headers(), **(headers or {})}
     sender = _Sender(url, all_headers, encoding, timeout_s, max_attempts, report)
     if annotations is not False:
-        from tracesim.exporters._replay_annotations import ReplayAnnotations, phoenix_base_url
+        from tracesim.exporters._phoenix import phoenix_base_url
+        from tracesim.exporters._replay_annotations import ReplayAnnotations
 
         sender.annotations = ReplayAnnotations(phoenix_base_url(url), all_headers, detect=annotations is None)
     ledgers: dict[Path, Ledger] = {}
@@ -188,6 +189,8 @@ def replay(
             family = ledger_path(path)
             if family not in ledgers:
                 ledgers[family] = Ledger(family, sender.url, force=force)
+                if sender.annotations is not None:
+                    sender.annotations.open_ledger(family, force=force)
             ledgers[family].load_legacy(path)
             _replay_file(path, sender, batch_size, ledgers[family], report, on_progress)
     finally:
@@ -210,6 +213,8 @@ def _replay_file(
     for line in _lines(path, report):
         if ledger.has(line.key, line.raw) or line.key in queued:
             report.already_sent += 1
+            if sender.annotations is not None:  # its spans are there; its annotations may not be
+                sender.annotations.add(ledger.path, line.key, line.raw, line.request)
             continue
         if batch and sum(b.spans for b in batch) + line.spans > batch_size:
             _flush(batch, sender, ledger, report, on_progress)
@@ -241,7 +246,7 @@ def _flush(
         ledger.record([line.key for line in batch])
         if sender.annotations is not None:
             for line in batch:
-                sender.annotations.add(line.request)
+                sender.annotations.add(ledger.path, line.key, line.raw, line.request)
     elif outcome == "failed":
         report.failed_requests += 1
         report.failed_spans += spans
@@ -364,11 +369,14 @@ class _Sender:
     def close(self, report: ReplayReport) -> None:
         self._client.close()
         if self.annotations is not None:
-            sent, failed, report.phoenix = self.annotations.finish(timeout_s=60.0)
+            sent, failed, report.phoenix = self.annotations.finish()
             report.annotations += sent
             report.failed_annotations += failed
             if failed:
-                report.problems.append(f"{failed} Phoenix annotations not delivered (see the log)")
+                report.problems.append(
+                    f"{failed} Phoenix annotations not delivered (see the log); their lines are sent "
+                    "again by the next run"
+                )
 
 
 def _strict_json(request: dict[str, Any]) -> bytes:

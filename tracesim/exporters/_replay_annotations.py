@@ -13,27 +13,18 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 from opentelemetry.trace import SpanContext, TraceFlags
 
 from tracesim import _semconv as sc
 from tracesim.exporters._records import SpanRecord, spans_from_request
+from tracesim.exporters._replay_ledger import Ledger
 
-__all__ = ["ReplayAnnotations", "phoenix_base_url", "results_in"]
+__all__ = ["ReplayAnnotations", "results_in"]
 
 _logger = logging.getLogger("tracesim")
-
-
-def phoenix_base_url(traces_url: str) -> str:
-    """Phoenix's base URL from its OTLP traces URL: ``http://host:6006/v1/traces`` → ``http://host:6006``.
-
-    Example:
-        >>> phoenix_base_url("https://app.phoenix.arize.com/s/my-space/v1/traces")
-        'https://app.phoenix.arize.com/s/my-space'
-    """
-    url = traces_url.rstrip("/")
-    return url[: -len("/v1/traces")] if url.endswith("/v1/traces") else url
 
 
 def results_in(request: Mapping[str, Any]) -> Iterator[tuple[SpanContext, Any, str, Any]]:
@@ -92,28 +83,57 @@ def _result(attributes: Mapping[str, Any]) -> Any:
 class ReplayAnnotations:
     """Annotates, in Phoenix, the results of the lines a replay delivered.
 
+    A line's annotations are recorded in the replay's ledger (under their own key,
+    ``phoenix-annotations:<base URL>``) only once all of the run's annotations were taken, so
+    a run whose annotations failed leaves them to the next run, even for lines whose spans
+    were delivered; lines delivered before this existed are annotated by the next run too.
+
     Args:
         base_url: Phoenix's base URL.
         headers: Request headers (the replay's: an API key reaches both APIs).
         detect: Ask first whether ``base_url`` is Phoenix (the replay's endpoint may be any
-            collector); when it is not, nothing is sent and `stats` stays at zero.
+            collector); when it is not, nothing is sent, recorded or counted.
+        wait_s: How long the end of the run waits for Phoenix to take the annotations
+            (spans are ingested a little after they were accepted).
     """
 
-    def __init__(self, base_url: str, headers: Mapping[str, str], *, detect: bool) -> None:
+    def __init__(
+        self, base_url: str, headers: Mapping[str, str], *, detect: bool, wait_s: float = 30.0
+    ) -> None:
         from tracesim._scoring._sinks import PhoenixSink
         from tracesim.exporters._redacting import Redaction
 
+        self.key = f"phoenix-annotations:{base_url}"
+        self._wait_s = wait_s
         # The files were redacted when written; the pass again costs little and covers files
         # written with patterns since widened.
-        self._sink = PhoenixSink(base_url, headers, Redaction(), max_wait_for_span_s=60.0, detect=detect)
+        self._sink = PhoenixSink(base_url, headers, Redaction(), max_wait_for_span_s=wait_s, detect=detect)
+        self._ledgers: dict[Path, Ledger] = {}
+        self._annotated: dict[Path, list[str]] = {}
 
-    def add(self, request: Mapping[str, Any]) -> None:
-        """Queue the annotations of one delivered line."""
+    def open_ledger(self, family: Path, *, force: bool) -> None:
+        """Read which lines of the file family ``family`` were annotated in Phoenix before."""
+        if family not in self._ledgers:
+            self._ledgers[family] = Ledger(family, self.key, force=force)
+            self._annotated[family] = []
+
+    def add(self, family: Path, key: str, raw: bytes, request: Mapping[str, Any]) -> None:
+        """Queue the annotations of one line whose spans the endpoint has (unless done before)."""
+        ledger = self._ledgers[family]
+        if self._sink.is_phoenix is False or ledger.has(key, raw):
+            return
         for target, result, annotator, expected in results_in(request):
             self._sink.submit(target, result, annotator, expected=expected)
+        self._annotated[family].append(key)
 
-    def finish(self, timeout_s: float) -> tuple[int, int, bool | None]:
+    def finish(self) -> tuple[int, int, bool | None]:
         """Wait for delivery; (sent, not delivered, whether the endpoint is Phoenix)."""
-        self._sink.shutdown(timeout_s)
-        stats = self._sink.stats
-        return stats.sent, stats.failed + stats.dropped + stats.pending, self._sink.is_phoenix
+        self._sink.shutdown(self._wait_s)
+        stats, is_phoenix = self._sink.stats, self._sink.is_phoenix
+        # An annotation Phoenix cannot hold (a NaN score) is not worth another try; the rest is.
+        failed = stats.failed + stats.pending + stats.dropped - stats.invalid if is_phoenix else 0
+        for family, ledger in self._ledgers.items():
+            if is_phoenix and not failed:
+                ledger.record(self._annotated[family])
+            ledger.close()
+        return stats.sent, failed, is_phoenix
