@@ -157,7 +157,7 @@ def _run(args: argparse.Namespace) -> int:
     except DatasetError as exc:
         raise UsageError(str(exc)) from None
     task = load_task(args.task)
-    configured = False if args.no_traces else _configure()
+    configured = _configure(traced=not args.no_traces)
     try:
         try:
             experiment = Experiment.build(
@@ -288,15 +288,19 @@ def _load_file(path: Path) -> Any:
     return module
 
 
-def _configure() -> bool:
-    """Configure tracesim unless the task's module did; True when this command configured it."""
+def _configure(*, traced: bool) -> bool:
+    """Configure tracesim unless the task's module did; True when this command configured it.
+
+    Untraced (``--no-traces``), tracesim is configured off: the task's traced functions run as
+    plain functions, without a warning that tracesim was never configured.
+    """
     import tracesim
     from tracesim import _runtime
 
     if _runtime.current is not None:
         return False
     try:
-        tracesim.configure()
+        tracesim.configure() if traced else tracesim.configure(enabled=False)
     except tracesim.ConfigError as exc:
         raise UsageError(str(exc)) from None
     return True
