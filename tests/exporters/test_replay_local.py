@@ -53,6 +53,7 @@ def test_rerun_sends_nothing_twice_and_force_sends_again(sink: OtlpSink, trace_f
     first = replay([trace_file], endpoint=sink.url, batch_size=3)
     second = replay([trace_file], endpoint=sink.url, batch_size=3)
     assert (first.spans, second.spans, second.already_sent, second.requests) == (12, 0, 4, 0)
+    assert second.already_sent_spans == 12  # counted in spans, as everything else is
     assert len(sink.delivered_names) == 12
     forced = replay([trace_file], endpoint=sink.url, batch_size=3, force=True)
     assert forced.spans == 12

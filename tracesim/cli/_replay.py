@@ -183,7 +183,10 @@ def _summary(console: Console, report: ReplayReport) -> None:
     table.add_row("files", str(report.files))
     table.add_row("requests accepted", str(report.requests))
     table.add_row("spans sent", f"[green]{report.spans}[/green]" if report.spans else "0")
-    table.add_row("lines already sent before (ledger)", str(report.already_sent))
+    table.add_row(
+        "spans sent before (ledger)",
+        f"{report.already_sent_spans} ({report.already_sent} lines)" if report.already_sent else "0",
+    )
     table.add_row(
         "bad lines skipped", f"[yellow]{report.skipped_lines}[/yellow]" if report.skipped_lines else "0"
     )

@@ -68,6 +68,8 @@ class ReplayReport:
     """Lines (original requests) accepted."""
     already_sent: int = 0
     """Lines skipped because the ledger says this endpoint accepted them before."""
+    already_sent_spans: int = 0
+    """The spans in those lines."""
     skipped_lines: int = 0
     """Lines that are not OTLP/JSON (a torn last line, a malformed span), each named in ``problems``."""
     failed_requests: int = 0
@@ -213,6 +215,7 @@ def _replay_file(
     for line in _lines(path, report):
         if ledger.has(line.key, line.raw) or line.key in queued:
             report.already_sent += 1
+            report.already_sent_spans += line.spans
             if sender.annotations is not None:  # its spans are there; its annotations may not be
                 sender.annotations.add(ledger.path, line.key, line.raw, line.request)
             continue
