@@ -31,6 +31,7 @@ import argparse
 import asyncio
 import json
 import statistics
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -39,8 +40,10 @@ from _common import Discard, Sample, timed
 from _workload import AGENT_ATTRIBUTES, ANSWER, CHAT, CHAT_ANSWER, CHAT_METADATA, CONTEXT, QUESTION
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import tracesim
+from tracesim.exporters import RedactingExporter
 
 SHAPES = ("sync", "async", "gen", "chat")
 VARIANTS = ("untraced", "OTel", "tracesim", "no redaction")
@@ -212,6 +215,7 @@ def main() -> None:
         f"spans exported / made: hand-written {otel_exporter.spans:,} / {made['OTel']:,}, "
         f"tracesim {ours_exporter.spans:,} / {made['tracesim'] + made['no redaction']:,}"
     )
+    report_redaction(traced)
 
 
 def report(args: argparse.Namespace, samples: dict[tuple[str, str], list[Sample]]) -> None:
@@ -252,6 +256,40 @@ def report(args: argparse.Namespace, samples: dict[tuple[str, str], list[Sample]
         cells += [ratio("tracesim", shape, "thread_us"), spread(shape, "thread_us")]
         print("".join(f"{c:>14}" for c in cells))
     print("\ngoals (redaction on): sync <= 1.10x, chat (realistic 10 KB input) <= 1.3x hand-written OTel")
+
+
+def redaction_per_span(traced: dict[str, Callable[..., Any]]) -> dict[str, tuple[float, float]]:
+    """µs of the export thread's CPU to redact one span of each shape: patterns on, and off
+    (what the pass costs that has nothing to look for). The least of 15 repeats: the machine
+    is shared, and a repeat that was slowed down by others tells nothing about the code."""
+    memory = InMemorySpanExporter()
+    tracesim.configure(exporters=[memory], set_global_tracer_provider=False, redact_patterns="none")
+    spans: dict[str, Any] = {}
+    for shape in SHAPES:
+        calls_of(traced[shape], shape, 1)()
+        tracesim.force_flush()
+        spans[shape] = memory.get_finished_spans()[-1]
+    tracesim.shutdown()
+    on, off = RedactingExporter(Discard()).redaction, RedactingExporter(Discard(), patterns=()).redaction
+
+    def least(redact: Callable[[Any], object], span: Any, calls: int = 200) -> float:
+        each = []
+        for _ in range(15):
+            started = time.thread_time()
+            for _ in range(calls):
+                redact(span)
+            each.append((time.thread_time() - started) / calls * 1e6)
+        return min(each)
+
+    return {shape: (least(on.span, span), least(off.span, span)) for shape, span in spans.items()}
+
+
+def report_redaction(traced: dict[str, Callable[..., Any]]) -> None:
+    costs = redaction_per_span(traced)
+    print("\nredaction of one span in the export path, µs of CPU (least of 15 repeats):")
+    print("".join(f"{h:>13}" for h in ("shape", "patterns on", "off")))
+    for shape, (on, off) in costs.items():
+        print("".join(f"{c:>13}" for c in (shape, f"{on:.1f}", f"{off:.1f}")))
 
 
 if __name__ == "__main__":

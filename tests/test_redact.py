@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import doctest
 import json
+import re
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -17,6 +18,7 @@ import tracesim._redact
 from tracesim import _guard
 from tracesim._capture import cut
 from tracesim._redact import MARGIN, PATTERN_GROUPS, Redactor, safe_cut
+from tracesim._redact._keys import _BACKWARDS, _KEYS
 
 RunPython = Callable[..., "subprocess.CompletedProcess[str]"]
 REDACTOR = Redactor()
@@ -302,6 +304,85 @@ FRAGMENTS = st.sampled_from(
 def test_redaction_never_raises_and_is_idempotent(raising: None, text: str) -> None:
     once = REDACTOR.redact(text, "x")
     assert REDACTOR.redact(once, "x") == once
+
+
+# ---------------------------------------------------------------- the fast path against the reference
+
+# Gates, probes and the backwards search for key names only skip work: what they let through
+# must be exactly what every rule run over the whole text (`exhaustive`) replaces.
+KEY_NAMES = [
+    "token", "api_key", "apikey", "password", "passwd", "passphrase", "passcode", "pwd", "db_pass",
+    "secret", "client_secret", "sig", "signature", "authorization", "x-api-key", "cache_key",
+    "total_tokens", "monkey", "bypass", "MYSQL_PWD", "AWS_SECRET_ACCESS_KEY", "X-Amz-Signature",
+]  # fmt: skip
+PLANTED = st.sampled_from(
+    [s[1] for s in SECRETS]
+    + KEY_NAMES
+    + [name.upper() for name in KEY_NAMES]
+    + [name.title() for name in KEY_NAMES]
+    + [":", "=", ">", ":=", "=>", '"', "'", "`", "\\", '\\"', "]", "[", " ", "\t", "\n", "<", "&", "?"]
+    + ["Bearer ", "basic ", "://", "@", "-", "_", "A", "eyJ", "SG.", "…[truncated: 9 chars]", "[REDACTED:x]"]
+    + ["İ", "\u212a", "ſ", "Σ", "é", "hunter2hunter2", "abc123secretvalue", "Zq8Wm3Rt6Yp1", "12345678"]
+)
+NAMES = st.sampled_from(
+    KEY_NAMES + [name.upper() for name in KEY_NAMES] + [name.title() for name in KEY_NAMES]
+)
+KEY_VALUE = st.tuples(  # a name, its closing quote, a `]`, spaces, a separator, the value's quote, a value
+    NAMES,
+    st.sampled_from(["", '"', "'", '\\"', '\\\\\\"']),
+    st.sampled_from(["", "]"]),
+    st.sampled_from(["", " ", "\t", "  "]),
+    st.sampled_from([":", "=", ">", ":=", "=>"]),
+    st.sampled_from(["", " "]),
+    st.sampled_from(["", '"', "'", '\\"', "`"]),
+    st.sampled_from(
+        ["hunter2hunter2", "Zq8Wm3Rt6Yp1", "12345678", "null", "Basic dXNlcjpwYXNzd29yZA==", "x"]
+    ),
+).map("".join)
+PREFIXES = [
+    "sk-", "sk-proj-", "glpat-", "gldt-", "xoxb-", "xapp-", "xai-", "pplx-", "pypi-", "GOCSPX-", "ghp_",
+    "github_pat_", "sk_live_", "rk_test_", "whsec_", "hf_", "npm_", "gsk_", "r8_", "dop_v1_", "shpat_",
+    "AKIA", "ASIA", "AIza", "ATATT", "SG.", "eyJ", "-----BEGIN RSA PRIVATE KEY-----", "Bearer ", "Basic ",
+]  # fmt: skip
+TOKEN = st.tuples(  # a token's prefix, then a body of any length around the shortest a rule accepts
+    st.sampled_from(PREFIXES),
+    st.text(alphabet="abcdefABCDEF0123456789_-+/=.", max_size=70),
+).map("".join)
+PLANTED_TEXT = st.lists(PLANTED | KEY_VALUE | TOKEN | st.text(max_size=8), max_size=24).map("".join)
+# Over 1 KB of prose with every anchor in it: long texts visit anchors with str.find first.
+PROSE = "A well-known key: see the basic plan_B, SG and eyJ at 10:30 or a=b > c. " * 16
+REDACTORS = [Redactor(), Redactor(["api_key"]), Redactor(["bearer"]), Redactor(["email", "url_password"])]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=PLANTED_TEXT, long=st.sampled_from(["", PROSE, PROSE * 8]), at_end=st.booleans())
+def test_the_fast_path_replaces_exactly_what_every_rule_over_the_whole_text_does(
+    raising: None, text: str, long: str, at_end: bool
+) -> None:
+    text = long + text if at_end else text + long
+    for redactor in REDACTORS:
+        assert redactor._patterns(text) == redactor._patterns(text, exhaustive=True)
+
+
+def test_each_key_name_spelt_backwards_is_a_word_its_forward_regex_finds() -> None:
+    for anchor, names in _BACKWARDS.items():
+        forward = re.compile(_KEYS[anchor])
+        for name, at in names.items():
+            word = name[::-1]
+            match = forward.match(word + "=", at)
+            assert word[at] == anchor, word
+            assert match is not None, word
+            assert match.end() == len(word), word
+
+
+@pytest.mark.parametrize(("kind", "secret", "fragment"), SECRETS, ids=[s[0] for s in SECRETS])
+def test_each_secret_in_each_context_is_replaced_alike_by_the_fast_path_and_the_reference(
+    raising: None, kind: str, secret: str, fragment: str
+) -> None:
+    for context, text in _contexts(secret):
+        for long in ("", PROSE * 8):
+            for variant in (long + text, text + long, text.upper(), text.lower()):
+                assert REDACTOR._patterns(variant) == REDACTOR._patterns(variant, exhaustive=True), context
 
 
 CUT_SECRETS = [  # (text, the body no 8-character piece of which may survive a cut)

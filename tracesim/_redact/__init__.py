@@ -1,13 +1,17 @@
 """The redaction engine: find secrets in text and replace them, cheaply enough for every string.
 
 Every rule is found through an *anchor*, a character all of its matches contain: ``-`` in
-``sk-…``, ``_`` in ``ghp_…``, ``@`` in an e-mail address, ``k`` in ``token`` and ``api_key``.
-A text without the anchor costs the rule one ``memchr``. Otherwise a rare anchor is visited
-with ``str.find`` and the rule's regex tried there; a common one (a letter) is left to one
-regex that *starts* with it, which ``re`` scans for without trying a match at every position.
-Key names are matched on one lower-cased copy of the text, never with ``(?i)`` over a value.
-No pattern nests unbounded quantifiers, so no input makes a rule backtrack more than a bounded
-amount per anchor.
+``sk-…``, ``_`` in ``ghp_…``, ``@`` in an e-mail address, ``:``/``=`` after ``api_key``. Most
+texts hold no secret, so each rule first proves cheaply that it finds nothing (`_Rule`): its
+*gate*, a character the text must hold (one ``memchr``), then its *probe*, one regex scan in C
+for the rule's first possible match (``re`` scans fast only for a pattern that starts with one
+literal character, so each probe starts with its anchor; a rare anchor in a long text is
+visited with ``str.find`` instead). Only a text where a probe finds something is scanned
+in Python, from there. Key names start with common letters, so they are found backwards from
+their separator (see `_keys`), on one lower-cased copy of the text, never with ``(?i)`` over a
+value. No pattern nests unbounded quantifiers, so no input makes a rule backtrack more than a
+bounded amount per anchor. ``Redactor._scan(text, exhaustive=True)``
+runs every rule over the whole text without these shortcuts: the tests hold the two equal.
 
 Rules report spans of the original text, most specific first (a private key block before
 anything inside it, a vendor key before the generic ``key=value`` rule); a rule claims only
@@ -23,10 +27,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from tracesim._guard import internal_error, warn_once
-from tracesim._redact._rules import _TOKENS, _emails, _key_values, _schemes, _tokens, _urls
-from tracesim._redact._scan import MARGIN, _run, _Scan
+from tracesim._redact._keys import _KeyValues
+from tracesim._redact._rules import _TOKENS, _URL_PARTS, _Emails, _Schemes, _Tokens, _Urls
+from tracesim._redact._scan import MARGIN, _lower, _Rule, _run, _Scan
 
 __all__ = ["MARGIN", "PATTERN_GROUPS", "Redactor", "safe_cut"]
 
@@ -67,23 +73,23 @@ class Redactor:
         if unknown:
             raise ValueError(f"unknown redaction patterns {unknown}; expected some of {PATTERN_GROUPS}")
         groups = frozenset(names)
-        # (characters of which the text must hold one, rule), most specific rule first
-        rules: list[tuple[str, Callable[[_Scan], None]]] = []
+        rules: list[_Rule[Any]] = []  # most specific first
         for anchor in ("-", "_", "A", "eyJ", "SG"):
             specs = [spec for spec in _TOKENS if spec.find == anchor and spec.group in groups]
-            if specs:  # the text must hold the anchor's last character: one memchr
-                rules.append((anchor[-1], _tokens(anchor, specs)))
-        urls = _urls(groups)
-        if urls:
-            rules.append((":", urls))
+            if specs:
+                rules.append(_Tokens(anchor, specs))
+        if not groups.isdisjoint(_URL_PARTS):
+            rules.append(_Urls(groups))
         if "bearer" in groups:
-            rules.append(("bB", _schemes))
+            rules.append(_Schemes())
         anchors = ("kpcg" if "api_key" in groups else "") + ("z" if "bearer" in groups else "")
         if anchors:
-            rules.append((":=>", _key_values(anchors)))
+            rules.append(_KeyValues(anchors))
         if "email" in groups:
-            rules.append(("@", _emails))
+            rules.append(_Emails())
         self._rules = tuple(rules)
+        # What `_scan` needs of each rule, bound once: it runs for every string of every span.
+        self._steps = tuple((rule.gate, rule.lowered, rule.probe, rule) for rule in rules)
         self._hook = hook
 
     @property
@@ -96,29 +102,55 @@ class Redactor:
         """False when there is no pattern and no hook: callers may skip the pass."""
         return bool(self._rules) or self._hook is not None
 
-    def _scan(self, text: str) -> _Scan | None:
-        scan = None
-        for characters, detect in self._rules:
-            for character in characters:  # a plain loop: a generator here costs more than the test
+    def _scan(self, text: str, exhaustive: bool = False) -> _Scan | None:
+        """The secrets in ``text``: None, or a scan whose spans may be empty, when there are none.
+
+        A rule runs only if the text holds a character of its gate and its probe finds a place to
+        start. ``exhaustive`` runs every rule over the whole text instead: the reference.
+        """
+        if exhaustive:
+            everything = _Scan(text)
+            for rule in self._rules:
+                rule.full(everything)
+                everything.commit()
+            return everything
+        scan: _Scan | None = None
+        low: str | None = None
+        for gate, lowered, probe, rule in self._steps:
+            for character in gate:  # a plain loop: a generator here costs more than the test
                 if character in text:
-                    if scan is None:
-                        scan = _Scan(text)
-                    detect(scan)
-                    scan.commit()
                     break
+            else:
+                continue
+            if lowered:
+                if low is None:
+                    low = _lower(text) if scan is None else scan.low()
+                found = probe(low)
+            else:
+                found = probe(text)
+            if found is not None:
+                if scan is None:
+                    scan = _Scan(text, low)
+                rule.run(scan, found)
+                scan.commit()
         return scan
+
+    def _patterns(self, text: str, exhaustive: bool = False) -> str:
+        """``text`` with the secrets the built-in patterns find replaced (see `_scan`)."""
+        for _ in range(8):  # again if a secret was glued after one: it now starts a word
+            scan = self._scan(text, exhaustive)
+            if scan is None or not scan.spans:
+                break
+            text, glued = scan.result()
+            if not glued:
+                break
+        return text
 
     def redact(self, text: str, attribute: str) -> str:
         """``text`` with every secret replaced, then passed through the hook (with ``attribute``)."""
         if self._rules:
             try:
-                for _ in range(8):  # again if a secret was glued after one: it now starts a word
-                    scan = self._scan(text)
-                    if scan is None or not scan.spans:
-                        break
-                    text, glued = scan.result()
-                    if not glued:
-                        break
+                text = self._patterns(text)
             except Exception:  # a bug of ours: never let the value out unchecked
                 internal_error("redaction")
                 return "[REDACTED: redaction failed]"

@@ -1,6 +1,6 @@
-"""The rules: tokens with a known shape, URLs, Authorization schemes, key = value, e-mail addresses.
+"""The rules: tokens with a known shape, URLs, Authorization schemes and e-mail addresses.
 
-Each rule is a function of a `_Scan`; `Redactor` picks them by group and anchor.
+Each rule is a `_Rule`; `Redactor` picks them by group and anchor. Key = value is in `_keys`.
 """
 
 from __future__ import annotations
@@ -8,16 +8,14 @@ from __future__ import annotations
 import binascii
 import re
 from base64 import b64decode
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from tracesim._redact._scan import (
     _CUT_MARK,
-    _FIND_LOOPS,
-    _MAX_QUOTED,
-    _MIN_VALUE,
     _each,
     _escaped,
+    _Matches,
     _run,
     _Scan,
     _starts_word,
@@ -76,6 +74,9 @@ _TOKENS = (
         "api_key", "eyJ", 3, rf"{_URL64}{{8,}}\.{_URL64}{{8,}}(?:\.{_URL64}+){{0,3}}", "token", anchor="eyJ"
     ),
 )
+# What every token found from an anchor has right after it: a first test, so that the anchor in
+# prose ("well-known", "A few") costs one failed character class, not a lookbehind per prefix.
+_AHEAD = {"-": "[A-Za-z0-9_-]{9}", "_": "[A-Za-z0-9_+/=]{16}", "A": "[A-Za-z0-9_=-]{19}"}
 _WORDY = re.compile(r"[a-z]+(?:-[a-z]+)+")
 _PEM_END = re.compile(r"-----END [A-Z0-9 ]{0,40}-----")
 
@@ -89,37 +90,44 @@ def _pem_end(text: str, start: int) -> int:
     return close.end() if close else found
 
 
-def _tokens(anchor: str, specs: Sequence[_Token]) -> Callable[[_Scan], None]:
-    names = {f"t{i}": spec for i, spec in enumerate(specs)}
-    # One regex per anchor. Each alternative: the prefix before the anchor (when there is one)
-    # as a lookbehind, the body, then an empty group that names it; at an anchor that starts
-    # no secret, each alternative fails on its first character or two.
-    alternatives = "|".join(
-        ("" if spec.prefix == anchor else f"(?<={spec.prefix})") + f"{spec.body}(?P<{name}>)"
-        for name, spec in names.items()
-    )
-    regex = re.compile(f"{re.escape(anchor)}(?:{alternatives})")
+class _Tokens(_Matches):
+    """The tokens of ``specs``, found from their common ``anchor`` (see `_Token.find`)."""
 
-    def detect(scan: _Scan) -> None:
-        text = scan.text
-        last = [-1]  # where this rule's previous secret ended: one glued to it starts there
+    def __init__(self, anchor: str, specs: Sequence[_Token]) -> None:
+        self.gate = anchor[-1]  # the text must hold the anchor's last character: one memchr
+        self.anchor = anchor
+        self.names = {f"t{i}": spec for i, spec in enumerate(specs)}
+        # One regex per anchor. Each alternative: the prefix before the anchor (when there is one)
+        # as a lookbehind, the body, then an empty group that names it; at an anchor that starts
+        # no secret, each alternative fails on its first character or two.
+        alternatives = "|".join(
+            ("" if spec.prefix == anchor else f"(?<={spec.prefix})") + f"{spec.body}(?P<{name}>)"
+            for name, spec in self.names.items()
+        )
+        self.regex = re.compile(f"{re.escape(anchor)}(?:{alternatives})")
+        ahead = _AHEAD.get(anchor)
+        self.first = re.compile(f"{re.escape(anchor)}(?={ahead})(?:{alternatives})") if ahead else self.regex
+        self.visits = anchor not in ("-", "A")  # common in prose: one regex scan costs less than visits
+
+    def run(self, scan: _Scan, found: re.Match[str]) -> None:
+        text, names, back = scan.text, self.names, len(self.anchor)
+        last = -1  # where this rule's previous secret ended: one glued to it starts there
 
         def handle(match: re.Match[str]) -> int:
+            nonlocal last
             spec = names[match.lastgroup or ""]
-            start, end = match.start() + len(anchor) - spec.width, match.end()
-            if not (_starts_word(text, start) or start == last[0] or scan.claimed(start - 1)):
+            start, end = match.start() + back - spec.width, match.end()
+            if not (_starts_word(text, start) or start == last or scan.claimed(start - 1)):
                 return start + 1
             if spec.wordy and _WORDY.fullmatch(text, start + spec.width, end):
                 return end
             if spec.label == "private_key":
                 end = _pem_end(text, end)
             scan.add(start, end, spec.label)
-            last[0] = end
+            last = end
             return end
 
-        _each(text, anchor, regex, handle)
-
-    return detect
+        _each(text, self.anchor, self.regex, handle, found)
 
 
 # ---------------------------------------------------------------- URLs: passwords and webhooks
@@ -131,21 +139,21 @@ _URL_PARTS = {
 }
 
 
-def _urls(groups: frozenset[str]) -> Callable[[_Scan], None] | None:
-    parts = [part for group, part in _URL_PARTS.items() if group in groups]
-    regex = re.compile("://(?:" + "|".join(parts) + ")")
+class _Urls(_Matches):
+    """Passwords in ``scheme://user:password@host``, and Slack and Discord webhooks."""
 
-    def detect(scan: _Scan) -> None:
-        def handle(match: re.Match[str]) -> int:
-            name, text = match.lastgroup or "", scan.text
-            if "[REDACTED" not in text[match.start() : match.start(name) + 10]:  # not our own marker
-                scan.add(match.start(name), match.end(name), "password" if name == "password" else "webhook")
-            return match.end()
+    gate = "/"
+    anchor = "://"
 
-        if "/" in scan.text:
-            _each(scan.text, "://", regex, handle)
+    def __init__(self, groups: frozenset[str]) -> None:
+        parts = [part for group, part in _URL_PARTS.items() if group in groups]  # one at least
+        self.regex = self.first = re.compile("://(?:" + "|".join(parts) + ")")
 
-    return detect if parts else None
+    def handle(self, scan: _Scan, match: re.Match[str]) -> int:
+        name, text = match.lastgroup or "", scan.text
+        if "[REDACTED" not in text[match.start() : match.start(name) + 10]:  # not our own marker
+            scan.add(match.start(name), match.end(name), "password" if name == "password" else "webhook")
+        return match.end()
 
 
 # ---------------------------------------------------------------- Authorization schemes
@@ -173,10 +181,17 @@ def _basic_credentials(token: str) -> bool:
     return ":" in decoded and decoded.isprintable()
 
 
-def _schemes(scan: _Scan) -> None:
-    text = scan.text
+class _Schemes(_Matches):
+    """``Bearer`` and ``Basic`` credentials, found on the lower-cased text."""
 
-    def handle(match: re.Match[str]) -> int:
+    gate = "bB"
+    lowered = True
+    anchor = "b"
+    regex = first = _SCHEME
+    visits = False  # "b" is common: the regex scans
+
+    def handle(self, scan: _Scan, match: re.Match[str]) -> int:
+        text = scan.text
         start, end = match.span()
         if not _starts_word(text, start):
             return end
@@ -189,118 +204,6 @@ def _schemes(scan: _Scan) -> None:
             scan.add(end, stop, "credentials" if basic else "token")
         return stop
 
-    _each(scan.low(), "b", _SCHEME, handle, loops=0)  # "b" is common: the regex scans
-
-
-# ---------------------------------------------------------------- key = value
-
-# After a key name: its closing quote (escaped, in escaped JSON), the `]` of a subscript, then
-# `:`, `=`, `:=`, `=>` or `>` (an XML tag), then the value's opening quote.
-_SEP = r"(?:\\*[\"'])?\]?[ \t]*(?::=|=>|[:=>])"
-_HEAD = re.compile(r"(?:\\*[\"'])?\]?[ \t]*(?P<sep>:=|=>|[:=>])[ \t]*(?P<open>\\*[\"'`])?")
-_KEYS = {  # anchor -> regex for the word ending a key name, on the lower-cased text
-    "k": rf"k(?:(?<=tok)en|ey)(?={_SEP})",
-    "p": rf"p(?:ass(?:word|wd|phrase|code)?|wd)(?={_SEP})",
-    "c": rf"c(?<=sec)ret(?={_SEP})",
-    "g": rf"g(?<=sig)(?:nature)?(?={_SEP})",
-    "z": rf"z(?<=authoriz)ation(?={_SEP})",
-}
-_WORDS = {  # what a regex matched from its anchor -> (the word, its characters before the anchor)
-    "ken": ("token", 2),
-    "cret": ("secret", 2),
-    "g": ("sig", 2),
-    "gnature": ("signature", 2),
-    "zation": ("authorization", 7),
-}
-_KEY_WORDS = (  # `<word>_key` names a secret; `primary_key`, `sort_key`, `public_key` do not
-    "api", "secret", "private", "access", "account", "signing", "encryption", "master", "auth",
-    "subscription", "license", "client",
-)  # fmt: skip
-_IDENT = re.compile(r"[a-z0-9_.\-]*")
-_BARE_VALUE = re.compile(r"[^\s\"'`\\,;&<>(){}\[\]…]*")  # "…" starts the cut marker
-_AUTH_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*[ \t]+(?=[^\s\"'`\\])")
-_NOT_SECRETS = frozenset({"null", "none", "true", "false", "undefined", "nil", "redacted", "required"})
-_COUNTS = frozenset({"token", "api_key", "signature"})  # a number after these is a count or an id
-
-
-def _key_label(prefix: str, word: str) -> str | None:
-    """The label for the value of key ``prefix + word``, or None if it names no secret."""
-    joined = bool(prefix) and prefix[-1] in "_-."
-    if word == "key":
-        bare = prefix.replace("_", "").replace("-", "").replace(".", "")
-        if not bare.endswith(_KEY_WORDS):
-            return None
-        return "private_key" if bare.endswith("private") else "secret" if "secret" in bare else "api_key"
-    if word == "pass":  # `db_pass`, not `bypass`
-        return "password" if joined or not prefix else None
-    if word == "pwd":  # `MYSQL_PWD`, not the shell's `PWD`
-        return "password" if joined else None
-    if word == "sig":
-        return "signature" if joined or not prefix else None
-    return {"token": "token", "secret": "secret", "authorization": "credentials"}.get(
-        word, "signature" if word == "signature" else "password"
-    )
-
-
-def _quoted_end(text: str, start: int, opening: str) -> int | None:
-    """Where a value opened by ``opening`` (a quote after 0, 1, 3… backslashes) closes, or None."""
-    backslashes, quote = len(opening) - 1, opening[-1]
-    stop = min(len(text), start + _MAX_QUOTED)
-    found = text.find(quote, start, stop)
-    while found >= 0:
-        k = found
-        while k > start and text[k - 1] == "\\":
-            k -= 1
-        if found - k == backslashes if backslashes else (found - k) % 2 == 0:
-            return found - backslashes
-        found = text.find(quote, found + 1, stop)
-    return None
-
-
-def _key_value(scan: _Scan, match: re.Match[str]) -> int:
-    text, low, end = scan.text, scan.low(), match.end()
-    word, back = _WORDS.get(match.group(), (match.group(), 0))
-    start = match.start() - back
-    key_start = start - _run(_IDENT, low[max(0, start - 48) : start][::-1])
-    label = _key_label(low[key_start:start], word)
-    head = _HEAD.match(text, end)
-    if label is None or head is None or low.startswith("[redacted:", key_start - 10):
-        return end  # no secret's name, or the name in one of our own markers
-    separator = head.group("sep")
-    if (separator == ">" and not text.startswith("<", key_start - 1)) or (
-        label == "signature" and separator != "="
-    ):
-        return end  # `>` only after an XML tag's name; a signature only in a query string
-    value_start, shortest = head.end(), _MIN_VALUE
-    if label == "credentials":  # Authorization: <scheme> <credentials>
-        scheme = _AUTH_SCHEME.match(text, value_start)
-        if scheme:
-            value_start, shortest = scheme.end(), 1
-    opening = head.group("open")
-    closed = _quoted_end(text, value_start, opening) if opening else _run(_BARE_VALUE, text, value_start)
-    value_end = _until_cut(text, value_start, value_start + _MAX_QUOTED) if closed is None else closed
-    value = text[value_start:value_end]
-    if closed is not None and not text.startswith(_CUT_MARK, value_end):  # not cut: is it a secret?
-        if len(value) < shortest or value.startswith("[REDACTED") or value.lower() in _NOT_SECRETS:
-            return end
-        if value.isdigit() and label in _COUNTS:
-            return end
-    return value_end if value and scan.add(value_start, value_end, label) else end
-
-
-def _key_values(anchors: str) -> Callable[[_Scan], None]:
-    regexes = [(anchor, re.compile(_KEYS[anchor])) for anchor in anchors]
-
-    def detect(scan: _Scan) -> None:
-        low, query = scan.low(), "=" in scan.text
-        for anchor, regex in regexes:
-            if anchor != "g" or query:  # a signature only in a query string
-                loops = _FIND_LOOPS if anchor == "z" else 0  # letters other than "z" are common
-                _each(low, anchor, regex, lambda match: _key_value(scan, match), loops)
-                scan.commit()
-
-    return detect
-
 
 # ---------------------------------------------------------------- e-mail addresses
 
@@ -311,16 +214,18 @@ _LOCAL = re.compile(r"[\w.%+-]{0,64}")
 _RETINA = re.compile(r"@[0-9]+x\.")  # icon@2x.png is a file name
 
 
-def _emails(scan: _Scan) -> None:
-    text = scan.text
+class _Emails(_Matches):
+    """E-mail addresses, found from their "@"."""
 
-    def handle(match: re.Match[str]) -> int:
-        at = match.start()
+    gate = "@"
+    anchor = "@"
+    regex = first = _EMAIL
+
+    def handle(self, scan: _Scan, match: re.Match[str]) -> int:
+        text, at = scan.text, match.start()
         start = at - _run(_LOCAL, text[max(0, at - 64) : at][::-1])
         while start < at and (text[start] == "." or (text[start] in "nrtbf" and _escaped(text, start))):
             start += 1  # a sentence's dot, or the letter of an escape like "\n" before the address
         if start < at and not _RETINA.match(text, at) and not scan.claimed(at - 1):  # not user:pw@host
             scan.add(start, match.end(), "email")
         return match.end()
-
-    _each(text, "@", _EMAIL, handle)

@@ -68,6 +68,7 @@ class Redaction:
         self.prices = prices if isinstance(prices, PriceTable) else PriceTable(prices)
         self._clean: dict[Any, str] = {}
         self._hooked = self.redactor.hooked
+        self._active = self.redactor.active
         self._resources: dict[int, tuple[Resource, Resource]] = {}
         self._lock = threading.Lock()
 
@@ -83,7 +84,7 @@ class Redaction:
         result = value if type(value) is str else str.__str__(value)
         if len(result) > self.limit:
             result = cut(result, self.limit, len(result))
-        if self.redactor.active:
+        if self._active:
             result = self.redactor.redact(result, attribute)
         if short:
             if len(self._clean) >= _CACHE_SIZE:
@@ -98,7 +99,7 @@ class Redaction:
         changed: dict[str, Any] | None = None
         items = _items(attributes)
         # Every attribute of every span passes here: the common cases are decided inline.
-        clean, hooked, limit, active = self._clean, self._hooked, self.limit, self.redactor.active
+        clean, hooked, limit, active = self._clean, self._hooked, self.limit, self._active
         for key, value in items:
             kind = type(value)
             if kind is str:
@@ -152,8 +153,8 @@ class Redaction:
             plain = getattr(original, "_dict", original)  # the SDK's mapping wraps a dict: read that
             if _IN_GEN_AI in plain or _IN_OPENINFERENCE in plain or _IN_OPENLLMETRY in plain:
                 attributes = self._with_usage(plain, attributes)
-        events = self._events(span.events)
-        links = self._links(span.links)
+        events = self._events(span.events) if _has(span, "_events") else None
+        links = self._links(span.links) if _has(span, "_links") else None
         status = span.status
         if status.description:
             description = self.text(status.description, "status.message")
@@ -262,6 +263,16 @@ def _items(attributes: Mapping[str, Any]) -> Any:
     if type(inner) is dict:
         return inner.copy().items()  # one C call, atomic: safe even if the span is still written
     return dict(attributes).items()  # any other mapping: its own methods, once
+
+
+def _has(span: ReadableSpan, field: str) -> bool:
+    """Whether a span has events (``_events``) or links (``_links``): read from the SDK's list
+    itself, without the copy the public property makes, and the common answer is no."""
+    raw = getattr(span, field, None)
+    try:
+        return raw is None or len(raw) > 0
+    except TypeError:  # not the SDK's list: let the public property tell
+        return True
 
 
 def _span_attributes(span: ReadableSpan) -> Mapping[str, Any] | None:
