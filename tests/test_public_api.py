@@ -73,11 +73,25 @@ def test_import_tracesim_loads_only_what_a_traced_call_needs(run_python: Any, tm
         "tracesim.evaluators",
         "tracesim.exporters._replay",
         "opentelemetry.exporter.otlp.proto.http",
+        "opentelemetry.sdk.trace",  # loaded by configure(), with its resource detectors (psutil)
+        "psutil",
+        "tracesim.exporters",
     ]
     script = f"import sys, tracesim; print([m for m in {heavy!r} if m in sys.modules])"
     done = run_python(script, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+    # configure() brings the SDK in, and traced calls work as ever
+    script = (
+        "import sys, tracesim\n"
+        "tracesim.configure(exporters='none')\n"
+        "@tracesim.trace\n"
+        "def f(x): return x + 1\n"
+        "print(f(1), 'opentelemetry.sdk.trace' in sys.modules)"
+    )
+    done = run_python(script, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["2", "True"]
     # and every public name is still there when asked for
     assert tracesim.Dataset.__name__ == "Dataset"
     assert callable(tracesim.instrument_openai)

@@ -5,13 +5,14 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
-
-from opentelemetry.sdk.trace.export import SpanExporter
+from typing import TYPE_CHECKING, Any
 
 from tracesim import _runtime
 from tracesim._config import Redactor
 from tracesim._scoring._jobs import ScoringStats
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace.export import SpanExporter
 
 __all__ = ["configure", "force_flush", "score", "scoring_stats", "shutdown"]
 

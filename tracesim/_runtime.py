@@ -22,9 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
 
 from tracesim import _guard
 from tracesim._attributes import context_attributes
@@ -34,7 +31,6 @@ from tracesim._conventions import KIND_OF_OPERATION
 from tracesim._errors import ConfigError
 from tracesim._redact import Redactor
 from tracesim._scoring import _selection
-from tracesim._scoring._foreign import ForeignScoring
 from tracesim._scoring._pipeline import ScoringPipeline
 from tracesim._scoring._selection import Plan, Rule, compile_rules, plan
 from tracesim._scoring._sinks import result_sinks
@@ -43,6 +39,11 @@ from tracesim._untraced import in_model_call
 from tracesim._version import __version__
 
 if TYPE_CHECKING:
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+    from opentelemetry.sdk.trace.export import SpanExporter
+
+    from tracesim._scoring._foreign import ForeignScoring
     from tracesim.exporters import Redaction
 
 __all__ = [
@@ -93,7 +94,11 @@ class Runtime:
         # backfill in the same process sends through it too.
         self.redaction: Redaction | None = None
         # Rules also score spans other instrumentations make (held from export until scored).
-        self.foreign = ForeignScoring(self.rules, scoring, capture) if scoring and self.rules else None
+        self.foreign: ForeignScoring | None = None
+        if scoring and self.rules:
+            from tracesim._scoring._foreign import ForeignScoring
+
+            self.foreign = ForeignScoring(self.rules, scoring, capture)
 
     def plan(
         self,
@@ -239,8 +244,12 @@ def _set_shutdown_deadline(exporter: SpanExporter, end: float) -> None:
         setter(end)
 
 
-class _Pipeline(SpanProcessor):
-    """Forwards to the active runtime's processors; added once to each provider tracesim uses."""
+class _Forwarding:
+    """Forwards to the active runtime's processors; added once to each provider tracesim uses.
+
+    Made a `SpanProcessor` by `_pipeline` when first needed, so that `import tracesim` does not
+    load the SDK (about 165 ms with its resource detectors): `configure()` does.
+    """
 
     processors: tuple[SpanProcessor, ...] = ()
 
@@ -309,7 +318,21 @@ def _genai_conventions(span: Any, parent_context: otel_context.Context | None) -
             span.set_attribute(LLM_COUNTED_IN_PARENT, True)
 
 
-_PIPELINE = _Pipeline()
+_PIPELINE: Any = None  # the one _Forwarding SpanProcessor, made by _pipeline()
+
+
+def _pipeline() -> Any:
+    """The delegating processor, created on first use."""
+    global _PIPELINE
+    with _lock:
+        if _PIPELINE is None:
+            from opentelemetry.sdk.trace import SpanProcessor
+
+            # The SDK's base class supplies what tracesim does not override (``_on_ending`` ...).
+            _PIPELINE = type("_Pipeline", (_Forwarding, SpanProcessor), {})()
+        return _PIPELINE
+
+
 _lock = threading.RLock()
 _providers_with_pipeline: weakref.WeakSet[TracerProvider] = weakref.WeakSet()
 _own_providers: weakref.WeakSet[TracerProvider] = weakref.WeakSet()
@@ -382,6 +405,8 @@ def build(settings: Settings) -> Runtime:
 
 
 def _exporter(item: Any, settings: Settings) -> SpanExporter:
+    from opentelemetry.sdk.trace.export import SpanExporter
+
     if isinstance(item, SpanExporter):
         return item
     if item == "jsonl":
@@ -418,6 +443,8 @@ def _exporter(item: Any, settings: Settings) -> SpanExporter:
 
 
 def _processor(exporter: SpanExporter, settings: Settings, scored: bool) -> SpanProcessor:
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
+
     if not settings.batch_export:
         return SimpleSpanProcessor(exporter)
     if os.environ.get("OTEL_BSP_MAX_QUEUE_SIZE"):
@@ -441,6 +468,8 @@ def _flush_exporter(exporter: SpanExporter, timeout_millis: int) -> bool:
 
 
 def _provider(settings: Settings) -> TracerProvider:
+    from opentelemetry.sdk.trace import TracerProvider
+
     existing = otel_trace.get_tracer_provider()
     if isinstance(existing, TracerProvider) and existing not in _own_providers:
         # The application set up OpenTelemetry first: join its pipeline, keep its resource.
@@ -459,11 +488,13 @@ def _provider(settings: Settings) -> TracerProvider:
 
 def _add_pipeline(provider: TracerProvider) -> None:
     if provider not in _providers_with_pipeline:
-        provider.add_span_processor(_PIPELINE)
+        provider.add_span_processor(_pipeline())
         _providers_with_pipeline.add(provider)
 
 
 def _resource(settings: Settings) -> Resource:
+    from opentelemetry.sdk.resources import Resource
+
     attributes: dict[str, Any] = {
         "telemetry.distro.name": "tracesim",
         "telemetry.distro.version": __version__,
@@ -487,7 +518,7 @@ def install(runtime: Runtime | None) -> Runtime | None:
     global current, _was_configured, _atexit_registered
     with _lock:
         previous, current = current, runtime
-        _PIPELINE.processors = runtime.processors if runtime is not None else ()
+        _pipeline().processors = runtime.processors if runtime is not None else ()
         _guard.set_raise(runtime is not None and runtime.settings.internal_errors == "raise")
         if runtime is not None:
             _was_configured = True

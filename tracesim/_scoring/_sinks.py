@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from opentelemetry import trace as otel_trace
-from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import NonRecordingSpan, SpanContext
 
 from tracesim import _semconv as sc
@@ -27,6 +26,7 @@ from tracesim._scoring._expect import NOT_SET
 
 if TYPE_CHECKING:
     from opentelemetry.sdk._logs.export import LogRecordExporter
+    from opentelemetry.sdk.trace import TracerProvider
 
     from tracesim._config import Settings
     from tracesim.evaluators import EvalResult
