@@ -312,3 +312,15 @@ def test_a_str_subclass_with_broken_methods_is_captured_as_plain_text() -> None:
 
     assert capture_value(Hostile("Warsaw"), PLAIN) == ("Warsaw", "text/plain", None)
     assert json.loads(dumps({"city": Hostile("Warsaw")})) == {"city": "Warsaw"}
+
+
+@pytest.mark.parametrize("module", ["", "._convert", "._size", "._stream"])
+def test_docstring_examples_of_the_capture_modules(module: str) -> None:
+    import doctest
+    import importlib
+
+    found = importlib.import_module("tracesim._capture" + module)
+    outcome = doctest.testmod(found, optionflags=doctest.ELLIPSIS)
+    assert outcome.failed == 0
+    if module.endswith("_size"):
+        assert outcome.attempted > 0  # is_small's example runs

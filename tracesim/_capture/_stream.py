@@ -1,0 +1,187 @@
+"""The streaming JSON encoder for large values: it stops once the limit is written."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterator, Mapping, Set
+from typing import Any
+
+from tracesim._capture._convert import (
+    _ARRAY_HEAD,
+    _ARRAY_WHOLE,
+    _MAX_DEPTH,
+    _default,
+    _describe,
+    _key,
+    _plain,
+    dumps,
+)
+from tracesim._capture._size import _ASCII, _LARGE, _size
+from tracesim._guard import warn_once
+
+
+class _Full(Exception):
+    """The streaming encoder has written as much as it may."""
+
+
+class _Writer:
+    __slots__ = ("budget", "parts")
+
+    def __init__(self, budget: int) -> None:
+        self.parts: list[str] = []
+        self.budget = budget
+
+    def write(self, text: str) -> None:
+        self.parts.append(text)
+        self.budget -= len(text)
+        if self.budget < 0:
+            raise _Full
+
+
+def _stream(value: Any, out: _Writer, seen: set[int], depth: int) -> None:
+    """Write ``value`` as JSON, element by element, until ``out`` is full."""
+    if value is None or isinstance(value, bool):
+        out.write("null" if value is None else "true" if value else "false")
+    elif isinstance(value, int):
+        out.write(_int_text(value))
+    elif isinstance(value, float):
+        out.write(repr(value) if value == value and abs(value) != float("inf") else f'"{value!r}"')
+    elif isinstance(value, str):
+        text = _plain(value)
+        out.write(json.dumps(text[: max(out.budget, 0) + 1], ensure_ascii=False))
+    elif id(value) in seen:
+        out.write(json.dumps(f"<cycle: {type(value).__name__}>"))
+    elif depth >= _MAX_DEPTH:
+        out.write(json.dumps(f"<max depth: {type(value).__name__}>"))
+    else:
+        seen.add(id(value))
+        try:
+            _stream_container(value, out, seen, depth)
+        finally:
+            seen.discard(id(value))
+
+
+def _stream_container(value: Any, out: _Writer, seen: set[int], depth: int) -> None:
+    if isinstance(value, Mapping):
+        _stream_pairs(iter(value.items()), out, seen, depth)
+    elif isinstance(value, (list, tuple, Set)):
+        _stream_items(iter(value), out, seen, depth)
+    elif hasattr(value, "model_fields") and isinstance(getattr(value, "__dict__", None), dict):
+        _stream_pairs(iter(vars(value).items()), out, seen, depth)  # large pydantic model: field by field
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        pairs = ((f.name, getattr(value, f.name)) for f in dataclasses.fields(value))
+        _stream_pairs(pairs, out, seen, depth)
+    elif _is_array(value):
+        if value.size > _ARRAY_WHOLE:
+            _stream_summary(value, out, seen, depth)
+        elif value.ndim == 1:
+            _stream_vector(value, out, seen, depth)
+        else:
+            _stream_items(iter(value), out, seen, depth)  # a large array: row by row, never tolist() whole
+    else:
+        converted = _default(value)
+        if isinstance(converted, str):
+            _stream(converted, out, seen, depth + 1)
+        elif converted is value:
+            out.write(json.dumps(_describe(value)))
+        else:
+            _stream(converted, out, seen, depth + 1)
+
+
+def _stream_pairs(pairs: Iterator[tuple[Any, Any]], out: _Writer, seen: set[int], depth: int) -> None:
+    out.write("{")
+    for index, (key, item) in enumerate(pairs):
+        out.write(("," if index else "") + json.dumps(_key(key), ensure_ascii=False) + ":")
+        _stream(item, out, seen, depth + 1)
+    out.write("}")
+
+
+def _stream_items(items: Iterator[Any], out: _Writer, seen: set[int], depth: int) -> None:
+    out.write("[")
+    for index, item in enumerate(items):
+        if index:
+            out.write(",")
+        _stream(_scalar(item), out, seen, depth + 1)
+    out.write("]")
+
+
+def _stream_vector(vector: Any, out: _Writer, seen: set[int], depth: int) -> None:
+    """A 1-D array: only as many elements as can fit, converted and written in one C call each."""
+    count = min(len(vector), max(1, out.budget // 2) + 1)  # a number and its comma take 2+ characters
+    try:
+        text = json.dumps(vector[:count].tolist(), allow_nan=False, separators=(",", ":"))
+    except (ValueError, TypeError):  # NaN, or objects: element by element, with placeholders
+        _stream_items(iter(vector), out, seen, depth)
+        return
+    out.write(text if count == len(vector) else text[:-1])  # a cut vector stays open
+
+
+def _stream_summary(array: Any, out: _Writer, seen: set[int], depth: int) -> None:
+    """A large array as its shape, dtype and first values: formatting numbers is the cost
+    (a float takes about a microsecond), so a million of them are never all written.
+
+    ``{"ndarray": {"shape": [1000, 1000], "dtype": "float64"}, "head": [...256 values], "omitted": 999744}``
+    """
+    flat = getattr(array, "flat", None)  # numpy: a copy of the first values only, whatever the strides
+    head = flat[:_ARRAY_HEAD] if flat is not None and array.ndim > 1 else array[:_ARRAY_HEAD]
+    described: dict[str, Any] = {"shape": [int(n) for n in getattr(array, "shape", (array.size,))]}
+    dtype = getattr(array, "dtype", None)
+    if dtype is not None:
+        described["dtype"] = str(dtype)
+    out.write('{"ndarray":' + json.dumps(described, separators=(",", ":")) + ',"head":')
+    _stream_vector(head, out, seen, depth + 1)
+    out.write(f',"omitted":{int(array.size) - len(head)}}}')
+
+
+def _is_array(value: Any) -> bool:
+    """numpy-like: an int ``size``, ``ndim`` >= 1 and ``tolist`` (pandas frames iterate column names)."""
+    return (
+        isinstance(getattr(value, "size", None), int)
+        and isinstance(getattr(value, "ndim", None), int)
+        and value.ndim >= 1
+        and callable(getattr(value, "tolist", None))
+    )
+
+
+def _scalar(item: Any) -> Any:
+    """A numpy scalar as a Python number; anything else unchanged."""
+    if getattr(item, "ndim", None) == 0:
+        tolist = getattr(item, "tolist", None)
+        if callable(tolist):
+            return tolist()
+    return item
+
+
+def _int_text(value: int) -> str:
+    try:
+        return str(value)
+    except ValueError:  # more digits than int-to-str conversion allows
+        return json.dumps(f"<int of {value.bit_length()} bits>")
+
+
+def bounded_json(value: Any, limit: int) -> tuple[str, bool]:
+    """``value`` as JSON text of at most about ``limit`` characters, and whether it is whole.
+
+    The cost is bounded by ``limit``, not by the size of ``value``. Never raises.
+
+    Example:
+        >>> bounded_json(list(range(1_000_000)), 20)
+        ('[0,1,2,3,4,5,6,7,8,9', False)
+        >>> bounded_json({"a": 1}, 20)
+        ('{"a":1}', True)
+    """
+    try:
+        size = _size(value, limit)
+        if size != _LARGE:
+            text = dumps(value, ascii_text=size == _ASCII)
+            return (text, True) if len(text) <= limit else (text[:limit], False)
+        out = _Writer(limit)
+        try:
+            _stream(value, out, set(), 0)
+        except _Full:
+            return "".join(out.parts)[:limit], False
+        return "".join(out.parts), True
+    except Exception:
+        warn_once("capture", "tracesim: could not serialise a value; recorded a placeholder")
+        return json.dumps(f"<capture failed: {type(value).__qualname__}>"), True
