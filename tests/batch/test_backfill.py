@@ -130,24 +130,29 @@ class Echo(Evaluator):
         return Measurement(1.0, explanation=f"saw {output}", label=f"for {expected}")
 
 
+def score_with_echo(traces: Path, results: Path) -> None:
+    """Score the answer spans of ``traces`` with `Echo` into ``results``, locally."""
+    register("echo_secret", Echo, replace=True)
+    try:
+        score(
+            Spans(str(traces), name="answer"),
+            evaluators=["echo_secret:name=echo"],
+            output=results,
+            engine="local",
+        )
+    finally:
+        unregister("echo_secret")
+
+
 def test_what_is_sent_is_redacted(tmp_path: Path) -> None:
     path = tmp_path / "traces.jsonl"
     tracesim.configure(jsonl_path=str(path), scoring_mode="off", redact_patterns="none")
     with tracesim.span("answer", kind="agent", input="q", expected="marie@curie.org") as span:
         span.set_output("key sk-proj-Abc123Def456Ghi789Jkl012")
     tracesim.shutdown()
-    register("echo_secret", Echo, replace=True)
-    try:
-        score(
-            Spans(str(path), name="answer"),
-            evaluators=["echo_secret:name=echo"],
-            output=tmp_path / "s",
-            engine="local",
-        )
-        out = tmp_path / "carriers.jsonl"
-        assert backfill(tmp_path / "s", to=out).carriers == 1
-    finally:
-        unregister("echo_secret")
+    score_with_echo(path, tmp_path / "s")
+    out = tmp_path / "carriers.jsonl"
+    assert backfill(tmp_path / "s", to=out).carriers == 1
     [carrier] = carriers(out)
     text = out.read_text()
     assert "curie.org" not in text
@@ -165,14 +170,8 @@ def test_a_backfill_sends_through_the_configured_redaction_and_places_carriers_i
         span.set_output("done for PRJ-4411")
     tracesim.shutdown()
     [scored_span] = [s for s in load_spans(path) if s.name == "answer"]
-    register("echo_secret", Echo, replace=True)
+    score_with_echo(path, tmp_path / "s")
     try:
-        score(
-            Spans(str(path), name="answer"),
-            evaluators=["echo_secret:name=echo"],
-            output=tmp_path / "s",
-            engine="local",
-        )
         # the application's own rule: ticket numbers are private; the backfill runs beside it
         tracesim.configure(
             exporters="none",
@@ -183,7 +182,6 @@ def test_a_backfill_sends_through_the_configured_redaction_and_places_carriers_i
         assert backfill(tmp_path / "s", to=out).carriers == 1
     finally:
         tracesim.shutdown()
-        unregister("echo_secret")
     assert "4411" not in out.read_text()
     [carrier] = carriers(out)
     assert carrier.attributes["tracesim.eval.echo.label"] == "for ticket PRJ-****"

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from _scored import write_scored_file
 
 import tracesim
 from tracesim._config import resolve
@@ -173,19 +174,9 @@ def test_the_exporters_credentials_never_go_to_a_phoenix_url_named_apart(
 def test_replayed_annotations_that_failed_are_sent_by_the_next_run(
     fake_phoenix: FakePhoenixApi, tmp_path: Path
 ) -> None:
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from tracesim.exporters import replay
 
-    from tracesim import _semconv as sc
-    from tracesim.exporters import JsonlExporter, replay
-
-    path = tmp_path / "scored.jsonl"
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(JsonlExporter(path)))
-    with provider.get_tracer("t").start_as_current_span("answer") as span:
-        span.add_event(sc.EVALUATION_EVENT, {sc.EVALUATION_NAME: "exact", sc.EVALUATION_SCORE_VALUE: 1.0})
-        span.add_event(sc.EVALUATION_EVENT, {sc.EVALUATION_NAME: "odd", sc.EVALUATION_SCORE_VALUE: math.nan})
-    provider.shutdown()
+    path = write_scored_file(tmp_path / "scored.jsonl", {"exact": 1.0, "odd": math.nan})
 
     fake_phoenix.annotation_answers[:] = [401]  # a key that lacks the annotation scope
     first = replay([path], endpoint=fake_phoenix.url, encoding="protobuf")

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from _scored import write_scored_file
 from opentelemetry.sdk.trace import ReadableSpan
 
 from tracesim.cli import main
@@ -192,17 +193,7 @@ def test_a_damaged_ledger_costs_a_resend_not_a_crash(sink: OtlpSink, trace_file:
 def test_results_replayed_to_a_collector_that_is_not_phoenix_stay_on_the_spans(
     sink: OtlpSink, tmp_path: Path, make_batch: Batch
 ) -> None:
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-
-    from tracesim import _semconv as sc
-
-    path = tmp_path / "scored.jsonl"
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(JsonlExporter(path)))
-    with provider.get_tracer("t").start_as_current_span("answer") as span:
-        span.add_event(sc.EVALUATION_EVENT, {sc.EVALUATION_NAME: "exact", sc.EVALUATION_SCORE_VALUE: 1.0})
-    provider.shutdown()
+    path = write_scored_file(tmp_path / "scored.jsonl", {"exact": 1.0})
 
     asked = replay([path], endpoint=sink.url)  # asks GET /arize_phoenix_version: 501 here
     assert (asked.ok, asked.spans, asked.phoenix, asked.annotations) == (True, 1, False, 0)

@@ -300,7 +300,7 @@ def _configure(*, traced: bool) -> bool:
     if _runtime.current is not None:
         return False
     try:
-        tracesim.configure() if traced else tracesim.configure(enabled=False)
+        tracesim.configure(enabled=None if traced else False)  # None: the setting as configured
     except tracesim.ConfigError as exc:
         raise UsageError(str(exc)) from None
     return True
