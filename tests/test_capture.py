@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 import tracesim
 from tracesim._capture import CaptureOptions, bounded_json, capture_value, dumps
+from tracesim._capture._size import is_small
 from tracesim.testing import capture_spans
 
 PLAIN = CaptureOptions(max_value_chars=32 * 1024)
@@ -202,7 +203,6 @@ def test_capture_never_raises_and_respects_the_limit(value: Any, limit: int) -> 
 @settings(max_examples=200, deadline=None)
 @given(json_values)
 def test_json_text_is_what_json_dumps_writes_with_non_ascii_characters_kept(value: Any) -> None:
-    # ASCII values go through the faster ASCII encoder: the text must not differ for it.
     try:  # the values plain JSON can hold; the others are converted (tested above)
         expected = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError):
@@ -210,6 +210,34 @@ def test_json_text_is_what_json_dumps_writes_with_non_ascii_characters_kept(valu
     captured = capture_value(value, CaptureOptions(max_value_chars=1 << 20))
     if captured.mime_type == "application/json":  # strings and scalars are recorded as text
         assert captured.text == expected
+
+
+def _nodes_and_chars(value: Any) -> tuple[int, int]:
+    """The reference for `is_small`: every value is a node (dict keys are not), strings count their
+    length, bytes twice theirs (the hex or base64 they become)."""
+    if isinstance(value, str):
+        return 1, len(value)
+    if isinstance(value, bytes):
+        return 1, 2 * len(value)
+    children = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else ()
+    nodes, chars = 1, 0
+    for child in children:
+        n, c = _nodes_and_chars(child)
+        nodes, chars = nodes + n, chars + c
+    return nodes, chars
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_values, st.integers(min_value=1, max_value=40), st.integers(min_value=0, max_value=200))
+def test_is_small_is_exactly_within_both_budgets(value: Any, nodes: int, chars: int) -> None:
+    # The walk reads the items of dicts and of dicts inside containers in its own loops: the
+    # answer must still be the plain count's, at every boundary.
+    total_nodes, total_chars = _nodes_and_chars(value)
+    assert is_small(value, chars, nodes) == (total_nodes <= nodes and total_chars <= chars)
+    assert is_small(value, total_chars, total_nodes)
+    assert not is_small(value, total_chars, total_nodes - 1)
+    if total_chars:
+        assert not is_small(value, total_chars - 1, total_nodes)
 
 
 @pytest.mark.parametrize(

@@ -18,9 +18,9 @@ from opentelemetry.util.types import AttributeValue
 
 from tracesim._capture import dumps
 
-__all__ = ["attributes", "context_attributes"]
+__all__ = ["CONTEXT_KEY", "attributes"]
 
-_KEY = otel_context.create_key("tracesim.attributes")
+CONTEXT_KEY = otel_context.create_key("tracesim.attributes")  # read by the span processor
 _METADATA_KEY = otel_context.create_key("tracesim.metadata")
 
 
@@ -51,7 +51,7 @@ def attributes(
         >>> with tracesim.attributes(session_id="s-42", user_id="u-7", tags=["beta"]):
         ...     pass  # every span started here carries session.id, user.id and tag.tags
     """
-    outer: dict[str, AttributeValue] = dict(otel_context.get_value(_KEY) or {})  # type: ignore[call-overload]
+    outer: dict[str, AttributeValue] = dict(otel_context.get_value(CONTEXT_KEY) or {})  # type: ignore[call-overload]
     merged_metadata: dict[str, Any] = dict(otel_context.get_value(_METADATA_KEY) or {})  # type: ignore[call-overload]
     if session_id is not None:
         outer["session.id"] = str(session_id)
@@ -66,20 +66,10 @@ def attributes(
         outer["metadata"] = dumps(merged_metadata)
     for key, value in other.items():
         outer[key] = value if isinstance(value, (str, bool, int, float)) else dumps(value)
-    ctx = otel_context.set_value(_KEY, outer)
+    ctx = otel_context.set_value(CONTEXT_KEY, outer)
     ctx = otel_context.set_value(_METADATA_KEY, merged_metadata, ctx)
     token = otel_context.attach(ctx)
     try:
         yield
     finally:
         otel_context.detach(token)
-
-
-def context_attributes(
-    parent_context: otel_context.Context | None = None,
-) -> Mapping[str, AttributeValue] | None:
-    """The attributes set by enclosing `attributes` blocks, for a span starting under ``parent_context``."""
-    found = otel_context.get_value(_KEY, parent_context)
-    if found is None and parent_context is not None:
-        found = otel_context.get_value(_KEY)
-    return found  # type: ignore[return-value]

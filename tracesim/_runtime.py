@@ -24,7 +24,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
 
 from tracesim import _guard
-from tracesim._attributes import context_attributes
+from tracesim._attributes import CONTEXT_KEY as _ATTRIBUTES_KEY
 from tracesim._capture import CaptureOptions, make_options
 from tracesim._config import Settings, resolve
 from tracesim._conventions import KIND_OF_OPERATION
@@ -35,7 +35,7 @@ from tracesim._scoring._pipeline import ScoringPipeline
 from tracesim._scoring._selection import Plan, Rule, compile_rules, plan
 from tracesim._scoring._sinks import result_sinks
 from tracesim._semconv import LLM_COUNTED_IN_PARENT, SPAN_KINDS
-from tracesim._untraced import in_model_call
+from tracesim._untraced import MODEL_CALL_KEY
 from tracesim._version import __version__
 
 if TYPE_CHECKING:
@@ -258,16 +258,22 @@ class _Forwarding:
         self._model_calls: set[int] = set()  # spans started inside an evaluator's model call
 
     def on_start(self, span: Any, parent_context: otel_context.Context | None = None) -> None:
-        if in_model_call(parent_context):
+        # Every span of the process passes here: the current context is read once, and the
+        # keys looked up in it (or in the parent's) directly.
+        current = otel_context.get_current()
+        context = current if parent_context is None else parent_context
+        if context.get(MODEL_CALL_KEY) or (context is not current and current.get(MODEL_CALL_KEY)):
             # An evaluator's own model call, traced by some instrumentation anyway: not the
             # user's traffic, so it is not exported.
             with self._lock:
                 self._model_calls.add(span.context.span_id)
             return
-        extra = context_attributes(parent_context)
+        extra = context.get(_ATTRIBUTES_KEY)
+        if extra is None and context is not current:
+            extra = current.get(_ATTRIBUTES_KEY)
         if extra:  # `tracesim.attributes` blocks: on every span, whoever starts it
             span.set_attributes(extra)
-        _genai_conventions(span, parent_context)
+        _genai_conventions(span, context)
         for processor in self.processors:
             processor.on_start(span, parent_context=parent_context)
 
@@ -295,16 +301,18 @@ _OPERATION_OF_KIND = {kind: operation for kind, (_, operation, _) in SPAN_KINDS.
 _LLM_OPERATIONS = frozenset(op for op, kind in KIND_OF_OPERATION.items() if kind in ("LLM", "EMBEDDING"))
 
 
-def _genai_conventions(span: Any, parent_context: otel_context.Context | None) -> None:
+def _genai_conventions(span: Any, parent_context: otel_context.Context) -> None:
     """For a span a GenAI instrumentation started: the OpenInference kind of its operation (what
     Phoenix reads), and a mark when it is an LLM call directly inside another one.
 
     The anthropic client traces its own calls, so under `instrument_anthropic` one request is a
     ``chat`` span with the client's span inside, both with the tokens: counted once, scored once.
     """
-    attributes = getattr(span, "attributes", None)
-    if not attributes:
-        return
+    attributes = getattr(getattr(span, "_attributes", None), "_dict", None)  # the SDK's own dict
+    if type(attributes) is not dict:
+        attributes = getattr(span, "attributes", None)
+        if not attributes:
+            return
     operation = attributes.get("gen_ai.operation.name")
     if operation is None:
         return

@@ -19,50 +19,64 @@ def is_small(value: Any, chars: int, nodes: int = _SMALL_NODES) -> bool:
         >>> is_small({"q": "short"}, 100), is_small(list(range(10_000)), 100)
         (True, False)
     """
-    return _size(value, chars, nodes) != _LARGE
+    return _size(value, chars, nodes)
 
 
-_LARGE, _ASCII, _TEXT = 0, 1, 2  # what _size finds: too large; small, all text ASCII; small
+def _size(value: Any, chars: int, nodes: int = _SMALL_NODES) -> bool:
+    """`is_small`: whether ``value`` has at most ``nodes`` nodes and ``chars`` characters of text.
 
-
-def _size(value: Any, chars: int, nodes: int = _SMALL_NODES) -> int:
-    """`is_small`, telling small values whose strings are all ASCII (``_ASCII``) from the others."""
-    ascii_only = True
+    The items of a dict, list or tuple are read in the loop over it, and so are the items of
+    the dicts among them: strings and numbers there cost a few steps each and never go on the
+    stack. A chat history (a list of ``{"role", "content"}`` dicts) is read in one loop.
+    """
     stack = [value]
     while stack:
         item = stack.pop()
         nodes -= 1
-        if nodes < 0:
-            return _LARGE
         kind = type(item)  # exact types first: the common JSON shapes skip the isinstance chain
-        if kind is str:
+        if kind is dict or kind is list or kind is tuple:
+            nodes -= len(item)
+            if nodes < 0:
+                return False
+            for child in item.values() if kind is dict else item:
+                kind = type(child)
+                if kind is str:
+                    chars -= len(child)
+                elif kind is dict:  # a record (a chat message, say): its items read here too
+                    nodes -= len(child)
+                    if nodes < 0:
+                        return False
+                    for grandchild in child.values():
+                        kind = type(grandchild)
+                        if kind is str:
+                            chars -= len(grandchild)
+                        elif kind not in _SCALARS:
+                            stack.append(grandchild)
+                            nodes += 1  # counted again when it is read
+                elif kind not in _SCALARS:
+                    stack.append(child)
+                    nodes += 1
+            if chars < 0:
+                return False
+        elif kind is str:
             chars -= len(item)
             if chars < 0:
-                return _LARGE
-            if ascii_only and not item.isascii():  # isascii reads a flag: O(1)
-                ascii_only = False
-        elif kind is dict:
-            if len(item) > nodes:
-                return _LARGE
-            stack.extend(item.values())
-        elif kind is list or kind is tuple:
-            if len(item) > nodes:
-                return _LARGE
-            stack.extend(item)
+                return False
+        elif nodes < 0:
+            return False
         elif kind in _SCALARS:
             pass
         elif not _is_small_other(item, stack, nodes):
-            return _LARGE
+            return False
         elif isinstance(item, str):
-            ascii_only = False  # a subclass: its text is what str() gives
-            chars -= len(_plain(item))
+            chars -= len(_plain(item))  # a subclass: its text is what str() gives
             if chars < 0:
-                return _LARGE
+                return False
         elif isinstance(item, (bytes, bytearray)):
             chars -= len(item) * 2
             if chars < 0:
-                return _LARGE
-    return _ASCII if ascii_only else _TEXT
+                return False
+    return nodes >= 0
 
 
 _SCALARS = frozenset({int, float, bool, type(None)})

@@ -17,7 +17,7 @@ from tracesim._capture._convert import (
     _plain,
     dumps,
 )
-from tracesim._capture._size import _ASCII, _LARGE, _size
+from tracesim._capture._size import _size
 from tracesim._guard import warn_once
 
 
@@ -172,9 +172,8 @@ def bounded_json(value: Any, limit: int) -> tuple[str, bool]:
         ('{"a":1}', True)
     """
     try:
-        size = _size(value, limit)
-        if size != _LARGE:
-            text = dumps(value, ascii_text=size == _ASCII)
+        if _size(value, limit):
+            text = dumps(value)
             return (text, True) if len(text) <= limit else (text[:limit], False)
         out = _Writer(limit)
         try:
