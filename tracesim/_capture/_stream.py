@@ -121,17 +121,32 @@ def _stream_summary(array: Any, out: _Writer, seen: set[int], depth: int) -> Non
     """A large array as its shape, dtype and first values: formatting numbers is the cost
     (a float takes about a microsecond), so a million of them are never all written.
 
-    ``{"ndarray": {"shape": [1000, 1000], "dtype": "float64"}, "head": [...256 values], "omitted": 999744}``
+    ``{"ndarray": {"shape": [1000, 1000], "dtype": "float64"}, "head": [...16 values], "omitted": 999984}``
     """
     flat = getattr(array, "flat", None)  # numpy: a copy of the first values only, whatever the strides
     head = flat[:_ARRAY_HEAD] if flat is not None and array.ndim > 1 else array[:_ARRAY_HEAD]
-    described: dict[str, Any] = {"shape": [int(n) for n in getattr(array, "shape", (array.size,))]}
+    shape = ",".join(str(int(n)) for n in getattr(array, "shape", (array.size,)))
     dtype = getattr(array, "dtype", None)
-    if dtype is not None:
-        described["dtype"] = str(dtype)
-    out.write('{"ndarray":' + json.dumps(described, separators=(",", ":")) + ',"head":')
+    dtype_text = "" if dtype is None else ',"dtype":' + json.dumps(_dtype_name(dtype))
+    out.write('{"ndarray":{"shape":[' + shape + "]" + dtype_text + '},"head":')
     _stream_vector(head, out, seen, depth + 1)
     out.write(f',"omitted":{int(array.size) - len(head)}}}')
+
+
+_DTYPE_NAMES: dict[Any, str] = {}
+
+
+def _dtype_name(dtype: Any) -> str:
+    """``str(dtype)``, remembered: numpy computes it in Python each time (about 10 us)."""
+    try:
+        name = _DTYPE_NAMES.get(dtype)
+    except TypeError:  # an unhashable dtype-like object
+        return str(dtype)
+    if name is None:
+        name = str(dtype)
+        if len(_DTYPE_NAMES) < 256:
+            _DTYPE_NAMES[dtype] = name
+    return name
 
 
 def _is_array(value: Any) -> bool:
