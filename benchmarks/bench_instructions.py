@@ -1,0 +1,137 @@
+"""Instructions per traced call, counted by valgrind's cachegrind: the figures a shared machine
+cannot blur.
+
+Timing on a shared 2-core machine swings 2-3x within seconds, so ratios of medians move from
+run to run. The number of machine instructions a call executes does not: this benchmark runs
+the calls of ``bench_overhead.py`` (same functions, same inputs, same exporter that discards)
+under cachegrind, once with ``K`` calls and once with none, and divides the difference by ``K``.
+Warm-up calls and the set-up are in both runs, so they cancel out.
+
+Two views, as in ``bench_overhead.py``:
+
+* caller: the calls alone, then ``os._exit`` before any export runs (the batch processor
+  exports when 512 spans are queued or after 5 s, and ``K`` stays below both): what the
+  thread that calls the traced function executes;
+* all threads: the calls, then the flush, so the export thread's work (redaction included)
+  is counted.
+
+Variants: hand-written OpenTelemetry (``json.dumps`` of the arguments, no redaction),
+tracesim with its defaults, and tracesim with ``redact_patterns="none"``. Needs ``valgrind``
+on the PATH; each measurement starts two interpreters under it (about 10-30 s each).
+
+    python benchmarks/bench_instructions.py [--shapes sync chat] [--calls 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+VARIANTS = ("OTel", "tracesim", "no redaction")
+GOALS = {"sync": 1.10, "chat": 1.3}
+
+# The program valgrind runs: N calls of one variant and shape, then either the flush or an exit
+# that skips every export.
+_PROGRAM = """
+import os, sys
+sys.path.insert(0, {folder!r})
+import bench_overhead as b
+from _common import Discard
+variant, shape, calls, flush = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "flush"
+if variant == "OTel":
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(Discard(), max_queue_size=b.QUEUE_SIZE))
+    functions, flushed = b.make_hand_written(provider), provider.force_flush
+else:
+    import tracesim
+    extra = {{"redact_patterns": "none"}} if variant == "no redaction" else {{}}
+    tracesim.configure(exporters=[Discard()], set_global_tracer_provider=False, **extra)
+    functions, flushed = b.make_tracesim(), tracesim.force_flush
+b.calls_of(functions[shape], shape, 20)()
+flushed()  # warm-up: lazy imports, caches of short strings
+b.calls_of(functions[shape], shape, calls)()
+if flush:
+    flushed()
+else:
+    sys.stdout.flush()
+    os._exit(0)
+"""
+
+
+def instructions(program: Path, variant: str, shape: str, calls: int, flush: bool) -> int:
+    """Instructions executed by the whole process for one run."""
+    with tempfile.TemporaryDirectory() as folder:
+        result = subprocess.run(
+            [
+                "valgrind",
+                "--tool=cachegrind",
+                "--cache-sim=no",
+                f"--cachegrind-out-file={Path(folder) / 'out'}",
+                sys.executable,
+                str(program),
+                variant,
+                shape,
+                str(calls),
+                "flush" if flush else "exit",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+            env={**os.environ, "PYTHONHASHSEED": "0"},  # the same dict layouts in both runs
+        )
+    found = re.search(r"I\s+refs:\s+([\d,]+)", result.stderr)
+    if found is None:
+        raise RuntimeError(f"valgrind gave no count for {variant} {shape}:\n{result.stderr[-2000:]}")
+    return int(found.group(1).replace(",", ""))
+
+
+def per_call(program: Path, variant: str, shape: str, calls: int, flush: bool) -> float:
+    return (
+        instructions(program, variant, shape, calls, flush) - instructions(program, variant, shape, 0, flush)
+    ) / calls
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--shapes", nargs="+", default=["sync", "chat"], choices=["sync", "async", "gen", "chat"]
+    )
+    parser.add_argument("--calls", type=int, default=300, help="calls per counted run (below 512)")
+    args = parser.parse_args()
+    if shutil.which("valgrind") is None:
+        sys.exit("bench_instructions needs valgrind on the PATH (apt install valgrind)")
+    calls = min(args.calls, 500)
+    with tempfile.TemporaryDirectory() as folder:
+        program = Path(folder) / "calls.py"
+        program.write_text(_PROGRAM.format(folder=str(Path(__file__).resolve().parent)))
+        print(f"instructions per call (thousands), {calls} counted calls; ratio to hand-written OTel")
+        print(
+            f"{'shape':>6} {'view':>12} "
+            + " ".join(f"{v:>14}" for v in VARIANTS)
+            + f" {'ratio':>7} {'no red.':>8}"
+        )
+        for shape in args.shapes:
+            for view, flush in (("caller", False), ("all threads", True)):
+                counts = {variant: per_call(program, variant, shape, calls, flush) for variant in VARIANTS}
+                base = counts["OTel"]
+                print(
+                    f"{shape:>6} {view:>12} "
+                    + " ".join(f"{counts[v] / 1000:>14.1f}" for v in VARIANTS)
+                    + f" {counts['tracesim'] / base:>6.2f}x {counts['no redaction'] / base:>7.2f}x"
+                )
+    goals = ", ".join(f"{shape} <= {goal:.2f}x" for shape, goal in GOALS.items())
+    print(f"\ngoals (redaction on): {goals} hand-written OTel")
+
+
+if __name__ == "__main__":
+    main()
