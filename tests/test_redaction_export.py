@@ -292,3 +292,51 @@ def test_a_failing_hook_withholds_each_value_not_the_span(tmp_path: Path) -> Non
     lines = [json.dumps(s.attributes) for s in spans]
     assert all(SECRETS["email"][1] not in line for line in lines)
     assert "redact hook failed" in spans[0].attributes["input.value"]
+
+
+def test_a_span_sent_to_two_exporters_is_redacted_once_and_both_get_the_result(tmp_path: Path) -> None:
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    calls: dict[str, int] = {}
+
+    def hook(text: str, attribute: str) -> str:
+        if attribute == "input.value":
+            calls[text] = calls.get(text, 0) + 1
+        return text
+
+    first, second = InMemorySpanExporter(), InMemorySpanExporter()
+    tracesim.configure(exporters=[first, second], redact=hook, jsonl_path=str(tmp_path / "t.jsonl"))
+
+    @tracesim.trace
+    def answer(question: str) -> str:
+        return "Warsaw"
+
+    for number in range(40):
+        answer(f"question {number} from marie.curie@sorbonne.fr " + "x" * 100)
+    tracesim.force_flush()
+    assert sorted(calls.values()) == [1] * 40  # each value redacted once, not once per exporter
+    for exporter in (first, second):
+        inputs = sorted(str(s.attributes["input.value"]) for s in exporter.get_finished_spans())
+        assert len(inputs) == 40
+        assert all(value.startswith("question ") and "[REDACTED:email]" in value for value in inputs)
+    assert [s.attributes for s in first.get_finished_spans()] == [
+        s.attributes for s in second.get_finished_spans()
+    ]
+
+
+def test_a_span_one_exporter_never_gets_does_not_keep_the_others_results_forever() -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from tracesim.exporters import RedactingExporter, Redaction
+    from tracesim.exporters._redacting import _SHARED_SPANS
+
+    redaction = Redaction()
+    fast = RedactingExporter(InMemorySpanExporter(), redaction=redaction)
+    RedactingExporter(InMemorySpanExporter(), redaction=redaction)  # a second user that never exports
+    tracer = TracerProvider().get_tracer("t")
+    for number in range(_SHARED_SPANS * 3):
+        span = tracer.start_span(f"s{number}", attributes={"input.value": "mail marie@curie.org " + "x" * 80})
+        span.end()
+        fast.export([span])  # type: ignore[list-item]
+    assert len(redaction._shared) == _SHARED_SPANS  # the oldest results were let go

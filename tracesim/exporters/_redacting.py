@@ -39,6 +39,9 @@ __all__ = ["RedactingExporter", "Redaction"]
 DEFAULT_LIMIT = 32 * 1024
 _CACHE_CHARS = 64  # short strings (names, kinds, MIME types, models) repeat: remember them
 _CACHE_SIZE = 4096
+# Spans redacted for one exporter and kept for the others that share the `Redaction` (a trace
+# file beside OTLP): at most this many, so an exporter far behind the others redacts for itself.
+_SHARED_SPANS = 512
 # Every convention reports input tokens whenever it reports usage at all (embeddings: only them).
 _IN_GEN_AI, _IN_OPENINFERENCE, _IN_OPENLLMETRY = INPUT_KEYS
 
@@ -71,6 +74,8 @@ class Redaction:
         self._active = self.redactor.active
         self._resources: dict[int, tuple[Resource, Resource]] = {}
         self._lock = threading.Lock()
+        self.exporters = 0  # how many `RedactingExporter`s use this redaction
+        self._shared: dict[int, list[Any]] = {}  # id(span) -> [span, redacted, exporters still to come]
 
     def text(self, value: str, attribute: str) -> str:
         """``value`` cut to the limit and redacted. Never raises."""
@@ -179,6 +184,27 @@ class Redaction:
             status=status,
             resource=resource,
         )
+
+    def exported_span(self, span: ReadableSpan) -> ReadableSpan:
+        """`span` for a `RedactingExporter`: when several share this redaction, each span is
+        redacted once, by the first of them, and its result handed to the others."""
+        others = self.exporters - 1
+        if others < 1:
+            return self.span(span)
+        key = id(span)  # the entry keeps the span alive: the id cannot be reused meanwhile
+        with self._lock:
+            entry = self._shared.get(key)
+            if entry is not None and entry[0] is span:
+                entry[2] -= 1
+                if entry[2] <= 0:
+                    del self._shared[key]
+                return entry[1]  # type: ignore[no-any-return]
+        redacted = self.span(span)
+        with self._lock:
+            if len(self._shared) >= _SHARED_SPANS:
+                del self._shared[next(iter(self._shared))]  # the oldest: an exporter that dropped it
+            self._shared[key] = [span, redacted, others]
+        return redacted
 
     def _with_usage(
         self, original: Mapping[str, Any], redacted: dict[str, Any] | None
@@ -311,7 +337,8 @@ class RedactingExporter(SpanExporter):
         prices: Model prices (USD per 1M tokens) merged over the shipped table, for the
             ``llm.cost.*`` of LLM spans; with ``redaction``, give them to that `Redaction` instead.
         redaction: A `Redaction` to share with other exporters (then ``patterns``, ``redact``,
-            ``max_value_chars`` and ``prices`` are not used).
+            ``max_value_chars`` and ``prices`` are not used). Each span is then redacted once,
+            by the first of them to export it, and the others reuse the result.
 
     Example:
         >>> from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -333,6 +360,7 @@ class RedactingExporter(SpanExporter):
         self.redaction = redaction or Redaction(
             Redactor(tuple(patterns), redact), max_value_chars, prices=prices
         )
+        self.redaction.exporters += 1
 
     @property
     def inner(self) -> SpanExporter:
@@ -344,7 +372,7 @@ class RedactingExporter(SpanExporter):
         redacted: list[ReadableSpan] = []
         for span in spans:
             try:
-                redacted.append(self.redaction.span(span))
+                redacted.append(self.redaction.exported_span(span))
             except Exception:  # never send what could not be checked
                 internal_error("redaction")
         return self._inner.export(redacted) if redacted or not spans else SpanExportResult.FAILURE
