@@ -319,6 +319,16 @@ def test_a_large_array_is_recorded_as_its_shape_dtype_and_first_values() -> None
     assert cut_short.text.endswith(f"…[truncated: {cut_short.original_chars} chars]")
 
 
+def test_a_summary_names_each_arrays_own_dtype_even_when_dtypes_compare_equal() -> None:
+    numpy = pytest.importorskip("numpy", reason="numpy (in the test extra) is needed for the array case")
+    aligned = numpy.dtype([("a", "<i4")], align=True)
+    packed = numpy.dtype([("a", "<i4")])
+    assert aligned == packed  # equal, and printed differently
+    for dtype in (aligned, packed, aligned):
+        summary = json.loads(capture_value(numpy.zeros(1000, dtype=dtype), PLAIN).text)
+        assert summary["ndarray"]["dtype"] == str(dtype)
+
+
 def test_an_array_within_the_node_budget_is_written_whole() -> None:
     numpy = pytest.importorskip("numpy", reason="numpy (in the test extra) is needed for the array case")
     assert capture_value(numpy.arange(4).reshape(2, 2), PLAIN) == ("[[0,1],[2,3]]", "application/json", None)

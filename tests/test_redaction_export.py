@@ -332,11 +332,38 @@ def test_a_span_one_exporter_never_gets_does_not_keep_the_others_results_forever
     from tracesim.exporters._redacting import _SHARED_SPANS
 
     redaction = Redaction()
-    fast = RedactingExporter(InMemorySpanExporter(), redaction=redaction)
-    RedactingExporter(InMemorySpanExporter(), redaction=redaction)  # a second user that never exports
+    redaction.shared_by = 2  # a second exporter that never exports (its queue dropped every span)
+    fast = RedactingExporter(InMemorySpanExporter(), redaction=redaction, shared=True)
     tracer = TracerProvider().get_tracer("t")
     for number in range(_SHARED_SPANS * 3):
         span = tracer.start_span(f"s{number}", attributes={"input.value": "mail marie@curie.org " + "x" * 80})
         span.end()
         fast.export([span])  # type: ignore[list-item]
     assert len(redaction._shared) == _SHARED_SPANS  # the oldest results were let go
+
+
+def test_other_exporters_sharing_the_redaction_keep_nothing_for_the_configured_ones(tmp_path: Path) -> None:
+    # A backfill (or a user) wraps its own exporter with the configuration's redaction: that
+    # exporter does not get the live spans, so nothing may be kept waiting for it.
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from tracesim import _runtime
+    from tracesim.exporters import RedactingExporter
+
+    live = InMemorySpanExporter()
+    tracesim.configure(exporters=[live], jsonl_path=str(tmp_path / "t.jsonl"))
+    runtime = _runtime.current
+    assert runtime is not None
+    redaction = runtime.redaction
+    aside = InMemorySpanExporter()
+    RedactingExporter(aside, redaction=redaction).export([])
+
+    @tracesim.trace
+    def answer(question: str) -> str:
+        return "Warsaw"
+
+    for number in range(50):
+        answer(f"question {number} from marie.curie@sorbonne.fr")
+    tracesim.force_flush()
+    assert len(live.get_finished_spans()) == 50
+    assert redaction._shared == {}

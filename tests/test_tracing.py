@@ -440,3 +440,12 @@ def test_a_span_around_a_yield_survives_steps_taken_in_different_threads(capture
     assert seen == [1, 2, 3]
     around = captured.by_name("around-yield")
     assert around.parent_span_id == captured.by_name("stream").span_id
+
+
+def test_a_span_the_user_ended_inside_its_block_is_not_changed_afterwards(captured: CapturedSpans) -> None:
+    from opentelemetry.trace import StatusCode
+
+    with tracesim.span("early") as handle:
+        handle.otel_span.end()  # the user ends it: what was exported is final
+    assert captured.by_name("early").status_code == "UNSET"
+    assert handle.otel_span.status.status_code is StatusCode.UNSET  # as set_status after end() would leave it

@@ -390,7 +390,9 @@ def build(settings: Settings) -> Runtime:
     )
     exporters = [_exporter(item, settings) for item in settings.exporters]
     scored = bool(rules) or _selection.EVALUATORS_SEEN
-    processors = [_processor(RedactingExporter(e, redaction=redaction), settings, scored) for e in exporters]
+    redaction.shared_by = len(exporters)  # each gets every span: redacted once for all
+    shared = [RedactingExporter(e, redaction=redaction, shared=True) for e in exporters]
+    processors = [_processor(exporter, settings, scored) for exporter in shared]
     provider = _provider(settings)
     tracer = provider.get_tracer("tracesim", __version__)
     sinks = result_sinks(settings, provider, capture, redaction)

@@ -137,7 +137,11 @@ _DTYPE_NAMES: dict[Any, str] = {}
 
 
 def _dtype_name(dtype: Any) -> str:
-    """``str(dtype)``, remembered: numpy computes it in Python each time (about 10 us)."""
+    """``str(dtype)``, remembered for plain dtypes: numpy computes it in Python each time (about
+    10 us). Structured and sub-array dtypes are not remembered: equal ones may print differently
+    (an aligned record equals the packed one)."""
+    if getattr(dtype, "fields", None) is not None or getattr(dtype, "subdtype", None) is not None:
+        return str(dtype)
     try:
         name = _DTYPE_NAMES.get(dtype)
     except TypeError:  # an unhashable dtype-like object

@@ -246,7 +246,8 @@ def _mark_ok(otel: otel_trace.Span) -> None:
     directly: ``set_status`` (its lock, its checks) cost a twentieth of a traced call.
     """
     if type(otel) is _sdk_span():
-        if otel._status.status_code is _UNSET:  # type: ignore[attr-defined]
+        # as set_status would, minus its lock: not on a span already ended (by the user)
+        if otel._end_time is None and otel._status.status_code is _UNSET:  # type: ignore[attr-defined]
             otel._status = _OK  # type: ignore[attr-defined]
         return
     status = getattr(otel, "status", None)

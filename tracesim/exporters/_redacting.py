@@ -74,7 +74,9 @@ class Redaction:
         self._active = self.redactor.active
         self._resources: dict[int, tuple[Resource, Resource]] = {}
         self._lock = threading.Lock()
-        self.exporters = 0  # how many `RedactingExporter`s use this redaction
+        # How many exporters of one configuration get every span (see `exported_span`): set by
+        # the runtime, the only one that knows they all see the same spans.
+        self.shared_by = 1
         self._shared: dict[int, list[Any]] = {}  # id(span) -> [span, redacted, exporters still to come]
 
     def text(self, value: str, attribute: str) -> str:
@@ -186,25 +188,33 @@ class Redaction:
         )
 
     def exported_span(self, span: ReadableSpan) -> ReadableSpan:
-        """`span` for a `RedactingExporter`: when several share this redaction, each span is
+        """`span` for one of the `shared_by` exporters that all get every span: each span is
         redacted once, by the first of them, and its result handed to the others."""
-        others = self.exporters - 1
+        others = self.shared_by - 1
         if others < 1:
             return self.span(span)
         key = id(span)  # the entry keeps the span alive: the id cannot be reused meanwhile
         with self._lock:
-            entry = self._shared.get(key)
-            if entry is not None and entry[0] is span:
-                entry[2] -= 1
-                if entry[2] <= 0:
-                    del self._shared[key]
-                return entry[1]  # type: ignore[no-any-return]
+            found = self._take(key, span)
+        if found is not None:
+            return found
         redacted = self.span(span)
         with self._lock:
-            if len(self._shared) >= _SHARED_SPANS:
-                del self._shared[next(iter(self._shared))]  # the oldest: an exporter that dropped it
-            self._shared[key] = [span, redacted, others]
+            if self._take(key, span) is None:  # not redacted meanwhile by another exporter
+                if len(self._shared) >= _SHARED_SPANS:
+                    del self._shared[next(iter(self._shared))]  # the oldest: an exporter dropped it
+                self._shared[key] = [span, redacted, others]
         return redacted
+
+    def _take(self, key: int, span: ReadableSpan) -> ReadableSpan | None:
+        """The kept result for ``span``, counted as handed out; None if there is none. Locked."""
+        entry = self._shared.get(key)
+        if entry is None or entry[0] is not span:
+            return None
+        entry[2] -= 1
+        if entry[2] <= 0:
+            del self._shared[key]
+        return entry[1]  # type: ignore[no-any-return]
 
     def _with_usage(
         self, original: Mapping[str, Any], redacted: dict[str, Any] | None
@@ -337,8 +347,10 @@ class RedactingExporter(SpanExporter):
         prices: Model prices (USD per 1M tokens) merged over the shipped table, for the
             ``llm.cost.*`` of LLM spans; with ``redaction``, give them to that `Redaction` instead.
         redaction: A `Redaction` to share with other exporters (then ``patterns``, ``redact``,
-            ``max_value_chars`` and ``prices`` are not used). Each span is then redacted once,
-            by the first of them to export it, and the others reuse the result.
+            ``max_value_chars`` and ``prices`` are not used).
+        shared: The exporters sharing ``redaction`` all get every span (``redaction.shared_by``
+            of them, as tracesim's own exporters do): each span is redacted once, by the first
+            to export it, and the others reuse the result.
 
     Example:
         >>> from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -355,12 +367,13 @@ class RedactingExporter(SpanExporter):
         max_value_chars: int = DEFAULT_LIMIT,
         redaction: Redaction | None = None,
         prices: Mapping[str, Price] | PriceTable | None = None,
+        shared: bool = False,
     ) -> None:
         self._inner = inner
         self.redaction = redaction or Redaction(
             Redactor(tuple(patterns), redact), max_value_chars, prices=prices
         )
-        self.redaction.exporters += 1
+        self._redact = self.redaction.exported_span if shared else self.redaction.span
 
     @property
     def inner(self) -> SpanExporter:
@@ -372,7 +385,7 @@ class RedactingExporter(SpanExporter):
         redacted: list[ReadableSpan] = []
         for span in spans:
             try:
-                redacted.append(self.redaction.exported_span(span))
+                redacted.append(self._redact(span))
             except Exception:  # never send what could not be checked
                 internal_error("redaction")
         return self._inner.export(redacted) if redacted or not spans else SpanExportResult.FAILURE
