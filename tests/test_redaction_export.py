@@ -332,8 +332,8 @@ def test_a_span_one_exporter_never_gets_does_not_keep_the_others_results_forever
     from tracesim.exporters._redacting import _SHARED_SPANS
 
     redaction = Redaction()
-    redaction.shared_by = 2  # a second exporter that never exports (its queue dropped every span)
     fast = RedactingExporter(InMemorySpanExporter(), redaction=redaction, shared=True)
+    RedactingExporter(InMemorySpanExporter(), redaction=redaction, shared=True)  # drops every span
     tracer = TracerProvider().get_tracer("t")
     for number in range(_SHARED_SPANS * 3):
         span = tracer.start_span(f"s{number}", attributes={"input.value": "mail marie@curie.org " + "x" * 80})

@@ -259,7 +259,8 @@ class _Forwarding:
 
     def on_start(self, span: Any, parent_context: otel_context.Context | None = None) -> None:
         # Every span of the process passes here: the current context is read once, and the
-        # keys looked up in it (or in the parent's) directly.
+        # keys looked up in it (or in the parent's) directly, by the rules of `in_model_call`
+        # and of `tracesim.attributes` (the parent's context first, then the current one).
         current = otel_context.get_current()
         context = current if parent_context is None else parent_context
         if context.get(MODEL_CALL_KEY) or (context is not current and current.get(MODEL_CALL_KEY)):
@@ -390,7 +391,7 @@ def build(settings: Settings) -> Runtime:
     )
     exporters = [_exporter(item, settings) for item in settings.exporters]
     scored = bool(rules) or _selection.EVALUATORS_SEEN
-    redaction.shared_by = len(exporters)  # each gets every span: redacted once for all
+    # Each exporter gets every span: with `shared`, a span is redacted once for all of them.
     shared = [RedactingExporter(e, redaction=redaction, shared=True) for e in exporters]
     processors = [_processor(exporter, settings, scored) for exporter in shared]
     provider = _provider(settings)

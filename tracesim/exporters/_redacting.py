@@ -74,9 +74,8 @@ class Redaction:
         self._active = self.redactor.active
         self._resources: dict[int, tuple[Resource, Resource]] = {}
         self._lock = threading.Lock()
-        # How many exporters of one configuration get every span (see `exported_span`): set by
-        # the runtime, the only one that knows they all see the same spans.
-        self.shared_by = 1
+        # How many exporters get every span (see `exported_span`): those built with ``shared=True``.
+        self.shared_by = 0
         self._shared: dict[int, list[Any]] = {}  # id(span) -> [span, redacted, exporters still to come]
 
     def text(self, value: str, attribute: str) -> str:
@@ -348,9 +347,9 @@ class RedactingExporter(SpanExporter):
             ``llm.cost.*`` of LLM spans; with ``redaction``, give them to that `Redaction` instead.
         redaction: A `Redaction` to share with other exporters (then ``patterns``, ``redact``,
             ``max_value_chars`` and ``prices`` are not used).
-        shared: The exporters sharing ``redaction`` all get every span (``redaction.shared_by``
-            of them, as tracesim's own exporters do): each span is redacted once, by the first
-            to export it, and the others reuse the result.
+        shared: This exporter gets every span the other ``shared`` exporters on ``redaction``
+            get (as tracesim's own exporters do): each span is redacted once, by the first of
+            them to export it, and the others reuse the result.
 
     Example:
         >>> from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -373,7 +372,10 @@ class RedactingExporter(SpanExporter):
         self.redaction = redaction or Redaction(
             Redactor(tuple(patterns), redact), max_value_chars, prices=prices
         )
-        self._redact = self.redaction.exported_span if shared else self.redaction.span
+        self._redact = self.redaction.span
+        if shared:
+            self.redaction.shared_by += 1
+            self._redact = self.redaction.exported_span
 
     @property
     def inner(self) -> SpanExporter:
