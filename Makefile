@@ -76,8 +76,7 @@ test: lint typecheck pytest
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/bench_overhead.py
-	@if command -v valgrind >/dev/null; then $(BIN)/python benchmarks/bench_instructions.py \
-	&& $(BIN)/python benchmarks/bench_instructions.py --otlp; \
+	@if command -v valgrind >/dev/null; then $(BIN)/python benchmarks/bench_instructions.py; \
 	else echo "bench_instructions.py skipped: it counts instructions with valgrind, not installed"; fi
 	$(BIN)/python benchmarks/bench_scoring.py
 	$(BIN)/python benchmarks/bench_evaluators.py

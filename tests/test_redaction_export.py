@@ -413,28 +413,3 @@ def test_the_one_call_check_is_not_used_when_a_hook_runs() -> None:
     redaction = Redaction(Redactor(hook=lambda text, attribute: text.upper()))
     assert redaction._unchanged is None
     assert redaction.attributes({"a": "quiet"}) == {"a": "QUIET"}
-
-
-@pytest.mark.parametrize("limit", [10**20, 2**63, 2**63 - 1])
-def test_a_limit_beyond_a_machine_word_is_taken_as_no_limit(limit: int) -> None:
-    redaction = Redaction(Redactor(), limit)
-    assert redaction.attributes({"a": "x" * 100, "b": 1}) is None
-    assert redaction.attributes({"a": "mail marie@curie.org " + "x" * 80}) == {
-        "a": "mail [REDACTED:email] " + "x" * 80
-    }
-
-
-def test_a_str_subclass_in_the_cache_that_changes_the_values_does_no_harm() -> None:
-    values: dict[str, Any] = {"a": "quiet", "b": "calm"}
-
-    class Meddling(str):
-        __hash__ = str.__hash__
-
-        def __eq__(self, other: object) -> bool:
-            values.clear()  # Python code run inside the C lookup
-            return str.__eq__(self, other)
-
-    redaction = Redaction()
-    redaction._clean[Meddling("quiet")] = "quiet"
-    if redaction._unchanged is not None:
-        assert redaction._unchanged(values, redaction._clean, 64, 100) in (True, False)

@@ -221,7 +221,6 @@ static int scan_text(const Probe *self, PyObject *text, Py_ssize_t *firsts, PyOb
     const void *data = PyUnicode_DATA(text);
     Py_ssize_t size = PyUnicode_GET_LENGTH(text);
     for (Py_ssize_t g = 0; g < self->n_groups; g++) firsts[g] = -1;
-    if (self->n_needles == 0 && self->n_names == 0) return 0;  /* no rules: nothing to look for */
     if (kind == PyUnicode_1BYTE_KIND) return scan_latin1(self, data, size, firsts, keys);
     if (kind == PyUnicode_2BYTE_KIND) {
         SCAN_KIND(Py_UCS2)
@@ -287,10 +286,7 @@ static PyObject *Probe_unchanged(Probe *self, PyObject *const *args, Py_ssize_t 
     }
     PyObject *values = args[0], *clean = args[1];
     Py_ssize_t shortest = PyLong_AsSsize_t(args[2]), limit = PyLong_AsSsize_t(args[3]);
-    if ((shortest == -1 || limit == -1) && PyErr_Occurred()) {  /* beyond Py_ssize_t: let Python decide */
-        PyErr_Clear();
-        Py_RETURN_FALSE;
-    }
+    if ((shortest == -1 || limit == -1) && PyErr_Occurred()) return NULL;
     Py_ssize_t stack[16], *firsts = stack;
     if (self->n_groups > 16 && (firsts = PyMem_New(Py_ssize_t, self->n_groups)) == NULL)
         return PyErr_NoMemory();
@@ -299,25 +295,19 @@ static PyObject *Probe_unchanged(Probe *self, PyObject *const *args, Py_ssize_t 
     while (PyDict_Next(values, &at, &key, &value)) {
         PyTypeObject *type = Py_TYPE(value);
         if (type == &PyLong_Type || type == &PyFloat_Type || type == &PyBool_Type) continue;
-        if (type != &PyUnicode_Type) {
-            result = Py_False;
-            break;
-        }
-        if (ready(value) < 0) {
+        if (type != &PyUnicode_Type || ready(value) < 0) {
             PyErr_Clear();
             result = Py_False;
             break;
         }
         Py_ssize_t size = PyUnicode_GET_LENGTH(value);
         if (size <= shortest) {
-            /* A key of `clean` that is a str subclass may run Python code in the lookup (its
-             * __eq__ on a hash collision), which could change `values`: hold on to `value`. */
-            Py_INCREF(value);
             PyObject *known = PyDict_GetItemWithError(clean, value);  /* borrowed */
-            int same = known != NULL && (known == value || (PyUnicode_CheckExact(known) &&
-                                                            PyUnicode_Compare(known, value) == 0));
-            Py_DECREF(value);
-            if (!same) {
+            if (known == NULL) {
+                result = PyErr_Occurred() ? NULL : Py_False;
+                break;
+            }
+            if (known != value && !(PyUnicode_CheckExact(known) && PyUnicode_Compare(known, value) == 0)) {
                 result = PyErr_Occurred() ? NULL : Py_False;
                 break;
             }
@@ -329,7 +319,6 @@ static PyObject *Probe_unchanged(Probe *self, PyObject *const *args, Py_ssize_t 
             break;
         }
         if (scan_text(self, value, firsts, &keys) < 0) {
-            Py_XDECREF(keys);
             result = NULL;
             break;
         }

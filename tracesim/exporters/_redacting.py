@@ -17,7 +17,6 @@ Spans without token counts pay three dictionary lookups for it.
 from __future__ import annotations
 
 import inspect
-import sys
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -76,9 +75,7 @@ class Redaction:
         # Where the compiled probe is built and no hook runs, it tells in one C call that a
         # span's attributes need no change (the common answer), without the loop below.
         probe = getattr(self.redactor, "_probe", None)
-        quick = probe is not None and not self._hooked and type(limit) is int
-        self._unchanged = probe.unchanged if probe is not None and quick else None
-        self._quick_limit = min(limit, sys.maxsize) if quick else 0  # what C takes: a Py_ssize_t
+        self._unchanged = probe.unchanged if probe is not None and not self._hooked else None
         self._resources: dict[int, tuple[Resource, Resource]] = {}
         self._lock = threading.Lock()
         # How many exporters get every span (see `exported_span`): those built with ``shared=True``.
@@ -112,7 +109,7 @@ class Redaction:
         unchanged = self._unchanged
         if unchanged is not None:
             plain = attributes if type(attributes) is dict else getattr(attributes, "_dict", None)
-            if type(plain) is dict and unchanged(plain, self._clean, _CACHE_CHARS, self._quick_limit):
+            if type(plain) is dict and unchanged(plain, self._clean, _CACHE_CHARS, self.limit):
                 return None
         changed: dict[str, Any] | None = None
         items = _items(attributes)
