@@ -32,7 +32,7 @@
 #define INLINE static inline
 #endif
 
-#define PROBE_VERSION 2  /* tracesim/_redact/_native.py: VERSION */
+#define PROBE_VERSION 1  /* tracesim/_redact/_native.py: VERSION */
 #define TRIGGER_NEEDLE 1
 #define TRIGGER_SEPARATOR 2
 
@@ -194,7 +194,7 @@ INLINE int at_trigger(const Probe *self, int kind, const void *data, Py_ssize_t 
     for (Py_ssize_t i = 0; i < size; i++) {                                                \
         Py_UCS4 c = ((const TYPE *)data)[i];                                               \
         if (c < 128 && self->triggers[c] &&                                                \
-            at_trigger(self, kind, data, size, i, c, firsts, keys) < 0)                    \
+            at_trigger(self, kind, data, size, i, c, firsts, &keys) < 0)                   \
             goto error;                                                                    \
     }
 
@@ -215,43 +215,29 @@ static int scan_latin1(const Probe *self, const Py_UCS1 *data, Py_ssize_t size, 
     return 0;
 }
 
-/* Scan `text` (a ready str) into `firsts` (one per group, set to -1 here) and `keys`. */
-static int scan_text(const Probe *self, PyObject *text, Py_ssize_t *firsts, PyObject **keys) {
-    int kind = PyUnicode_KIND(text);
-    const void *data = PyUnicode_DATA(text);
-    Py_ssize_t size = PyUnicode_GET_LENGTH(text);
-    for (Py_ssize_t g = 0; g < self->n_groups; g++) firsts[g] = -1;
-    if (kind == PyUnicode_1BYTE_KIND) return scan_latin1(self, data, size, firsts, keys);
-    if (kind == PyUnicode_2BYTE_KIND) {
-        SCAN_KIND(Py_UCS2)
-    } else {
-        SCAN_KIND(Py_UCS4)
-    }
-    return 0;
-error:
-    return -1;
-}
-
-static int ready(PyObject *text) {
-#if PY_VERSION_HEX < 0x030C0000
-    return PyUnicode_READY(text);  /* a legacy string made by the old C API */
-#else
-    (void)text;
-    return 0;
-#endif
-}
-
 static PyObject *Probe_scan(Probe *self, PyObject *text) {
     if (!PyUnicode_Check(text)) {
         PyErr_SetString(PyExc_TypeError, "Probe.scan() takes a str");
         return NULL;
     }
-    if (ready(text) < 0) return NULL;
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(text) < 0) return NULL;  /* a legacy string made by the old C API */
+#endif
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t size = PyUnicode_GET_LENGTH(text);
     Py_ssize_t stack[16], *firsts = stack;
     PyObject *keys = NULL, *result = NULL, *places = NULL;
     if (self->n_groups > 16 && (firsts = PyMem_New(Py_ssize_t, self->n_groups)) == NULL)
         return PyErr_NoMemory();
-    if (scan_text(self, text, firsts, &keys) < 0) goto error;
+    for (Py_ssize_t g = 0; g < self->n_groups; g++) firsts[g] = -1;
+    if (kind == PyUnicode_1BYTE_KIND) {
+        if (scan_latin1(self, data, size, firsts, &keys) < 0) goto error;
+    } else if (kind == PyUnicode_2BYTE_KIND) {
+        SCAN_KIND(Py_UCS2)
+    } else {
+        SCAN_KIND(Py_UCS4)
+    }
     Py_ssize_t found = 0;
     for (Py_ssize_t g = 0; g < self->n_groups; g++) found += firsts[g] >= 0;
     if (!found && keys == NULL) {  /* the common answer: no rule can find anything */
@@ -271,67 +257,6 @@ error:  /* and the way out */
     Py_XDECREF(keys);
     if (firsts != stack) PyMem_Free(firsts);
     return result;
-}
-
-/* Whether redacting every value of `values` (a dict) would change none, decided without Python
- * code in the common case: numbers and bools; short strings (`short` characters at most) that
- * `clean` (the redaction's cache: text -> redacted text) maps to themselves; longer strings
- * within `limit` characters in which no rule can find anything. False means "ask Python":
- * an unknown short string, a long or cut one, a candidate place, any other type. */
-static PyObject *Probe_unchanged(Probe *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 4 || !PyDict_CheckExact(args[0]) || !PyDict_CheckExact(args[1]) || !PyLong_Check(args[2]) ||
-        !PyLong_Check(args[3])) {
-        PyErr_SetString(PyExc_TypeError, "unchanged(values: dict, clean: dict, short: int, limit: int)");
-        return NULL;
-    }
-    PyObject *values = args[0], *clean = args[1];
-    Py_ssize_t shortest = PyLong_AsSsize_t(args[2]), limit = PyLong_AsSsize_t(args[3]);
-    if ((shortest == -1 || limit == -1) && PyErr_Occurred()) return NULL;
-    Py_ssize_t stack[16], *firsts = stack;
-    if (self->n_groups > 16 && (firsts = PyMem_New(Py_ssize_t, self->n_groups)) == NULL)
-        return PyErr_NoMemory();
-    PyObject *key, *value, *result = Py_True;
-    Py_ssize_t at = 0;
-    while (PyDict_Next(values, &at, &key, &value)) {
-        PyTypeObject *type = Py_TYPE(value);
-        if (type == &PyLong_Type || type == &PyFloat_Type || type == &PyBool_Type) continue;
-        if (type != &PyUnicode_Type || ready(value) < 0) {
-            PyErr_Clear();
-            result = Py_False;
-            break;
-        }
-        Py_ssize_t size = PyUnicode_GET_LENGTH(value);
-        if (size <= shortest) {
-            PyObject *known = PyDict_GetItemWithError(clean, value);  /* borrowed */
-            if (known == NULL) {
-                result = PyErr_Occurred() ? NULL : Py_False;
-                break;
-            }
-            if (known != value && !(PyUnicode_CheckExact(known) && PyUnicode_Compare(known, value) == 0)) {
-                result = PyErr_Occurred() ? NULL : Py_False;
-                break;
-            }
-            continue;
-        }
-        PyObject *keys = NULL;
-        if (size > limit) {
-            result = Py_False;
-            break;
-        }
-        if (scan_text(self, value, firsts, &keys) < 0) {
-            result = NULL;
-            break;
-        }
-        Py_ssize_t found = keys != NULL;
-        Py_XDECREF(keys);
-        for (Py_ssize_t g = 0; g < self->n_groups && !found; g++) found = firsts[g] >= 0;
-        if (found) {
-            result = Py_False;
-            break;
-        }
-    }
-    if (firsts != stack) PyMem_Free(firsts);
-    return result == NULL ? NULL : Py_NewRef(result);
 }
 
 /* ---------------------------------------------------------------- building a probe */
@@ -499,9 +424,6 @@ error:
 }
 
 static PyMethodDef Probe_methods[] = {
-    {"unchanged", (PyCFunction)(void (*)(void))Probe_unchanged, METH_FASTCALL,
-     "unchanged(values, clean, short, limit) -> bool: True when redacting the values of the dict "
-     "`values` changes none of them (see the source); False: let the Python pass decide."},
     {"scan", (PyCFunction)Probe_scan, METH_O,
      "scan(text) -> None when no rule can find anything in text, else (places, keys): per rule, "
      "where its first match could start (-1: nowhere); the key names found before separators as "

@@ -72,10 +72,6 @@ class Redaction:
         self._clean: dict[Any, str] = {}
         self._hooked = self.redactor.hooked
         self._active = self.redactor.active
-        # Where the compiled probe is built and no hook runs, it tells in one C call that a
-        # span's attributes need no change (the common answer), without the loop below.
-        probe = getattr(self.redactor, "_probe", None)
-        self._unchanged = probe.unchanged if probe is not None and not self._hooked else None
         self._resources: dict[int, tuple[Resource, Resource]] = {}
         self._lock = threading.Lock()
         # How many exporters get every span (see `exported_span`): those built with ``shared=True``.
@@ -106,11 +102,6 @@ class Redaction:
         """The redacted copy of ``attributes``, or None when nothing changes."""
         if not attributes:
             return None
-        unchanged = self._unchanged
-        if unchanged is not None:
-            plain = attributes if type(attributes) is dict else getattr(attributes, "_dict", None)
-            if type(plain) is dict and unchanged(plain, self._clean, _CACHE_CHARS, self.limit):
-                return None
         changed: dict[str, Any] | None = None
         items = _items(attributes)
         # Every attribute of every span passes here: the common cases are decided inline.
