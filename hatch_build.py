@@ -25,14 +25,10 @@ class ProbeBuildHook(BuildHookInterface):  # type: ignore[type-arg]
     def initialize(self, version: str, build_data: dict[str, Any]) -> None:
         if self.target_name != "wheel":
             return
-        editable = version == "editable"
-        if editable:  # a build left in the checkout would be imported: this build decides anew
-            for old in (Path(self.root) / SOURCE).parent.glob("_probe.*"):
-                if old.suffix in (".so", ".pyd"):
-                    old.unlink()
         if os.environ.get("TRACESIM_PURE_PYTHON", "") not in ("", "0"):
             print("tracesim: TRACESIM_PURE_PYTHON is set: no compiled redaction probe", file=sys.stderr)
             return
+        editable = version == "editable"
         try:
             built = self._compile(editable)
         except Exception as error:  # no compiler, no headers: the pure-Python wheel still works
@@ -59,7 +55,6 @@ class ProbeBuildHook(BuildHookInterface):  # type: ignore[type-arg]
         command = build_ext(Distribution({"name": "tracesim-probe", "ext_modules": [extension]}))
         command.build_lib = str(root if in_place else work / "lib")
         command.build_temp = str(work / "temp")
-        command.force = True  # never a module left from an earlier build
         command.ensure_finalized()
         command.run()
         (built,) = command.get_outputs()

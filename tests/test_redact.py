@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import copy
 import doctest
 import json
-import pickle
 import re
 import shutil
 import subprocess
@@ -465,13 +463,6 @@ def test_prose_and_json_without_secrets_give_the_compiled_probe_no_place() -> No
         "🔑 sk-proj-Abc123Def456Ghi789Jkl",  # four bytes a character
         "BEARER abcDEF123456ghiJKL789",
         "TO\u212aEN=hunter2hunter2",  # KELVIN SIGN lowers to "k"
-        "Bearer ab…[truncated: 9 chars]",  # a value cut after a few characters
-        "x Basic dXNl…[truncated: 90 chars]",
-        "Authorization: Bearer ab…[truncated: 9 chars]",
-        "my_api\u212aEY=hunter2hunter2",  # KELVIN SIGN in a key name after a key word
-        "İapi_key=hunter2hunter2 " + "x" * 60 + "_" * 40 + "api_key=hunter2hunter2",
-        "api" + "_" * 45 + "key=hunter2hunter2",  # the key word within the 48 characters read back
-        "api" + "_" * 46 + "key=hunter2hunter2",  # and just beyond them
         "PASSWORD\u0130=x",
     ],
 )
@@ -495,36 +486,6 @@ def test_a_bad_needle_is_refused_with_what_is_wrong(needles: tuple[Any, ...], me
         pytest.skip("no compiled probe (no C compiler at install time)")
     with pytest.raises(ValueError, match=message):
         module.Probe(1, needles, (), " ", ())
-
-
-def test_a_probe_refuses_what_is_not_a_tuple() -> None:
-    module = load()
-    if module is None:
-        pytest.skip("no compiled probe (no C compiler at install time)")
-    with pytest.raises(TypeError, match="a needle must be a tuple"):
-        module.Probe(1, (["ab", 0, 0, False, 0, "", 0, "", False, 0, False],), (), " ", ())
-    with pytest.raises(TypeError, match="a name must be a tuple"):
-        module.Probe(1, (), (["yek", 0, 0, True],), " ", ())
-
-
-def test_a_probe_built_from_another_version_is_not_used(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
-    module = load()
-    if module is None:
-        pytest.skip("no compiled probe (no C compiler at install time)")
-    monkeypatch.setattr(module, "VERSION", module.VERSION + 1)  # as an in-place build left behind
-    assert load() is None
-    assert Redactor()._probe is None
-    assert "another version" in caplog.text
-
-
-def test_a_redactor_is_pickled_and_copied_with_its_probe_built_again() -> None:
-    text = 'key sk-proj-Abc123Def456Ghi789Jkl and {"password": "hunter2!!"}'
-    for redactor in (Redactor(), Redactor(["api_key"], native=False)):
-        for copied in (pickle.loads(pickle.dumps(redactor)), copy.deepcopy(redactor)):
-            assert (copied._probe is not None) == (redactor._probe is not None)
-            assert copied.redact(text, "x") == redactor.redact(text, "x")
 
 
 def test_each_key_name_spelt_backwards_is_a_word_its_forward_regex_finds() -> None:

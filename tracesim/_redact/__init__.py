@@ -107,19 +107,7 @@ class Redactor:
         self._steps = tuple((rule.gate, rule.lowered, rule.probe, rule) for rule in rules)
         self._hook = hook
         self._fast: tuple[tuple[_KeyValues | None, bool, re.Pattern[str] | None, _Rule[Any]], ...] = ()
-        self._native = native
         self._probe = self._compiled_probe() if native else None
-
-    def __getstate__(self) -> dict[str, Any]:
-        """Pickled (to Dask workers, or by `copy.deepcopy`) without the compiled probe..."""
-        state = dict(self.__dict__)
-        state.update(_probe=None, _fast=())
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        """...which is built again where it is unpickled (it may be pure Python there)."""
-        self.__dict__.update(state)
-        self._probe = self._compiled_probe() if self._native else None
 
     def _compiled_probe(self) -> Any:
         """The one-pass probe for these rules (see `_native`), or None when it is not built."""
@@ -137,11 +125,7 @@ class Redactor:
             (rule if rule is keys else None, rule.lowered, getattr(rule, "first", None), rule)
             for rule in self._rules
         )
-        try:
-            return module.Probe(len(self._rules), needles, names, SKIP_BACK, KEY_WORDS)
-        except Exception:  # a bug of ours: the Python probes give the same results
-            internal_error("redaction probe")
-            return None
+        return module.Probe(len(self._rules), needles, names, SKIP_BACK, KEY_WORDS)
 
     @property
     def hooked(self) -> bool:

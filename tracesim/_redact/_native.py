@@ -23,11 +23,8 @@ import os
 import re
 from typing import Any, NamedTuple
 
-from tracesim._guard import warn_once
-
 __all__ = ["Needle", "characters", "literals", "load", "run_after"]
 
-VERSION = 1  # of the compiled probe this code expects: `PROBE_VERSION` in _probe.c
 _SPECIAL = set("[](){}?*+|\\.^$")
 _QUANTIFIERS = set("{*+?")
 _MAX_LITERALS = 64  # a prefix expanding to more is cut where it would exceed this
@@ -147,19 +144,11 @@ def run_after(pattern: str) -> tuple[str, int]:
 
 
 def load() -> Any:
-    """The compiled probe module, or None: not built, built from another version of ``_probe.c``
-    (an old in-place build), or ``TRACESIM_PURE_PYTHON=1``."""
+    """The compiled probe module, or None: not built, or ``TRACESIM_PURE_PYTHON=1``."""
     if os.environ.get("TRACESIM_PURE_PYTHON", "") not in ("", "0"):
         return None
     try:
         from tracesim._redact import _probe
     except ImportError:
-        return None
-    if getattr(_probe, "VERSION", None) != VERSION:
-        warn_once(
-            "probe-version",
-            "tracesim: the compiled redaction probe is from another version of tracesim; "
-            "redacting in pure Python (reinstall tracesim to rebuild it)",
-        )
         return None
     return _probe

@@ -32,7 +32,6 @@
 #define INLINE static inline
 #endif
 
-#define PROBE_VERSION 1  /* tracesim/_redact/_native.py: VERSION */
 #define TRIGGER_NEEDLE 1
 #define TRIGGER_SEPARATOR 2
 
@@ -108,13 +107,11 @@ INLINE int needle_at(const Needle *needle, int kind, const void *data, Py_ssize_
     }
     if (skipped < needle->skip_min) return 0;
     Py_ssize_t run = 0;
-    while (run < needle->count && i + run < size) {
-        Py_UCS4 c = PyUnicode_READ(kind, data, i + run);
-        if (needle->cut && c == 0x2026) return run > 0;  /* "…" ends a cut value; a wide run holds it */
-        if (!in_class(needle->run, needle->run_wide, c)) return 0;
+    while (run < needle->count && i + run < size &&
+           in_class(needle->run, needle->run_wide, PyUnicode_READ(kind, data, i + run)))
         run++;
-    }
-    return run >= needle->count;
+    if (run >= needle->count) return 1;
+    return needle->cut && run > 0 && i + run < size && PyUnicode_READ(kind, data, i + run) == 0x2026;
 }
 
 /* Whether the identifier that ends just before `end`, read back at most 48 characters of
@@ -220,9 +217,7 @@ static PyObject *Probe_scan(Probe *self, PyObject *text) {
         PyErr_SetString(PyExc_TypeError, "Probe.scan() takes a str");
         return NULL;
     }
-#if PY_VERSION_HEX < 0x030C0000
-    if (PyUnicode_READY(text) < 0) return NULL;  /* a legacy string made by the old C API */
-#endif
+    if (PyUnicode_READY(text) < 0) return NULL;
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
     Py_ssize_t size = PyUnicode_GET_LENGTH(text);
@@ -333,10 +328,6 @@ static PyObject *Probe_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     for (Py_ssize_t n = 0; n < n_needles; n++) {
         Needle *needle = &self->needles[n];
         PyObject *literal, *skip, *run;
-        if (!PyTuple_Check(PyTuple_GET_ITEM(needles, n))) {
-            PyErr_SetString(PyExc_TypeError, "a needle must be a tuple");
-            goto error;
-        }
         if (!PyArg_ParseTuple(PyTuple_GET_ITEM(needles, n), "UnnpiUiUpnp;a needle is (literal, trigger, "
                               "start, folded, group, skip, skip_min, run, run_wide, count, cut)",
                               &literal, &needle->trigger, &needle->start, &needle->folded, &needle->group,
@@ -381,10 +372,6 @@ static PyObject *Probe_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     for (Py_ssize_t n = 0; n < n_names; n++) {
         Name *name = &self->names[n];
         PyObject *spelt;
-        if (!PyTuple_Check(PyTuple_GET_ITEM(names, n))) {
-            PyErr_SetString(PyExc_TypeError, "a name must be a tuple");
-            goto error;
-        }
         if (!PyArg_ParseTuple(PyTuple_GET_ITEM(names, n), "Ulnp;a name is (backwards, anchor, at, qualified)",
                               &spelt, &name->anchor, &name->at, &name->qualified))
             goto error;
@@ -453,12 +440,6 @@ PyMODINIT_FUNC PyInit__probe(void) {
     Py_INCREF(&ProbeType);
     if (PyModule_AddObject(module, "Probe", (PyObject *)&ProbeType) < 0) {
         Py_DECREF(&ProbeType);
-        Py_DECREF(module);
-        return NULL;
-    }
-    /* What the Python side checks before using this build: a module built from an older source
-     * (an in-place build left in a checkout) is not used. Raise it with any change of meaning. */
-    if (PyModule_AddIntConstant(module, "VERSION", PROBE_VERSION) < 0) {
         Py_DECREF(module);
         return NULL;
     }
