@@ -13,14 +13,6 @@ value. No pattern nests unbounded quantifiers, so no input makes a rule backtrac
 bounded amount per anchor. ``Redactor._scan(text, exhaustive=True)``
 runs every rule over the whole text without these shortcuts: the tests hold the two equal.
 
-Where tracesim was installed with a C compiler, the gates and probes of all rules run as one
-compiled pass instead (`_native`, ``_probe.c``): it tells each rule the first place its regex
-could match, from literals every match holds (``sk-``, ``ghp_``, ``eyJ``), and finds the key
-names before separators as the Python probe does, a few machine instructions per character
-against about fifty. The rules' own regexes still decide what is a secret, from that place;
-``Redactor(native=False)`` and ``TRACESIM_PURE_PYTHON=1`` use the Python probes, and the tests
-hold both to the reference.
-
 Rules report spans of the original text, most specific first (a private key block before
 anything inside it, a vendor key before the generic ``key=value`` rule); a rule claims only
 what earlier ones left, and all replacements are joined once. A replacement keeps the key and
@@ -63,8 +55,6 @@ class Redactor:
             ``url_password`` (``scheme://user:password@host``); ``private_key`` (PEM blocks).
         hook: ``(text, attribute) -> text``, called with the already redacted text. If it raises
             or returns a non-string, the value is withheld and a warning is logged once.
-        native: Use the compiled probe when it is built (same results, less CPU); False runs
-            the pure-Python probes.
 
     Example:
         >>> redactor = Redactor()

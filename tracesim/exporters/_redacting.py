@@ -151,10 +151,7 @@ class Redaction:
 
     def span(self, span: ReadableSpan) -> ReadableSpan:
         """``span`` with every string redacted; the same object when nothing changed."""
-        # Every span of the process passes here: the common cases are read inline, without calls.
-        name = span.name
-        known = self._clean.get((name, "span.name") if self._hooked else name)
-        name = known if known is not None else self.text(name, "span.name")
+        name = self.text(span.name, "span.name")
         original = _span_attributes(span)
         attributes = self.attributes(original)
         if original is not None:
@@ -162,18 +159,14 @@ class Redaction:
             plain = getattr(original, "_dict", original)  # the SDK's mapping wraps a dict: read that
             if _IN_GEN_AI in plain or _IN_OPENINFERENCE in plain or _IN_OPENLLMETRY in plain:
                 attributes = self._with_usage(plain, attributes)
-        events = getattr(span, "_events", None)  # the SDK's own list, not the copy `events` makes
-        events = self._events(span.events) if events is None or _filled(events) else None
-        links = getattr(span, "_links", None)
-        links = self._links(span.links) if links is None or _filled(links) else None
+        events = self._events(span.events) if _has(span, "_events") else None
+        links = self._links(span.links) if _has(span, "_links") else None
         status = span.status
         if status.description:
             description = self.text(status.description, "status.message")
             if description != status.description:
                 status = Status(status.status_code, description)
-        resource = span.resource
-        cached = self._resources.get(id(resource))  # one resource per provider: redacted once
-        resource = cached[1] if cached is not None and cached[0] is resource else self._resource(resource)
+        resource = self._resource(span.resource)
         if (
             name == span.name
             and attributes is None
@@ -257,7 +250,7 @@ class Redaction:
         return result
 
     def _resource(self, resource: Resource) -> Resource:
-        # One resource per provider: redacted once, then looked up (`span` looks up inline).
+        # One resource per provider: redacted once, then looked up.
         cached = self._resources.get(id(resource))
         if cached is not None and cached[0] is resource:
             return cached[1]
@@ -307,10 +300,12 @@ def _items(attributes: Mapping[str, Any]) -> Any:
     return dict(attributes).items()  # any other mapping: its own methods, once
 
 
-def _filled(items: Any) -> bool:
-    """Whether the SDK's own list of a span's events or links holds any (the common answer: no)."""
+def _has(span: ReadableSpan, field: str) -> bool:
+    """Whether a span has events (``_events``) or links (``_links``): read from the SDK's list
+    itself, without the copy the public property makes, and the common answer is no."""
+    raw = getattr(span, field, None)
     try:
-        return len(items) > 0
+        return raw is None or len(raw) > 0
     except TypeError:  # not the SDK's list: let the public property tell
         return True
 
