@@ -30,8 +30,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tracesim._guard import internal_error, warn_once
-from tracesim._redact._keys import ANCHORS, KEY_WORDS, SKIP_BACK, _KeyValues
-from tracesim._redact._native import load
+from tracesim._redact._keys import _KeyValues
 from tracesim._redact._rules import _TOKENS, _URL_PARTS, _Emails, _Schemes, _Tokens, _Urls
 from tracesim._redact._scan import MARGIN, _lower, _Rule, _run, _Scan
 
@@ -67,11 +66,7 @@ class Redactor:
     """
 
     def __init__(
-        self,
-        patterns: Sequence[str] = PATTERN_GROUPS,
-        hook: Callable[[str, str], str] | None = None,
-        *,
-        native: bool = True,
+        self, patterns: Sequence[str] = PATTERN_GROUPS, hook: Callable[[str, str], str] | None = None
     ) -> None:
         names = (patterns,) if isinstance(patterns, str) else tuple(patterns)
         unknown = sorted(set(names) - set(PATTERN_GROUPS))
@@ -96,26 +91,6 @@ class Redactor:
         # What `_scan` needs of each rule, bound once: it runs for every string of every span.
         self._steps = tuple((rule.gate, rule.lowered, rule.probe, rule) for rule in rules)
         self._hook = hook
-        self._fast: tuple[tuple[_KeyValues | None, bool, re.Pattern[str] | None, _Rule[Any]], ...] = ()
-        self._probe = self._compiled_probe() if native else None
-
-    def _compiled_probe(self) -> Any:
-        """The one-pass probe for these rules (see `_native`), or None when it is not built."""
-        module = load()
-        if module is None:
-            return None
-        needles = tuple(
-            (*needle[:4], index, *needle[4:])  # the rule's index after the literal's four fields
-            for index, rule in enumerate(self._rules)
-            for needle in rule.needles()
-        )
-        keys = next((rule for rule in self._rules if isinstance(rule, _KeyValues)), None)
-        names = keys.spelt_backwards(ANCHORS) if keys is not None else ()
-        self._fast = tuple(
-            (rule if rule is keys else None, rule.lowered, getattr(rule, "first", None), rule)
-            for rule in self._rules
-        )
-        return module.Probe(len(self._rules), needles, names, SKIP_BACK, KEY_WORDS)
 
     @property
     def hooked(self) -> bool:
@@ -141,32 +116,6 @@ class Redactor:
             return everything
         scan: _Scan | None = None
         low: str | None = None
-        if self._probe is not None:
-            probed = self._probe.scan(text)
-            if probed is None:
-                return None
-            places, keys = probed
-            for place, (key_names, lowered, first, rule) in zip(places, self._fast, strict=True):
-                if key_names is not None:
-                    if keys is not None:
-                        if scan is None:
-                            scan = _Scan(text, low)
-                        key_names.located(scan, keys, ANCHORS)
-                    continue
-                if place < 0 or first is None:
-                    continue
-                elif lowered:
-                    if low is None:
-                        low = _lower(text) if scan is None else scan.low()
-                    found = first.search(low, place)
-                else:
-                    found = first.search(text, place)
-                if found is not None:
-                    if scan is None:
-                        scan = _Scan(text, low)
-                    rule.run(scan, found)
-                    scan.commit()
-            return scan
         for gate, lowered, probe, rule in self._steps:
             for character in gate:  # a plain loop: a generator here costs more than the test
                 if character in text:
