@@ -32,11 +32,11 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-$(VENV)/.installed-core: pyproject.toml | $(BIN)/python
+$(VENV)/.installed-core: pyproject.toml hatch_build.py tracesim/_redact/_probe.c | $(BIN)/python
 	$(BIN)/pip install -q -e .
 	touch $@
 
-$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+$(VENV)/.installed-test: pyproject.toml hatch_build.py tracesim/_redact/_probe.c | $(BIN)/python
 	$(BIN)/pip install -q -e '.[test,embeddings,openai,anthropic,langchain,dask]'
 	touch $@ $(VENV)/.installed-core
 
@@ -76,7 +76,8 @@ test: lint typecheck pytest
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/bench_overhead.py
-	@if command -v valgrind >/dev/null; then $(BIN)/python benchmarks/bench_instructions.py; \
+	@if command -v valgrind >/dev/null; then $(BIN)/python benchmarks/bench_instructions.py \
+	&& $(BIN)/python benchmarks/bench_instructions.py --otlp; \
 	else echo "bench_instructions.py skipped: it counts instructions with valgrind, not installed"; fi
 	$(BIN)/python benchmarks/bench_scoring.py
 	$(BIN)/python benchmarks/bench_evaluators.py
@@ -89,4 +90,4 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/bench_openai.py
 
 clean:
-	rm -rf $(VENV) .tracesim .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) .tracesim .mypy_cache .ruff_cache .pytest_cache .hypothesis tracesim/_redact/_probe*.so tracesim/_redact/_probe*.pyd

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import copy
 import doctest
 import json
+import pickle
 import re
+import shutil
 import subprocess
+import sysconfig
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -18,7 +23,9 @@ import tracesim._redact
 from tracesim import _guard
 from tracesim._capture import cut
 from tracesim._redact import MARGIN, PATTERN_GROUPS, Redactor, safe_cut
-from tracesim._redact._keys import _BACKWARDS, _KEYS
+from tracesim._redact._keys import _BACKWARDS, _KEYS, ANCHORS, _key_label, _KeyValues
+from tracesim._redact._native import load
+from tracesim._redact._scan import _lower
 
 RunPython = Callable[..., "subprocess.CompletedProcess[str]"]
 REDACTOR = Redactor()
@@ -351,7 +358,14 @@ TOKEN = st.tuples(  # a token's prefix, then a body of any length around the sho
 PLANTED_TEXT = st.lists(PLANTED | KEY_VALUE | TOKEN | st.text(max_size=8), max_size=24).map("".join)
 # Over 1 KB of prose with every anchor in it: long texts visit anchors with str.find first.
 PROSE = "A well-known key: see the basic plan_B, SG and eyJ at 10:30 or a=b > c. " * 16
-REDACTORS = [Redactor(), Redactor(["api_key"]), Redactor(["bearer"]), Redactor(["email", "url_password"])]
+REDACTORS = [
+    Redactor(),
+    Redactor(["api_key"]),
+    Redactor(["bearer"]),
+    Redactor(["email", "url_password"]),
+    Redactor(native=False),  # the pure-Python probes: what runs where the probe is not compiled
+    Redactor(["api_key"], native=False),
+]
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -362,6 +376,155 @@ def test_the_fast_path_replaces_exactly_what_every_rule_over_the_whole_text_does
     text = long + text if at_end else text + long
     for redactor in REDACTORS:
         assert redactor._patterns(text) == redactor._patterns(text, exhaustive=True)
+
+
+# ---------------------------------------------------------------- the compiled probe
+
+COMPILED = [redactor for redactor in REDACTORS if redactor._probe is not None]
+
+
+def test_the_compiled_probe_is_built_where_a_c_compiler_is() -> None:
+    # `make test` installs tracesim with its build hook, which compiles the probe when it can.
+    compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    if shutil.which(compiler) is None:
+        pytest.skip(f"no C compiler ({compiler}): tracesim was installed without its compiled probe")
+    assert load() is not None, "the compiled probe is missing: reinstall tracesim (pip install -e .)"
+    assert len(COMPILED) == 4
+
+
+def test_pure_python_is_chosen_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRACESIM_PURE_PYTHON", "1")
+    assert load() is None
+    redactor = Redactor()
+    assert redactor._probe is None
+    assert redactor.redact("key sk-proj-Abc123Def456Ghi789Jkl", "x") == "key [REDACTED:api_key]"
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=PLANTED_TEXT, long=st.sampled_from(["", PROSE]), at_end=st.booleans())
+def test_the_compiled_probe_finds_every_place_a_rule_could_start(text: str, long: str, at_end: bool) -> None:
+    # A needle is a necessary condition: the first match of each rule is at or after the place the
+    # probe gives it, and key names are found exactly where the Python probe finds them.
+    text = long + text if at_end else text + long
+    low = _lower(text)
+    for redactor in COMPILED:
+        places, keys = redactor._probe.scan(text) or ((-1,) * len(redactor._rules), None)
+        for place, rule in zip(places, redactor._rules, strict=True):
+            target = low if rule.lowered else text
+            if isinstance(rule, _KeyValues):
+                expected = rule.probe(target) or {}
+                found: dict[str, set[int]] = {}
+                for number, position, separator in keys or ():
+                    found.setdefault(ANCHORS[number], set()).add(position)
+                    assert text[separator] in ":=>"
+                query = "=" in text
+                found = {anchor: places for anchor, places in found.items() if anchor != "g" or query}
+                # All of them, but `key` after a word that makes no secret of it (`cache_key`)
+                assert {(a, p) for a, places in found.items() for p in places} == {
+                    (a, p)
+                    for a, places in expected.items()
+                    for p in places
+                    if not _unqualified_key(low, a, p)
+                }
+                continue
+            match = rule.first.search(target)
+            if match is not None:
+                assert 0 <= place <= match.start(), (type(rule).__name__, text)
+
+
+def _unqualified_key(low: str, anchor: str, position: int) -> bool:
+    """Whether the name at ``position`` is ``key`` after an identifier `_key_label` refuses."""
+    if anchor != "k" or not low.startswith("key", position):
+        return False
+    before = low[max(0, position - 48) : position]
+    prefix = before[len(before) - len(re.match(r"[a-z0-9_.\-]*", before[::-1]).group()) :]  # type: ignore[union-attr]
+    return _key_label(prefix, "key") is None
+
+
+def test_prose_and_json_without_secrets_give_the_compiled_probe_no_place() -> None:
+    probe = REDACTOR._probe
+    if probe is None:
+        pytest.skip("no compiled probe (no C compiler at install time)")
+    messages = [
+        {"role": "system", "content": "You are a helpful assistant for gpt-4o-mini-2024-07-18 users."},
+        {"role": "user", "content": "What is the key difference between a token and a word? — Noël"},
+        {"role": "user", "content": "How do I reset my password? The basic plan has no support."},
+    ]
+    chat = json.dumps({"messages": messages * 30}, ensure_ascii=False)
+    for text in (PROSE * 8, chat, "Marie Curie 👩‍🔬 a étudié à Paris — " * 50):
+        assert probe.scan(text) is None, text[:80]  # "A well-known key:" names no secret either
+    assert probe.scan('{"cache_key": "v1"}') is None  # `cache_key` names no secret
+    assert probe.scan('{"api_key": "v1"}')[1] == [(0, 6, 10)]  # (k, the "k" of key, the ":")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "sk-proj-Abc123Def456Ghi789Jkl",
+        "ключ sk-proj-Abc123Def456Ghi789Jkl",  # two bytes a character
+        "🔑 sk-proj-Abc123Def456Ghi789Jkl",  # four bytes a character
+        "BEARER abcDEF123456ghiJKL789",
+        "TO\u212aEN=hunter2hunter2",  # KELVIN SIGN lowers to "k"
+        "Bearer ab…[truncated: 9 chars]",  # a value cut after a few characters
+        "x Basic dXNl…[truncated: 90 chars]",
+        "Authorization: Bearer ab…[truncated: 9 chars]",
+        "my_api\u212aEY=hunter2hunter2",  # KELVIN SIGN in a key name after a key word
+        "İapi_key=hunter2hunter2 " + "x" * 60 + "_" * 40 + "api_key=hunter2hunter2",
+        "api" + "_" * 45 + "key=hunter2hunter2",  # the key word within the 48 characters read back
+        "api" + "_" * 46 + "key=hunter2hunter2",  # and just beyond them
+        "PASSWORD\u0130=x",
+    ],
+)
+def test_the_compiled_probe_reads_every_string_width_and_case(text: str) -> None:
+    assert REDACTOR._patterns(text) == REDACTOR._patterns(text, exhaustive=True)
+    assert REDACTOR._patterns(text) == Redactor(native=False)._patterns(text)
+
+
+@pytest.mark.parametrize(
+    ("needles", "message"),
+    [
+        ((("ключ", 0, 0, False, 0, "", 0, "", False, 0, False),), "ASCII"),
+        ((("key", 0, 0, True, 0, "", 0, "", False, 0, False),), "cannot trigger"),
+        ((("ab", 5, 0, False, 0, "", 0, "", False, 0, False),), "out of range"),
+        ((("ab", 0, 0, False, 3, "", 0, "", False, 0, False),), "out of range"),
+    ],
+)
+def test_a_bad_needle_is_refused_with_what_is_wrong(needles: tuple[Any, ...], message: str) -> None:
+    module = load()
+    if module is None:
+        pytest.skip("no compiled probe (no C compiler at install time)")
+    with pytest.raises(ValueError, match=message):
+        module.Probe(1, needles, (), " ", ())
+
+
+def test_a_probe_refuses_what_is_not_a_tuple() -> None:
+    module = load()
+    if module is None:
+        pytest.skip("no compiled probe (no C compiler at install time)")
+    with pytest.raises(TypeError, match="a needle must be a tuple"):
+        module.Probe(1, (["ab", 0, 0, False, 0, "", 0, "", False, 0, False],), (), " ", ())
+    with pytest.raises(TypeError, match="a name must be a tuple"):
+        module.Probe(1, (), (["yek", 0, 0, True],), " ", ())
+
+
+def test_a_probe_built_from_another_version_is_not_used(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    module = load()
+    if module is None:
+        pytest.skip("no compiled probe (no C compiler at install time)")
+    monkeypatch.setattr(module, "VERSION", module.VERSION + 1)  # as an in-place build left behind
+    assert load() is None
+    assert Redactor()._probe is None
+    assert "another version" in caplog.text
+
+
+def test_a_redactor_is_pickled_and_copied_with_its_probe_built_again() -> None:
+    text = 'key sk-proj-Abc123Def456Ghi789Jkl and {"password": "hunter2!!"}'
+    for redactor in (Redactor(), Redactor(["api_key"], native=False)):
+        for copied in (pickle.loads(pickle.dumps(redactor)), copy.deepcopy(redactor)):
+            assert (copied._probe is not None) == (redactor._probe is not None)
+            assert copied.redact(text, "x") == redactor.redact(text, "x")
 
 
 def test_each_key_name_spelt_backwards_is_a_word_its_forward_regex_finds() -> None:

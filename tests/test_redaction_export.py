@@ -15,12 +15,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from opentelemetry import trace as otel_trace
 from opentelemetry.trace import Link
 
 import tracesim
+from tracesim._redact import PATTERN_GROUPS, Redactor
 from tracesim.evaluators import Evaluator, Measurement
 from tracesim.exporters import ConsoleExporter, load_spans
+from tracesim.exporters._redacting import Redaction
 
 # One secret of each kind the built-in patterns promise to catch, with a fragment that must
 # never appear anywhere in the output (the secret's distinctive body).
@@ -367,3 +371,70 @@ def test_other_exporters_sharing_the_redaction_keep_nothing_for_the_configured_o
     tracesim.force_flush()
     assert len(live.get_finished_spans()) == 50
     assert redaction._shared == {}
+
+
+# The compiled probe's one-call check of a span's attributes (`Probe.unchanged`) only skips the
+# Python pass: whatever it lets through must be exactly what that pass leaves unchanged.
+SAMPLE_VALUES = [
+    "AGENT", "text/plain", "x" * 64, "y" * 65, "marie@curie.org", "sk-proj-Abc123Def456Ghi789Jkl",
+    '{"cache_key": "v1", "note": "' + "n" * 80 + '"}', '{"api_key": "hunter2hunter2"}' + " " * 60,
+    "Bearer abcDEF123456ghiJKL789 " + "z" * 60, "a" * 300, "b" * 301, "é" * 70, "🔑" * 70,
+]  # fmt: skip
+ATTRIBUTE_VALUES = st.one_of(
+    st.sampled_from(SAMPLE_VALUES),
+    st.text(max_size=90),
+    st.integers(),
+    st.floats(allow_nan=False),
+    st.booleans(),
+    st.lists(st.text(max_size=5), max_size=2).map(tuple),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    attributes=st.dictionaries(st.sampled_from(["a", "b", "input.value", "c"]), ATTRIBUTE_VALUES),
+    patterns=st.sampled_from([PATTERN_GROUPS, ("email",), ()]),
+)
+def test_the_one_call_check_of_attributes_agrees_with_the_python_pass(
+    attributes: dict[str, Any], patterns: tuple[str, ...]
+) -> None:
+    quick, slow = Redaction(Redactor(patterns), 300), Redaction(Redactor(patterns), 300)
+    slow._unchanged = None
+    if quick._unchanged is None:
+        pytest.skip("no compiled probe (no C compiler at install time)")
+    for _ in range(2):  # the second time, short strings come from the cache
+        expected = slow.attributes(attributes)
+        assert quick.attributes(attributes) == expected
+        if quick._unchanged(attributes, quick._clean, 64, 300):
+            assert expected is None
+
+
+def test_the_one_call_check_is_not_used_when_a_hook_runs() -> None:
+    redaction = Redaction(Redactor(hook=lambda text, attribute: text.upper()))
+    assert redaction._unchanged is None
+    assert redaction.attributes({"a": "quiet"}) == {"a": "QUIET"}
+
+
+@pytest.mark.parametrize("limit", [10**20, 2**63, 2**63 - 1])
+def test_a_limit_beyond_a_machine_word_is_taken_as_no_limit(limit: int) -> None:
+    redaction = Redaction(Redactor(), limit)
+    assert redaction.attributes({"a": "x" * 100, "b": 1}) is None
+    assert redaction.attributes({"a": "mail marie@curie.org " + "x" * 80}) == {
+        "a": "mail [REDACTED:email] " + "x" * 80
+    }
+
+
+def test_a_str_subclass_in_the_cache_that_changes_the_values_does_no_harm() -> None:
+    values: dict[str, Any] = {"a": "quiet", "b": "calm"}
+
+    class Meddling(str):
+        __hash__ = str.__hash__
+
+        def __eq__(self, other: object) -> bool:
+            values.clear()  # Python code run inside the C lookup
+            return str.__eq__(self, other)
+
+    redaction = Redaction()
+    redaction._clean[Meddling("quiet")] = "quiet"
+    if redaction._unchanged is not None:
+        assert redaction._unchanged(values, redaction._clean, 64, 100) in (True, False)

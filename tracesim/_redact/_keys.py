@@ -19,11 +19,16 @@ from tracesim._redact._scan import (
     _MIN_VALUE,
     _each,
     _find,
+    _lower,
     _Rule,
     _run,
     _Scan,
     _until_cut,
 )
+
+# Characters before a key name's anchor that `_key_value` reads: the rest of the name (7 at
+# most), up to 48 of its prefix (`client_`), and 10 for our own marker before it.
+_BEHIND = 80
 
 # After a key name: its closing quote (escaped, in escaped JSON), the `]` of a subscript, then
 # `:`, `=`, `:=`, `=>` or `>` (an XML tag), then the value's opening quote.
@@ -43,7 +48,7 @@ _WORDS = {  # what a regex matched from its anchor -> (the word, its characters 
     "gnature": ("signature", 2),
     "zation": ("authorization", 7),
 }
-_KEY_WORDS = (  # `<word>_key` names a secret; `primary_key`, `sort_key`, `public_key` do not
+KEY_WORDS = (  # `<word>_key` names a secret; `primary_key`, `sort_key`, `public_key` do not
     "api", "secret", "private", "access", "account", "signing", "encryption", "master", "auth",
     "subscription", "license", "client",
 )  # fmt: skip
@@ -59,7 +64,7 @@ def _key_label(prefix: str, word: str) -> str | None:
     joined = bool(prefix) and prefix[-1] in "_-."
     if word == "key":
         bare = prefix.replace("_", "").replace("-", "").replace(".", "")
-        if not bare.endswith(_KEY_WORDS):
+        if not bare.endswith(KEY_WORDS):
             return None
         return "private_key" if bare.endswith("private") else "secret" if "secret" in bare else "api_key"
     if word == "pass":  # `db_pass`, not `bypass`
@@ -88,14 +93,20 @@ def _quoted_end(text: str, start: int, opening: str) -> int | None:
     return None
 
 
-def _key_value(scan: _Scan, match: re.Match[str]) -> int:
-    text, low, end = scan.text, scan.low(), match.end()
+def _key_value(scan: _Scan, match: re.Match[str], low: str, offset: int = 0) -> int:
+    """Claim the value after the key name ``match`` found in ``low``: the lower-cased text from
+    ``offset`` on (at least `_BEHIND` characters before the match); where to go on."""
+    text, end = scan.text, match.end() + offset
     word, back = _WORDS.get(match.group(), (match.group(), 0))
-    start = match.start() - back
-    key_start = start - _run(_IDENT, low[max(0, start - 48) : start][::-1])
-    label = _key_label(low[key_start:start], word)
+    start = match.start() + offset - back
+    key_start = start - _run(_IDENT, low[max(0, start - 48) - offset : start - offset][::-1])
+    label = _key_label(low[key_start - offset : start - offset], word)
     head = _HEAD.match(text, end)
-    if label is None or head is None or low.startswith("[redacted:", key_start - 10):
+    if (
+        label is None
+        or head is None
+        or (key_start >= 10 and low.startswith("[redacted:", key_start - 10 - offset))
+    ):
         return end  # no secret's name, or the name in one of our own markers
     separator = head.group("sep")
     if (separator == ">" and not text.startswith("<", key_start - 1)) or (
@@ -128,6 +139,11 @@ _BACKWARDS = {  # anchor -> the names its regex finds, spelt backwards -> where 
 }
 
 
+ANCHORS = "kpcgz"  # the anchors of `_KEYS`, numbered for the compiled probe
+# Between a key name and its separator, read backwards: spaces, tabs, a `]`, quotes, backslashes
+SKIP_BACK = " \t]\"'\\"
+
+
 class _KeyValues(_Rule[dict[str, list[int]]]):
     """The value after a key name, for the names whose anchors are in ``anchors`` (see `_KEYS`)."""
 
@@ -141,8 +157,9 @@ class _KeyValues(_Rule[dict[str, list[int]]]):
         # `_SEP` backwards from its last character: spaces, a `]`, a quote, backslashes, read as one
         # run of those characters that never gives any back (a superset, each name found is then
         # matched forwards); optional parts one by one cost `re` three times as much per separator.
+        skip = re.escape(SKIP_BACK)
         self.locators = [
-            (separator, re.compile(rf"{separator}[ \t\]\"'\\]*+(?P<name>{names})")) for separator in ":=>"
+            (separator, re.compile(rf"{separator}[{skip}]*+(?P<name>{names})")) for separator in ":=>"
         ]
 
     def probe(self, target: str) -> dict[str, list[int]] | None:
@@ -159,6 +176,39 @@ class _KeyValues(_Rule[dict[str, list[int]]]):
                         found.setdefault(anchor, []).append(size - match.end() + at)
         return found or None
 
+    def spelt_backwards(self, anchors: str) -> tuple[tuple[str, int, int, bool], ...]:
+        """The names for the compiled probe: (name backwards, its anchor's index in ``anchors``, at,
+        whether one of `KEY_WORDS` must end the identifier before it, as `_key_label` asks of ``key``)."""
+        return tuple(
+            (name, anchors.index(anchor), at, name == "yek") for name, (anchor, at) in self.names.items()
+        )
+
+    def located(self, scan: _Scan, keys: list[tuple[int, int, int]], anchors: str) -> None:
+        """`run`, from the key names the compiled probe found: (anchor number, position, separator).
+
+        The compiled probe knows where each name's separator is, so only the few characters from
+        `_BEHIND` before the name to the separator are lower-cased, not the whole text.
+        """
+        text = scan.text
+        found: dict[str, dict[int, int]] = {}
+        for number, position, separator in keys:
+            found.setdefault(anchors[number], {})[position] = separator
+        if "g" in found and "=" not in text:  # a signature only in a query string
+            del found["g"]
+        for anchor, regex in self.regexes:  # as `run` does
+            places = found.get(anchor)
+            if places is None:
+                continue
+            after = 0
+            for position in sorted(places):
+                if position >= after:
+                    offset = max(0, position - _BEHIND)
+                    low = _lower(text[offset : places[position] + 2])  # the separator's `:=` or `=>`
+                    match = regex.match(low, position - offset)
+                    if match is not None:
+                        after = max(_key_value(scan, match, low, offset), position + 1)
+            scan.commit()
+
     def run(self, scan: _Scan, found: dict[str, list[int]]) -> None:
         low = scan.low()
         for anchor, regex in self.regexes:  # anchor by anchor, each from the left: as `full` does
@@ -167,7 +217,7 @@ class _KeyValues(_Rule[dict[str, list[int]]]):
                 if position >= after:
                     match = regex.match(low, position)
                     if match is not None:
-                        after = max(_key_value(scan, match), position + 1)
+                        after = max(_key_value(scan, match, low), position + 1)
             scan.commit()
 
     def full(self, scan: _Scan) -> None:
@@ -176,5 +226,5 @@ class _KeyValues(_Rule[dict[str, list[int]]]):
             if anchor != "g" or query:
                 loops = _FIND_LOOPS if anchor == "z" else 0
                 match, loops = _find(low, anchor, regex, 0, loops)
-                _each(low, anchor, regex, lambda match: _key_value(scan, match), match, loops)
+                _each(low, anchor, regex, lambda match: _key_value(scan, match, low), match, loops)
                 scan.commit()

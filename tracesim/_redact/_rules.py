@@ -11,6 +11,7 @@ from base64 import b64decode
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from tracesim._redact._native import Needle, characters, literals, run_after
 from tracesim._redact._scan import (
     _CUT_MARK,
     _each,
@@ -76,7 +77,8 @@ _TOKENS = (
 )
 # What every token found from an anchor has right after it: a first test, so that the anchor in
 # prose ("well-known", "A few") costs one failed character class, not a lookbehind per prefix.
-_AHEAD = {"-": "[A-Za-z0-9_-]{9}", "_": "[A-Za-z0-9_+/=]{16}", "A": "[A-Za-z0-9_=-]{19}"}
+# (the characters of a class, how many): `(?=[A-Za-z0-9_-]{9})` after a "-".
+_AHEAD = {"-": ("A-Za-z0-9_-", 9), "_": ("A-Za-z0-9_+/=", 16), "A": ("A-Za-z0-9_=-", 19)}
 _WORDY = re.compile(r"[a-z]+(?:-[a-z]+)+")
 _PEM_END = re.compile(r"-----END [A-Z0-9 ]{0,40}-----")
 
@@ -106,8 +108,34 @@ class _Tokens(_Matches):
         )
         self.regex = re.compile(f"{re.escape(anchor)}(?:{alternatives})")
         ahead = _AHEAD.get(anchor)
-        self.first = re.compile(f"{re.escape(anchor)}(?={ahead})(?:{alternatives})") if ahead else self.regex
+        self.first = (
+            re.compile(f"{re.escape(anchor)}(?=[{ahead[0]}]{{{ahead[1]}}})(?:{alternatives})")
+            if ahead
+            else self.regex
+        )
         self.visits = anchor not in ("-", "A")  # common in prose: one regex scan costs less than visits
+
+    def needles(self) -> list[Needle]:
+        """Each token's literal start (its prefix, and its body's first characters when fixed),
+        stopping the scan at the anchor's last character, with the characters ``first`` wants
+        after the anchor (those the literal holds already are not asked for again)."""
+        ahead = _AHEAD.get(self.anchor)
+        needles = []
+        for spec in self.names.values():
+            pattern = spec.prefix + spec.body
+            run, count = (characters(ahead[0]), ahead[1]) if ahead else run_after(pattern)
+            for literal in literals(pattern):
+                beyond = len(literal) - spec.width  # characters of the literal after the anchor
+                needles.append(
+                    Needle(
+                        literal,
+                        trigger=spec.width - 1,
+                        start=spec.width - len(self.anchor),
+                        run=run,
+                        run_min=max(0, count - beyond) if ahead else count,
+                    )
+                )
+        return needles
 
     def run(self, scan: _Scan, found: re.Match[str]) -> None:
         text, names, back = scan.text, self.names, len(self.anchor)
@@ -149,6 +177,9 @@ class _Urls(_Matches):
         parts = [part for group, part in _URL_PARTS.items() if group in groups]  # one at least
         self.regex = self.first = re.compile("://(?:" + "|".join(parts) + ")")
 
+    def needles(self) -> list[Needle]:
+        return [Needle("://", 0)]
+
     def handle(self, scan: _Scan, match: re.Match[str]) -> int:
         name, text = match.lastgroup or "", scan.text
         if "[REDACTED" not in text[match.start() : match.start(name) + 10]:  # not our own marker
@@ -160,6 +191,7 @@ class _Urls(_Matches):
 
 # On the lower-cased text: "bearer" or "basic", then a word of 8 characters or more (or a cut one)
 _SCHEME = re.compile(r"b(?:earer|asic)[ \t]+(?=[\w.~+/%=-]{8}|[\w.~+/%=-]{1,7}…)")
+_SCHEME_WORD = characters("A-Za-z0-9_.~+/%=-")  # the ASCII part of [\w.~+/%=-]
 _BEARER_TOKEN = re.compile(r"[A-Za-z0-9_.~+/%=-]+")  # RFC 6750's b64token, and % for URL-encoded
 _BASIC_TOKEN = re.compile(r"[A-Za-z0-9+/]+={0,2}")
 _DIGIT = re.compile(r"[0-9]")
@@ -189,6 +221,23 @@ class _Schemes(_Matches):
     anchor = "b"
     regex = first = _SCHEME
     visits = False  # "b" is common: the regex scans
+
+    def needles(self) -> list[Needle]:
+        """``bearer`` or ``basic`` in any case, a space or tab, then what `_SCHEME` looks ahead for."""
+        return [
+            Needle(
+                word,
+                0,
+                folded=True,
+                skip=" \t",
+                skip_min=1,
+                run=_SCHEME_WORD,
+                run_wide=True,
+                run_min=8,
+                cut=True,
+            )
+            for word in ("bearer", "basic")
+        ]
 
     def handle(self, scan: _Scan, match: re.Match[str]) -> int:
         text = scan.text
@@ -220,6 +269,9 @@ class _Emails(_Matches):
     gate = "@"
     anchor = "@"
     regex = first = _EMAIL
+
+    def needles(self) -> list[Needle]:
+        return [Needle("@", 0, run=characters("A-Za-z0-9"), run_wide=True, run_min=1)]  # then [^\W_]
 
     def handle(self, scan: _Scan, match: re.Match[str]) -> int:
         text, at = scan.text, match.start()

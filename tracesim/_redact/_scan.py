@@ -7,6 +7,8 @@ from bisect import bisect_right
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
+from tracesim._redact._native import Needle
+
 _Found = TypeVar("_Found")
 
 MARGIN = 256  # no common secret is longer: a cut backs off this far to keep a secret whole
@@ -116,6 +118,10 @@ class _Rule(Generic[_Found]):
     def full(self, scan: _Scan) -> None:
         """Claim the secrets of ``scan`` without gate, probe or any other shortcut."""
         raise NotImplementedError
+
+    def needles(self) -> list[Needle]:
+        """What the compiled probe looks for: every match of the rule holds one (see `_native`)."""
+        return []
 
 
 class _Matches(_Rule[re.Match[str]]):

@@ -17,6 +17,7 @@ Spans without token counts pay three dictionary lookups for it.
 from __future__ import annotations
 
 import inspect
+import sys
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -72,6 +73,12 @@ class Redaction:
         self._clean: dict[Any, str] = {}
         self._hooked = self.redactor.hooked
         self._active = self.redactor.active
+        # Where the compiled probe is built and no hook runs, it tells in one C call that a
+        # span's attributes need no change (the common answer), without the loop below.
+        probe = getattr(self.redactor, "_probe", None)
+        quick = probe is not None and not self._hooked and type(limit) is int
+        self._unchanged = probe.unchanged if probe is not None and quick else None
+        self._quick_limit = min(limit, sys.maxsize) if quick else 0  # what C takes: a Py_ssize_t
         self._resources: dict[int, tuple[Resource, Resource]] = {}
         self._lock = threading.Lock()
         # How many exporters get every span (see `exported_span`): those built with ``shared=True``.
@@ -102,6 +109,11 @@ class Redaction:
         """The redacted copy of ``attributes``, or None when nothing changes."""
         if not attributes:
             return None
+        unchanged = self._unchanged
+        if unchanged is not None:
+            plain = attributes if type(attributes) is dict else getattr(attributes, "_dict", None)
+            if type(plain) is dict and unchanged(plain, self._clean, _CACHE_CHARS, self._quick_limit):
+                return None
         changed: dict[str, Any] | None = None
         items = _items(attributes)
         # Every attribute of every span passes here: the common cases are decided inline.
@@ -151,7 +163,10 @@ class Redaction:
 
     def span(self, span: ReadableSpan) -> ReadableSpan:
         """``span`` with every string redacted; the same object when nothing changed."""
-        name = self.text(span.name, "span.name")
+        # Every span of the process passes here: the common cases are read inline, without calls.
+        name = span.name
+        known = self._clean.get((name, "span.name") if self._hooked else name)
+        name = known if known is not None else self.text(name, "span.name")
         original = _span_attributes(span)
         attributes = self.attributes(original)
         if original is not None:
@@ -159,14 +174,18 @@ class Redaction:
             plain = getattr(original, "_dict", original)  # the SDK's mapping wraps a dict: read that
             if _IN_GEN_AI in plain or _IN_OPENINFERENCE in plain or _IN_OPENLLMETRY in plain:
                 attributes = self._with_usage(plain, attributes)
-        events = self._events(span.events) if _has(span, "_events") else None
-        links = self._links(span.links) if _has(span, "_links") else None
+        events = getattr(span, "_events", None)  # the SDK's own list, not the copy `events` makes
+        events = self._events(span.events) if events is None or _filled(events) else None
+        links = getattr(span, "_links", None)
+        links = self._links(span.links) if links is None or _filled(links) else None
         status = span.status
         if status.description:
             description = self.text(status.description, "status.message")
             if description != status.description:
                 status = Status(status.status_code, description)
-        resource = self._resource(span.resource)
+        resource = span.resource
+        cached = self._resources.get(id(resource))  # one resource per provider: redacted once
+        resource = cached[1] if cached is not None and cached[0] is resource else self._resource(resource)
         if (
             name == span.name
             and attributes is None
@@ -250,7 +269,7 @@ class Redaction:
         return result
 
     def _resource(self, resource: Resource) -> Resource:
-        # One resource per provider: redacted once, then looked up.
+        # One resource per provider: redacted once, then looked up (`span` looks up inline).
         cached = self._resources.get(id(resource))
         if cached is not None and cached[0] is resource:
             return cached[1]
@@ -300,12 +319,10 @@ def _items(attributes: Mapping[str, Any]) -> Any:
     return dict(attributes).items()  # any other mapping: its own methods, once
 
 
-def _has(span: ReadableSpan, field: str) -> bool:
-    """Whether a span has events (``_events``) or links (``_links``): read from the SDK's list
-    itself, without the copy the public property makes, and the common answer is no."""
-    raw = getattr(span, field, None)
+def _filled(items: Any) -> bool:
+    """Whether the SDK's own list of a span's events or links holds any (the common answer: no)."""
     try:
-        return raw is None or len(raw) > 0
+        return len(items) > 0
     except TypeError:  # not the SDK's list: let the public property tell
         return True
 
