@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import gc
 import threading
+import time
+import weakref
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import tracesim
+from tracesim import _runtime
 from tracesim.testing import capture_spans
 
 
@@ -74,3 +79,33 @@ def test_propagate_context_carries_the_span_into_a_plain_thread_and_pool() -> No
     assert by_tag["p"].parent_span_id == crawl.span_id
     assert by_tag["orphan"].parent_span_id is None
     assert by_tag["orphan"].trace_id != crawl.trace_id
+
+
+def test_shutdown_ends_the_scoring_threads_and_frees_the_configuration(tmp_path: Path) -> None:
+    # A service that reconfigures (tests, notebooks, a reload) must not gain a thread, and keep
+    # a whole scoring pipeline alive, per configuration.
+    @tracesim.trace(evaluators=["exact"], expected="yes")
+    def answer() -> str:
+        return "yes"
+
+    pipelines = []
+    for round_ in range(5):
+        tracesim.configure(jsonl_path=str(tmp_path / f"{round_}.jsonl"), scoring_mode="background")
+        answer()
+        runtime = _runtime.current
+        assert runtime is not None
+        assert runtime.scoring is not None
+        pipelines.append(weakref.ref(runtime.scoring))
+        del runtime
+        assert tracesim.shutdown(10)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _scoring_threads():
+        time.sleep(0.01)
+    assert _scoring_threads() == []
+    gc.collect()
+    # Every earlier one is freed; `answer` keeps its last runtime (a cache) until its next call.
+    assert [p for p in pipelines[:-1] if p() is not None] == []
+
+
+def _scoring_threads() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith("tracesim-scoring")]

@@ -294,7 +294,9 @@ class ScoringPipeline:
                 import asyncio
 
                 loop = asyncio.new_event_loop()
-                thread = threading.Thread(target=loop.run_forever, name="tracesim-scoring-async", daemon=True)
+                thread = threading.Thread(
+                    target=_serve, args=(loop,), name="tracesim-scoring-async", daemon=True
+                )
                 thread.start()
                 self._loop = loop
             return self._loop
@@ -456,4 +458,22 @@ class ScoringPipeline:
         self._queue.wake()
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)
+        self._watchdog.stop()  # every job has ended: no deadline is left to act on
         return drained
+
+
+def _serve(loop: asyncio.AbstractEventLoop) -> None:
+    """Run the async evaluators' loop until `ScoringPipeline.shutdown` stops it, then close it:
+    runs still going (past their time) are cancelled and given a second to end."""
+    import asyncio
+
+    loop.run_forever()
+    try:
+        left = asyncio.all_tasks(loop)
+        for task in left:
+            task.cancel()
+        if left:
+            loop.run_until_complete(asyncio.wait(left, timeout=1.0))
+        loop.run_until_complete(loop.shutdown_asyncgens())
+    finally:
+        loop.close()

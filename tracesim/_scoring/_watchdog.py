@@ -34,6 +34,7 @@ class Watchdog(Generic[R]):
         self._thread: threading.Thread | None = None
         self._timers: list[tuple[float, int, R]] = []
         self._ids = itertools.count()
+        self._stopped = False
 
     def start(self) -> None:
         """Start the thread if it is not running."""
@@ -48,8 +49,15 @@ class Watchdog(Generic[R]):
             self._start()
             self._wake.notify()
 
+    def stop(self) -> None:
+        """End the thread (it holds the pipeline alive through its callbacks); no more calls."""
+        with self._lock:
+            self._stopped = True
+            self._timers.clear()
+            self._wake.notify()
+
     def _start(self) -> None:
-        if self._thread is None:
+        if self._thread is None and not self._stopped:
             self._thread = threading.Thread(target=self._loop, name="tracesim-scoring-watchdog", daemon=True)
             self._thread.start()
 
@@ -58,6 +66,8 @@ class Watchdog(Generic[R]):
         while True:
             runs: list[R] = []
             with self._lock:
+                if self._stopped:
+                    return
                 now = time.monotonic()
                 while self._timers and self._timers[0][0] <= now:
                     runs.append(heapq.heappop(self._timers)[2])
