@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from opentelemetry import trace as otel_trace
 from opentelemetry.trace import Link
@@ -438,3 +438,75 @@ def test_a_str_subclass_in_the_cache_that_changes_the_values_does_no_harm() -> N
     redaction._clean[Meddling("quiet")] = "quiet"
     if redaction._unchanged is not None:
         assert redaction._unchanged(values, redaction._clean, 64, 100) in (True, False)
+
+
+# The whole-span check (`Redaction._quiet`) reads an SDK span's own fields to let most spans
+# through untouched: whatever it lets through must be what the full pass leaves unchanged.
+SPAN_TEXTS = st.one_of(st.sampled_from(SAMPLE_VALUES), st.text(max_size=20))
+
+
+@settings(max_examples=300, deadline=None)
+@example(name="agent", attributes={}, event=None, link=None, status=None, resource=None)
+@example(name="marie@curie.org", attributes={}, event=None, link=None, status=None, resource=None)
+@example(name="agent", attributes={"a": "a" * 300}, event=None, link=None, status=None, resource=None)
+@example(name="agent", attributes={"a": "b" * 301}, event=None, link=None, status=None, resource=None)
+@example(name="agent", attributes={}, event="marie@curie.org", link=None, status=None, resource=None)
+@example(name="agent", attributes={}, event=None, link="marie@curie.org", status=None, resource=None)
+@example(name="agent", attributes={}, event=None, link=None, status="marie@curie.org", resource=None)
+@example(name="agent", attributes={}, event=None, link=None, status=None, resource="marie@curie.org")
+@example(
+    name="agent",
+    attributes={"gen_ai.usage.input_tokens": 3, "gen_ai.request.model": "gpt-4o"},
+    event=None,
+    link=None,
+    status=None,
+    resource=None,
+)
+@given(
+    name=SPAN_TEXTS,
+    attributes=st.dictionaries(
+        st.sampled_from(["a", "input.value", "llm.token_count.prompt", "gen_ai.usage.input_tokens"]),
+        ATTRIBUTE_VALUES,
+        max_size=3,
+    ),
+    event=st.one_of(st.none(), SPAN_TEXTS),
+    link=st.one_of(st.none(), SPAN_TEXTS),
+    status=st.one_of(st.none(), SPAN_TEXTS),
+    resource=st.one_of(st.none(), SPAN_TEXTS),
+)
+def test_the_whole_span_check_agrees_with_the_full_pass(
+    name: str,
+    attributes: dict[str, Any],
+    event: str | None,
+    link: str | None,
+    status: str | None,
+    resource: str | None,
+) -> None:
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import Status, StatusCode
+
+    quick, slow = Redaction(Redactor(), 300), Redaction(Redactor(), 300)
+    slow._unchanged = None
+    if quick._unchanged is None:
+        pytest.skip("no compiled probe (no C compiler at install time)")
+    finished = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({} if resource is None else {"note": resource}))
+    provider.add_span_processor(SimpleSpanProcessor(finished))
+    tracer = provider.get_tracer("test")
+    linked = tracer.start_span("linked").get_span_context()
+    links = [] if link is None else [Link(linked, {"note": link})]
+    span = tracer.start_span(name, attributes=attributes, links=links)
+    if event is not None:
+        span.add_event("note", {"text": event})
+    if status is not None:
+        span.set_status(Status(StatusCode.ERROR, status))
+    span.end()
+    [readable] = finished.get_finished_spans()
+    for _ in range(2):  # the second time, short strings and the resource come from the caches
+        expected = slow.span(readable)
+        assert quick.span(readable).to_json() == expected.to_json()
+        if quick._quiet(readable):
+            assert expected is readable

@@ -163,6 +163,8 @@ class Redaction:
 
     def span(self, span: ReadableSpan) -> ReadableSpan:
         """``span`` with every string redacted; the same object when nothing changed."""
+        if self._unchanged is not None and type(span) is ReadableSpan and self._quiet(span):
+            return span
         # Every span of the process passes here: the common cases are read inline, without calls.
         name = span.name
         known = self._clean.get((name, "span.name") if self._hooked else name)
@@ -204,6 +206,38 @@ class Redaction:
             status=status,
             resource=resource,
         )
+
+    def _quiet(self, span: ReadableSpan) -> bool:
+        """Whether an SDK span needs no change at all, told from its own fields (no property,
+        no copy): the common answer, and the whole export pass for most spans. Anything this
+        does not know for sure (a subclass, a mapping of another kind, events) says False, and
+        `span` decides. Only without a hook (`_unchanged` is set then)."""
+        unchanged = self._unchanged
+        name = span._name
+        if unchanged is None or type(name) is not str or self._clean.get(name) != name:
+            return False
+        raw = span._attributes
+        if raw is not None:  # not its truth value: a call of the mapping's Python __len__
+            if type(raw) is not BoundedAttributes:
+                return False
+            plain = raw._dict
+            if (
+                type(plain) is not dict
+                or _IN_GEN_AI in plain
+                or _IN_OPENINFERENCE in plain
+                or _IN_OPENLLMETRY in plain
+                or not unchanged(plain, self._clean, _CACHE_CHARS, self._quick_limit)
+            ):
+                return False
+        events, links, status = span._events, span._links, span._status
+        if type(events) is BoundedList:
+            events = events._dq  # type: ignore[attr-defined]  # its deque: no Python __len__ call
+        if type(links) is BoundedList:
+            links = links._dq  # type: ignore[attr-defined]
+        if events or links or type(status) is not Status or status._description:
+            return False
+        cached = self._resources.get(id(span._resource))
+        return cached is not None and cached[0] is span._resource and cached[1] is span._resource
 
     def exported_span(self, span: ReadableSpan) -> ReadableSpan:
         """`span` for one of the `shared_by` exporters that all get every span: each span is
