@@ -510,3 +510,25 @@ def test_the_whole_span_check_agrees_with_the_full_pass(
         assert quick.span(readable).to_json() == expected.to_json()
         if quick._quiet(readable):
             assert expected is readable
+
+
+def test_the_whole_span_check_says_no_for_spans_built_another_way() -> None:
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import ReadableSpan
+
+    redaction = Redaction()
+    if redaction._quiet_span is None:
+        pytest.skip("no compiled probe (no C compiler at install time)")
+    resource = Resource.create({})
+    plain = ReadableSpan(name="x", attributes={"a": "quiet"}, resource=resource)  # a dict, not the SDK's
+    assert redaction.span(plain).attributes == {"a": "quiet"}
+    assert not redaction._quiet(plain)  # not a BoundedAttributes: the full pass decides
+    odd = ReadableSpan(name="x", resource=resource)
+    odd._status = None  # type: ignore[assignment]  # a field of another type: no error, just "no"
+    odd._name = 5  # type: ignore[assignment]
+    assert not redaction._quiet(odd)
+    redaction.text("x", "span.name")
+    odd._name = "x"
+    assert not redaction._quiet(odd)
+    leaking = ReadableSpan(name="x", attributes={"a": "marie@curie.org"}, resource=resource)
+    assert redaction.span(leaking).attributes == {"a": "[REDACTED:email]"}

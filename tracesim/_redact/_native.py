@@ -27,7 +27,7 @@ from tracesim._guard import warn_once
 
 __all__ = ["Needle", "characters", "literals", "load", "run_after"]
 
-VERSION = 2  # of the compiled probe this code expects: `PROBE_VERSION` in _probe.c
+VERSION = 3  # of the compiled probe this code expects: `PROBE_VERSION` in _probe.c
 _SPECIAL = set("[](){}?*+|\\.^$")
 _QUANTIFIERS = set("{*+?")
 _MAX_LITERALS = 64  # a prefix expanding to more is cut where it would exceed this

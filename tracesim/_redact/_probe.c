@@ -32,7 +32,7 @@
 #define INLINE static inline
 #endif
 
-#define PROBE_VERSION 2  /* tracesim/_redact/_native.py: VERSION */
+#define PROBE_VERSION 3  /* tracesim/_redact/_native.py: VERSION */
 #define TRIGGER_NEEDLE 1
 #define TRIGGER_SEPARATOR 2
 
@@ -82,6 +82,11 @@ typedef struct {
     Py_ssize_t *word_sizes;
     Py_ssize_t n_words;
 } Probe;
+
+/* The fields `quiet` reads, interned once at import. */
+static struct {
+    PyObject *name, *attributes, *dict, *events, *links, *dq, *status, *description, *resource;
+} interned;
 
 static inline Py_UCS4 fold(Py_UCS4 c) {
     if (c >= 'A' && c <= 'Z') return c + 32;
@@ -279,33 +284,26 @@ error:  /* and the way out */
  * `clean` (the redaction's cache: text -> redacted text) maps to themselves; longer strings
  * within `limit` characters in which no rule can find anything. False means "ask Python":
  * an unknown short string, a long or cut one, a candidate place, any other type. */
-static PyObject *Probe_unchanged(Probe *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 4 || !PyDict_CheckExact(args[0]) || !PyDict_CheckExact(args[1]) || !PyLong_Check(args[2]) ||
-        !PyLong_Check(args[3])) {
-        PyErr_SetString(PyExc_TypeError, "unchanged(values: dict, clean: dict, short: int, limit: int)");
-        return NULL;
-    }
-    PyObject *values = args[0], *clean = args[1];
-    Py_ssize_t shortest = PyLong_AsSsize_t(args[2]), limit = PyLong_AsSsize_t(args[3]);
-    if ((shortest == -1 || limit == -1) && PyErr_Occurred()) {  /* beyond Py_ssize_t: let Python decide */
-        PyErr_Clear();
-        Py_RETURN_FALSE;
-    }
+static int values_unchanged(const Probe *self, PyObject *values, PyObject *clean, Py_ssize_t shortest,
+                            Py_ssize_t limit) {
     Py_ssize_t stack[16], *firsts = stack;
-    if (self->n_groups > 16 && (firsts = PyMem_New(Py_ssize_t, self->n_groups)) == NULL)
-        return PyErr_NoMemory();
-    PyObject *key, *value, *result = Py_True;
+    if (self->n_groups > 16 && (firsts = PyMem_New(Py_ssize_t, self->n_groups)) == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    PyObject *key, *value;
+    int result = 1;
     Py_ssize_t at = 0;
     while (PyDict_Next(values, &at, &key, &value)) {
         PyTypeObject *type = Py_TYPE(value);
         if (type == &PyLong_Type || type == &PyFloat_Type || type == &PyBool_Type) continue;
         if (type != &PyUnicode_Type) {
-            result = Py_False;
+            result = 0;
             break;
         }
         if (ready(value) < 0) {
             PyErr_Clear();
-            result = Py_False;
+            result = 0;
             break;
         }
         Py_ssize_t size = PyUnicode_GET_LENGTH(value);
@@ -318,31 +316,141 @@ static PyObject *Probe_unchanged(Probe *self, PyObject *const *args, Py_ssize_t 
                                                             PyUnicode_Compare(known, value) == 0));
             Py_DECREF(value);
             if (!same) {
-                result = PyErr_Occurred() ? NULL : Py_False;
+                result = PyErr_Occurred() ? -1 : 0;
                 break;
             }
             continue;
         }
         PyObject *keys = NULL;
         if (size > limit) {
-            result = Py_False;
+            result = 0;
             break;
         }
         if (scan_text(self, value, firsts, &keys) < 0) {
             Py_XDECREF(keys);
-            result = NULL;
+            result = -1;
             break;
         }
         Py_ssize_t found = keys != NULL;
         Py_XDECREF(keys);
         for (Py_ssize_t g = 0; g < self->n_groups && !found; g++) found = firsts[g] >= 0;
         if (found) {
-            result = Py_False;
+            result = 0;
             break;
         }
     }
     if (firsts != stack) PyMem_Free(firsts);
-    return result == NULL ? NULL : Py_NewRef(result);
+    return result;
+}
+
+/* `short` and `limit` as C sizes; 0 when beyond a Py_ssize_t (then Python decides). */
+static int sizes(PyObject *const *args, Py_ssize_t *shortest, Py_ssize_t *limit) {
+    *shortest = PyLong_AsSsize_t(args[0]);
+    *limit = PyLong_AsSsize_t(args[1]);
+    if ((*shortest == -1 || *limit == -1) && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    return 1;
+}
+
+/* Whether redacting every value of `values` (a dict) would change none, decided without Python
+ * code in the common case: numbers and bools; short strings (`short` characters at most) that
+ * `clean` (the redaction's cache: text -> redacted text) maps to themselves; longer strings
+ * within `limit` characters in which no rule can find anything. False means "ask Python":
+ * an unknown short string, a long or cut one, a candidate place, any other type. */
+static PyObject *Probe_unchanged(Probe *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4 || !PyDict_CheckExact(args[0]) || !PyDict_CheckExact(args[1]) || !PyLong_Check(args[2]) ||
+        !PyLong_Check(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "unchanged(values: dict, clean: dict, short: int, limit: int)");
+        return NULL;
+    }
+    Py_ssize_t shortest, limit;
+    if (!sizes(args + 2, &shortest, &limit)) Py_RETURN_FALSE;  /* beyond Py_ssize_t: let Python decide */
+    int unchanged = values_unchanged(self, args[0], args[1], shortest, limit);
+    if (unchanged < 0) return NULL;
+    return Py_NewRef(unchanged ? Py_True : Py_False);
+}
+
+/* A field of an SDK span (or of one of its parts), or NULL with no error set when it is missing. */
+static PyObject *field(PyObject *owner, PyObject *name) {
+    PyObject *value = PyObject_GetAttr(owner, name);
+    if (value == NULL && PyErr_ExceptionMatches(PyExc_AttributeError)) PyErr_Clear();
+    return value;
+}
+
+/* Whether an SDK list of events or links (its deque), or another sequence, is empty: 1, 0, -1. */
+static int empty(PyObject *items, PyObject *bounded_list) {
+    if (Py_TYPE(items) == (PyTypeObject *)bounded_list) {
+        PyObject *deque = field(items, interned.dq);
+        if (deque == NULL) return PyErr_Occurred() ? -1 : 0;
+        Py_ssize_t size = PyObject_Size(deque);
+        Py_DECREF(deque);
+        return size < 0 ? -1 : size == 0;
+    }
+    int truth = PyObject_IsTrue(items);
+    return truth < 0 ? -1 : !truth;
+}
+
+/* Whether the export pass would leave an SDK span as it is (see `Redaction._quiet`): its name
+ * maps to itself in `clean`; its attributes, a BoundedAttributes whose dict holds none of the
+ * `usage` keys, pass `values_unchanged`; it has no events and no links; its status has no
+ * description; `resources` maps id(resource) to (resource, resource). False: ask Python. */
+static PyObject *Probe_quiet(Probe *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 7 || !PyDict_CheckExact(args[1]) || !PyDict_CheckExact(args[2]) || !PyLong_Check(args[3]) ||
+        !PyLong_Check(args[4]) || !PyTuple_CheckExact(args[5]) || PyTuple_GET_SIZE(args[5]) != 3 ||
+        !PyTuple_CheckExact(args[6])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "quiet(span, clean: dict, resources: dict, short: int, limit: int, "
+                        "(BoundedAttributes, BoundedList, Status), usage: tuple)");
+        return NULL;
+    }
+    PyObject *span = args[0], *clean = args[1], *resources = args[2], *types = args[5], *usage = args[6];
+    Py_ssize_t shortest, limit;
+    if (!sizes(args + 3, &shortest, &limit)) Py_RETURN_FALSE;
+    PyObject *name = NULL, *raw = NULL, *plain = NULL, *events = NULL, *links = NULL, *status = NULL;
+    PyObject *description = NULL, *resource = NULL, *id = NULL;
+    int quiet = 0;
+    /* the name: a str the cache maps to itself */
+    if ((name = field(span, interned.name)) == NULL || !PyUnicode_CheckExact(name)) goto done;
+    PyObject *known = PyDict_GetItemWithError(clean, name);  /* borrowed; name is held */
+    if (known == NULL || (known != name && (!PyUnicode_CheckExact(known) || PyUnicode_Compare(known, name) != 0)))
+        goto done;
+    /* the attributes */
+    if ((raw = field(span, interned.attributes)) == NULL) goto done;
+    if (raw != Py_None) {
+        if (Py_TYPE(raw) != (PyTypeObject *)PyTuple_GET_ITEM(types, 0)) goto done;
+        if ((plain = field(raw, interned.dict)) == NULL || !PyDict_CheckExact(plain)) goto done;
+        for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(usage); k++) {
+            int holds = PyDict_Contains(plain, PyTuple_GET_ITEM(usage, k));
+            if (holds != 0) goto done;  /* usage to account for, or an error */
+        }
+        if (values_unchanged(self, plain, clean, shortest, limit) != 1) goto done;
+    }
+    /* no events, no links, no status description */
+    if ((events = field(span, interned.events)) == NULL || empty(events, PyTuple_GET_ITEM(types, 1)) != 1) goto done;
+    if ((links = field(span, interned.links)) == NULL || empty(links, PyTuple_GET_ITEM(types, 1)) != 1) goto done;
+    if ((status = field(span, interned.status)) == NULL || Py_TYPE(status) != (PyTypeObject *)PyTuple_GET_ITEM(types, 2))
+        goto done;
+    if ((description = field(status, interned.description)) == NULL || PyObject_IsTrue(description) != 0) goto done;
+    /* the resource: already redacted, to itself */
+    if ((resource = field(span, interned.resource)) == NULL || (id = PyLong_FromVoidPtr(resource)) == NULL) goto done;
+    PyObject *cached = PyDict_GetItemWithError(resources, id);  /* borrowed */
+    quiet = cached != NULL && PyTuple_CheckExact(cached) && PyTuple_GET_SIZE(cached) == 2 &&
+            PyTuple_GET_ITEM(cached, 0) == resource && PyTuple_GET_ITEM(cached, 1) == resource;
+done:
+    /* Any error on the way (a missing field, a failing __bool__) only means "ask Python". */
+    if (PyErr_Occurred()) PyErr_Clear();
+    Py_XDECREF(name);
+    Py_XDECREF(raw);
+    Py_XDECREF(plain);
+    Py_XDECREF(events);
+    Py_XDECREF(links);
+    Py_XDECREF(status);
+    Py_XDECREF(description);
+    Py_XDECREF(resource);
+    Py_XDECREF(id);
+    return Py_NewRef(quiet ? Py_True : Py_False);
 }
 
 /* ---------------------------------------------------------------- building a probe */
@@ -513,6 +621,9 @@ static PyMethodDef Probe_methods[] = {
     {"unchanged", (PyCFunction)(void (*)(void))Probe_unchanged, METH_FASTCALL,
      "unchanged(values, clean, short, limit) -> bool: True when redacting the values of the dict "
      "`values` changes none of them (see the source); False: let the Python pass decide."},
+    {"quiet", (PyCFunction)(void (*)(void))Probe_quiet, METH_FASTCALL,
+     "quiet(span, clean, resources, short, limit, types, usage) -> bool: True when the export pass "
+     "would leave the SDK span as it is (see the source); False: let the Python pass decide."},
     {"scan", (PyCFunction)Probe_scan, METH_O,
      "scan(text) -> None when no rule can find anything in text, else (places, keys): per rule, "
      "where its first match could start (-1: nowhere); the key names found before separators as "
@@ -537,6 +648,13 @@ static struct PyModuleDef probe_module = {
 
 PyMODINIT_FUNC PyInit__probe(void) {
     if (PyType_Ready(&ProbeType) < 0) return NULL;
+    const char *fields[] = {"_name", "_attributes", "_dict", "_events", "_links", "_dq", "_status",
+                            "_description", "_resource"};
+    PyObject **slots[] = {&interned.name, &interned.attributes, &interned.dict, &interned.events,
+                          &interned.links, &interned.dq, &interned.status, &interned.description,
+                          &interned.resource};
+    for (size_t k = 0; k < sizeof(fields) / sizeof(fields[0]); k++)
+        if (*slots[k] == NULL && (*slots[k] = PyUnicode_InternFromString(fields[k])) == NULL) return NULL;
     PyObject *module = PyModule_Create(&probe_module);
     if (module == NULL) return NULL;
     Py_INCREF(&ProbeType);

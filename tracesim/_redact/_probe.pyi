@@ -14,3 +14,14 @@ class Probe:
     def unchanged(
         self, values: dict[str, object], clean: dict[object, str], short: int, limit: int, /
     ) -> bool: ...
+    def quiet(
+        self,
+        span: object,
+        clean: dict[object, str],
+        resources: dict[int, tuple[object, object]],
+        short: int,
+        limit: int,
+        types: tuple[type, type, type],
+        usage: tuple[str, ...],
+        /,
+    ) -> bool: ...

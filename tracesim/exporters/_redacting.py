@@ -45,6 +45,7 @@ _CACHE_SIZE = 4096
 _SHARED_SPANS = 512
 # Every convention reports input tokens whenever it reports usage at all (embeddings: only them).
 _IN_GEN_AI, _IN_OPENINFERENCE, _IN_OPENLLMETRY = INPUT_KEYS
+_SPAN_TYPES = (BoundedAttributes, BoundedList, Status)  # what `Probe.quiet` reads, by exact type
 
 
 class Redaction:
@@ -78,6 +79,7 @@ class Redaction:
         probe = getattr(self.redactor, "_probe", None)
         quick = probe is not None and not self._hooked and type(limit) is int
         self._unchanged = probe.unchanged if probe is not None and quick else None
+        self._quiet_span = probe.quiet if probe is not None and quick else None
         self._quick_limit = min(limit, sys.maxsize) if quick else 0  # what C takes: a Py_ssize_t
         self._resources: dict[int, tuple[Resource, Resource]] = {}
         self._lock = threading.Lock()
@@ -163,7 +165,14 @@ class Redaction:
 
     def span(self, span: ReadableSpan) -> ReadableSpan:
         """``span`` with every string redacted; the same object when nothing changed."""
-        if self._unchanged is not None and type(span) is ReadableSpan and self._quiet(span):
+        quiet = self._quiet_span
+        if (
+            quiet is not None
+            and type(span) is ReadableSpan
+            and quiet(
+                span, self._clean, self._resources, _CACHE_CHARS, self._quick_limit, _SPAN_TYPES, INPUT_KEYS
+            )
+        ):
             return span
         # Every span of the process passes here: the common cases are read inline, without calls.
         name = span.name
@@ -208,36 +217,18 @@ class Redaction:
         )
 
     def _quiet(self, span: ReadableSpan) -> bool:
-        """Whether an SDK span needs no change at all, told from its own fields (no property,
-        no copy): the common answer, and the whole export pass for most spans. Anything this
-        does not know for sure (a subclass, a mapping of another kind, events) says False, and
-        `span` decides. Only without a hook (`_unchanged` is set then)."""
-        unchanged = self._unchanged
-        name = span._name
-        if unchanged is None or type(name) is not str or self._clean.get(name) != name:
-            return False
-        raw = span._attributes
-        if raw is not None:  # not its truth value: a call of the mapping's Python __len__
-            if type(raw) is not BoundedAttributes:
-                return False
-            plain = raw._dict
-            if (
-                type(plain) is not dict
-                or _IN_GEN_AI in plain
-                or _IN_OPENINFERENCE in plain
-                or _IN_OPENLLMETRY in plain
-                or not unchanged(plain, self._clean, _CACHE_CHARS, self._quick_limit)
-            ):
-                return False
-        events, links, status = span._events, span._links, span._status
-        if type(events) is BoundedList:
-            events = events._dq  # type: ignore[attr-defined]  # its deque: no Python __len__ call
-        if type(links) is BoundedList:
-            links = links._dq  # type: ignore[attr-defined]
-        if events or links or type(status) is not Status or status._description:
-            return False
-        cached = self._resources.get(id(span._resource))
-        return cached is not None and cached[0] is span._resource and cached[1] is span._resource
+        """Whether an SDK span needs no change at all, told in one C call from its own fields
+        (no property, no copy): its name maps to itself in the cache, its attributes pass
+        `Probe.unchanged` and hold no usage to account for, it has no events, links or status
+        text, and its resource is already redacted to itself. The common answer, and then the
+        whole export pass. False when unsure (a field of another type), and `span` decides; only
+        without a hook (like `_unchanged`)."""
+        quiet = self._quiet_span
+        return quiet is not None and bool(
+            quiet(
+                span, self._clean, self._resources, _CACHE_CHARS, self._quick_limit, _SPAN_TYPES, INPUT_KEYS
+            )
+        )
 
     def exported_span(self, span: ReadableSpan) -> ReadableSpan:
         """`span` for one of the `shared_by` exporters that all get every span: each span is
