@@ -244,6 +244,48 @@ def test_is_small_is_exactly_within_both_budgets(value: Any, nodes: int, chars: 
         assert not is_small(value, total_chars - 1, total_nodes)
 
 
+class _Text(str):
+    pass
+
+
+plain_json = st.recursive(  # the exact JSON types, which the compiled walk reads itself
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda children: (
+        st.lists(children) | st.dictionaries(st.text(max_size=3), children, max_size=4) | st.tuples(children)
+    ),
+    max_leaves=40,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.one_of(
+        plain_json, json_values, st.builds(lambda v: [v, {_Text("k"): _Text("v")}, {1, 2}], plain_json)
+    ),
+    st.integers(min_value=-1, max_value=60),
+    st.integers(min_value=-1, max_value=120),
+)
+def test_the_compiled_size_walk_answers_as_the_python_one_or_defers_to_it(
+    value: Any, nodes: int, chars: int
+) -> None:
+    from tracesim._capture import _size
+
+    if _size._SMALL is None:
+        pytest.skip("no compiled module (no C compiler at install time)")
+    expected = _size._size_python(value, chars, nodes)
+    assert _size._SMALL(value, chars, nodes) in (None, expected)
+    assert _size._size(value, chars, nodes) == expected
+    if not isinstance(value, (bytes, set)) and not _has_other_types(value):
+        assert _size._SMALL(value, chars, nodes) is not None  # no other type: no deferring
+    assert _size._SMALL(value, 2**70, nodes) is None  # beyond a machine word: Python decides
+
+
+def _has_other_types(value: Any) -> bool:
+    if type(value) in (dict, list, tuple):
+        return any(_has_other_types(v) for v in (value.values() if type(value) is dict else value))
+    return type(value) not in (str, int, float, bool, type(None))
+
+
 @pytest.mark.parametrize(
     "value",
     [

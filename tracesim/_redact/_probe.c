@@ -18,6 +18,11 @@
  * Case-insensitive needles and key names compare what `str.lower` gives: ASCII letters, and
  * the two characters outside ASCII that lower to ASCII ones (U+0130 to "i", whose dot the
  * engine drops, and KELVIN SIGN to "k").
+ *
+ * Two more steps of every traced call run here, each the twin of a Python function that stays
+ * the reference and the fallback: `Probe.quiet` tells that an exported span needs no change at
+ * all (`Redaction._quiet`), and `small` walks a captured value to tell whether it is small
+ * enough to serialise whole (`tracesim/_capture/_size.py`).
  */
 
 #define PY_SSIZE_T_CLEAN
@@ -617,6 +622,123 @@ error:
     return NULL;
 }
 
+/* ---------------------------------------------------------------- the capture's size check */
+
+/* Whether a value is small enough to serialise whole: `_size` of tracesim/_capture/_size.py,
+ * step for step, for values made of the exact JSON types (dict, list, tuple, str, int, float,
+ * bool, None). It returns None when it meets any other type: Python then decides, from the
+ * start. No Python code runs during the walk (only lengths of exact built-in types are read),
+ * so the borrowed references on the stack stay valid. */
+#define SCALAR(t) ((t) == &PyLong_Type || (t) == &PyFloat_Type || (t) == &PyBool_Type || (t) == Py_TYPE(Py_None))
+
+typedef struct {
+    PyObject **items;
+    Py_ssize_t size, capacity;
+    PyObject *local[64];
+} Stack;
+
+static int push(Stack *stack, PyObject *item) {
+    if (stack->size == stack->capacity) {
+        Py_ssize_t capacity = stack->capacity * 2;
+        PyObject **items = stack->items == stack->local ? PyMem_New(PyObject *, capacity)
+                                                        : PyMem_Resize(stack->items, PyObject *, capacity);
+        if (items == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        if (stack->items == stack->local) memcpy(items, stack->local, sizeof(stack->local));
+        stack->items = items;
+        stack->capacity = capacity;
+    }
+    stack->items[stack->size++] = item;
+    return 0;
+}
+
+/* 1 small, 0 not, 2 another type (ask Python), -1 error. */
+static int walk(Stack *stack, PyObject *value, Py_ssize_t chars, Py_ssize_t nodes) {
+    if (push(stack, value) < 0) return -1;
+    while (stack->size > 0) {
+        PyObject *item = stack->items[--stack->size];
+        nodes -= 1;
+        PyTypeObject *kind = Py_TYPE(item);
+        if (kind == &PyDict_Type || kind == &PyList_Type || kind == &PyTuple_Type) {
+            Py_ssize_t count = kind == &PyDict_Type   ? PyDict_GET_SIZE(item)
+                               : kind == &PyList_Type ? PyList_GET_SIZE(item)
+                                                      : PyTuple_GET_SIZE(item);
+            nodes -= count;
+            if (nodes < 0) return 0;
+            Py_ssize_t at = 0;
+            for (Py_ssize_t k = 0; k < count; k++) {
+                PyObject *child;
+                if (kind == &PyDict_Type) {
+                    if (!PyDict_Next(item, &at, NULL, &child)) break;
+                } else {
+                    child = kind == &PyList_Type ? PyList_GET_ITEM(item, k) : PyTuple_GET_ITEM(item, k);
+                }
+                PyTypeObject *ckind = Py_TYPE(child);
+                if (ckind == &PyUnicode_Type) {
+                    if (ready(child) < 0) return -1;
+                    chars -= PyUnicode_GET_LENGTH(child);
+                } else if (ckind == &PyDict_Type) {  /* a record: its items read here too */
+                    nodes -= PyDict_GET_SIZE(child);
+                    if (nodes < 0) return 0;
+                    Py_ssize_t inner = 0;
+                    PyObject *grandchild;
+                    while (PyDict_Next(child, &inner, NULL, &grandchild)) {
+                        PyTypeObject *gkind = Py_TYPE(grandchild);
+                        if (gkind == &PyUnicode_Type) {
+                            if (ready(grandchild) < 0) return -1;
+                            chars -= PyUnicode_GET_LENGTH(grandchild);
+                        } else if (!SCALAR(gkind)) {
+                            if (push(stack, grandchild) < 0) return -1;
+                            nodes += 1;  /* counted again when it is read */
+                        }
+                    }
+                } else if (!SCALAR(ckind)) {
+                    if (push(stack, child) < 0) return -1;
+                    nodes += 1;
+                }
+            }
+            if (chars < 0) return 0;
+        } else if (kind == &PyUnicode_Type) {
+            if (ready(item) < 0) return -1;
+            chars -= PyUnicode_GET_LENGTH(item);
+            if (chars < 0) return 0;
+        } else if (nodes < 0) {
+            return 0;
+        } else if (!SCALAR(kind)) {
+            return 2;
+        }
+    }
+    return nodes >= 0;
+}
+
+static PyObject *small(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 3 || !PyLong_Check(args[1]) || !PyLong_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "small(value, chars: int, nodes: int)");
+        return NULL;
+    }
+    Py_ssize_t chars = PyLong_AsSsize_t(args[1]), nodes = PyLong_AsSsize_t(args[2]);
+    if ((chars == -1 || nodes == -1) && PyErr_Occurred()) {  /* beyond Py_ssize_t: Python decides */
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    Stack stack = {.size = 0, .capacity = 64};
+    stack.items = stack.local;
+    int found = walk(&stack, args[0], chars, nodes);
+    if (stack.items != stack.local) PyMem_Free(stack.items);
+    if (found < 0) return NULL;
+    return Py_NewRef(found == 2 ? Py_None : found ? Py_True : Py_False);
+}
+
+static PyMethodDef module_methods[] = {
+    {"small", (PyCFunction)(void (*)(void))small, METH_FASTCALL,
+     "small(value, chars, nodes) -> bool, or None: tracesim._capture._size._size for values of the "
+     "exact JSON types (None when another type is met: ask Python)."},
+    {NULL, NULL, 0, NULL},
+};
+
 static PyMethodDef Probe_methods[] = {
     {"unchanged", (PyCFunction)(void (*)(void))Probe_unchanged, METH_FASTCALL,
      "unchanged(values, clean, short, limit) -> bool: True when redacting the values of the dict "
@@ -643,7 +765,8 @@ static PyTypeObject ProbeType = {
 };
 
 static struct PyModuleDef probe_module = {
-    PyModuleDef_HEAD_INIT, "_probe", "One-pass probe for tracesim's redaction rules.", -1, NULL, NULL, NULL, NULL, NULL,
+    PyModuleDef_HEAD_INIT, "_probe", "One-pass probe for tracesim's redaction rules; the capture's size check.", -1,
+    module_methods, NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit__probe(void) {

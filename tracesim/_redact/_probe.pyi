@@ -25,3 +25,7 @@ class Probe:
         usage: tuple[str, ...],
         /,
     ) -> bool: ...
+
+def small(value: object, chars: int, nodes: int, /) -> bool | None: ...
+
+VERSION: int
