@@ -427,9 +427,11 @@ class RedactingExporter(SpanExporter):
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         """Redact the batch, then export it; a span that cannot be redacted is withheld."""
         redacted: list[ReadableSpan] = []
+        # An exporter that shares its redaction with no other one redacts each span itself.
+        redact = self._redact if self.redaction.shared_by > 1 else self.redaction.span
         for span in spans:
             try:
-                redacted.append(self._redact(span))
+                redacted.append(redact(span))
             except Exception:  # never send what could not be checked
                 internal_error("redaction")
         return self._inner.export(redacted) if redacted or not spans else SpanExportResult.FAILURE
