@@ -410,3 +410,14 @@ def test_docstring_examples_of_the_capture_modules(module: str) -> None:
     assert outcome.failed == 0
     if module.endswith("_size"):
         assert outcome.attempted > 0  # is_small's example runs
+
+
+def test_the_compiled_size_walk_takes_any_budget() -> None:
+    from tracesim._capture import _size
+
+    if _size._SMALL is None:
+        pytest.skip("no compiled module (no C compiler at install time)")
+    for value, chars, nodes in [(0, 0, -(2**63)), ("ab", -(2**63), 10), ([1], 5, -(2**63) + 1), ([], 0, 0)]:
+        assert _size._SMALL(value, chars, nodes) == _size._size_python(value, chars, nodes)  # no wrap-around
+    assert _size._SMALL([1], 5.0, 3) is None  # a budget that is not an int: Python decides
+    assert _size._size([1], 5.0, 3) is True

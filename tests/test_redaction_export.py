@@ -489,7 +489,7 @@ def test_the_whole_span_check_agrees_with_the_full_pass(
     from opentelemetry.trace import Status, StatusCode
 
     quick, slow = Redaction(Redactor(), 300), Redaction(Redactor(), 300)
-    slow._unchanged = None
+    slow._unchanged = slow._quiet_span = None  # the full pass, in Python
     if quick._unchanged is None:
         pytest.skip("no compiled probe (no C compiler at install time)")
     finished = InMemorySpanExporter()
@@ -532,3 +532,20 @@ def test_the_whole_span_check_says_no_for_spans_built_another_way() -> None:
     assert not redaction._quiet(odd)
     leaking = ReadableSpan(name="x", attributes={"a": "marie@curie.org"}, resource=resource)
     assert redaction.span(leaking).attributes == {"a": "[REDACTED:email]"}
+    redaction.span(ReadableSpan(name="x", resource=resource))  # the resource is cached now
+
+    class Falsy(list):  # type: ignore[type-arg]  # false, though it holds an event
+        def __bool__(self) -> bool:
+            return False
+
+    from opentelemetry.sdk.trace import Event
+
+    hidden = ReadableSpan(name="x", events=Falsy([Event("marie@curie.org")]), resource=resource)
+    assert not redaction._quiet(hidden)  # another kind of list: the full pass takes its length
+    assert redaction.span(hidden).events[0].name == "[REDACTED:email]"
+    assert not redaction._quiet(ReadableSpan(name="x", links=None, resource=resource))  # type: ignore[arg-type]
+    assert redaction._quiet(ReadableSpan(name="x", events=(), links=[], resource=resource))
+    for events in ([Event("marie@curie.org")], (Event("marie@curie.org"),)):
+        listed = ReadableSpan(name="x", events=events, resource=resource)
+        assert not redaction._quiet(listed)
+        assert redaction.span(listed).events[0].name == "[REDACTED:email]"

@@ -331,7 +331,10 @@ static int values_unchanged(const Probe *self, PyObject *values, PyObject *clean
             result = 0;
             break;
         }
-        if (scan_text(self, value, firsts, &keys) < 0) {
+        Py_INCREF(value);  /* held while the scan allocates (a collection could run finalizers) */
+        int scanned = scan_text(self, value, firsts, &keys);
+        Py_DECREF(value);
+        if (scanned < 0) {
             Py_XDECREF(keys);
             result = -1;
             break;
@@ -351,8 +354,12 @@ static int values_unchanged(const Probe *self, PyObject *values, PyObject *clean
 /* `short` and `limit` as C sizes; 0 when beyond a Py_ssize_t (then Python decides). */
 static int sizes(PyObject *const *args, Py_ssize_t *shortest, Py_ssize_t *limit) {
     *shortest = PyLong_AsSsize_t(args[0]);
+    if (*shortest == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
     *limit = PyLong_AsSsize_t(args[1]);
-    if ((*shortest == -1 || *limit == -1) && PyErr_Occurred()) {
+    if (*limit == -1 && PyErr_Occurred()) {
         PyErr_Clear();
         return 0;
     }
@@ -384,17 +391,17 @@ static PyObject *field(PyObject *owner, PyObject *name) {
     return value;
 }
 
-/* Whether an SDK list of events or links (its deque), or another sequence, is empty: 1, 0, -1. */
+/* Whether the SDK's list of events or links (its deque), or an exact tuple or list, is empty:
+ * 1, 0 (not empty, or another kind of object: the Python pass takes its length), -1. */
 static int empty(PyObject *items, PyObject *bounded_list) {
-    if (Py_TYPE(items) == (PyTypeObject *)bounded_list) {
-        PyObject *deque = field(items, interned.dq);
-        if (deque == NULL) return PyErr_Occurred() ? -1 : 0;
-        Py_ssize_t size = PyObject_Size(deque);
-        Py_DECREF(deque);
-        return size < 0 ? -1 : size == 0;
-    }
-    int truth = PyObject_IsTrue(items);
-    return truth < 0 ? -1 : !truth;
+    if (PyTuple_CheckExact(items)) return PyTuple_GET_SIZE(items) == 0;
+    if (PyList_CheckExact(items)) return PyList_GET_SIZE(items) == 0;
+    if (Py_TYPE(items) != (PyTypeObject *)bounded_list) return 0;
+    PyObject *deque = field(items, interned.dq);
+    if (deque == NULL) return PyErr_Occurred() ? -1 : 0;
+    Py_ssize_t size = PyObject_Size(deque);
+    Py_DECREF(deque);
+    return size < 0 ? -1 : size == 0;
 }
 
 /* Whether the export pass would leave an SDK span as it is (see `Redaction._quiet`): its name
@@ -640,13 +647,18 @@ typedef struct {
 static int push(Stack *stack, PyObject *item) {
     if (stack->size == stack->capacity) {
         Py_ssize_t capacity = stack->capacity * 2;
-        PyObject **items = stack->items == stack->local ? PyMem_New(PyObject *, capacity)
-                                                        : PyMem_Resize(stack->items, PyObject *, capacity);
-        if (items == NULL) {
+        if (capacity > PY_SSIZE_T_MAX / (Py_ssize_t)sizeof(PyObject *)) {
             PyErr_NoMemory();
             return -1;
         }
-        if (stack->items == stack->local) memcpy(items, stack->local, sizeof(stack->local));
+        size_t bytes = (size_t)capacity * sizeof(PyObject *);
+        int local = stack->items == stack->local;
+        PyObject **items = local ? PyMem_Malloc(bytes) : PyMem_Realloc(stack->items, bytes);
+        if (items == NULL) {  /* the old block, if any, is still stack->items: freed by the caller */
+            PyErr_NoMemory();
+            return -1;
+        }
+        if (local) memcpy(items, stack->local, sizeof(stack->local));
         stack->items = items;
         stack->capacity = capacity;
     }
@@ -715,15 +727,17 @@ static int walk(Stack *stack, PyObject *value, Py_ssize_t chars, Py_ssize_t node
 
 static PyObject *small(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
-    if (nargs != 3 || !PyLong_Check(args[1]) || !PyLong_Check(args[2])) {
+    if (nargs != 3) {
         PyErr_SetString(PyExc_TypeError, "small(value, chars: int, nodes: int)");
         return NULL;
     }
-    Py_ssize_t chars = PyLong_AsSsize_t(args[1]), nodes = PyLong_AsSsize_t(args[2]);
-    if ((chars == -1 || nodes == -1) && PyErr_Occurred()) {  /* beyond Py_ssize_t: Python decides */
-        PyErr_Clear();
-        Py_RETURN_NONE;
-    }
+    Py_ssize_t chars, nodes;
+    /* budgets that are not ints, or beyond a Py_ssize_t: Python decides */
+    if (!PyLong_Check(args[1]) || !PyLong_Check(args[2]) || !sizes(args + 1, &chars, &nodes)) Py_RETURN_NONE;
+    /* Any negative budget answers as -1 does (the walk only compares with 0), and the steps
+     * below cannot wrap around from there. */
+    if (chars < -1) chars = -1;
+    if (nodes < -1) nodes = -1;
     Stack stack = {.size = 0, .capacity = 64};
     stack.items = stack.local;
     int found = walk(&stack, args[0], chars, nodes);

@@ -223,10 +223,20 @@ class Redaction:
         text, and its resource is already redacted to itself. The common answer, and then the
         whole export pass. False when unsure (a field of another type), and `span` decides; only
         without a hook (like `_unchanged`)."""
-        quiet = self._quiet_span
-        return quiet is not None and bool(
-            quiet(
-                span, self._clean, self._resources, _CACHE_CHARS, self._quick_limit, _SPAN_TYPES, INPUT_KEYS
+        quiet = self._quiet_span  # the same test as the start of `span`, which inlines it
+        return (
+            quiet is not None
+            and type(span) is ReadableSpan
+            and bool(
+                quiet(
+                    span,
+                    self._clean,
+                    self._resources,
+                    _CACHE_CHARS,
+                    self._quick_limit,
+                    _SPAN_TYPES,
+                    INPUT_KEYS,
+                )
             )
         )
 
