@@ -143,6 +143,27 @@ def _score_call(secret: str) -> None:
     tracesim.score(s, name="rating", value=1.0, label=secret, explanation=f"user wrote {secret}")
 
 
+def _score_name(secret: str) -> None:
+    # Names become attribute keys (tracesim.eval.<name>.score): keys leave the process too.
+    with tracesim.span("answer") as s:
+        s.set_output("ok")
+    tracesim.score(s, name=secret, value=1.0, label="fine")
+
+
+def _evaluator_name(secret: str) -> None:
+    class Named(Evaluator):
+        type_name = "named"
+
+        def measure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
+            return Measurement(1.0, label="fine")
+
+    @tracesim.trace(evaluators=[Named(name=secret)], expected="ok")
+    def call() -> str:
+        return "ok"
+
+    call()
+
+
 def _foreign_span(secret: str) -> None:
     # Another instrumentation writing straight to OpenTelemetry, nested under tracesim's span.
     tracer = otel_trace.get_tracer("some.instrumentation")
@@ -164,6 +185,7 @@ CHANNELS: dict[str, Channel] = {
     "span_name": _span_name,
     "evaluator_label": _evaluator_label,
     "score": _score_call,
+    "score_name": _score_name,
     "foreign_span": _foreign_span,
 }
 
@@ -179,6 +201,21 @@ def test_no_secret_of_any_kind_reaches_the_file_through_any_channel(
     text = _written(tmp_path)
     _assert_clean(text, fragment)
     assert "REDACTED" in text
+
+
+# Evaluator names are refused unless made of letters, digits, '_', '.' and '-': the secrets
+# that fit go through as names, into the keys tracesim.eval.<name>.*.
+NAME_SECRETS = sorted(kind for kind, (secret, _) in SECRETS.items() if re.fullmatch(r"[\w.-]+", secret))
+
+
+@pytest.mark.parametrize("kind", NAME_SECRETS)
+def test_a_secret_as_an_evaluators_name_never_reaches_the_file(tmp_path: Path, kind: str) -> None:
+    secret, fragment = SECRETS[kind]
+    _configure(tmp_path, scoring_mode="inline")
+    _evaluator_name(secret)
+    text = _written(tmp_path)
+    _assert_clean(text, fragment)
+    assert "tracesim.eval.[REDACTED" in text
 
 
 def test_exceptions_are_redacted_with_capture_off(tmp_path: Path) -> None:

@@ -19,20 +19,23 @@ from opentelemetry.util.types import AttributeValue
 
 from tracesim import _semconv as sc
 from tracesim._capture import CaptureOptions, capture_value
+from tracesim._redact import Redactor
 
 if TYPE_CHECKING:
     from tracesim.evaluators import EvalResult
 
-__all__ = ["emit_carrier", "end_time_of", "render"]
+__all__ = ["emit_carrier", "end_time_of", "key_name", "render"]
+
+_BUILT_IN = Redactor()  # the names' redaction when no configuration runs
 
 
 def render(
     result: EvalResult, capture: CaptureOptions
 ) -> tuple[dict[str, AttributeValue], dict[str, AttributeValue]]:
     """The event attributes and the flat span attributes for one result."""
-    name = result.name
-    event: dict[str, AttributeValue] = {sc.EVALUATION_NAME: name, sc.EVALUATION_STATUS: result.status}
+    event: dict[str, AttributeValue] = {sc.EVALUATION_NAME: result.name, sc.EVALUATION_STATUS: result.status}
     flat: dict[str, AttributeValue] = {}
+    name = key_name(result.name)
     if result.score is not None:
         event[sc.EVALUATION_SCORE_VALUE] = float(result.score)
         flat[sc.eval_score(name)] = float(result.score)
@@ -58,6 +61,27 @@ def render(
     if result.status != "ok":
         flat[sc.eval_status(name)] = result.status
     return event, flat
+
+
+def key_name(name: str) -> str:
+    """``name`` as it may stand in the attribute keys ``tracesim.eval.<name>.*``: redacted like
+    the ``gen_ai.evaluation.name`` value beside it (the export pass redacts values, not keys,
+    and a score's name is free text: ``tracesim.score(span, name=...)``).
+
+    With the running configuration's redaction (its hook included); before `configure`, or
+    after `shutdown`, with every built-in pattern. Short names are looked up in a cache.
+
+    Example:
+        >>> key_name("user_rating"), key_name("marie@curie.org")
+        ('user_rating', '[REDACTED:email]')
+    """
+    from tracesim import _runtime  # here: the runtime imports the scoring package
+
+    runtime = _runtime.current
+    redaction = runtime.redaction if runtime is not None else None
+    if redaction is not None:
+        return redaction.text(name, sc.EVALUATION_NAME)
+    return _BUILT_IN.redact(name, sc.EVALUATION_NAME)
 
 
 def write(span: otel_trace.Span, result: EvalResult, capture: CaptureOptions, timestamp: int | None) -> None:
