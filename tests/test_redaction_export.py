@@ -586,3 +586,25 @@ def test_the_whole_span_check_says_no_for_spans_built_another_way() -> None:
         listed = ReadableSpan(name="x", events=events, resource=resource)
         assert not redaction._quiet(listed)
         assert redaction.span(listed).events[0].name == "[REDACTED:email]"
+
+
+def test_a_redactor_or_limit_set_later_holds_for_the_next_span() -> None:
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import ReadableSpan
+
+    from tracesim.exporters._redacting import _bounded_attributes
+
+    redaction = Redaction()
+    resource = Resource.create({})
+
+    def exported(value: str) -> Any:
+        span = ReadableSpan(name="x", attributes=_bounded_attributes({"a": value}, 0), resource=resource)
+        return redaction.span(span).attributes["a"]
+
+    assert exported("quiet " * 10) == "quiet " * 10  # now known: the quick checks let it through
+    assert exported("quiet " * 10) == "quiet " * 10
+    redaction.redactor = Redactor(hook=lambda text, attribute: text.upper())
+    assert exported("quiet " * 10) == "QUIET " * 10  # the new hook runs, the old results are gone
+    redaction.redactor = Redactor()
+    redaction.limit = 40
+    assert exported("quiet " * 10) == "quiet quiet quiet …[truncated: 60 chars]"

@@ -68,24 +68,54 @@ class Redaction:
         *,
         prices: Mapping[str, Price] | PriceTable | None = None,
     ) -> None:
-        self.redactor = redactor if redactor is not None else Redactor()
-        self.limit = limit
         self.prices = prices if isinstance(prices, PriceTable) else PriceTable(prices)
         self._clean: dict[Any, str] = {}
-        self._hooked = self.redactor.hooked
-        self._active = self.redactor.active
-        # Where the compiled probe is built and no hook runs, it tells in one C call that a
-        # span's attributes need no change (the common answer), without the loop below.
-        probe = getattr(self.redactor, "_probe", None)
-        quick = probe is not None and not self._hooked and type(limit) is int
-        self._unchanged = probe.unchanged if probe is not None and quick else None
-        self._quiet_span = probe.quiet if probe is not None and quick else None
-        self._quick_limit = min(limit, sys.maxsize) if quick else 0  # what C takes: a Py_ssize_t
         self._resources: dict[int, tuple[Resource, Resource]] = {}
         self._lock = threading.Lock()
         # How many exporters get every span (see `exported_span`): those built with ``shared=True``.
         self.shared_by = 0
         self._shared: dict[int, list[Any]] = {}  # id(span) -> [span, redacted, exporters still to come]
+        self._redactor = redactor if redactor is not None else Redactor()
+        self._limit = limit
+        self._settle()
+
+    @property
+    def redactor(self) -> Redactor:
+        """The patterns and hook every string passes through."""
+        return self._redactor
+
+    @redactor.setter
+    def redactor(self, redactor: Redactor) -> None:
+        self._redactor = redactor
+        self._settle()
+
+    @property
+    def limit(self) -> int:
+        """Longer text is cut (never inside a token) before it is redacted."""
+        return self._limit
+
+    @limit.setter
+    def limit(self, limit: int) -> None:
+        self._limit = limit
+        self._settle()
+
+    def _settle(self) -> None:
+        """Derive what the passes read from `redactor` and `limit`, and forget results found
+        under earlier ones (set either later, and the next span sees it)."""
+        redactor, limit = self._redactor, self._limit
+        self._hooked = redactor.hooked
+        self._active = redactor.active
+        # Where the compiled probe is built and no hook runs, it tells in one C call that a
+        # span's attributes need no change (the common answer), without the loop below.
+        probe = getattr(redactor, "_probe", None)
+        quick = probe is not None and not self._hooked and type(limit) is int
+        self._unchanged = probe.unchanged if probe is not None and quick else None
+        self._quiet_span = probe.quiet if probe is not None and quick else None
+        self._quick_limit = min(limit, sys.maxsize) if quick else 0  # what C takes: a Py_ssize_t
+        with self._lock:
+            self._clean.clear()
+            self._resources.clear()
+            self._shared.clear()
 
     def text(self, value: str, attribute: str) -> str:
         """``value`` cut to the limit and redacted. Never raises."""
@@ -97,10 +127,10 @@ class Redaction:
             if known is not None:
                 return known
         result = value if type(value) is str else str.__str__(value)
-        if len(result) > self.limit:
-            result = cut(result, self.limit, len(result))
+        if len(result) > self._limit:
+            result = cut(result, self._limit, len(result))
         if self._active:
-            result = self.redactor.redact(result, attribute)
+            result = self._redactor.redact(result, attribute)
         if short:
             if len(self._clean) >= _CACHE_SIZE:
                 self._clean.clear()  # rare: a service with many distinct short strings
@@ -119,7 +149,7 @@ class Redaction:
         changed: dict[str, Any] | None = None
         items = _items(attributes)
         # Every attribute of every span passes here: the common cases are decided inline.
-        clean, hooked, limit, active = self._clean, self._hooked, self.limit, self._active
+        clean, hooked, limit, active = self._clean, self._hooked, self._limit, self._active
         for key, value in items:
             kind = type(value)
             if kind is str:
