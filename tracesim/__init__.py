@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from tracesim._api import configure, force_flush, score, scoring_stats, shutdown
 from tracesim._attributes import attributes
 from tracesim._errors import ConfigError, TracesimError
+from tracesim._outputs import install_log_redaction
 from tracesim._runtime import NotConfiguredWarning
 from tracesim._scoring._expect import Golden, expect
 from tracesim._scoring._jobs import ScoringStats
@@ -20,6 +21,8 @@ from tracesim._tracing._context import ContextThreadPoolExecutor, propagate_cont
 from tracesim._tracing._decorator import trace
 from tracesim._tracing._span import Span, current_span, last_span, span
 from tracesim._version import __version__
+
+install_log_redaction()  # tracesim's own log lines are redacted like everything it writes
 
 if TYPE_CHECKING:  # imported when first used: a traced call needs neither (import time)
     from tracesim.experiments import Case, Dataset
