@@ -1,0 +1,116 @@
+"""tracesim's own log lines are redacted like everything else it writes (issue 23).
+
+A warning that quotes a backend's answer, an internal error's traceback whose exception message
+holds the key the request used: each passes the ``tracesim`` logger's filter, which redacts the
+rendered message and the traceback before any handler (the user's file, a log shipper) sees it.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+import tracesim
+from tracesim import _outputs
+from tracesim._guard import CauseLog, WarnOnce
+
+from test_redaction_export import SECRETS
+
+PEM = (
+    "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj\n"
+    "-----END PRIVATE KEY-----"
+)
+KINDS = {**SECRETS, "pem": (PEM, "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC")}
+
+
+@pytest.fixture
+def logged() -> Iterator[io.StringIO]:
+    """What a plain handler on the ``tracesim`` logger writes, with tracebacks."""
+    buffer = io.StringIO()
+    handler = logging.StreamHandler(buffer)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+    logger = logging.getLogger("tracesim")
+    logger.addHandler(handler)
+    try:
+        yield buffer
+    finally:
+        logger.removeHandler(handler)
+
+
+def _unescaped(text: str) -> str:
+    return text.replace("\\\\", "\\").replace('\\"', '"')
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_a_secret_in_a_log_message_its_arguments_or_traceback_is_redacted(logged: io.StringIO, kind: str) -> None:
+    secret, fragment = KINDS[kind]
+    logger = logging.getLogger("tracesim")
+    logger.warning("backend said: " + secret.replace("%", "%%"))
+    logger.warning("backend said %s (%r)", secret, {"detail": secret})
+    WarnOnce().warn("k", "tracesim: %s", secret)
+    CauseLog().failed("c", "tracesim: cannot write %s", secret)
+    try:
+        raise PermissionError(f"denied for {secret}")
+    except PermissionError:
+        logger.exception("tracesim internal error with %s", secret)
+    written = logged.getvalue()
+    assert written.count("\n") >= 5 and "Traceback" in written and "PermissionError" in written
+    assert fragment not in written and fragment not in _unescaped(written)
+
+
+def test_the_users_own_loggers_are_left_alone(logged: io.StringIO) -> None:
+    """Only tracesim's records are rewritten: the host's logging is not tracesim's to change."""
+    other = io.StringIO()
+    handler = logging.StreamHandler(other)
+    user = logging.getLogger("the_host_app")
+    user.addHandler(handler)
+    try:
+        user.warning("mail %s", SECRETS["email"][0])
+    finally:
+        user.removeHandler(handler)
+    assert SECRETS["email"][0] in other.getvalue()
+
+
+def test_a_record_that_cannot_be_rendered_is_withheld_not_logged_raw(logged: io.StringIO) -> None:
+    class Hostile:
+        def __str__(self) -> str:
+            raise RuntimeError("no text")
+
+    logging.getLogger("tracesim").warning("value %s", Hostile())
+    assert "log record withheld" in logged.getvalue()
+
+
+def test_the_running_configurations_hook_redacts_log_lines(tmp_path: object, logged: io.StringIO) -> None:
+    tracesim.configure(
+        exporters=["jsonl"],
+        jsonl_path=str(tmp_path) + "/t.jsonl",  # type: ignore[operator]
+        redact=lambda text, attribute: text.replace("PRJ-4411", "[project]"),
+    )
+    try:
+        logging.getLogger("tracesim").warning("ticket PRJ-4411 failed")
+    finally:
+        tracesim.shutdown()
+    assert "PRJ-4411" not in logged.getvalue() and "[project]" in logged.getvalue()
+
+
+def test_the_filter_is_on_as_soon_as_tracesim_is_imported() -> None:
+    """No configure(): a command line tool logs through the same filter."""
+    code = (
+        "import logging, tracesim\n"
+        "logging.basicConfig(format='%(message)s')\n"
+        f"logging.getLogger('tracesim').warning('key {SECRETS['openai'][0]}')\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert "[REDACTED:api_key]" in run.stderr and SECRETS["openai"][1] not in run.stderr
+
+
+def test_install_is_idempotent() -> None:
+    logger = logging.getLogger("tracesim")
+    _outputs.install_log_redaction()
+    _outputs.install_log_redaction()
+    assert sum(isinstance(f, _outputs._LogRedaction) for f in logger.filters) == 1
