@@ -14,12 +14,11 @@ import sys
 from collections.abc import Iterator
 
 import pytest
+from test_redaction_export import SECRETS
 
 import tracesim
 from tracesim import _outputs
 from tracesim._guard import CauseLog, WarnOnce
-
-from test_redaction_export import SECRETS
 
 PEM = (
     "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj\n"
@@ -47,7 +46,9 @@ def _unescaped(text: str) -> str:
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
-def test_a_secret_in_a_log_message_its_arguments_or_traceback_is_redacted(logged: io.StringIO, kind: str) -> None:
+def test_a_secret_in_a_log_message_its_arguments_or_traceback_is_redacted(
+    logged: io.StringIO, kind: str
+) -> None:
     secret, fragment = KINDS[kind]
     logger = logging.getLogger("tracesim")
     logger.warning("backend said: " + secret.replace("%", "%%"))
@@ -59,8 +60,11 @@ def test_a_secret_in_a_log_message_its_arguments_or_traceback_is_redacted(logged
     except PermissionError:
         logger.exception("tracesim internal error with %s", secret)
     written = logged.getvalue()
-    assert written.count("\n") >= 5 and "Traceback" in written and "PermissionError" in written
-    assert fragment not in written and fragment not in _unescaped(written)
+    assert written.count("\n") >= 5
+    assert "Traceback" in written
+    assert "PermissionError" in written
+    assert fragment not in written
+    assert fragment not in _unescaped(written)
 
 
 def test_the_users_own_loggers_are_left_alone(logged: io.StringIO) -> None:
@@ -95,7 +99,8 @@ def test_the_running_configurations_hook_redacts_log_lines(tmp_path: object, log
         logging.getLogger("tracesim").warning("ticket PRJ-4411 failed")
     finally:
         tracesim.shutdown()
-    assert "PRJ-4411" not in logged.getvalue() and "[project]" in logged.getvalue()
+    assert "PRJ-4411" not in logged.getvalue()
+    assert "[project]" in logged.getvalue()
 
 
 def test_the_filter_is_on_as_soon_as_tracesim_is_imported() -> None:
@@ -105,8 +110,11 @@ def test_the_filter_is_on_as_soon_as_tracesim_is_imported() -> None:
         "logging.basicConfig(format='%(message)s')\n"
         f"logging.getLogger('tracesim').warning('key {SECRETS['openai'][0]}')\n"
     )
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
-    assert "[REDACTED:api_key]" in run.stderr and SECRETS["openai"][1] not in run.stderr
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert "[REDACTED:api_key]" in run.stderr
+    assert SECRETS["openai"][1] not in run.stderr
 
 
 def test_install_is_idempotent() -> None:
