@@ -15,7 +15,11 @@ content was delivered whole to a destination is skipped when the same backfill r
 scoring the directory again (new part files) makes them new. Carrier span ids are derived
 from the scored span and the evaluator's name, so a part sent again after a crash mid-part
 repeats span ids a backend already holds rather than adding spans. Everything goes through
-tracesim's redaction, like any span tracesim exports.
+tracesim's redaction, like any span tracesim exports; so does what is written or said besides
+spans: a destination is known (in the ledger, the report and messages) by its name redacted
+(``otlp:http://user:[REDACTED:password]@host/v1/traces``), the same name for the same URL, so a
+backfill resumes where it stopped. The ledger is read within `tracesim._inputs`' limits: a
+line over them is refused (`tracesim._inputs.InputError`) rather than guessed at.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
 
+from tracesim import _inputs, _outputs
 from tracesim import _semconv as sc
 from tracesim.batch._frame import FIELDS
 
@@ -107,7 +112,9 @@ def backfill(
         annotation_wait_s: How long an annotation waits for its span to be in Phoenix.
 
     Raises:
-        ValueError: neither ``to`` nor ``phoenix``; ``results`` is a URL (the ledger is a local file).
+        ValueError: neither ``to`` nor ``phoenix``; ``results`` is a URL (the ledger is a local file);
+            the ledger or a part file cannot be read (`tracesim._inputs.InputError`, naming the
+            file, the line and the limit).
         FileNotFoundError: ``results`` holds no part files.
         tracesim.batch.SourceError: the results carry no ``trace_id``/``span_id`` (not from `Spans`).
 
@@ -165,7 +172,8 @@ def _send_part(
         try:
             target.send(results)
         except Exception as exc:  # a destination down or refusing: this part is sent again next time
-            report.failed_parts[f"{os.path.basename(path)} → {target.name}"] = f"{type(exc).__name__}: {exc}"
+            why = _outputs.text(f"{type(exc).__name__}: {exc}")  # an error may quote the URL
+            report.failed_parts[f"{os.path.basename(path)} → {target.name}"] = why
             continue
         if target.kind == "carriers":
             report.carriers += len(results)
@@ -246,9 +254,13 @@ def _text(value: Any) -> str | None:
 def _read(path: str) -> Any:
     import pandas as pd  # type: ignore[import-untyped,unused-ignore]
 
-    if path.endswith(".parquet"):
-        return pd.read_parquet(path)
-    return pd.read_json(path, lines=True, dtype=False)
+    _inputs.check_size(path)
+    try:
+        if path.endswith(".parquet"):
+            return pd.read_parquet(path)
+        return pd.read_json(path, lines=True, dtype=False)
+    except (ValueError, RecursionError) as exc:  # pandas' reader of a damaged or deep part
+        raise _inputs.InputError(path, f"not a results part ({type(exc).__name__}: {exc})") from None
 
 
 def _digest(path: str) -> str:
@@ -330,7 +342,7 @@ class _Annotations(_Target):
     def __init__(self, base_url: str, headers: Mapping[str, str] | None, wait_s: float) -> None:
         from tracesim._scoring._sinks import PhoenixSink
 
-        self.name = f"phoenix:{base_url.rstrip('/')}"
+        self.name = _outputs.text(f"phoenix:{base_url.rstrip('/')}")
         self._sink = PhoenixSink(base_url, headers, configured_redaction(), max_wait_for_span_s=wait_s)
         self._wait_s = wait_s
 
@@ -363,17 +375,16 @@ def _targets(
             from tracesim.exporters import otlp_exporter
 
             exporter = otlp_exporter("http/protobuf", destination, headers, timeout_s=30.0)
-            targets.append(_Carriers(f"otlp:{destination}", exporter))
+            targets.append(_Carriers(_outputs.text(f"otlp:{destination}"), exporter))
         else:
             from tracesim.exporters import JsonlExporter
 
             path = os.path.abspath(destination)
-            targets.append(_Carriers(f"file:{path}", JsonlExporter(path)))
+            targets.append(_Carriers(_outputs.text(f"file:{path}"), JsonlExporter(path)))
     if phoenix is not None:
         if not phoenix.startswith(("http://", "https://")):
-            raise ValueError(
-                f"phoenix= takes Phoenix's base URL, e.g. http://127.0.0.1:6006; got {phoenix!r}"
-            )
+            given = _outputs.text(repr(phoenix))
+            raise ValueError(f"phoenix= takes Phoenix's base URL, e.g. http://127.0.0.1:6006; got {given}")
         targets.append(_Annotations(phoenix, headers, wait_s))
     return targets
 
@@ -411,21 +422,33 @@ class _PlannedIds(IdGenerator):
 
 
 class _Ledger:
-    """Which part (by path and content digest) reached which destination: one JSON line each."""
+    """Which part (by path and content digest) reached which destination: one JSON line each.
+
+    Destinations are their redacted names; a line an older tracesim wrote with the name in the
+    clear is read redacted, so it still matches. A line torn by a crash is skipped (that part is
+    sent again); a line over the input limits is refused, naming the ledger, the line and the limit.
+    """
 
     def __init__(self, path: str) -> None:
         self.path = path
         self._done: set[tuple[str, str, str]] = set()
         try:
-            with open(path, encoding="utf-8") as handle:
-                for line in handle:
-                    try:
-                        entry = json.loads(line)
-                        self._done.add((entry["destination"], entry["part"], entry["sha256"]))
-                    except (ValueError, KeyError, TypeError):
-                        continue  # a line torn by a crash: that part is sent again
+            for number, _, raw in _inputs.json_lines(path, limit=_inputs.MAX_LEDGER_LINE_BYTES):
+                if raw is None:
+                    raise _inputs.too_long(path, number, _inputs.MAX_LEDGER_LINE_BYTES, "ledger lines")
+                if raw.strip():
+                    self._read_line(path, number, raw)
         except FileNotFoundError:
             pass
+
+    def _read_line(self, path: str, number: int, raw: bytes) -> None:
+        if _inputs.deeper_than(raw):
+            raise _inputs.too_deep(path, number)
+        try:
+            entry = json.loads(raw)
+            self._done.add((_outputs.text(entry["destination"]), entry["part"], entry["sha256"]))
+        except (ValueError, KeyError, TypeError):
+            pass  # a line torn by a crash: that part is sent again
 
     def has(self, destination: str, part: str, digest: str) -> bool:
         return (destination, os.path.basename(part), digest) in self._done
@@ -434,7 +457,7 @@ class _Ledger:
         name = os.path.basename(part)
         entry = {"destination": destination, "part": name, "sha256": digest, "at": time.time()}
         with open(self.path, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(entry) + "\n")
+            _outputs.stream(handle).write(json.dumps(entry) + "\n")  # one write: redacted whole
             handle.flush()
             os.fsync(handle.fileno())
         self._done.add((destination, name, digest))

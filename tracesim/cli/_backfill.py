@@ -5,13 +5,19 @@
 or sends them to an OTLP/HTTP endpoint; ``--phoenix`` posts span annotations. A part already
 delivered to a destination is not sent again (the ledger in ``RESULTS``); ``--force`` sends it
 anyway. Exit status: 0 when every part reached every destination, 1 when some did not (run the
-same command again to send them), 2 for usage errors.
+same command again to send them), 2 for usage errors and for inputs that cannot be read (a
+ledger line over the input limits, a damaged part file: the message names the file, the line
+and the limit). Everything printed goes through tracesim's redaction (`tracesim._outputs`): a
+password in a ``--to`` URL is shown as ``[REDACTED:password]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
+
+from tracesim import _outputs
 
 __all__ = ["add_arguments", "run"]
 
@@ -40,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     from tracesim.exporters._replay import parse_headers
     from tracesim.exporters._safe_text import visible
 
-    err = Console(stderr=True, highlight=False)
+    err = Console(file=_outputs.stream(sys.stderr), highlight=False)
     if args.to is None and args.phoenix is None:
         err.print("[red]error:[/red] say where to send the scores: --to FILE|URL and/or --phoenix URL")
         return _EXIT_USAGE
@@ -53,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
 
     from rich.table import Table
 
-    out = Console(highlight=False)
+    out = Console(file=_outputs.stream(sys.stdout), highlight=False)
     out.print(f"backfill of {escape(visible(report.results))}", soft_wrap=True)  # never wrapped
     table = Table(show_header=False)
     table.add_column(style="bold")

@@ -356,14 +356,19 @@ def _check_gates(report: ExperimentReport, min_rate: float | None, specs: list[s
 
 
 def _load(path: Path, what: str) -> ExperimentReport:
+    from tracesim import _inputs
     from tracesim.experiments import ExperimentReport
 
     try:
-        return ExperimentReport.load(path)
+        # Read within the input limits (size, nesting) before anything recurses into it.
+        return ExperimentReport.from_dict(_inputs.read_json(path))
     except OSError as exc:
         raise UsageError(f"{what} {path}: cannot read it ({exc.strerror or exc})") from None
-    except ValueError as exc:
+    except _inputs.InputError as exc:
         raise UsageError(f"{what}: {exc}") from None
+    except (ValueError, RecursionError) as exc:  # not a run; a run too deep for its reader
+        problem = "nested too deeply to read" if isinstance(exc, RecursionError) else str(exc)
+        raise UsageError(f"{what}: {path}: {problem}") from None
 
 
 def _compare_files(args: argparse.Namespace) -> int:

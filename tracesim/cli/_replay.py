@@ -14,15 +14,20 @@ results in the lines also become Phoenix span annotations, where Phoenix shows s
 Exit status: 0 when everything was sent (or had been before); 1 when a request failed or the
 endpoint rejected spans; 2 for usage errors (a file that does not exist or cannot be read,
 bad ``--headers``). Paths, answers from the endpoint and problems are printed as plain text:
-no rich markup is interpreted in them, and control characters are made visible.
+no rich markup is interpreted in them, and control characters are made visible. Everything
+printed goes through tracesim's redaction (`tracesim._outputs`): a password in the endpoint's
+URL is shown as ``[REDACTED:password]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from tracesim import _outputs
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -94,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     from tracesim.exporters import replay
     from tracesim.exporters._replay import parse_headers
 
-    err = Console(stderr=True, highlight=False)
+    err = Console(file=_outputs.stream(sys.stderr), highlight=False)
     if not args.files:
         args.files = [Path(default_trace_file())]
     missing = [str(p) for p in args.files if not p.is_file()]
@@ -126,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
             f"[red]error:[/red] cannot read {_plain(str(exc.filename))}: {_plain(exc.strerror or str(exc))}"
         )
         return _EXIT_USAGE
-    _summary(Console(highlight=False), report)
+    _summary(Console(file=_outputs.stream(sys.stdout), highlight=False), report)
     return _EXIT_OK if report.ok else _EXIT_FAILED
 
 

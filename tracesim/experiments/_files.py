@@ -1,17 +1,20 @@
 """Records out of dataset files (JSONL, CSV, YAML, JSON), each with the line it starts on.
 
 Every problem is a `DatasetError` naming the file and the line, since a dataset is read before
-anything runs: a bad file should stop the experiment at once, not cost a run.
+anything runs: a bad file should stop the experiment at once, not cost a run. Files are read
+within `tracesim._inputs`' limits (size, JSON nesting, YAML nesting and aliases), and a file
+over one is refused with the limit named, before it costs more than the limit.
 """
 
 from __future__ import annotations
 
 import csv
-import json
+import io
 import sys
 from pathlib import Path
 from typing import Any
 
+from tracesim import _inputs
 from tracesim.experiments._dataset import DatasetError
 
 __all__ = ["FORMATS", "read_records"]
@@ -50,19 +53,18 @@ def read_records(path: str, fmt: str | None) -> tuple[str, str, Records]:
         raise DatasetError(f"format={fmt!r}: use 'jsonl', 'csv', 'yaml' or 'json'")
     name = file.stem
     try:
+        text = _inputs.read_text(file, encoding="utf-8-sig")
         if fmt == "csv":
-            records = _csv(path, file)
+            records = _csv(path, text)
+        elif fmt == "yaml":
+            own_name, records = _yaml(path, text)
+            name = own_name or name
         else:
-            text = file.read_text(encoding="utf-8-sig")
-            if fmt == "yaml":
-                own_name, records = _yaml(path, text)
-                name = own_name or name
-            else:
-                records = _jsonl(path, text) if fmt == "jsonl" else _json(path, text)
+            records = _jsonl(path, text) if fmt == "jsonl" else _json(path, text)
     except OSError as exc:
         raise DatasetError(f"{path}: cannot read the file ({exc.strerror or exc})") from None
-    except UnicodeDecodeError as exc:
-        raise DatasetError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except _inputs.InputError as exc:
+        raise DatasetError(str(exc)) from None
     return name, fmt, records
 
 
@@ -71,31 +73,23 @@ def _jsonl(path: str, text: str) -> Records:
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            record = json.loads(line)
-        except ValueError as exc:
-            raise DatasetError(f"{path}, line {number}: not valid JSON ({exc})") from None
-        except RecursionError:
-            raise DatasetError(f"{path}, line {number}: JSON nested too deeply to read") from None
+        record = _inputs.loads(line, path, line=number)
         records.append((f"line {number}", record))
     return records
 
 
 def _json(path: str, text: str) -> Records:
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise DatasetError(f"{path}: not valid JSON ({exc})") from None
+    data = _inputs.loads(text, path)
     items = data.get("cases") if isinstance(data, dict) else data
     if not isinstance(items, list):
         raise DatasetError(f'{path}: expected a JSON list of records, or {{"cases": [...]}}')
     return [(f"item {index}", item) for index, item in enumerate(items, start=1)]
 
 
-def _csv(path: str, file: Path) -> Records:
-    csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+def _csv(path: str, text: str) -> Records:
+    csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # the file's size is the limit
     records: Records = []
-    with file.open(encoding="utf-8-sig", newline="") as handle:
+    with io.StringIO(text, newline="") as handle:
         reader = csv.DictReader(handle)
         try:
             header = reader.fieldnames
@@ -126,7 +120,7 @@ def _csv(path: str, file: Path) -> Records:
 def _yaml(path: str, text: str) -> tuple[str | None, Records]:
     import yaml
 
-    loader = yaml.SafeLoader(text)
+    loader = _inputs.bounded_loader(text, path)
     try:
         root = loader.get_single_node()
         if root is None:
@@ -147,10 +141,9 @@ def _yaml(path: str, text: str) -> tuple[str | None, Records]:
         return name, [
             (f"line {item.start_mark.line + 1}", loader.construct_document(item)) for item in items.value
         ]
+    except RecursionError:  # within the limits but called from a deep stack
+        raise DatasetError(f"{path}: YAML nested too deeply to read") from None
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f", line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise DatasetError(f"{path}{where}: not valid YAML ({problem})") from None
+        raise DatasetError(str(_inputs.yaml_error(exc, path))) from None
     finally:
         loader.dispose()

@@ -8,7 +8,9 @@ equivalent protobuf message (hex ids become bytes; nothing else changes) and the
 a request are concatenated, which protobuf defines as merging them, and posted as
 ``application/x-protobuf``. A line that is not OTLP/JSON (torn, nested too deeply, a span
 the decoder refuses, a line protobuf cannot hold) is skipped and named in the report; the
-others go on.
+others go on. Lines are read within `tracesim._inputs`' limits: a line longer than
+``MAX_LINE_BYTES`` (64 MiB) is skipped without being held whole, a line nested deeper than
+``MAX_DEPTH`` is skipped before ``json`` recurses into it; the report names the limit.
 
 Sent to Phoenix, the evaluation results in the delivered lines also become span annotations
 (where Phoenix shows scores): by default when the endpoint turns out to be Phoenix (asked with
@@ -39,6 +41,7 @@ from urllib.parse import unquote
 
 import httpx
 
+from tracesim import _inputs
 from tracesim.exporters._otlp_decode import request_to_protobuf
 from tracesim.exporters._records import spans_from_request
 from tracesim.exporters._replay_ledger import Ledger, ledger_path
@@ -274,25 +277,34 @@ def _convertible(batch: list[_Line], report: ReplayReport) -> list[_Line]:
 
 def _lines(path: Path, report: ReplayReport) -> Iterator[_Line]:
     """The lines of ``path`` that are OTLP/JSON, every span checked by the shared decoder."""
-    end = 0
-    with open(path, "rb") as f:
-        for number, raw in enumerate(f, start=1):
-            end += len(raw)
-            if not raw.strip():
-                continue
-            try:
-                request = json.loads(raw)
-                spans = len(list(spans_from_request(request)))
-            except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply for json
-                report.skipped_lines += 1
-                torn = not raw.endswith(b"\n")
-                why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-                report.problems.append(f"{path}:{number}: skipped {'torn last line' if torn else why}")
-                continue
+    for number, end, raw in _inputs.json_lines(path):
+        if raw is None:
+            report.skipped_lines += 1
+            why = _why(_inputs.too_long(str(path), number, _inputs.MAX_LINE_BYTES))
+            report.problems.append(f"{path}:{number}: skipped {why}")
+            continue
+        if not raw.strip():
+            continue
+        try:
+            request = _inputs.loads(raw, str(path), line=number)
+            spans = len(list(spans_from_request(request)))
+        except (ValueError, RecursionError) as exc:  # RecursionError: within the limit, but a short stack
+            report.skipped_lines += 1
+            torn = not raw.endswith(b"\n")
+            why = "nested too deeply" if isinstance(exc, RecursionError) else _why(exc)
+            report.problems.append(f"{path}:{number}: skipped {'torn last line' if torn else why}")
+            continue
             # The content alone, line ending excluded: the same line in a rotated copy, or after
             # a torn last line was terminated, is the same line.
-            key = hashlib.sha256(raw.rstrip(b"\r\n")).hexdigest()
-            yield _Line(f"{path}:{number}", end, raw, request, spans, key)
+        key = hashlib.sha256(raw.rstrip(b"\r\n")).hexdigest()
+        yield _Line(f"{path}:{number}", end, raw, request, spans, key)
+
+
+def _why(exc: ValueError) -> str:
+    """What was wrong with a line (the file and line are said once, before)."""
+    if isinstance(exc, _inputs.InputError):
+        return str(exc).split(": ", 1)[-1]
+    return str(exc)
 
 
 class _Sender:

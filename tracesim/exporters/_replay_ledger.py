@@ -4,6 +4,13 @@ Lines are known by the SHA-256 of their content, so a line is recognised whereve
 in ``traces.jsonl`` today, in ``traces.1.jsonl`` after rotation. One ledger serves a file and
 its rotated copies, ``<stem><suffix>.replayed`` beside them; its name does not end in
 ``.jsonl``, so ``tracesim report DIR`` never reads it as a trace file.
+
+Entries are written through tracesim's redaction (`tracesim._outputs`) and name the endpoint
+redacted (``http://user:[REDACTED:password]@host/v1/traces``): the same URL gives the same
+name, so a replay resumes; an entry an older tracesim wrote with the URL in the clear is read
+redacted and still matches. The ledger is read within `tracesim._inputs`' limits: a line
+longer than ``MAX_LEDGER_LINE_BYTES`` is never held whole, one nested deeper than ``MAX_DEPTH``
+is never given to ``json``; like a torn line, such a line only costs a re-send.
 """
 
 from __future__ import annotations
@@ -13,7 +20,9 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
+
+from tracesim import _inputs, _outputs
 
 __all__ = ["Ledger", "ledger_path"]
 
@@ -40,12 +49,14 @@ class Ledger:
 
     def __init__(self, path: Path, endpoint: str, *, force: bool) -> None:
         self.path = path
-        self.endpoint = endpoint
+        self.endpoint = _outputs.text(endpoint)
         self._force = force
         self._done: set[str] = set()
         self._legacy: set[str] = set()  # 16-hex-digit prefixes of SHA-256 over the line with its "\n"
         self._read: set[Path] = set()
         self._file: Any = None
+        self._handle: IO[str] | None = None
+        self._names: dict[str, str] = {self.endpoint: self.endpoint}  # an entry's endpoint, redacted
         self._read_entries(path)
 
     def load_legacy(self, trace_file: Path) -> None:
@@ -57,23 +68,33 @@ class Ledger:
             return
         self._read.add(path)
         try:
-            with open(path, "rb") as f:
-                for raw in f:
+            for _, _, raw in _inputs.json_lines(path, limit=_inputs.MAX_LEDGER_LINE_BYTES):
+                if raw is not None:  # a longer line was read past, never held whole
                     self._add(raw)
         except OSError:
             pass  # no ledger yet (or an unreadable one): lines are sent, at worst again
 
     def _add(self, raw: bytes) -> None:
+        if _inputs.deeper_than(raw):
+            return  # not a line tracesim wrote: a re-send at worst
         try:
             entry = json.loads(raw)
         except (ValueError, RecursionError):
             return  # a torn ledger line only costs a re-send
-        if not isinstance(entry, dict) or entry.get("endpoint") != self.endpoint:
+        if not isinstance(entry, dict) or self._name(entry.get("endpoint")) != self.endpoint:
             return
         if isinstance(digest := entry.get("sha256"), str):
             self._done.add(digest)
         elif isinstance(old := entry.get("line"), str) and old.count(":") == 2:
             self._legacy.add(old.rsplit(":", 1)[1])
+
+    def _name(self, endpoint: Any) -> str:
+        if not isinstance(endpoint, str):
+            return ""
+        name = self._names.get(endpoint)
+        if name is None:
+            name = self._names[endpoint] = _outputs.text(endpoint) if len(self._names) < 1024 else endpoint
+        return name
 
     def has(self, key: str, raw: bytes) -> bool:
         """Whether the line ``raw``, whose content has SHA-256 ``key``, was accepted before."""
@@ -86,14 +107,15 @@ class Ledger:
         self._done.update(keys)
         try:
             if self._file is None:
-                self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - kept for the run
+                self._handle = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - kept for the run
+                self._file = _outputs.stream(self._handle)
             entries = (json.dumps({"endpoint": self.endpoint, "sha256": key}) + "\n" for key in keys)
-            self._file.write("".join(entries))
+            self._file.write("".join(entries))  # one write: redacted whole
             self._file.flush()  # a crash after this point does not resend the batch
         except OSError:
             pass  # read-only directory: replay still works, it just cannot resume
 
     def close(self) -> None:
         """Close the ledger file (if this run wrote to it)."""
-        if self._file is not None:
-            self._file.close()
+        if self._handle is not None:
+            self._handle.close()

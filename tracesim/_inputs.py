@@ -1,0 +1,379 @@
+"""Every file tracesim reads from a user (datasets, baseline runs, ledgers, trace files) is read
+here, within limits on size, nesting and YAML aliases.
+
+A file over a limit is refused with an `InputError` that names the file, the line when there
+is one, and the limit, before the reading costs more than the limit: a file's size is checked
+before it is read, a line's before it is decoded, JSON's nesting by a scan of its brackets
+before ``json`` recurses into it, and a YAML document's aliases while it is composed, before
+anything is built from it. The command-line tools turn an `InputError` into exit status 2.
+
+The limits (constants, so the same file reads the same way everywhere):
+
+- `MAX_FILE_BYTES`, 256 MiB: a document read whole (a dataset, a baseline run);
+- `MAX_LINE_BYTES`, 64 MiB: one line of a JSON-lines file (a dataset line, a trace file line:
+  trace files rotate at 64 MiB); longer lines are refused or skipped without being held whole;
+- `MAX_LEDGER_LINE_BYTES`, 64 KiB: one line of a backfill or replay ledger;
+- `MAX_DEPTH`, 256: JSON nesting (runs are written with at most 200 levels of a value);
+- `MAX_YAML_DEPTH`, 100: YAML nesting, aliases expanded;
+- `MAX_YAML_ALIAS_NODES`, 100,000: the nodes YAML aliases may add to a document once expanded
+  (a ``<<: *defaults`` merge on every case is far below it; a "billion laughs" is far above).
+  Aliases are allowed, since anchors shared between cases are ordinary YAML; a recursive alias
+  (a value that contains itself) is refused.
+
+Example:
+    >>> loads('{"a": [1, 2]}', "cases.json")
+    {'a': [1, 2]}
+    >>> try:
+    ...     loads("[" * 300 + "]" * 300, "run.json")
+    ... except InputError as exc:
+    ...     print(exc)
+    run.json, line 1: JSON nested deeper than 256 levels (the limit on nesting)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterator
+from itertools import accumulate
+from typing import TYPE_CHECKING, Any
+
+from tracesim._errors import TracesimError
+
+if TYPE_CHECKING:
+    import yaml
+
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_FILE_BYTES",
+    "MAX_LEDGER_LINE_BYTES",
+    "MAX_LINE_BYTES",
+    "MAX_YAML_ALIAS_NODES",
+    "MAX_YAML_DEPTH",
+    "InputError",
+    "check_size",
+    "deeper_than",
+    "json_lines",
+    "load_yaml",
+    "loads",
+    "read_json",
+    "read_text",
+    "too_deep",
+    "too_long",
+]
+
+MAX_FILE_BYTES = 256 * 1024 * 1024
+MAX_LINE_BYTES = 64 * 1024 * 1024
+MAX_LEDGER_LINE_BYTES = 64 * 1024
+MAX_DEPTH = 256
+MAX_YAML_DEPTH = 100
+MAX_YAML_ALIAS_NODES = 100_000
+
+_CHUNK = 1 << 20
+
+
+class InputError(TracesimError, ValueError):
+    """A file tracesim cannot read, or not within its limits.
+
+    The message names the file, the line when there is one and the limit that applied;
+    ``path``, ``line`` and ``limit`` hold them for programs.
+
+    Example:
+        >>> str(InputError("cases.yaml", "YAML nested deeper than 100 levels", line=3))
+        'cases.yaml, line 3: YAML nested deeper than 100 levels'
+    """
+
+    def __init__(self, path: str, problem: str, *, line: int | None = None, limit: str | None = None) -> None:
+        self.path = path
+        self.line = line
+        self.limit = limit
+        where = f"{path}, line {line}" if line is not None else path
+        super().__init__(f"{where}: {problem}" + (f" (the limit on {limit})" if limit else ""))
+
+
+# -- whole files --------------------------------------------------------------------------------
+
+
+def read_text(path: str | os.PathLike[str], *, limit: int = MAX_FILE_BYTES, encoding: str = "utf-8") -> str:
+    """The text of ``path``, refused when it holds more than ``limit`` bytes.
+
+    Raises:
+        OSError: the file cannot be read.
+        InputError: it is larger than ``limit``, or not text in ``encoding``.
+    """
+    name = os.fspath(path)
+    with open(path, "rb") as handle:
+        size = _size(handle)
+        if size is not None and size > limit:
+            raise _too_big(name, size, limit)
+        data = handle.read(limit + 1)  # a file that grows, a FIFO: never more than the limit
+    if len(data) > limit:
+        raise _too_big(name, None, limit)
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputError(name, f"not UTF-8 text ({exc.reason} at byte {exc.start})", line=line) from None
+
+
+def check_size(path: str | os.PathLike[str], limit: int = MAX_FILE_BYTES) -> None:
+    """Refuse ``path`` when it is a file of more than ``limit`` bytes (for readers of their own).
+
+    Raises:
+        OSError: the file cannot be reached.
+        InputError: it is larger than ``limit``.
+    """
+    size = os.stat(path).st_size
+    if size > limit:
+        raise _too_big(os.fspath(path), size, limit)
+
+
+def read_json(path: str | os.PathLike[str], *, limit: int = MAX_FILE_BYTES) -> Any:
+    """The JSON document in ``path``, refused beyond ``limit`` bytes or `MAX_DEPTH` levels.
+
+    Raises:
+        OSError: the file cannot be read.
+        InputError: too large, too deep, or not JSON (the message names the line).
+    """
+    return loads(read_text(path, limit=limit), os.fspath(path))
+
+
+def _size(handle: Any) -> int | None:
+    try:
+        stat = os.fstat(handle.fileno())
+    except OSError:
+        return None
+    import stat as kinds
+
+    return stat.st_size if kinds.S_ISREG(stat.st_mode) else None
+
+
+def _too_big(name: str, size: int | None, limit: int) -> InputError:
+    held = f"{size:,} bytes" if size is not None else "more"
+    return InputError(name, f"{held}, more than {limit:,} bytes", limit="file size")
+
+
+# -- JSON ---------------------------------------------------------------------------------------
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_STRING_B = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_NOT_BRACKET_B = re.compile(rb"[^\[\]{}]+")
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
+_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+_STEP_B = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
+
+
+def deeper_than(document: str | bytes, limit: int = MAX_DEPTH) -> bool:
+    """Whether the JSON ``document`` nests arrays and objects more than ``limit`` deep.
+
+    A scan of its brackets outside strings, in time and memory linear in its size, made before
+    ``json`` (which recurses) reads it.
+
+    Example:
+        >>> deeper_than('[[["]]]]]"]]]', 3), deeper_than("[[[[]]]]", 3)
+        (False, True)
+    """
+    if isinstance(document, bytes):
+        if document.count(b"[") + document.count(b"{") <= limit:
+            return False
+        brackets_b = _NOT_BRACKET_B.sub(b"", _STRING_B.sub(b"", document))
+        return max(accumulate(map(_STEP_B.__getitem__, brackets_b)), default=0) > limit
+    if document.count("[") + document.count("{") <= limit:
+        return False
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", document))
+    return max(accumulate(map(_STEP.__getitem__, brackets)), default=0) > limit
+
+
+def _deep_line(document: str, limit: int) -> int:
+    """The line where ``document`` first passes ``limit`` levels (only called when it does)."""
+    depth = 0
+    for match in _TOKEN.finditer(document):
+        token = match.group()
+        if token in "[{":
+            depth += 1
+            if depth > limit:
+                return document.count("\n", 0, match.start()) + 1
+        elif token in "]}":
+            depth -= 1
+    return 1
+
+
+def loads(document: str | bytes, path: str, *, line: int | None = None, limit: int = MAX_DEPTH) -> Any:
+    """``json.loads(document)``, refused when it nests more than ``limit`` levels.
+
+    ``path`` and ``line`` (of a JSON-lines file) name the document in errors.
+
+    Raises:
+        InputError: too deep, or not JSON; the message names the file and the line.
+    """
+    if deeper_than(document, limit):
+        text = document if isinstance(document, str) else document.decode("utf-8", "replace")
+        where = line if line is not None else _deep_line(text, limit)
+        raise too_deep(path, where, limit)
+    try:
+        return json.loads(document)
+    except RecursionError:  # within the limit but the stack is short (deep caller): refused the same
+        raise InputError(path, f"JSON nested too deeply to read (limit {limit})", line=line) from None
+    except json.JSONDecodeError as exc:
+        where = line if line is not None else exc.lineno
+        raise InputError(path, f"not valid JSON ({exc.msg}, column {exc.colno})", line=where) from None
+    except ValueError as exc:  # bytes that are not UTF-8 text
+        raise InputError(path, f"not valid JSON ({exc})", line=line) from None
+
+
+def too_deep(path: str, line: int | None, limit: int = MAX_DEPTH) -> InputError:
+    """The error for JSON nested deeper than ``limit``."""
+    return InputError(path, f"JSON nested deeper than {limit} levels", line=line, limit="nesting")
+
+
+def too_long(path: str, line: int, limit: int, what: str = "lines") -> InputError:
+    """The error for a line of more than ``limit`` bytes."""
+    return InputError(path, f"a line longer than {limit:,} bytes", line=line, limit=what)
+
+
+def json_lines(
+    path: str | os.PathLike[str], *, limit: int = MAX_LINE_BYTES
+) -> Iterator[tuple[int, int, bytes | None]]:
+    """Each line of ``path`` as (line number, bytes read so far, the line or None when too long).
+
+    A line longer than ``limit`` bytes is never held whole: it is read past in blocks and
+    given as None, for the reader to skip or refuse, naming the line.
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    offset = 0
+    with open(path, "rb") as handle:
+        number = 0
+        while True:
+            raw = handle.readline(limit + 1)
+            if not raw:
+                return
+            number += 1
+            offset += len(raw)
+            if len(raw) > limit and not raw.endswith(b"\n"):
+                while raw and not raw.endswith(b"\n"):  # the rest of the long line, a block at a time
+                    raw = handle.readline(_CHUNK)
+                    offset += len(raw)
+                yield number, offset, None
+                continue
+            yield number, offset, raw
+
+
+# -- YAML ---------------------------------------------------------------------------------------
+
+
+def load_yaml(text: str, path: str) -> Any:
+    """The YAML document ``text`` (from ``path``), with `MAX_YAML_DEPTH` and the alias budget.
+
+    Raises:
+        InputError: over a limit, or not YAML; the message names the file and the line.
+    """
+    loader = bounded_loader(text, path)
+    try:
+        return loader.get_single_data()
+    except InputError:
+        raise
+    except RecursionError:
+        raise InputError(path, f"YAML nested too deeply to read (limit {MAX_YAML_DEPTH})") from None
+    except Exception as exc:  # yaml.YAMLError, and what a constructor raises for a bad scalar
+        raise yaml_error(exc, path) from None
+    finally:
+        loader.dispose()
+
+
+def yaml_error(exc: BaseException, path: str) -> InputError:
+    """An `InputError` for a ``yaml.YAMLError``, naming the line it found."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc)
+    return InputError(path, f"not valid YAML ({problem})", line=mark.line + 1 if mark is not None else None)
+
+
+def bounded_loader(text: str, path: str) -> yaml.SafeLoader:
+    """A ``yaml.SafeLoader`` over ``text`` that refuses deep documents and costly aliases.
+
+    Use its ``get_single_node``/``construct_document`` as a SafeLoader's; call ``dispose``.
+    """
+    loader: yaml.SafeLoader = _loader_class()(text, path)
+    return loader
+
+
+_LOADER: Any = None
+
+
+def _loader_class() -> Any:
+    global _LOADER
+    if _LOADER is None:
+        _LOADER = _make_loader()
+    return _LOADER
+
+
+def _make_loader() -> Any:
+    import yaml
+
+    class BoundedLoader(yaml.SafeLoader):
+        """Counts nesting while composing and what each alias adds once expanded."""
+
+        def __init__(self, stream: str, path: str) -> None:
+            super().__init__(stream)
+            self.path = path
+            self._depth = 0
+            self._open: list[str | None] = []  # anchors of the collections being composed
+            self._added = 0
+            self._measured: dict[int, tuple[int, int]] = {}  # id(node) -> (nodes, depth), expanded
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()  # type: ignore[no-untyped-call]
+                line = event.start_mark.line + 1
+                if event.anchor in self._open:
+                    raise InputError(
+                        self.path, f"YAML alias *{event.anchor} is inside its own anchor", line=line
+                    )
+                node = super().compose_node(parent, index)
+                nodes, depth = self._measure(node)
+                self._added += nodes
+                if self._added > MAX_YAML_ALIAS_NODES:
+                    raise InputError(
+                        self.path,
+                        f"YAML aliases expand to more than {MAX_YAML_ALIAS_NODES:,} nodes",
+                        line=line,
+                        limit="aliases",
+                    )
+                if self._depth + depth > MAX_YAML_DEPTH:
+                    raise self._too_deep(line)
+                return node
+            event = self.peek_event()  # type: ignore[no-untyped-call]
+            self._depth += 1
+            if self._depth > MAX_YAML_DEPTH:
+                raise self._too_deep(event.start_mark.line + 1)
+            self._open.append(event.anchor)
+            try:
+                return super().compose_node(parent, index)
+            finally:
+                self._open.pop()
+                self._depth -= 1
+
+        def _too_deep(self, line: int) -> InputError:
+            return InputError(
+                self.path, f"YAML nested deeper than {MAX_YAML_DEPTH} levels", line=line, limit="nesting"
+            )
+
+        def _measure(self, node: Any) -> tuple[int, int]:
+            # Every node was composed within the depth limit, so this recursion is bounded too.
+            known = self._measured.get(id(node))
+            if known is not None:
+                return known
+            if isinstance(node, yaml.SequenceNode):
+                parts = [self._measure(child) for child in node.value]
+            elif isinstance(node, yaml.MappingNode):
+                parts = [self._measure(item) for pair in node.value for item in pair]
+            else:
+                parts = []
+            found = (1 + sum(p[0] for p in parts), 1 + max((p[1] for p in parts), default=0))
+            self._measured[id(node)] = found
+            return found
+
+    return BoundedLoader
