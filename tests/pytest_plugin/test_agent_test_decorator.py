@@ -244,6 +244,11 @@ def test_everything_disabled():
 """
 
 
+def _score(result: Any) -> Any:
+    """A compat evaluator's score: AgentTest's result object, or the dict earlier versions gave."""
+    return result["score"] if isinstance(result, dict) else result.score
+
+
 def _suite(root: Path, folder: str, config: str, module: str, tests: str) -> None:
     (root / folder / ".agenttest").mkdir(parents=True)
     (root / folder / ".agenttest" / "config.yaml").write_text(config)
@@ -295,8 +300,8 @@ def test_agenttest_suites_run_under_pytest(pytester: pytest.Pytester, llm_server
     result.stdout.fnmatch_lines(["*similarity: 0 of 2 cases passed (mean score 0, threshold 0.8)"])
 
     # Weights from the config combine the criteria; timeouts, retries and errors.
-    cosine = StringSimilarity(method="cosine").evaluate(ACTUAL, EXPECTED)["score"]
-    jaccard = StringSimilarity(method="jaccard").evaluate(ACTUAL, EXPECTED)["score"]
+    cosine = _score(StringSimilarity(method="cosine").evaluate(ACTUAL, EXPECTED))
+    jaccard = _score(StringSimilarity(method="jaccard").evaluate(ACTUAL, EXPECTED))
     assert scores("weights::test_weights_combine") == {
         "similarity": cosine,
         "keywords": jaccard,
@@ -353,7 +358,7 @@ def _check_more(result: pytest.RunResult, tests: dict[str, Any], llm_server: LLM
     }
     assert scores("test_security_information_presence") == {"contains": 0.75, "overall": 0.75}
     combined = scores("test_structured_response_comprehensive")
-    similarity = StringSimilarity(method="levenshtein").evaluate(ORDER, ORDER_EXPECTED)["score"]
+    similarity = _score(StringSimilarity(method="levenshtein").evaluate(ORDER, ORDER_EXPECTED))
     assert (combined["similarity"], combined["contains"], combined["regex"]) == (similarity, 1.0, 1.0)
     assert combined["overall"] == pytest.approx(
         (combined["similarity"] + 2 * 1.0 + 1.0) / 4

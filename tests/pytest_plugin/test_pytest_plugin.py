@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tracesim.integrations._pytest_report import markdown_cell
+
 pytest_plugins = ["pytester"]
 
 PLUGIN = "tracesim.integrations.pytest_plugin"
@@ -95,6 +97,11 @@ def session_env(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_
     summary = tmp_path / "step_summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     return summary
+
+
+def _markdown_row(*cells: str) -> str:
+    """A row of the step summary's table, each cell escaped for Markdown (``test\\_a\\.py``)."""
+    return "| " + " | ".join(markdown_cell(cell) for cell in cells) + " |"
 
 
 def _properties(junit: Path) -> dict[str, list[tuple[str, str]]]:
@@ -185,7 +192,10 @@ def test_the_plugin_scores_fails_and_reports(pytester: pytest.Pytester, session_
     assert markdown.startswith("### tracesim evaluations\n")
     assert "| test | source | evaluator | score | verdict | threshold |" in markdown
     assert (
-        "| test_agent.py::test_fixture_assert_passes | score | levenshtein | 0.92 | pass | 0.7 |" in markdown
+        _markdown_row(
+            "test_agent.py::test_fixture_assert_passes", "score", "levenshtein", "0.92", "pass", "0.7"
+        )
+        in markdown
     )
 
 
@@ -205,7 +215,9 @@ def test_a_suite_that_does_not_use_it_gets_nothing(pytester: pytest.Pytester, se
     hushed = pytester.runpytest_subprocess("-p", PLUGIN, "-p", "no:cacheprovider", "--tracesim-no-summary")
     hushed.assert_outcomes(passed=2)
     assert "tracesim evaluations" not in hushed.stdout.str()
-    assert "| test_scored.py::test_b | score | exact | 1 | pass | 1 |" in session_env.read_text()
+    assert (
+        _markdown_row("test_scored.py::test_b", "score", "exact", "1", "pass", "1") in session_env.read_text()
+    )
 
 
 def test_assert_passes_names_what_failed() -> None:

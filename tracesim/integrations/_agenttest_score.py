@@ -22,7 +22,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from tracesim import _outputs
 from tracesim.evaluators.compat import agenttest as compat
+from tracesim.exporters._safe_text import visible
 from tracesim.integrations import _agenttest_config as cfg
 
 if TYPE_CHECKING:
@@ -103,7 +105,10 @@ class Outcome:
         return found
 
     def message(self, test: str, attempts: int = 1) -> str:
-        """Why the test failed: each failing criterion with its score, threshold and values."""
+        """Why the test failed: each failing criterion with its score, threshold and values.
+
+        Redacted as spans are, with control characters shown visibly: pytest prints it.
+        """
         tries = f" (after {attempts} attempts)" if attempts > 1 else ""
         lines = [f"{test} failed its AgentTest evaluation{tries}:"]
         lines += [f"  {_why(name, r)}" for name, r in self.evaluations.items() if not passes(r)]
@@ -111,11 +116,17 @@ class Outcome:
         lines.append(
             f"  overall score {_number(self.score)} (weights: {weights}); config: {self.config.origin}"
         )
-        return "\n".join(lines)
+        # Redacted whole first: a secret may span lines (a PEM block in an error message).
+        return "\n".join(visible(line) for line in _outputs.text("\n".join(lines)).split("\n"))
 
 
 class _Evaluator(Protocol):
-    def evaluate(self, test_output: Any) -> dict[str, Any]: ...
+    def evaluate(self, test_output: Any) -> Any: ...
+
+
+def _as_dict(result: Any) -> dict[str, Any]:
+    """AgentTest's result as a dict: a mapping, or an object with ``to_dict()`` (`EvaluationResult`)."""
+    return dict(result) if isinstance(result, Mapping) else dict(result.to_dict())
 
 
 def _build(kind: str, entry: cfg.EvaluatorEntry | None, config: cfg.AgentTestConfig) -> _Evaluator:
@@ -162,7 +173,7 @@ def score(test_output: Any, criteria: Sequence[str], config: cfg.AgentTestConfig
             if hasattr(exc, "add_note"):  # Python 3.11+
                 exc.add_note(f"agent_test: building the evaluator of {criterion!r} from {where}")
             raise
-        outcome.evaluations[criterion] = evaluator.evaluate(test_output)
+        outcome.evaluations[criterion] = _as_dict(evaluator.evaluate(test_output))
     return outcome
 
 
@@ -195,7 +206,8 @@ def _number(value: Any) -> str:
 
 
 def _shown(value: Any) -> str:
-    text = repr(value)
+    # Redacted before it is cut: a secret cut in half would no longer be recognised.
+    text = _outputs.text(repr(_outputs.clean(value)))
     return text if len(text) <= _SHOWN_CHARS else f"{text[:_SHOWN_CHARS]}... ({len(text)} characters)"
 
 

@@ -6,6 +6,12 @@ the test's teardown report, so they also reach the controller under pytest-xdist
 the session's summary from the reports: the terminal table, ``--tracesim-json``, JUnit
 properties and the GitHub step summary all read the same rows.
 
+A row is redacted when it is made (`tracesim._outputs`: the secrets a span would lose, a row
+loses), and every output is written through `tracesim._outputs` again. What reads an output
+is not steered by it: the terminal table shows control characters as `tracesim show` does
+(`visible`), and each cell of the step summary is escaped for GitHub-flavoured Markdown and
+HTML (`markdown_cell`), so a name cannot add a line, a heading, an image, a link or a tag.
+
 Example:
     >>> from tracesim.evaluators import EvalResult
     >>> row = Row.from_result("t.py::test_a", "answer", EvalResult(name="levenshtein", score=0.79,
@@ -16,24 +22,42 @@ Example:
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+import string
+from collections.abc import Callable, Iterable, Mapping
+from contextlib import closing
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from tracesim import _outputs
+from tracesim.exporters._safe_text import visible
+
 if TYPE_CHECKING:
     from tracesim.evaluators import EvalResult
 
-__all__ = ["AGENT_TEST_ATTRIBUTE", "ROWS", "Row", "Summary", "describe", "failures", "properties", "record"]
+__all__ = [
+    "AGENT_TEST_ATTRIBUTE",
+    "ROWS",
+    "Row",
+    "Summary",
+    "describe",
+    "failures",
+    "markdown_cell",
+    "properties",
+    "record",
+]
 
 AGENT_TEST_ATTRIBUTE = "__tracesim_agent_test__"
 """Where ``@agent_test`` keeps its arguments on a test; here so the plugin need not import it."""
 
 VERDICTS = ("pass", "fail", "error", "skipped", "no_verdict")
+_TEXT_FIELDS = ("test", "source", "evaluator", "status", "label", "reason")
+
+Redact = Callable[[str], str]
+"""Text in, the same text with its secrets replaced out (`tracesim._outputs.text` by default)."""
 
 
 @dataclass(frozen=True)
@@ -51,12 +75,15 @@ class Row:
     reason: str | None = None
 
     @classmethod
-    def from_result(cls, test: str, source: str, result: EvalResult) -> Row:
-        """The row of an `EvalResult` (its error message is the reason of an error)."""
+    def from_result(cls, test: str, source: str, result: EvalResult, *, redact: Redact | None = None) -> Row:
+        """The row of an `EvalResult` (its error message is the reason of an error), redacted.
+
+        ``redact`` is the redaction of the test's configuration; outputs' is used without one.
+        """
         reason = result.error if result.status == "error" else result.explanation
         if result.status == "error" and result.error_type and reason and result.error_type not in reason:
             reason = f"{result.error_type}: {reason}"
-        return cls(
+        row = cls(
             test=test,
             source=source,
             evaluator=result.name,
@@ -67,6 +94,14 @@ class Row:
             label=result.label,
             reason=reason,
         )
+        return row.redacted(redact if redact is not None else _outputs.text)
+
+    def redacted(self, redact: Redact) -> Row:
+        """This row with ``redact`` applied to every text in it (names, label, reason)."""
+        changes: dict[str, Any] = {
+            name: redact(getattr(self, name)) for name in _TEXT_FIELDS if getattr(self, name) is not None
+        }
+        return replace(self, **changes)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Row:
@@ -95,10 +130,12 @@ ROWS = pytest.StashKey[list[Row]]()
 """The rows recorded for a test item, in the order they were scored."""
 
 
-def record(item: pytest.Item, source: str, results: Iterable[EvalResult]) -> None:
+def record(
+    item: pytest.Item, source: str, results: Iterable[EvalResult], *, redact: Redact | None = None
+) -> None:
     """Add results scored for ``item`` (``source`` names what was scored: a span, a call)."""
     rows = item.stash.setdefault(ROWS, [])
-    rows.extend(Row.from_result(item.nodeid, source, result) for result in results)
+    rows.extend(Row.from_result(item.nodeid, source, result, redact=redact) for result in results)
 
 
 def _number(value: float | None) -> str:
@@ -106,7 +143,10 @@ def _number(value: float | None) -> str:
 
 
 def describe(row: Row) -> str:
-    """One line naming the metric, what was scored, the verdict, score, threshold and reason."""
+    """One line naming the metric, what was scored, the verdict, score, threshold and reason.
+
+    The names and the reason show control characters visibly (the line is printed by pytest).
+    """
     reason = row.reason
     if reason is None and row.verdict == "fail" and row.score is not None and row.threshold is not None:
         side = "below" if row.score < row.threshold else "above" if row.score > row.threshold else "at"
@@ -114,9 +154,9 @@ def describe(row: Row) -> str:
     if reason is None and row.verdict == "no_verdict":
         reason = "the evaluator has no threshold; give it threshold=... to get a verdict"
     verdict = {"pass": "passed", "fail": "failed"}.get(row.verdict, row.verdict)
-    text = f"{row.evaluator} on {row.source!r}: {verdict}, score {_number(row.score)}"
+    text = f"{visible(row.evaluator)} on {visible(repr(row.source))}: {verdict}, score {_number(row.score)}"
     text += f", threshold {_number(row.threshold)}"
-    return f"{text}: {reason}" if reason else text
+    return f"{text}: {visible(reason)}" if reason else text
 
 
 def failures(rows: Iterable[Row], *, strict: bool) -> list[Row]:
@@ -186,8 +226,8 @@ class Summary:
         return lines
 
     def terminal_lines(self) -> list[str]:
-        """The table laid out in aligned columns, then the headline."""
-        table = self.table()
+        """The table laid out in aligned columns, then the headline; control characters shown visibly."""
+        table = [[visible(cell) for cell in line] for line in self.table()]
         widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
         text = ["  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)) for line in table]
         return [*(line.rstrip() for line in text), "", self.headline()]
@@ -197,7 +237,7 @@ class Summary:
         table = self.table()
 
         def cells(line: list[str]) -> str:
-            return "| " + " | ".join(cell.replace("|", "\\|") for cell in line) + " |"
+            return "| " + " | ".join(markdown_cell(cell) for cell in line) + " |"
 
         body = [cells(line) for line in table]
         body.insert(1, "|" + "---|" * len(table[0]))
@@ -216,11 +256,37 @@ class Summary:
         return {"summary": self.counts(), "tests": listing}
 
     def write_json(self, path: Path) -> None:
-        """Write `to_json` to ``path``, creating its folder."""
+        """Write `to_json` to ``path`` (redacted, whole), creating its folder."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_json(), indent=2, allow_nan=False) + "\n", encoding="utf-8")
+        _outputs.write_json(path, self.to_json(), indent=2)
 
     def append_markdown(self, path: Path) -> None:
-        """Append `markdown` to ``path`` (GitHub Actions' ``$GITHUB_STEP_SUMMARY`` file)."""
-        with path.open("a", encoding="utf-8") as handle:
-            handle.write(self.markdown())
+        """Append `markdown` to ``path`` (GitHub Actions' ``$GITHUB_STEP_SUMMARY`` file), redacted."""
+        # Opened here and wrapped by `_outputs.stream` (closed first): `_outputs.open_text` flushes
+        # its file after closing it (ValueError). One write: redaction sees the whole section.
+        with path.open("a", encoding="utf-8") as handle, closing(_outputs.stream(handle)) as out:
+            out.write(self.markdown())
+
+
+# ASCII punctuation is what GitHub-flavoured Markdown gives a meaning to (emphasis, code, links,
+# images, tables, autolinks, math); a backslash makes each a plain character. The characters
+# of HTML become entities, which stay text for a reader that takes the file as HTML too.
+_MARKDOWN = {ord(c): "\\" + c for c in string.punctuation}
+_MARKDOWN.update(
+    {ord("&"): "&amp;", ord("<"): "&lt;", ord(">"): "&gt;", ord('"'): "&quot;", ord("'"): "&#39;"}
+)
+
+
+def markdown_cell(text: str) -> str:
+    """``text`` as one cell of a GitHub-flavoured Markdown table: shown as written, never obeyed.
+
+    Line breaks (and runs of white space) fold into one space, control characters are shown
+    as `tracesim show` shows them, ``<``, ``>``, ``&`` and quotes become HTML entities and every
+    other ASCII punctuation character is backslash-escaped: ``\\|`` stays in its cell, and no
+    heading, link, image, emphasis, autolink or tag can start.
+
+    Example:
+        >>> print(markdown_cell("# a|b\\n![x](http://e.example/i.png) <img src=x>"))
+        \\# a\\|b \\!\\[x\\]\\(http\\:\\/\\/e\\.example\\/i\\.png\\) &lt;img src\\=x&gt;
+    """
+    return visible(" ".join(text.split())).translate(_MARKDOWN)

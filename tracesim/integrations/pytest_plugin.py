@@ -13,6 +13,8 @@ ask for it pays nothing: no configuration, no spans, no table.
 - Every result is reported: a table at the end of the session (``--tracesim-no-summary``
   turns it off), ``--tracesim-json PATH``, JUnit ``<properties>`` (``tracesim.<evaluator>.score``,
   ``.passed``, ``.threshold``) and, when ``$GITHUB_STEP_SUMMARY`` is set, a Markdown table.
+  All of them, and the failure messages, are redacted as spans are (`tracesim._outputs`), and
+  show control characters and markup as text.
 
 Example:
     >>> from tracesim.evaluators import EvalResult
@@ -34,6 +36,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from tracesim import _outputs
+from tracesim.exporters._safe_text import visible
 from tracesim.integrations import _pytest_report as reporting
 
 if TYPE_CHECKING:
@@ -56,7 +60,8 @@ def _raise_failures(rows: Sequence[reporting.Row], *, strict: bool, why: str = "
     bad = reporting.failures(rows, strict=strict)
     if bad:
         lines = "\n".join(f"  {reporting.describe(row)}" for row in bad)
-        raise AssertionError(f"{len(bad)} of {len(rows)} tracesim results did not pass{why}:\n{lines}")
+        message = f"{len(bad)} of {len(rows)} tracesim results did not pass{why}:\n{lines}"
+        raise AssertionError(_outputs.text(message))
 
 
 def assert_passes(results: EvalResult | Iterable[EvalResult], *, source: str = "result") -> None:
@@ -95,6 +100,12 @@ class TracesimEval:
     def __init__(self, captured: CapturedSpans) -> None:
         self._captured = captured
         self._scored: list[tuple[str, EvalResult]] = []
+        # The test's redaction (its marker may set one): reports are made after the capture ends.
+        self._redactor = _outputs.redactor()
+
+    def redact(self, text: str) -> str:
+        """``text`` with the secrets the test's spans would lose replaced (what its reports show)."""
+        return self._redactor.redact(text, _outputs.ATTRIBUTE)
 
     @property
     def spans(self) -> CapturedSpans:
@@ -144,7 +155,8 @@ class TracesimEval:
         """`score`, then fail unless every result passed (see `assert_passes`)."""
         __tracebackhide__ = True
         results = self.score(output, expected, evaluators=evaluators, input=input, name=name)
-        _raise_failures([reporting.Row.from_result("", name, r) for r in results], strict=True)
+        rows = [reporting.Row.from_result("", name, r, redact=self.redact) for r in results]
+        _raise_failures(rows, strict=True)
         return results
 
 
@@ -217,7 +229,7 @@ def tracesim_eval(request: pytest.FixtureRequest) -> Iterator[TracesimEval]:
         yield recorder
     # After the capture is drained, so that late results are in too.
     for source, result in recorder.scored():
-        reporting.record(request.node, source, [result])
+        reporting.record(request.node, source, [result], redact=recorder.redact)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -271,7 +283,9 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     yield  # a test that raised stays failed with its own error
     recorder = item.stash.get(_RECORDER, None)
     if recorder is not None and item.get_closest_marker(MARKER) is not None:
-        rows = [reporting.Row.from_result(item.nodeid, s, r) for s, r in recorder.scored()]
+        rows = [
+            reporting.Row.from_result(item.nodeid, s, r, redact=recorder.redact) for s, r in recorder.scored()
+        ]
         _raise_failures(rows, strict=False, why=" (@pytest.mark.tracesim fails a test whose results fail)")
 
 
@@ -281,11 +295,11 @@ def pytest_runtest_makereport(
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     rows = item.stash.get(reporting.ROWS, None) if call.when == "teardown" else None
     if rows:
-        item.user_properties.extend(reporting.properties(rows))  # --junitxml writes them
+        item.user_properties.extend(_outputs.clean(reporting.properties(rows)))  # --junitxml writes them
     report = yield
     if rows:
         # On the report, the rows reach the summary, also across pytest-xdist workers.
-        report.tracesim_results = [row.to_json() for row in rows]  # type: ignore[attr-defined]
+        report.tracesim_results = _outputs.clean([row.to_json() for row in rows])  # type: ignore[attr-defined]
     return report
 
 
@@ -314,7 +328,7 @@ class _SessionReport:
             return
         terminalreporter.write_sep("=", "tracesim evaluations")
         for line in self.summary.terminal_lines():
-            terminalreporter.write_line(line)
+            terminalreporter.write_line(_outputs.text(line))
         path = self.config.getoption("tracesim_json")
         if path:
-            terminalreporter.write_line(f"tracesim results written to {path}")
+            terminalreporter.write_line(_outputs.text(f"tracesim results written to {visible(path)}"))
