@@ -118,9 +118,13 @@ def write_golden(path: str) -> None:
     """Write `GOLDEN` as a JSON-lines dataset: ``{"question": ..., "expected": ...}`` per line."""
     import json
 
-    with open(path, "w", encoding="utf-8") as f:
-        for question, expected in GOLDEN.items():
-            f.write(json.dumps({"question": question, "expected": expected}) + "\n")
+    from tracesim import _outputs
+
+    lines = (
+        json.dumps({"question": question, "expected": expected}) + "\n"
+        for question, expected in GOLDEN.items()
+    )
+    _outputs.write_text(path, "".join(lines))
 
 
 def answer(question: str) -> str:

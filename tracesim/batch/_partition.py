@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from functools import partial
+from typing import IO, TYPE_CHECKING, Any, Literal
 
+from tracesim import _outputs
 from tracesim.batch._files import is_url
 from tracesim.batch._frame import pandas, result_schema, scored_frame
 from tracesim.batch._records import reason_of
@@ -31,7 +31,6 @@ if TYPE_CHECKING:
 __all__ = ["Job", "Sink", "run_part"]
 
 OutputFormat = Literal["parquet", "jsonl"]
-_TEXT_COLUMNS = ("source", "id", "trace_id", "span_id", "span_name", "input", "output", "expected", "bad_row")
 _INT_COLUMNS = ("row", "span_end_ns")
 VALUE_COLUMNS = ("input", "output", "expected")
 
@@ -47,23 +46,30 @@ class Sink:
         return f"{self.root.rstrip('/')}/part-{index:05d}.{self.format}"
 
     def write(self, index: int, frame: pd.DataFrame, schema: Any) -> None:
-        """Write one part's results whole, replacing a file a previous try of it left."""
-        data = _encode(frame, schema, self.format)
+        """Write one part's results whole, redacted, replacing a file a previous try of it left.
+
+        Every text cell and column name is redacted before the frame is encoded (`_redacted`):
+        Parquet is binary, so the bytes could not be searched for secrets after.
+        """
+        data = _encode(*_redacted(frame, schema), self.format)
         target = self.path(index)
         if is_url(target):
-            import fsspec  # type: ignore[import-untyped,unused-ignore]
-
-            with fsspec.open(target, "wb") as handle:
-                handle.write(data)
+            _upload(target, data)
             return
-        temporary = f"{target}.{uuid.uuid4().hex}.tmp"
-        try:
-            with open(temporary, "wb") as handle:
-                handle.write(data)
-            os.replace(temporary, target)
-        finally:
-            if os.path.exists(temporary):
-                os.unlink(temporary)
+        _outputs.write_bytes_of(target, partial(_put, data))
+
+
+def _put(data: bytes, handle: IO[bytes]) -> None:
+    handle.write(data)
+
+
+def _upload(url: str, data: bytes) -> None:
+    """Put a redacted part on an object store (published whole on close); `tracesim._outputs`
+    writes local files only."""
+    import fsspec  # type: ignore[import-untyped,unused-ignore]
+
+    with fsspec.open(url, "wb") as handle:
+        handle.write(data)
 
 
 @dataclass(frozen=True)
@@ -121,7 +127,7 @@ def finite(score: float | None) -> float | None:
 def _encode(frame: pd.DataFrame, schema: Any, fmt: OutputFormat) -> bytes:
     import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
 
-    table = pa.Table.from_pandas(_utf8(frame), schema=schema, preserve_index=False)
+    table = pa.Table.from_pandas(frame, schema=schema, preserve_index=False)
     if fmt == "jsonl":
         return "".join(_json_line(row) for row in table.to_pylist()).encode("utf-8")
     import pyarrow.parquet as pq  # type: ignore[import-untyped,unused-ignore]
@@ -155,18 +161,24 @@ def value_text(value: Any) -> str | None:
         return repr(value)[:10_000]
 
 
-def _utf8(frame: pd.DataFrame) -> pd.DataFrame:
-    """Text columns as str or None, in text UTF-8 can hold (a lone ``"\\ud800"`` kept as visible text).
+def _redacted(frame: pd.DataFrame, schema: Any) -> tuple[pd.DataFrame, Any]:
+    """The frame and schema as written: every text column (by ``schema``) redacted, as str or
+    None in text UTF-8 can hold (a lone ``"\\ud800"`` kept as visible text); column names redacted.
 
     Joining the scores of the good rows to every row's keys leaves NaN in a bad row's text
     columns: it becomes None here.
     """
-    for column in frame.columns:
-        if column in _TEXT_COLUMNS or column.endswith((".label", ".explanation", ".status", ".error")):
-            values = frame[column].tolist()
-            if not all(value is None or (isinstance(value, str) and value.isascii()) for value in values):
-                frame[column] = pandas().array([_encodable(value) for value in values], dtype=object)
-    return frame
+    import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
+
+    for field in schema:
+        if pa.types.is_string(field.type) and field.name in frame.columns:
+            values = _outputs.clean(frame[field.name].tolist())
+            frame[field.name] = pandas().array([_encodable(value) for value in values], dtype=object)
+    names = {name: _outputs.text(name) for name in schema.names}
+    if any(name != written for name, written in names.items()):  # an evaluator named with a secret
+        frame = frame.rename(columns=names)
+        schema = pa.schema([field.with_name(names[field.name]) for field in schema])
+    return frame, schema
 
 
 def _encodable(value: Any) -> str | None:

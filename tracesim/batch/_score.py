@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import glob
 import os
+import sys
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any, Literal
 
+from tracesim import _outputs
 from tracesim.batch._files import is_url
 from tracesim.batch._partition import Job, OutputFormat, Sink, run_part
 from tracesim.batch._rows import EvaluatorSpec, build_evaluators
@@ -170,8 +172,10 @@ def _prepare(root: str, overwrite: bool) -> None:
 def _remove_leftovers(root: str) -> None:
     """Delete the temporary files of tasks killed while writing (their part was written again)."""
     if not is_url(root):
-        for path in glob.glob(os.path.join(glob.escape(root), "part-*.tmp")):
-            os.unlink(path)
+        for pattern in ("part-*.tmp", ".part-*"):  # `tracesim._outputs.write_bytes_of` names its own
+            for path in glob.glob(os.path.join(glob.escape(root), pattern)):
+                with suppress(FileNotFoundError):  # a task still running renamed it in place
+                    os.unlink(path)
 
 
 @contextmanager
@@ -179,7 +183,7 @@ def _progress(total: int | None, show: bool | None) -> Iterator[Callable[[int], 
     from rich.console import Console
     from rich.progress import Progress
 
-    console = Console(stderr=True)
+    console = Console(file=_outputs.stream(sys.stderr))
     disable = not console.is_terminal if show is None else not show
     with Progress(console=console, disable=disable) as bar:
         task = bar.add_task("scoring", total=total)

@@ -12,6 +12,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
+from tracesim import _outputs
+
 if TYPE_CHECKING:
     from tracesim.evaluators import EvalResult
 
@@ -128,28 +130,32 @@ class BatchReport:
 
         The first bad rows, with their file and line, and the failed parts go to ``errors``
         (standard error by default), one unwrapped line each; the rest to the rich ``console``
-        (standard output by default).
+        (standard output by default). Every line is redacted (`tracesim._outputs`), the table's
+        cells before the table is drawn.
         """
         from rich.console import Console
         from rich.text import Text
 
         from tracesim.exporters._safe_text import visible
 
-        console = console or Console()
+        console = console or Console(file=_outputs.stream(sys.stdout))
         errors = errors or sys.stderr
         for path, number, message in self.examples:
-            print(visible(f"tracesim eval: {path}:{number}: {message}; row skipped"), file=errors)
+            line = _outputs.text(f"tracesim eval: {path}:{number}: {message}; row skipped")
+            _outputs.echo(visible(line), file=errors)
         print_table(self.tallies, self.scored, console)
         if self.bad_rows:
             reasons = ", ".join(f"{reason}: {count}" for reason, count in self.bad_rows.most_common())
-            console.print(Text(visible(f"{sum(self.bad_rows.values())} bad rows skipped ({reasons})")))
+            line = _outputs.text(f"{sum(self.bad_rows.values())} bad rows skipped ({reasons})")
+            console.print(Text(visible(line)))
         for index, error in sorted(self.failed_parts.items()):
-            print(visible(f"tracesim eval: part {index} failed, its rows are missing: {error}"), file=errors)
-        console.print(Text(f"results: {visible(self.output)}"))
+            line = _outputs.text(f"tracesim eval: part {index} failed, its rows are missing: {error}")
+            _outputs.echo(visible(line), file=errors)
+        console.print(Text(f"results: {visible(_outputs.text(self.output))}"))
 
 
 def print_table(tallies: dict[str, Tally], rows: int, console: Any) -> None:
-    """The summary table ``tracesim eval`` prints: one line per evaluator."""
+    """The summary table ``tracesim eval`` prints: one line per evaluator (names redacted)."""
     from rich.table import Table
     from rich.text import Text
 
@@ -170,6 +176,9 @@ def print_table(tallies: dict[str, Tally], rows: int, console: Any) -> None:
             str(tally.errors),
         ]
         table.add_row(
-            Text(visible(name)), str(tally.count), *cells, *([f"{tally.tokens:,}"] if costed else [])
+            Text(visible(_outputs.text(name))),
+            str(tally.count),
+            *cells,
+            *([f"{tally.tokens:,}"] if costed else []),
         )
     console.print(table)

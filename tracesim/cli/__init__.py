@@ -54,7 +54,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
-        parser.print_help()
+        from tracesim._outputs import stream
+
+        parser.print_help(stream())
         return 2
     status: int = args._run(args)
     return status

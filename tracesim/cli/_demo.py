@@ -25,6 +25,7 @@ def run(args: argparse.Namespace) -> int:
 
     import tracesim
     from tracesim import _demo, _runtime
+    from tracesim._outputs import echo
     from tracesim.exporters import load_spans, render_trees
 
     tracesim.configure(service_name="tracesim-demo", exporters=args.exporters, jsonl_path=args.path)
@@ -44,9 +45,9 @@ def run(args: argparse.Namespace) -> int:
 
     width = max(len(q) for q, _ in pairs)
     for question, reply in pairs:
-        print(f"{question:<{width}}  ->  {reply}")
+        echo(f"{question:<{width}}  ->  {reply}")
     stats = tracesim.scoring_stats()
-    print(
+    echo(
         f"\n{len(pairs)} questions answered in {answered * 1e3:.1f} ms; {stats.results} scores computed "
         f"in the background, all in {scored * 1e3:.1f} ms (golden answers: {golden})"
     )
@@ -54,13 +55,13 @@ def run(args: argparse.Namespace) -> int:
         path = os.path.abspath(settings.jsonl_path)
         spans = [s for s in load_spans(path) if s.service_name == "tracesim-demo"]
         roots = [s for s in spans if s.parent_span_id is None]
-        print(f"{len(spans)} spans in {len(roots)} traces written to {path}")
+        echo(f"{len(spans)} spans in {len(roots)} traces written to {path}")
         if not args.quiet:
             last = {s.trace_id for s in roots[-len(pairs) :]}
-            print("\n" + render_trees([s for s in spans if s.trace_id in last]))
+            echo("\n" + render_trees([s for s in spans if s.trace_id in last]))
             _print_scores(path)
-        print(f"See them again with: tracesim show {path}")
-        print(f"Summarise them with: tracesim report {path}")
+        echo(f"See them again with: tracesim show {path}")
+        echo(f"Summarise them with: tracesim report {path}")
     tracesim.shutdown()
     return 0
 
@@ -68,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
 def _print_scores(path: str) -> None:
     from rich.console import Console
 
+    from tracesim._outputs import stream
     from tracesim._report import print_report, read_report
 
-    print_report(read_report([path], group_by=None), Console())
+    print_report(read_report([path], group_by=None), Console(file=stream()))

@@ -22,10 +22,12 @@ import argparse
 import os
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from tracesim import _outputs
 from tracesim.batch._summary import Tally, print_table, tokens_of
 from tracesim.cli._eval_io import (
     BadRow,
@@ -155,7 +157,7 @@ def _score_chunk(chunk: list[Row | BadRow]) -> list[tuple[str, Summary | None]]:
     for row in chunk:
         if len(row) == 2:
             bad = {"line": row[0], "status": "bad_row", "error": row[1]}
-            scored.append((dumps(bad), None))
+            scored.append((dumps(_outputs.clean(bad)), None))
             continue
         number, row_id = row[0], row[1]
         found = next(results)
@@ -168,7 +170,8 @@ def _score_chunk(chunk: list[Row | BadRow]) -> list[tuple[str, Summary | None]]:
         line["output"], line["expected"] = row[2], row[3]
         line["results"] = {r.name: r.model_dump(mode="json", exclude={"name"}) for r in found}
         summary: Summary = [(r.name, r.status, finite(r.score), r.passed, tokens_of(r)) for r in found]
-        scored.append((dumps(line), summary))
+        # Redacted as data here (a secret JSON escapes is still found), and again as a line when written.
+        scored.append((dumps(_outputs.clean(line)), summary))
     return scored
 
 
@@ -197,7 +200,7 @@ def _print_summary(run: Run, console: Any, out_label: str) -> None:
         lines = ", ".join(str(number) for number, _ in run.bad_rows[:_MAX_REPORTED_BAD_ROWS])
         more = "" if len(run.bad_rows) <= _MAX_REPORTED_BAD_ROWS else ", ..."
         console.print(f"{len(run.bad_rows)} bad rows skipped (lines {lines}{more})")
-    console.print(Text(f"results: {visible(out_label)}"))
+    console.print(Text(f"results: {visible(_outputs.text(out_label))}"))
 
 
 # -- the command ------------------------------------------------------------------------------
@@ -271,7 +274,7 @@ def _chunks(rows: Iterator[Row | BadRow], run: Run, errors: TextIO) -> Iterator[
             number, message = row
             run.bad_rows.append((number, message))
             if len(run.bad_rows) <= _MAX_REPORTED_BAD_ROWS:
-                print(visible(f"tracesim eval: line {number}: {message}; row skipped"), file=errors)
+                _outputs.echo(visible(f"tracesim eval: line {number}: {message}; row skipped"), file=errors)
         chunk.append(row)
         if len(chunk) == _CHUNK:
             yield chunk
@@ -314,7 +317,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         return _run(args)
     except UsageError as exc:
-        print(f"tracesim eval: error: {visible(str(exc))}", file=sys.stderr)
+        _outputs.echo(f"tracesim eval: error: {visible(str(exc))}", file=sys.stderr)
         return 2
 
 
@@ -324,7 +327,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.list:
         from tracesim.evaluators import available_types
 
-        print("\n".join(available_types()))
+        _outputs.echo("\n".join(available_types()))
         return 0
     if args.data is None:
         raise UsageError("give a data file: tracesim eval DATA.jsonl -e levenshtein (see --help)")
@@ -350,24 +353,21 @@ def _run(args: argparse.Namespace) -> int:
         workers = 1  # a pool costs more than it saves on a small file
     to_stdout = args.out == "-"
     out_path = None if to_stdout else Path(args.out or data.with_name(data.stem + ".scores.jsonl"))
-    report = Console(stderr=to_stdout)
+    report = Console(file=_outputs.stream(sys.stderr if to_stdout else sys.stdout))
     run_state = Run({ev.name: Tally(ev.threshold) for ev in evaluators})
     cols = Columns(args.output_col, args.expected_col, args.input_col, args.id_col)
     rows = read_rows(data, fmt, cols)
     if fmt == "csv":
         rows = _prime(rows)  # header problems surface before any output is written
-    out = sys.stdout if out_path is None else _open_out(out_path)
     try:
-        _execute(rows, run_state, configs, workers, out, total, args.no_progress)
+        with _results(out_path) as out:
+            _execute(rows, run_state, configs, workers, out, total, args.no_progress)
     except OSError as exc:  # reading errors are UsageErrors already: this is the results file
         raise UsageError(f"cannot write {out_path or 'stdout'}: {exc.strerror or exc}") from None
-    finally:
-        if out is not sys.stdout:
-            out.close()
     _print_summary(run_state, report, "stdout" if out_path is None else str(out_path))
     if run_state.rows == 0 and run_state.bad_rows:
         number, why = run_state.bad_rows[0]
-        print(_no_row_scored(len(run_state.bad_rows), f"line {number}: {why}"), file=sys.stderr)
+        _outputs.echo(_no_row_scored(len(run_state.bad_rows), f"line {number}: {why}"), file=sys.stderr)
         return 2
     return _check_gates(gates, run_state.tallies)
 
@@ -436,11 +436,11 @@ def _run_dask(args: argparse.Namespace) -> int:
         TracesimError,
     ) as exc:  # TracesimError: --kind
         raise UsageError(str(exc)) from None
-    report.print_summary(Console())
+    report.print_summary(Console(file=_outputs.stream(sys.stdout)))
     status = _check_gates(gates, report.tallies)
     if report.records and not report.scored and not report.failed_parts:
         reason, count = report.bad_rows.most_common(1)[0]
-        print(_no_row_scored(report.records, f"{reason}: {count}"), file=sys.stderr)
+        _outputs.echo(_no_row_scored(report.records, f"{reason}: {count}"), file=sys.stderr)
         return 2
     return 2 if report.failed_parts else status
 
@@ -455,11 +455,20 @@ def _default_out(data: str) -> str:
     return str(path.with_name(path.stem + ".scores"))
 
 
-def _open_out(path: Path) -> TextIO:
+@contextmanager
+def _results(path: Path | None) -> Iterator[TextIO]:
+    """The results stream: standard output (``-o -``) or the file, every line redacted as written."""
+    if path is None:
+        yield _outputs.stream(sys.stdout)
+        return
+    # Opened here and wrapped by `_outputs.stream`, not by `_outputs.open_text`, whose close
+    # flushes the file after closing it (ValueError): go back to open_text once that is mended.
     try:
-        return path.open("w", encoding="utf-8")
+        handle = path.open("w", encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+    with handle:
+        yield _outputs.stream(handle)
 
 
 def _prime(rows: Iterator[Row | BadRow]) -> Iterator[Row | BadRow]:
@@ -491,7 +500,7 @@ def _execute(
             out.write(line + "\n")
             run_state.record(summary)
 
-    progress_console = Console(stderr=True)
+    progress_console = Console(file=_outputs.stream(sys.stderr))
     chunks = _chunks(rows, run_state, sys.stderr)
     with Progress(
         console=progress_console, disable=no_progress or not progress_console.is_terminal
@@ -508,7 +517,7 @@ def _check_gates(gates: list[Gate], tallies: dict[str, Tally]) -> int:
     for gate in gates:
         tally = tallies[gate.evaluator]
         result = decide(gate, tally.passed, tally.judged)
-        print(f"tracesim eval: {gate_line(result)}", file=sys.stderr)
+        _outputs.echo(f"tracesim eval: {gate_line(result)}", file=sys.stderr)
         if not result.ok:
             status = 1
     return status

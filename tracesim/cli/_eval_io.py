@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from tracesim._outputs import echo
 from tracesim.batch._records import BadRow, Columns, Row, csv_row, json_row, not_utf8
 
 __all__ = ["BadRow", "Columns", "Row", "UsageError", "count_rows", "dumps", "finite", "read_rows", "visible"]
@@ -60,7 +61,7 @@ def _read_csv(path: Path, cols: Columns) -> Iterator[Row | BadRow]:
         if cols.output not in header:
             raise UsageError(f"{path}: no {cols.output!r} column (columns: {', '.join(header) or 'none'})")
         if cols.expected not in header:
-            print(
+            echo(
                 visible(f"tracesim eval: note: {path} has no {cols.expected!r} column; every row is skipped"),
                 file=sys.stderr,
             )

@@ -16,6 +16,8 @@ import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from tracesim._outputs import echo
+
 __all__ = ["add_arguments", "run"]
 
 
@@ -51,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     directory = Path(args.dir).expanduser() if args.dir else None
     if directory is not None:
         if not args.check and (problem := _prepare_dir(directory)):
-            print(f"error: {problem}", file=sys.stderr)
+            echo(f"error: {problem}", file=sys.stderr)
             return 1
         data.path.insert(0, str(directory))
     missing = find_missing()
@@ -60,27 +62,27 @@ def run(args: argparse.Namespace) -> int:
     wanted = list(NLTK_PACKAGES) if args.force else missing
     if not wanted:
         where = f" (looked in {directory} first)" if directory else ""
-        print("all NLTK data packages tracesim uses are installed: " + ", ".join(NLTK_PACKAGES) + where)
+        echo("all NLTK data packages tracesim uses are installed: " + ", ".join(NLTK_PACKAGES) + where)
         return 0
     failed, cause = _download(wanted, str(directory) if directory else None)
     for package in find_missing(wanted):
         failed.setdefault(package, "downloaded, but NLTK still cannot find it")
     if not failed:
-        print("done: " + ", ".join(wanted))
+        echo("done: " + ", ".join(wanted))
         return 0
     for package, reason in failed.items():
-        print(f"{package:14} not installed: {reason}", file=sys.stderr)
+        echo(f"{package:14} not installed: {reason}", file=sys.stderr)
     if cause:
-        print(f"cause: {cause}", file=sys.stderr)
-    print(_where_to_copy(list(failed), data.path), file=sys.stderr)
+        echo(f"cause: {cause}", file=sys.stderr)
+    echo(_where_to_copy(list(failed), data.path), file=sys.stderr)
     return 1
 
 
 def _check(packages: Sequence[str], missing: Sequence[str]) -> int:
     for package in packages:
-        print(f"{package:14} {'missing' if package in missing else 'found'}")
+        echo(f"{package:14} {'missing' if package in missing else 'found'}")
     if missing:
-        print(
+        echo(
             f"missing: {', '.join(missing)}; run `python -m tracesim nlp-data` to download them",
             file=sys.stderr,
         )
@@ -112,12 +114,12 @@ def _download(wanted: Sequence[str], directory: str | None) -> tuple[dict[str, s
         return dict.fromkeys(wanted, "no network (NLTK's data server is unreachable)"), _one_line(exc)
     failed = {}
     for package in wanted:
-        print(f"downloading {package} ...", flush=True)
+        echo(f"downloading {package} ...", flush=True)
         with _quiet() as said:
             try:
                 ok = downloader.download(package, quiet=True)
             except Exception as exc:
-                print(exc)
+                echo(exc)
                 ok = False
         if not ok:
             failed[package] = _one_line(said.getvalue()) or "download failed"

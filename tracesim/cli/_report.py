@@ -19,10 +19,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tracesim import _outputs
 from tracesim.cli._show import add_config_argument, configured_prices, positive_int
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from tracesim._report import Report
 
 __all__ = ["add_arguments", "run"]
 
@@ -75,7 +78,7 @@ def _gate(spec: str) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     """Read the files, print the report, write the page, check the gates."""
-    from tracesim._report import TOP, check_gates, gate_line, print_report, read_report, render_html
+    from tracesim._report import TOP, check_gates, gate_line, print_report, render_html
     from tracesim.exporters._safe_text import json_for_terminal, visible
 
     prices, problem = configured_prices(args.config)
@@ -86,31 +89,57 @@ def run(args: argparse.Namespace) -> int:
     except FileNotFoundError as exc:
         return _usage_error(str(exc))
     try:
-        report = read_report(files, group_by=args.group_by, prices=prices, top=args.top or TOP)
+        report = _read_redacted(files, group_by=args.group_by, prices=prices, top=args.top or TOP)
     except OSError as exc:  # exists but cannot be read; a failed read() names no file
         where = exc.filename or ", ".join(map(str, files))
         return _usage_error(f"cannot read {where}: {exc.strerror or exc}")
     for message in report.warnings:
-        print(f"tracesim report: warning: {visible(message)}", file=sys.stderr)
+        _outputs.echo(f"tracesim report: warning: {visible(message)}", file=sys.stderr)
     gates = check_gates(report, args.fail_under)
     if args.json:
         document = report.to_dict()
         document["gates"] = [g.to_dict() for g in gates]
-        print(json_for_terminal(json.dumps(document, indent=2, allow_nan=False, ensure_ascii=False)))
+        dumped = json.dumps(_outputs.clean(document), indent=2, allow_nan=False, ensure_ascii=False)
+        _outputs.echo(json_for_terminal(dumped))
     else:
         print_report(report, _console())
     if args.html is not None:
         try:
-            args.html.write_text(render_html(report, gates), encoding="utf-8")
+            _outputs.write_text(args.html, render_html(report, gates))
         except OSError as exc:
             return _usage_error(f"cannot write {args.html}: {exc.strerror or exc}")
-        print(f"tracesim report: wrote {visible(str(args.html))}", file=sys.stderr)
+        _outputs.echo(f"tracesim report: wrote {visible(str(args.html))}", file=sys.stderr)
     for gate in gates:
-        print(f"tracesim report: {gate_line(gate)}", file=sys.stderr)
+        _outputs.echo(f"tracesim report: {gate_line(gate)}", file=sys.stderr)
     if any(g.outcome == "missing" for g in gates):
         known = ", ".join(e.name for e in report.evaluator_totals) or "none"
         return _usage_error(f"--fail-under names an evaluator that is not in the files (found: {known})")
     return _EXIT_OK if all(g.ok for g in gates) else _EXIT_GATE
+
+
+def _read_redacted(files: list[Path], **options: Any) -> Report:
+    """`read_report` over the spans redacted (`redacted_spans`) before they are summarised.
+
+    The tables and the page are drawn from the redacted data, so a secret that a table would
+    cut or wrap over two lines is gone before it is drawn.
+    """
+    from warnings import catch_warnings, simplefilter, warn_explicit
+
+    from tracesim._report import summarize
+    from tracesim.cli._show import redacted_spans
+    from tracesim.exporters import TraceFileWarning, load_spans
+
+    names = [os.fspath(p) for p in files]
+    with catch_warnings(record=True) as caught:
+        simplefilter("always", TraceFileWarning)
+        spans = load_spans(names)
+    kept = []
+    for w in caught:
+        if issubclass(w.category, TraceFileWarning):
+            kept.append(_outputs.text(str(w.message)))
+        else:  # not ours to keep: pass it on as it came
+            warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return summarize(redacted_spans(spans), files=names, warnings=kept, **options)
 
 
 def resolve_files(names: list[str]) -> list[Path]:
@@ -178,15 +207,15 @@ def _console() -> Console:
 
     from tracesim._report._text import PIPE_WIDTH
 
-    if sys.stdout.isatty():
-        return Console(highlight=False, soft_wrap=False)  # rich reads the terminal's size (or COLUMNS)
+    if sys.stdout.isatty():  # rich reads the terminal's size (or COLUMNS)
+        return Console(file=_outputs.stream(sys.stdout), highlight=False, soft_wrap=False)
     columns = os.environ.get("COLUMNS", "").strip()
     width = int(columns) if columns.isdigit() and int(columns) > 0 else PIPE_WIDTH
-    return Console(width=width, highlight=False, soft_wrap=False)
+    return Console(file=_outputs.stream(sys.stdout), width=width, highlight=False, soft_wrap=False)
 
 
 def _usage_error(message: str) -> int:
     from tracesim.exporters._safe_text import visible
 
-    print(f"tracesim report: error: {visible(message)}", file=sys.stderr)
+    _outputs.echo(f"tracesim report: error: {visible(message)}", file=sys.stderr)
     return _EXIT_USAGE

@@ -34,6 +34,7 @@ __all__ = [
     "add_config_argument",
     "configured_prices",
     "positive_int",
+    "redacted_spans",
     "run",
     "since",
     "summary_line",
@@ -179,6 +180,7 @@ def run(args: argparse.Namespace) -> int:
     """Print the trees of the traces that pass the filters; exit 2 for usage errors."""
     import sys
 
+    from tracesim._outputs import echo
     from tracesim.exporters import render_trees
     from tracesim.exporters._tree import by_trace
 
@@ -189,7 +191,7 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(spans, str):
         return _usage_error(spans)
     if not spans:
-        print("no spans", file=sys.stderr)
+        echo("no spans", file=sys.stderr)
         return 0
     evaluations = list(_evaluations(spans)) if args.failed is not None else []
     if args.failed and all(name != args.failed for _, name, _ in evaluations):
@@ -204,7 +206,8 @@ def run(args: argparse.Namespace) -> int:
     kept = kept[left_out:]  # the traces that started last
     text = ""
     if kept:
-        shown = [span for members in kept for span in members]
+        # Redacted before they are drawn: a secret cut at --width would not be found in the text.
+        shown = redacted_spans([span for members in kept for span in members])
         details = not args.no_details
         text = render_trees(
             shown,
@@ -219,14 +222,42 @@ def run(args: argparse.Namespace) -> int:
     return _write(text + summary_line(len(kept), len(traces), _described(args, spans), left_out) + "\n")
 
 
+def redacted_spans(spans: Sequence[SpanRecord]) -> list[SpanRecord]:
+    """``spans`` with every text they hold redacted (`tracesim._outputs`), ids and times kept.
+
+    A trace file tracesim wrote is redacted already; one another program wrote may not be,
+    and ``show`` and ``report`` print what they read.
+    """
+    from dataclasses import replace
+
+    from tracesim._outputs import clean, text
+
+    return [
+        replace(
+            span,
+            name=text(span.name),
+            attributes=clean(span.attributes),
+            events=tuple(replace(e, name=text(e.name), attributes=clean(e.attributes)) for e in span.events),
+            links=tuple(replace(link, attributes=clean(link.attributes)) for link in span.links),
+            status_message=text(span.status_message),
+            resource=clean(span.resource),
+            scope=text(span.scope),
+        )
+        for span in spans
+    ]
+
+
 def _write(text: str) -> int:
     """Write to stdout; a reader that stopped early (``tracesim show | head``) is not an error to report."""
     import os
     import sys
 
+    from tracesim._outputs import stream
+
     try:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        out = stream(sys.stdout)
+        out.write(text)
+        out.flush()
     except BrokenPipeError:
         # As rich does for `tracesim report`: silence the flush at exit, and exit 1.
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -241,6 +272,7 @@ def _load(args: argparse.Namespace) -> list[SpanRecord] | str:
     import warnings
     from pathlib import Path
 
+    from tracesim._outputs import echo
     from tracesim.exporters import TraceFileWarning, load_spans
     from tracesim.exporters._safe_text import visible
 
@@ -263,7 +295,7 @@ def _load(args: argparse.Namespace) -> list[SpanRecord] | str:
         where = str(exc.filename or ", ".join(files))  # a failed read() names no file
         return f"cannot read {where}: {exc.strerror or exc}"
     for warning in caught:
-        print(f"warning: {visible(str(warning.message))}", file=sys.stderr)
+        echo(f"warning: {visible(str(warning.message))}", file=sys.stderr)
     # A span read twice (a file named twice, a batch replayed into it) is shown once, as report counts it.
     seen: set[tuple[str, str]] = set()
     unique = []
@@ -374,7 +406,8 @@ def _failed(attrs: Mapping[str, Any]) -> bool:
 def _usage_error(message: str) -> int:
     import sys
 
+    from tracesim._outputs import echo
     from tracesim.exporters._safe_text import visible
 
-    print(f"tracesim show: {visible(message)}", file=sys.stderr)
+    echo(f"tracesim show: {visible(message)}", file=sys.stderr)
     return 2

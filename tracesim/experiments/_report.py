@@ -16,6 +16,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tracesim import _outputs
 from tracesim._capture import to_jsonable
 from tracesim.experiments._stats import (
     CaseSummary,
@@ -229,21 +230,42 @@ class ExperimentReport:
     # -- views --------------------------------------------------------------------------------
 
     def table(self, *, max_cases: int | None = None, width: int = 40) -> str:
-        """A plain-text summary and per-case table, worst cases first, for a CI log."""
+        """A plain-text summary and per-case table, worst cases first, for a CI log.
+
+        Secrets are redacted (see `redacted`): the text is safe to print or keep.
+        """
         from tracesim.experiments._text import render_text
 
-        return render_text(self, max_cases=max_cases, width=width)
+        return _outputs.text(render_text(self.redacted(), max_cases=max_cases, width=width))
 
     def __str__(self) -> str:
         return self.table()
 
     def to_html(self, path: str | os.PathLike[str]) -> Path:
-        """Write a self-contained HTML page (no scripts, nothing fetched) and return its path."""
+        """Write a self-contained HTML page (no scripts, nothing fetched), secrets redacted
+        (see `redacted`), and return its path."""
         from tracesim.experiments._html import render_html
 
         target = Path(path)
-        target.write_text(render_html(self), encoding="utf-8")
+        _outputs.write_text(target, render_html(self.redacted()))
         return target
+
+    def redacted(self) -> ExperimentReport:
+        """This report with every secret in it redacted, as `to_json`, `to_html` and `table` write it.
+
+        Every string of every row (case id, input, expected, output, error, metadata, each
+        result's label, explanation and error) and the run's and evaluators' names pass through
+        the configured redaction (``redact_patterns`` and the ``redact`` hook, as spans do). The
+        data is redacted before it is rendered, so a secret cut short in a table cell, or wrapped
+        over two lines, is gone too.
+
+        Example:
+            >>> from tracesim.experiments import Case, Dataset
+            >>> report = Dataset([Case("q", "a", id="q1")]).evaluate(lambda q: "mail marie@curie.org")
+            >>> report.redacted().row("q1").output
+            'mail [REDACTED:email]'
+        """
+        return ExperimentReport.from_dict(_outputs.clean(self.to_dict()))
 
     def compare(
         self, baseline: ExperimentReport, *, tolerance: float = 0.0, per_case: bool = True
@@ -290,10 +312,13 @@ class ExperimentReport:
         }
 
     def to_json(self, path: str | os.PathLike[str]) -> Path:
-        """Write the run to ``path`` as one JSON document (strict JSON) and return the path."""
+        """Write the run to ``path`` as one JSON document (strict JSON) and return the path.
+
+        Secrets are redacted (see `redacted`): the file is meant to be committed as a baseline.
+        A case id that held a secret is written redacted, so it is matched by that text later.
+        """
         target = Path(path)
-        text = json.dumps(self.to_dict(), ensure_ascii=False, allow_nan=False, indent=1)
-        target.write_text(text + "\n", encoding="utf-8")
+        _outputs.write_json(target, self.to_dict(), indent=1)
         return target
 
     @classmethod
