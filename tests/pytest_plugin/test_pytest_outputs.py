@@ -117,7 +117,20 @@ def test_agent(kind):
 """
 
 NAMED_EVALUATOR = """
+import pytest
 from planted import VALUES, Leaky
+
+CODENAME = "orchid-" + "codename"  # no built-in pattern knows it: the test's hook hides it
+
+
+def hide(value, attribute):
+    return value.replace(CODENAME, "[hidden]")
+
+
+@pytest.mark.tracesim(redact=hide)
+def test_the_tests_own_redaction_holds(tracesim_eval):
+    tracesim_eval.assert_passes(f"out {CODENAME}", "b", evaluators=[Leaky(threshold=0.5)],
+                                name=f"source {CODENAME}")
 
 def test_evaluator_named_by_a_key(tracesim_eval):
     # An evaluator's name can be an API key.
@@ -167,7 +180,7 @@ def _markdown_html(markdown: str) -> str:
 def test_no_secret_reaches_any_output(pytester: pytest.Pytester, step_summary: Path) -> None:
     values = {kind: secret for kind, (secret, _) in SECRETS.items()}
     result = _session(pytester, values, test_leaks=TESTS, test_named=NAMED_EVALUATOR)
-    result.assert_outcomes(failed=16)
+    result.assert_outcomes(failed=17)
 
     outputs = {
         "json": (pytester.path / "results.json").read_text(encoding="utf-8"),
@@ -175,10 +188,12 @@ def test_no_secret_reaches_any_output(pytester: pytest.Pytester, step_summary: P
         "step summary": step_summary.read_text(encoding="utf-8"),
         "terminal": result.stdout.str() + result.stderr.str(),
     }
+    fragments = {kind: fragment for kind, (_, fragment) in SECRETS.items()}
+    fragments["codename (the test's redact hook)"] = "orchid-codename"
     outputs["step summary (rendered)"] = _markdown_html(outputs["step summary"])
     leaks = [
         f"{kind} in {output}"
-        for kind, (_, fragment) in SECRETS.items()
+        for kind, fragment in fragments.items()
         for output, text in outputs.items()
         if any(fragment in form for form in _unescaped(text))
     ]
@@ -186,16 +201,24 @@ def test_no_secret_reaches_any_output(pytester: pytest.Pytester, step_summary: P
 
     # Each output got the results, redacted rather than dropped.
     document = json.loads(outputs["json"])
-    assert document["summary"]["results"] == 46
+    assert document["summary"]["results"] == 47
     sources = {row["source"] for test in document["tests"] for row in test["results"]}
     assert "source [REDACTED:api_key]" in sources
     assert "span [REDACTED:email]" in sources
+    assert "source [hidden]" in sources
     evaluators = {row["evaluator"] for test in document["tests"] for row in test["results"]}
     assert "[REDACTED:api_key]" in evaluators
     reasons = " ".join(str(row["reason"]) for test in document["tests"] for row in test["results"])
     assert "401 Incorrect API key provided: out [REDACTED:api_key]" in reasons
     assert "compared out postgres://u:[REDACTED:password]@host/db with expected" in reasons
+    labels = {row["label"] for test in document["tests"] for row in test["results"]}
+    assert "label out [REDACTED:email]" in labels
     assert "tracesim.[REDACTED:api_key].score" in outputs["junit"]
+    # Values are redacted before they are cut for a message: the rest of the line survives.
+    assert (
+        "actual 'actual [REDACTED:private_key]', expected 'expected [REDACTED:private_key]'"
+        in outputs["terminal"]
+    )
     assert "[REDACTED:private_key]" in outputs["terminal"]
     assert "REDACTED" in outputs["step summary"]
 
