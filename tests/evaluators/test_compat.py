@@ -111,31 +111,25 @@ def test_mastra_documented_examples() -> None:
 def test_agenttest() -> None:
     sim = agenttest.StringSimilarity(method="jaccard")
     result = sim.evaluate("Python, Java, JavaScript, C++, Go", "JavaScript, Python, Java, C++, Rust")
-    assert result["score"] == pytest.approx(0.6666666666666666)
-    assert result["passed"] is False
-    assert result["details"]["actual"] == "Python, Java, JavaScript, C++, Go"
+    assert result.score == pytest.approx(0.6666666666666666)
+    assert result.passed is False
+    assert result.details["actual"] == "Python, Java, JavaScript, C++, Go"
     cosine = agenttest.StringSimilarity().evaluate(
         "ML is a subset of AI that enables computers to learn from data",
         "Machine learning allows computers to learn patterns from data automatically",
     )
-    assert cosine["score"] == pytest.approx(0.29876, abs=1e-5)
-    assert agenttest.StringSimilarity().evaluate("x", None) == {
-        "passed": True,
-        "score": 1.0,
-        "threshold": None,
-        "details": {"reason": "No expected value provided"},
-        "error": None,
-    }
-    assert (
-        agenttest.StringSimilarity().evaluate(None, "x")["error"] == "No 'actual' value found in test output"
+    assert cosine.score == pytest.approx(0.29876, abs=1e-5)
+    assert agenttest.StringSimilarity().evaluate("x", None) == agenttest.EvaluationResult(
+        passed=True, score=1.0, threshold=None, details={"reason": "No expected value provided"}, error=None
     )
+    assert agenttest.StringSimilarity().evaluate(None, "x").error == "No 'actual' value found in test output"
     empty = agenttest.StringSimilarity().evaluate("a b", "I")
-    assert empty["score"] is None
-    assert "empty vocabulary" in empty["error"]
-    assert agenttest.StringSimilarity(method="jaccard").evaluate("", "")["score"] == 0.0
+    assert empty.score is None
+    assert "empty vocabulary" in empty.error
+    assert agenttest.StringSimilarity(method="jaccard").evaluate("", "").score == 0.0
     typo = agenttest.StringSimilarity(method="cosin").evaluate("the cat", "the cat")
-    assert typo["details"]["method"] == "cosin"
-    assert typo["passed"] is True
+    assert typo.details["method"] == "cosin"
+    assert typo.passed is True
     many = agenttest.StringSimilarity(method="exact").evaluate_output(
         {
             "test_cases": [
@@ -145,10 +139,10 @@ def test_agenttest() -> None:
             ]
         }
     )
-    assert many["score"] == pytest.approx(1 / 3)
-    assert many["passed"] is False
-    assert many["details"]["passed_cases"] == 1
-    assert agenttest.StringSimilarity().evaluate_output("scalar")["score"] == 1.0
+    assert many.score == pytest.approx(1 / 3)
+    assert many.passed is False
+    assert many.details["passed_cases"] == 1
+    assert agenttest.StringSimilarity().evaluate_output("scalar").score == 1.0
     assert agenttest.StringSimilarity.from_config({"method": "exact"}).threshold == 0.8
 
 
@@ -163,13 +157,13 @@ def test_agenttest_call_shapes() -> None:
     # evaluate(test_output), AgentTest's own call, scores actual against expected.
     output = {"input": "q", "actual": "kitten", "expected": "sitting"}
     assert configured.evaluate(output) == configured.evaluate("kitten", "sitting")
-    assert configured.evaluate(output)["score"] == pytest.approx(4 / 7)
-    assert configured.evaluate([{"actual": "a", "expected": "a"}])["details"]["total_cases"] == 1
-    assert configured.evaluate("bare value")["details"] == {"reason": "No expected value provided"}
+    assert configured.evaluate(output).score == pytest.approx(4 / 7)
+    assert configured.evaluate([{"actual": "a", "expected": "a"}]).details["total_cases"] == 1
+    assert configured.evaluate("bare value").details == {"reason": "No expected value provided"}
     # similarity_config, which AgentTest documents but ignores, overrides method and threshold.
     override = {**output, "similarity_config": {"method": "exact", "threshold": 1}}
-    assert configured.evaluate(override)["score"] == 0.0
-    assert configured.evaluate(override)["threshold"] == 1
+    assert configured.evaluate(override).score == 0.0
+    assert configured.evaluate(override).threshold == 1
     cases = configured.evaluate_output(
         {
             "similarity_config": {"threshold": 0.9},
@@ -179,15 +173,15 @@ def test_agenttest_call_shapes() -> None:
             ],
         }
     )
-    individual = cases["details"]["individual_results"]
+    individual = cases.details["individual_results"]
     assert [(r["details"]["method"], r["threshold"]) for r in individual] == [
         ("levenshtein", 0.9),
         ("jaccard", 0.9),
     ]
     # As in AgentTest, a metric error on one case fails the whole evaluation.
     stop_words = agenttest.StringSimilarity().evaluate({"test_cases": [{"actual": "a b", "expected": "I"}]})
-    assert stop_words["score"] is None
-    assert stop_words["error"].startswith("String similarity evaluation failed: empty vocabulary")
+    assert stop_words.score is None
+    assert stop_words.error.startswith("String similarity evaluation failed: empty vocabulary")
 
 
 @pytest.mark.parametrize(
@@ -246,7 +240,7 @@ def test_agenttest_contains() -> None:
     # Case-insensitive substrings; the score is the fraction found; all must be found; no threshold.
     assert contains.evaluate(
         {"actual": SECURITY, "contains": ["encryption", "secure", "privacy", "GDPR"]}
-    ) == {
+    ).to_dict() == {
         "passed": False,
         "score": 0.75,
         "threshold": None,
@@ -258,10 +252,10 @@ def test_agenttest_contains() -> None:
         },
         "error": None,
     }
-    assert contains.evaluate({"actual": SECURITY, "contains": "gdpr"})["passed"] is True  # one value
-    assert contains.evaluate({"actual": 30, "contains": [3]})["score"] == 1.0  # compared as str()
-    assert contains.evaluate({"actual": "x", "contains": []})["passed"] is False  # score 0.0
-    assert contains.evaluate({"actual": "x"}) == {
+    assert contains.evaluate({"actual": SECURITY, "contains": "gdpr"}).passed is True  # one value
+    assert contains.evaluate({"actual": 30, "contains": [3]}).score == 1.0  # compared as str()
+    assert contains.evaluate({"actual": "x", "contains": []}).passed is False  # score 0.0
+    assert contains.evaluate({"actual": "x"}).to_dict() == {
         "passed": False,
         "score": 0.0,
         "threshold": None,
@@ -270,37 +264,35 @@ def test_agenttest_contains() -> None:
     }
     # The options AgentTest documents (and ignores), from the config or per test.
     out = {"actual": "NumPy and pytorch", "contains": ["NumPy", "PyTorch", "TensorFlow"]}
-    assert agenttest.Contains({"case_sensitive": True}).evaluate(out)["details"]["found"] == ["NumPy"]
-    assert contains.evaluate({**out, "contains_config": {"match_all": False}})["passed"] is True
-    assert contains.evaluate({**out, "contains_config": {"min_matches": 3}})["passed"] is False
+    assert agenttest.Contains({"case_sensitive": True}).evaluate(out).details["found"] == ["NumPy"]
+    assert contains.evaluate({**out, "contains_config": {"match_all": False}}).passed is True
+    assert contains.evaluate({**out, "contains_config": {"min_matches": 3}}).passed is False
     whole = {
         "actual": "concatenate the cat",
         "contains": ["cat", "cate"],
         "contains_config": {"partial_match": False},
     }
-    assert contains.evaluate(whole)["details"]["missing"] == ["cate"]
+    assert contains.evaluate(whole).details["missing"] == ["cate"]
 
 
 def test_agenttest_regex() -> None:
     regex = agenttest.Regex()
     out = {"actual": "Call (555) 123-4567 about ORD-2024-000123", "pattern": r"\(\d{3}\)\s\d{3}-\d{4}"}
-    assert regex.evaluate(out)["details"]["pattern_results"] == [
+    assert regex.evaluate(out).details["pattern_results"] == [
         {"pattern": r"\(\d{3}\)\s\d{3}-\d{4}", "matched": True, "match": "(555) 123-4567"}
     ]
     # The score is the fraction that match; one match passes; a bad pattern counts as unmatched.
     many = regex.evaluate({"actual": out["actual"], "patterns": [r"ORD-\d{4}-\d{6}", r"\$\d+\.\d{2}", "("]})
-    assert (many["score"], many["passed"], many["threshold"]) == (pytest.approx(1 / 3), True, None)
-    assert many["details"]["pattern_results"][2]["error"].startswith("missing ), unterminated subpattern")
-    assert regex.evaluate({"actual": "ord-2024-000123", "patterns": r"ORD-\d+"})["passed"] is False
-    assert regex.evaluate({"actual": "x"})["details"] == {"error": "No regex pattern(s) specified"}
+    assert (many.score, many.passed, many.threshold) == (pytest.approx(1 / 3), True, None)
+    assert many.details["pattern_results"][2]["error"].startswith("missing ), unterminated subpattern")
+    assert regex.evaluate({"actual": "ord-2024-000123", "patterns": r"ORD-\d+"}).passed is False
+    assert regex.evaluate({"actual": "x"}).details == {"error": "No regex pattern(s) specified"}
     # Documented options: flags, match_all, min_matches, extract_groups.
     upper = {"actual": "ord-2024-000123", "patterns": [r"ORD-(\d+)"]}
     configured = agenttest.Regex({"flags": ["IGNORECASE"], "extract_groups": True}).evaluate(upper)
-    assert configured["details"]["pattern_results"][0]["groups"] == ["2024"]
+    assert configured.details["pattern_results"][0]["groups"] == ["2024"]
     assert (
-        regex.evaluate({**many["details"], "actual": out["actual"], "regex_config": {"match_all": True}})[
-            "passed"
-        ]
+        regex.evaluate({**many.details, "actual": out["actual"], "regex_config": {"match_all": True}}).passed
         is False
     )
 
@@ -382,12 +374,12 @@ def test_agenttest_metrics_give_agenttests_numbers() -> None:
         }
     )
     assert (
-        rouge["score"]
+        rouge.score
         == _agenttest_rouge(CLOUD_R, CLOUD_A, ["rouge1", "rouge2", "rougeL"])
         == 0.41452991452991456
     )
-    assert (rouge["passed"], rouge["threshold"]) == (True, 0.4)
-    assert rouge["details"]["metric_results"]["rouge"]["details"]["rouge_scores"]["rouge2"] == {
+    assert (rouge.passed, rouge.threshold) == (True, 0.4)
+    assert rouge.details["metric_results"]["rouge"]["details"]["rouge_scores"]["rouge2"] == {
         "precision": 2 / 13,
         "recall": 2 / 11,
         "f1": pytest.approx(1 / 6),
@@ -400,11 +392,9 @@ def test_agenttest_metrics_give_agenttests_numbers() -> None:
         }
     )
     assert (
-        bleu["score"]
-        == _agenttest_bleu("Hola, ¿cómo estás?", "Hola, ¿cómo está usted?")
-        == 0.16990442448471224
+        bleu.score == _agenttest_bleu("Hola, ¿cómo estás?", "Hola, ¿cómo está usted?") == 0.16990442448471224
     )
-    assert bleu["passed"] is False
+    assert bleu.passed is False
     # Three metrics: the mean score, the mean min_score, all must pass; `expected` stands in for `reference`.
     three = metrics.evaluate(
         {
@@ -417,36 +407,36 @@ def test_agenttest_metrics_give_agenttests_numbers() -> None:
             },
         }
     )
-    parts = {name: r["score"] for name, r in three["details"]["metric_results"].items()}
+    parts = {name: r["score"] for name, r in three.details["metric_results"].items()}
     assert parts == {
         "rouge": _agenttest_rouge(ENERGY_R, ENERGY_A, ["rouge1", "rouge2", "rougeL"]),
         "bleu": _agenttest_bleu(ENERGY_R, ENERGY_A),
         "meteor": _agenttest_meteor(ENERGY_R, ENERGY_A),
     }
-    assert (three["score"], three["threshold"], three["passed"]) == (
+    assert (three.score, three.threshold, three.passed) == (
         sum(parts.values()) / 3,
         pytest.approx(0.4),
         False,
     )
     # AgentTest's errors: an unknown metric scores 0 and fails; a bad ROUGE variant; missing inputs.
     odd = metrics.evaluate({"actual": "a b", "reference": "a b", "metrics": {"bleu": {}, "cider": {}}})
-    assert odd["details"]["metric_results"]["cider"] == {
+    assert odd.details["metric_results"]["cider"] == {
         "passed": False,
         "error": "Unknown metric: cider",
         "score": 0.0,
     }
-    bleu_alone = odd["details"]["metric_results"]["bleu"]
-    assert (odd["score"], odd["threshold"], odd["passed"]) == (bleu_alone["score"] / 2, 0.3, False)
+    bleu_alone = odd.details["metric_results"]["bleu"]
+    assert (odd.score, odd.threshold, odd.passed) == (bleu_alone["score"] / 2, 0.3, False)
     bad = metrics.evaluate({"actual": "a", "reference": "a", "metrics": {"rouge": {"variants": ["rougeW"]}}})
     assert (
-        bad["details"]["metric_results"]["rouge"]["error"]
+        bad.details["metric_results"]["rouge"]["error"]
         == "ROUGE evaluation failed: Invalid rouge type: rougeW"
     )
-    assert metrics.evaluate({"actual": "a", "metrics": {"bleu": {}}})["error"] == (
+    assert metrics.evaluate({"actual": "a", "metrics": {"bleu": {}}}).error == (
         "Both 'actual' and 'reference' texts are required for metrics evaluation"
     )
     assert (
-        metrics.evaluate({"actual": "a", "reference": "a"})["error"]
+        metrics.evaluate({"actual": "a", "reference": "a"}).error
         == "No metrics configuration found in test output"
     )
 
@@ -455,37 +445,35 @@ def test_agenttest_metrics_honour_documented_options() -> None:
     # The evaluator entry's config: stands in when the test names no metrics (AgentTest: an error).
     configured = agenttest.Metrics({"rouge": {"variants": ["rouge1"], "use_stemmer": False}, "bleu": None})
     result = configured.evaluate({"actual": "the cats sat", "reference": "the cat sat"})
-    assert result["details"]["metric_results"]["rouge"]["score"] == pytest.approx(
-        2 / 3
-    )  # "cats" is not "cat"
+    assert result.details["metric_results"]["rouge"]["score"] == pytest.approx(2 / 3)  # "cats" is not "cat"
     # BLEU without smoothing (NLTK's warning is not raised: warnings are errors here), and with weights.
     spec = {"actual": "the cat sat on a mat", "reference": "the cat sat on the mat"}
-    unsmoothed = agenttest.Metrics().evaluate({**spec, "metrics": {"bleu": {"smoothing": False}}})["score"]
+    unsmoothed = agenttest.Metrics().evaluate({**spec, "metrics": {"bleu": {"smoothing": False}}}).score
     from nltk.translate.bleu_score import sentence_bleu
 
     tokens = [spec["reference"].split()], spec["actual"].split()
     assert unsmoothed == sentence_bleu(*tokens, weights=(0.25, 0.25, 0.25, 0.25))
-    bigrams = agenttest.Metrics().evaluate({**spec, "metrics": {"bleu": {"n_grams": [1, 2]}}})["score"]
+    bigrams = agenttest.Metrics().evaluate({**spec, "metrics": {"bleu": {"n_grams": [1, 2]}}}).score
     assert bigrams == pytest.approx(sentence_bleu(*tokens, weights=(0.5, 0.5)))
     # METEOR: WordNet synonyms count unless wordnet: false ("auto" and "car" are synonyms).
     car = {"actual": "the auto is red", "reference": "the car is red"}
-    with_synonyms = agenttest.Metrics().evaluate({**car, "metrics": {"meteor": {}}})["score"]
-    without = agenttest.Metrics().evaluate({**car, "metrics": {"meteor": {"wordnet": False}}})["score"]
+    with_synonyms = agenttest.Metrics().evaluate({**car, "metrics": {"meteor": {}}}).score
+    without = agenttest.Metrics().evaluate({**car, "metrics": {"meteor": {"wordnet": False}}}).score
     assert with_synonyms == _agenttest_meteor(car["reference"], car["actual"]) > without
 
 
 def test_agenttest_metric() -> None:
     # AgentTest's numeric `metric`: mse by default, pass when the error is at most the threshold (0.1).
-    assert agenttest.Metric().evaluate({"actual": "4.2", "expected": 4}) == {
+    assert agenttest.Metric().evaluate({"actual": "4.2", "expected": 4}).to_dict() == {
         "passed": True,
         "score": pytest.approx(0.96),
         "threshold": 0.1,
         "details": {"actual": 4.2, "expected": 4.0, "error": pytest.approx(0.04), "metric_type": "mse"},
         "error": None,
     }
-    assert agenttest.Metric({"type": "relative"}).evaluate({"actual": 0.5, "expected": 0})["passed"] is False
-    assert agenttest.Metric({"type": "mae"}).evaluate({"actual": 9, "expected": 4})["score"] == 0
-    assert agenttest.Metric().evaluate({"actual": "four", "expected": 4})["error"] == (
+    assert agenttest.Metric({"type": "relative"}).evaluate({"actual": 0.5, "expected": 0}).passed is False
+    assert agenttest.Metric({"type": "mae"}).evaluate({"actual": 9, "expected": 4}).score == 0
+    assert agenttest.Metric().evaluate({"actual": "four", "expected": 4}).error == (
         "Values must be numeric for metric evaluation"
     )
     with pytest.raises(ValueError, match="must be one of mse, mae, relative; got 'rmse'"):
@@ -505,8 +493,8 @@ def test_agenttest_llm_judge(llm_server: Any, monkeypatch: pytest.MonkeyPatch) -
     judge = agenttest.LLMJudge(config)
     # The grade (0-10) / 10 is AgentTest's 0.0-1.0 score; it passes at 0.7.
     result = judge.evaluate({"input": "Capital of France?", "actual": "Paris.", "expected": "Paris"})
-    assert (result["passed"], result["score"], result["threshold"], result["error"]) == (True, 0.8, 0.7, None)
-    assert {k: result["details"][k] for k in ("criteria", "reasoning", "grade", "model")} == {
+    assert (result.passed, result.score, result.threshold, result.error) == (True, 0.8, 0.7, None)
+    assert {k: result.details[k] for k in ("criteria", "reasoning", "grade", "model")} == {
         "criteria": ["accuracy", "relevance"],
         "reasoning": "Right city.",
         "grade": 8,
@@ -524,18 +512,18 @@ def test_agenttest_llm_judge(llm_server: Any, monkeypatch: pytest.MonkeyPatch) -
         "evaluation_criteria": {"empathy": "acknowledges the worry"},
     }
     lyon_result = judge.evaluate(lyon)
-    assert (lyon_result["score"], lyon_result["passed"]) == (0.6, False)
+    assert (lyon_result.score, lyon_result.passed) == (0.6, False)
     prompt = llm_server.requests[-1].body["messages"][-1]["content"]
     assert "- empathy: acknowledges the worry" in prompt
     assert "<reference>" not in prompt
     # An answer without a grade: a failed result saying so, with the answer kept; never a score.
     unreadable = judge.evaluate({"input": "Fruit?", "actual": "banana"})
-    assert (unreadable["passed"], unreadable["score"]) == (False, None)
-    assert unreadable["error"].startswith("LLM judge evaluation failed: unparseable: no usable score")
-    assert unreadable["details"]["raw"] == "Looks fine to me, I suppose."
+    assert (unreadable.passed, unreadable.score) == (False, None)
+    assert unreadable.error.startswith("LLM judge evaluation failed: unparseable: no usable score")
+    assert unreadable.details["raw"] == "Looks fine to me, I suppose."
     # test_cases: the mean score, every case must pass (an unreadable case scores nothing).
     cases = judge.evaluate([{"actual": "Paris"}, {"actual": "banana"}])
-    assert (cases["score"], cases["passed"], cases["details"]["passed_cases"]) == (0.4, False, 1)
+    assert (cases.score, cases.passed, cases.details["passed_cases"]) == (0.4, False, 1)
     # Provider defaults and the API key from the environment, as AgentTest reads them.
     monkeypatch.setenv("GEMINI_API_KEY", "g")
     assert agenttest.LLMJudge({"provider": "gemini"}).base_url == (

@@ -24,13 +24,11 @@ from tracesim.evaluators.compat._agenttest_more import (
     Check,
     check_cases,
     check_number,
-    failure,
-    mean_of_cases,
-    outcome,
     output_data,
     read_options,
     type_name,
 )
+from tracesim.evaluators.compat._agenttest_result import EvaluationResult, failure, mean_of_cases, outcome
 
 __all__ = ["CRITERIA", "LLMJudge", "rubric"]
 
@@ -199,12 +197,12 @@ class LLMJudge:
             self._judges[key] = judge
         return judge
 
-    def evaluate(self, test_output: Any) -> dict[str, Any]:
+    def evaluate(self, test_output: Any) -> EvaluationResult:
         """Grade a test output: one case, or each of its ``test_cases`` (mean score, all must pass).
 
         Example:
             >>> judge = LLMJudge({"api_key": "k", "api_base": "http://127.0.0.1:9/v1"})
-            >>> judge.evaluate({"input": "What is 2+2?"})["error"]
+            >>> judge.evaluate({"input": "What is 2+2?"}).error
             "No 'actual' value found in test output"
         """
         data = output_data(test_output)
@@ -214,7 +212,7 @@ class LLMJudge:
             )
         return self._grade(data)
 
-    def _grade(self, case: Mapping[str, Any]) -> dict[str, Any]:
+    def _grade(self, case: Mapping[str, Any]) -> EvaluationResult:
         actual, expected, question = case.get("actual"), case.get("expected"), case.get("input")
         if actual is None:
             return failure("No 'actual' value found in test output")

@@ -9,7 +9,7 @@ Example:
     >>> from tracesim.evaluators.compat.agenttest import Metrics
     >>> r = Metrics().evaluate({"actual": "the cat sat on the mat", "reference": "the cat sat on a mat",
     ...                         "metrics": {"bleu": {"min_score": 0.3}}})
-    >>> round(r["score"], 4), r["passed"]
+    >>> round(r.score, 4), r.passed
     (0.5373, True)
 """
 
@@ -24,6 +24,7 @@ from typing import Any
 from tracesim.evaluators import _nltk_data
 from tracesim.evaluators._rouge import ROUGE_TYPES, Rouge
 from tracesim.evaluators._text import cut_texts
+from tracesim.evaluators.compat._agenttest_result import EvaluationResult, failure, outcome
 
 __all__ = ["Metric", "Metrics"]
 
@@ -40,22 +41,6 @@ def output_data(test_output: Any) -> Mapping[str, Any]:
     if isinstance(test_output, list):
         return {"test_cases": test_output}
     return {"actual": test_output}
-
-
-def outcome(
-    passed: bool,
-    score: float | None,
-    threshold: float | None,
-    details: dict[str, Any],
-    error: str | None = None,
-) -> dict[str, Any]:
-    """AgentTest's result dict (``EvaluationResult.to_dict()``)."""
-    return {"passed": passed, "score": score, "threshold": threshold, "details": details, "error": error}
-
-
-def failure(message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
-    """AgentTest's result for an evaluation that could not run."""
-    return outcome(False, None, None, details or {}, message)
 
 
 def type_name(value: Any) -> str:
@@ -100,18 +85,6 @@ def check_cases(cases: Any) -> list[Mapping[str, Any]]:
         if not isinstance(case, Mapping):
             raise TypeError(f"test_cases[{i}] must be a dict with 'actual'; got {type_name(case)}")
     return list(cases)
-
-
-def mean_of_cases(results: list[dict[str, Any]], threshold: float | None) -> dict[str, Any]:
-    """AgentTest's ``test_cases`` result: mean score (a case without one counts 0), all must pass."""
-    total = sum(r["score"] for r in results if r["score"] is not None)
-    details = {
-        "total_cases": len(results),
-        "passed_cases": sum(1 for r in results if r["passed"]),
-        "individual_results": results,
-    }
-    score = total / len(results) if results else 0.0
-    return outcome(all(r["passed"] for r in results), score, threshold, details)
 
 
 # -- contains and regex: options AgentTest documents (and ignores), and the pass rule --------------
@@ -330,7 +303,7 @@ class Metrics:
     Example:
         >>> out = {"actual": "Paris is the capital of France", "expected": "The capital of France is Paris",
         ...        "metrics": {"rouge": {"variants": ["rouge1"]}}}
-        >>> Metrics().evaluate(out)["details"]["metric_results"]["rouge"]["score"]
+        >>> Metrics().evaluate(out).details["metric_results"]["rouge"]["score"]
         1.0
     """
 
@@ -342,11 +315,11 @@ class Metrics:
                 f"Metrics config accepts the metrics {', '.join(_OPTIONS)}; got {', '.join(unknown)}"
             )
 
-    def evaluate(self, test_output: Any) -> dict[str, Any]:
+    def evaluate(self, test_output: Any) -> EvaluationResult:
         """Score a test output (``evaluate(output)``, as AgentTest calls it).
 
         Example:
-            >>> Metrics().evaluate({"actual": "a", "reference": "a"})["error"]
+            >>> Metrics().evaluate({"actual": "a", "reference": "a"}).error
             'No metrics configuration found in test output'
         """
         data = output_data(test_output)
@@ -409,7 +382,7 @@ class Metric:
 
     Example:
         >>> r = Metric({"type": "mae", "threshold": 0.5}).evaluate({"actual": "3.2", "expected": 3})
-        >>> round(r["score"], 6), r["passed"], r["details"]["metric_type"]
+        >>> round(r.score, 6), r.passed, r.details["metric_type"]
         (0.8, True, 'mae')
     """
 
@@ -418,7 +391,7 @@ class Metric:
         self.kind: str = options.get("type", "mse")
         self.threshold: float = options.get("threshold", 0.1)
 
-    def evaluate(self, test_output: Any) -> dict[str, Any]:
+    def evaluate(self, test_output: Any) -> EvaluationResult:
         """Score a test output: ``{"actual": 4.1, "expected": 4}``."""
         data = output_data(test_output)
         actual, expected = data.get("actual"), data.get("expected")

@@ -4,19 +4,20 @@
 `Metrics` (``metrics``: ROUGE, BLEU, METEOR), `Metric` (``metric``: numeric error) and
 `LLMJudge` (``llm_judge``). Each is built
 as AgentTest builds it, from the ``config:`` mapping of an ``.agenttest/config.yaml``
-evaluator entry, and ``evaluate(test_output)`` scores a test's return value into
-``{"passed", "score", "threshold", "details", "error"}``. ``StringSimilarity`` also takes
+evaluator entry, and ``evaluate(test_output)`` scores a test's return value into an
+`EvaluationResult`, AgentTest's result type: attributes ``passed``, ``score``,
+``threshold``, ``details``, ``error``, and ``to_dict()``. ``StringSimilarity`` also takes
 ``method=``/``threshold=`` and ``evaluate(actual, expected)``.
 
 Example:
     >>> from tracesim.evaluators.compat.agenttest import Contains, StringSimilarity
     >>> r = StringSimilarity(method="jaccard").evaluate("Python, Java, Go", "Java, Python, Rust")
-    >>> r["score"], r["passed"]
+    >>> r.score, r.passed
     (0.5, False)
     >>> exact = StringSimilarity({"method": "exact", "threshold": 1.0})
-    >>> exact.evaluate({"actual": "OK", "expected": "OK"})["score"]
+    >>> exact.evaluate({"actual": "OK", "expected": "OK"}).score
     1.0
-    >>> Contains().evaluate({"actual": "Refunds within 30 days", "contains": ["refund", "90 days"]})["score"]
+    >>> Contains().evaluate({"actual": "Refunds within 30 days", "contains": ["refund", "90 days"]}).score
     0.5
 """
 
@@ -39,18 +40,19 @@ from tracesim.evaluators.compat._agenttest_more import (
     Metrics,
     enough,
     merged_options,
-    outcome,
     output_data,
     read_options,
 )
-from tracesim.evaluators.compat._agenttest_more import failure as _failure
 from tracesim.evaluators.compat._agenttest_more import type_name as _type_name
+from tracesim.evaluators.compat._agenttest_result import EvaluationResult, mean_of_cases, outcome
+from tracesim.evaluators.compat._agenttest_result import failure as _failure
 
 __all__ = [
     "CONFIG_KEYS",
     "CRITERIA",
     "METHODS",
     "Contains",
+    "EvaluationResult",
     "LLMJudge",
     "Metric",
     "Metrics",
@@ -127,13 +129,14 @@ def _override(data: Mapping[str, Any], method: str, threshold: float, where: str
 
 
 class StringSimilarity:
-    """AgentTest's similarity: results are ``{"passed", "score", "threshold", "details", "error"}``.
+    """AgentTest's similarity: an `EvaluationResult` (``passed``, ``score``, ``threshold``, ``details``).
 
     ``method`` is ``cosine`` (TF-IDF, the default), ``levenshtein`` (unrounded,
     case-sensitive), ``jaccard`` (lowercased word sets; two empty texts give 0.0) or
     ``exact``; an unknown name falls back to cosine, as in AgentTest. ``passed`` is
     ``score >= threshold`` (0.8). Values are compared as ``str(value)``. No expected
-    value passes with score 1.0; metric errors come back in ``error`` and are never raised.
+    value passes with score 1.0 and no threshold; no ``actual`` (None) fails with no score
+    and an ``error`` naming ``actual``; metric errors come back in ``error`` and are never raised.
     Long texts are cut where the core evaluator of the method cuts them (``levenshtein``
     40,000 characters, ``cosine`` and ``jaccard`` 100,000, ``exact`` never), and
     ``details.truncated_to`` says so.
@@ -145,7 +148,7 @@ class StringSimilarity:
 
     Example:
         >>> r = StringSimilarity(method="levenshtein").evaluate("kitten", "sitting")
-        >>> r["score"], r["passed"], r["details"]["method"]
+        >>> r.score, r.passed, r.details["method"]
         (0.5714285714285714, False, 'levenshtein')
         >>> StringSimilarity({"method": "levenshtein", "threshold": 0.5}).threshold
         0.5
@@ -175,14 +178,14 @@ class StringSimilarity:
         """
         return cls(config)
 
-    def evaluate(self, actual: Any, expected: Any = _UNSET) -> dict[str, Any]:
+    def evaluate(self, actual: Any, expected: Any = _UNSET) -> EvaluationResult:
         """Compare ``actual`` with ``expected``; with one argument, score a test output.
 
         ``evaluate(test_output)`` is AgentTest's own call: it scores the ``actual`` of a dict
         against its ``expected`` (see :meth:`evaluate_output`), never the dict itself.
 
         Example:
-            >>> StringSimilarity(method="exact").evaluate({"actual": "a", "expected": "b"})["score"]
+            >>> StringSimilarity(method="exact").evaluate({"actual": "a", "expected": "b"}).score
             0.0
         """
         if expected is _UNSET:
@@ -192,7 +195,7 @@ class StringSimilarity:
         except Exception as exc:
             return _failure(f"String similarity evaluation failed: {exc}")
 
-    def evaluate_output(self, test_output: Any) -> dict[str, Any]:
+    def evaluate_output(self, test_output: Any) -> EvaluationResult:
         """Score an AgentTest test output.
 
         A dict with ``actual``/``expected``; a dict with ``test_cases`` or a list of such
@@ -203,7 +206,7 @@ class StringSimilarity:
 
         Example:
             >>> out = {"actual": "SUCCESS", "expected": "SUCCES", "similarity_config": {"method": "exact"}}
-            >>> StringSimilarity(method="levenshtein").evaluate_output(out)["score"]
+            >>> StringSimilarity(method="levenshtein").evaluate_output(out).score
             0.0
         """
         run = self._plan(test_output)
@@ -212,7 +215,7 @@ class StringSimilarity:
         except Exception as exc:  # AgentTest reports metric failures in the result
             return _failure(f"String similarity evaluation failed: {exc}")
 
-    def _plan(self, test_output: Any) -> Callable[[], dict[str, Any]]:
+    def _plan(self, test_output: Any) -> Callable[[], EvaluationResult]:
         """Check the shape of a test output (raising for a wrong one) and return its scoring."""
         if isinstance(test_output, list):
             cases = self._cases(test_output, self.method, self.threshold)
@@ -242,44 +245,26 @@ class StringSimilarity:
         return checked
 
     @staticmethod
-    def _single(actual: Any, expected: Any, method: str, threshold: float) -> dict[str, Any]:
+    def _single(actual: Any, expected: Any, method: str, threshold: float) -> EvaluationResult:
+        # AgentTest's order: no actual fails (even without expected), then no expected passes.
         if actual is None:
             return _failure("No 'actual' value found in test output")
         if expected is None:
-            details: dict[str, Any] = {"reason": "No expected value provided"}
-            return {"passed": True, "score": 1.0, "threshold": None, "details": details, "error": None}
+            return outcome(True, 1.0, None, {"reason": "No expected value provided"})
         cap = _CAPS.get(method, COSINE_MAX_CHARS)
         a, e, cut = cut_texts(str(actual), str(expected), cap)
         score = _similarity(a, e, method)
         details = {"actual": actual, "expected": expected, "similarity": score, "method": method}
         if cut is not None:
             details["truncated_to"] = cut
-        return {
-            "passed": score >= threshold,
-            "score": score,
-            "threshold": threshold,
-            "details": details,
-            "error": None,
-        }
+        return outcome(score >= threshold, score, threshold, details)
 
     def _multiple(
         self, cases: list[tuple[Mapping[str, Any], str, float]], threshold: float
-    ) -> dict[str, Any]:
+    ) -> EvaluationResult:
         # As in AgentTest, a metric that raises on one case fails the whole evaluation.
         results = [self._single(c.get("actual"), c.get("expected"), m, t) for c, m, t in cases]
-        total = sum(r["score"] for r in results if r["score"] is not None)
-        details = {
-            "total_cases": len(results),
-            "passed_cases": sum(1 for r in results if r["passed"]),
-            "individual_results": results,
-        }
-        return {
-            "passed": all(r["passed"] for r in results),
-            "score": total / len(results) if results else 0.0,
-            "threshold": threshold,
-            "details": details,
-            "error": None,
-        }
+        return mean_of_cases(results, threshold)
 
 
 # -- contains and regex -------------------------------------------------------------------------
@@ -304,16 +289,16 @@ class Contains:
 
     Example:
         >>> r = Contains().evaluate({"actual": "We refund in 30 days.", "contains": ["Refund", "30 days"]})
-        >>> r["score"], r["passed"], r["details"]["missing"]
+        >>> r.score, r.passed, r.details["missing"]
         (1.0, True, [])
-        >>> Contains({"case_sensitive": True}).evaluate({"actual": "refund", "contains": "Refund"})["passed"]
+        >>> Contains({"case_sensitive": True}).evaluate({"actual": "refund", "contains": "Refund"}).passed
         False
     """
 
     def __init__(self, config: Mapping[str, Any] | None = None) -> None:
         self.options = read_options(config, CONTAINS_OPTIONS, "Contains config")
 
-    def evaluate(self, test_output: Any) -> dict[str, Any]:
+    def evaluate(self, test_output: Any) -> EvaluationResult:
         """Score a test output: ``{"actual": ..., "contains": [...]}``."""
         data = output_data(test_output)
         options = merged_options(self.options, data, "contains_config", CONTAINS_OPTIONS)
@@ -362,14 +347,14 @@ class Regex:
     Example:
         >>> out = {"actual": "Order ORD-2024-000123 shipped", "patterns": [r"ORD-\d{4}-\d{6}", r"\$\d+"]}
         >>> r = Regex().evaluate(out)
-        >>> r["score"], r["passed"], r["details"]["matches_found"]
+        >>> r.score, r.passed, r.details["matches_found"]
         (0.5, True, 1)
     """
 
     def __init__(self, config: Mapping[str, Any] | None = None) -> None:
         self.options = read_options(config, REGEX_OPTIONS, "Regex config")
 
-    def evaluate(self, test_output: Any) -> dict[str, Any]:
+    def evaluate(self, test_output: Any) -> EvaluationResult:
         """Score a test output: ``{"actual": ..., "patterns": [...]}`` (or ``"pattern": ...``)."""
         data = output_data(test_output)
         options = merged_options(self.options, data, "regex_config", REGEX_OPTIONS)

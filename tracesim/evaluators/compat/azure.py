@@ -17,7 +17,8 @@ tokenizer (a number or a list as text, a malformed conversation) the façade rai
 :class:`EvaluationException` naming the input instead (a ``TypeError`` too for a wrong type).
 Long texts are cut where the core evaluators cut them (``max_chars``: F1 100,000
 characters, BLEU and GLEU 20,000, METEOR 10,000, ROUGE 50,000, rougeLsum 10,000 and 50
-lines); Azure's dicts have no room to say so.
+lines); Azure's dicts have no room to say so. The LLM-judged `SimilarityEvaluator` returns
+exactly 1.17-1.18's eight ``similarity*`` keys instead (``result_format="1.16"`` for 1.16's).
 
 Example:
     >>> from tracesim.evaluators.compat.azure import F1ScoreEvaluator
