@@ -13,6 +13,8 @@ from __future__ import annotations
 import html
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -309,11 +311,26 @@ def test_score(tracesim_eval, kind):
 def test_control_characters_are_shown_not_obeyed_on_the_terminal(
     pytester: pytest.Pytester, step_summary: Path
 ) -> None:
-    payloads = {**TERMINAL_PAYLOADS, "c1-nel": "a\x85b", "bidi-isolate": "x\u2066y\u2069z"}
-    result = _session(pytester, payloads, test_terminal=TERMINAL_TESTS)
-    result.assert_outcomes(failed=2 * len(payloads))
-    terminal = result.stdout.str() + result.stderr.str()
-    assert [c for c in (*RAW_CONTROLS, "\x85", "\u2066") if c in terminal] == []
+    extra = {
+        "c1-nel": "a\x85b",
+        "bidi-isolate": "x\u2066y\u2069z",
+        "line-separator": "a\u2028b",
+        "del": "a\x7fb",
+    }
+    payloads = {**TERMINAL_PAYLOADS, **extra}
+    raw = (*RAW_CONTROLS, "\x85", "\u2066", "\u2069", "\u2028", "\x7f")
+    pytester.makepyfile(planted=PLANTED.format(values=payloads), test_terminal=TERMINAL_TESTS)
+    # Run directly: pytester's output is read with universal newlines and split into lines,
+    # which would turn a raw CR, NEL or line separator into a line break and hide it.
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", PLUGIN, "-p", "no:cacheprovider", "--color=no"],
+        cwd=pytester.path,
+        capture_output=True,
+        timeout=300,
+    )
+    terminal = (run.stdout + run.stderr).decode("utf-8")
+    assert f"{2 * len(payloads)} failed" in terminal
+    assert [c for c in raw if c in terminal] == []
 
     table = terminal.split("= tracesim evaluations =")[1]
     for payload in payloads.values():
@@ -324,4 +341,4 @@ def test_control_characters_are_shown_not_obeyed_on_the_terminal(
         assert f"compared out {visible(payload)} with b" in terminal
 
     markdown = step_summary.read_text(encoding="utf-8")
-    assert [c for c in (*RAW_CONTROLS, "\x85", "\u2066") if c in markdown] == []
+    assert [c for c in raw if c in markdown] == []
