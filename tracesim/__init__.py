@@ -11,6 +11,7 @@ Example:
 from typing import TYPE_CHECKING
 
 from tracesim._api import configure, force_flush, score, scoring_stats, shutdown
+from tracesim._api import export_stats as export_stats
 from tracesim._attributes import attributes
 from tracesim._errors import ConfigError, TracesimError
 from tracesim._outputs import install_log_redaction

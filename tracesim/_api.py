@@ -14,7 +14,9 @@ from tracesim._scoring._jobs import ScoringStats
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace.export import SpanExporter
 
-__all__ = ["configure", "force_flush", "score", "scoring_stats", "shutdown"]
+    from tracesim._export_queue import ExportStats
+
+__all__ = ["configure", "export_stats", "force_flush", "score", "scoring_stats", "shutdown"]
 
 
 def configure(
@@ -37,6 +39,9 @@ def configure(
     spool_dir: str | os.PathLike[str] | None = None,
     spool_max_bytes: int | None = None,
     batch_export: bool | None = None,
+    export_queue_size: int | None = None,
+    export_on_full: str | None = None,
+    export_wait_s: float | None = None,
     set_global_tracer_provider: bool | None = None,
     scoring_mode: str | None = None,
     evaluation_sample_rate: float | None = None,
@@ -188,3 +193,24 @@ def scoring_stats() -> ScoringStats:
     if runtime is None or runtime.scoring is None:
         return ScoringStats()
     return dataclasses.replace(runtime.scoring.stats)
+
+
+def export_stats() -> ExportStats:
+    """A snapshot of the export queues' counters: enqueued, exported, dropped, recorded, waits.
+
+    A sibling of `scoring_stats`: spans lost between a traced call and its exporters, because
+    an exporter's queue (``export_queue_size``) was full, are counted here, summed over the
+    exporters (each has its own queue). ``tracesim report`` shows them too, from the
+    ``tracesim.export.dropped`` spans written to the trace file.
+
+    Example:
+        >>> import tracesim
+        >>> tracesim.export_stats().dropped
+        0
+    """
+    from tracesim._export_queue import ExportStats, export_stats
+
+    runtime = _runtime.current
+    if runtime is None:
+        return ExportStats()
+    return export_stats(runtime.processors)

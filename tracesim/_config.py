@@ -31,6 +31,7 @@ REDACT_PATTERNS = PATTERN_GROUPS
 SCORING_MODES = ("background", "inline", "off")
 INTERNAL_ERRORS = ("log", "raise")
 OTLP_PROTOCOLS = ("http/protobuf", "grpc")
+EXPORT_ON_FULL = ("drop", "wait")
 
 
 class Redactor(Protocol):
@@ -63,6 +64,9 @@ class Settings:
     spool_dir: str | None = ".tracesim/spool"
     spool_max_bytes: int = 256 * 1024 * 1024
     batch_export: bool = True
+    export_queue_size: int | None = None  # None: 2,048, plus scoring_queue_size while scoring
+    export_on_full: str = "drop"
+    export_wait_s: float = 1.0
     resource_attributes: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     set_global_tracer_provider: bool = True
     capture: bool = True
@@ -176,6 +180,30 @@ SETTINGS: tuple[Setting, ...] = (
         "true or false",
         "false exports each span as it ends (serverless, tests)",
         ("TRACESIM_BATCH_EXPORT",),
+    ),
+    Setting(
+        "export_queue_size",
+        parse.integer(1),
+        "an integer >= 1",
+        "finished spans each exporter's queue holds (default 2048, plus scoring_queue_size while "
+        "evaluators score in the background); a full queue drops or waits (export_on_full), and counts",
+        ("TRACESIM_EXPORT_QUEUE_SIZE", "OTEL_BSP_MAX_QUEUE_SIZE"),
+    ),
+    Setting(
+        "export_on_full",
+        parse.choice(EXPORT_ON_FULL),
+        " or ".join(EXPORT_ON_FULL),
+        "when an export queue is full: drop the span (counted), or make the caller wait for room, "
+        "at most export_wait_s, then drop it (counted)",
+        ("TRACESIM_EXPORT_ON_FULL",),
+    ),
+    Setting(
+        "export_wait_s",
+        parse.number(0.0),
+        "a number >= 0",
+        "longest a caller waits for room in a full export queue with export_on_full=wait; after a "
+        "wait runs out, callers drop at once until the exporter takes a batch again",
+        ("TRACESIM_EXPORT_WAIT_S",),
     ),
     Setting(
         "resource_attributes",

@@ -393,7 +393,12 @@ def build(settings: Settings) -> Runtime:
     scored = bool(rules) or _selection.EVALUATORS_SEEN
     # Each exporter gets every span: with `shared`, a span is redacted once for all of them.
     shared = [RedactingExporter(e, redaction=redaction, shared=True) for e in exporters]
-    processors = [_processor(exporter, settings, scored) for exporter in shared]
+    # Each exporter's queue counts what it drops; a full queue is logged once per configuration.
+    warnings = _guard.WarnOnce()
+    processors = [
+        _processor(exporter, settings, scored, warnings, type(raw).__name__)
+        for exporter, raw in zip(shared, exporters, strict=True)
+    ]
     provider = _provider(settings)
     tracer = provider.get_tracer("tracesim", __version__)
     sinks = result_sinks(settings, provider, capture, redaction)
@@ -453,20 +458,36 @@ def _exporter(item: Any, settings: Settings) -> SpanExporter:
     )
 
 
-def _processor(exporter: SpanExporter, settings: Settings, scored: bool) -> SpanProcessor:
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
+def _processor(
+    exporter: SpanExporter, settings: Settings, scored: bool, warnings: _guard.WarnOnce, name: str
+) -> SpanProcessor:
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    from tracesim._export_queue import DEFAULT_QUEUE_SIZE, ExportQueue
 
     if not settings.batch_export:
         return SimpleSpanProcessor(exporter)
-    if os.environ.get("OTEL_BSP_MAX_QUEUE_SIZE"):
-        return BatchSpanProcessor(exporter)  # the standard variable wins
-    # Scored spans end in bursts when scoring catches up: up to scoring_queue_size of them,
-    # already held in memory while they waited. When evaluators are in use (configured rules,
-    # or functions decorated with evaluators before configure()), the batch queue holds that
-    # many on top of OpenTelemetry's usual 2,048, so such a burst is never dropped. Without
-    # them the queue is the usual size, and so is its memory when a tight loop fills it.
-    extra = settings.scoring_queue_size if scored and settings.scoring_mode == "background" else 0
-    return BatchSpanProcessor(exporter, max_queue_size=2048 + extra)
+    size = settings.export_queue_size
+    if size is None:
+        # Scored spans end in bursts when scoring catches up: up to scoring_queue_size of them,
+        # already held in memory while they waited. When evaluators are in use (configured
+        # rules, or functions decorated with evaluators before configure()), the queue holds
+        # that many on top of OpenTelemetry's usual 2,048, so such a burst is never dropped.
+        # Without them the queue is the usual size, and so is its memory when a tight loop
+        # fills it. A size the user sets (or OTEL_BSP_MAX_QUEUE_SIZE) is taken as it is.
+        extra = settings.scoring_queue_size if scored and settings.scoring_mode == "background" else 0
+        size = DEFAULT_QUEUE_SIZE + extra
+    try:
+        return ExportQueue(
+            exporter,
+            queue_size=size,
+            on_full=settings.export_on_full,
+            wait_s=settings.export_wait_s,
+            name=name,
+            warnings=warnings,
+        )
+    except ValueError as exc:  # OTEL_BSP_MAX_EXPORT_BATCH_SIZE larger than the queue
+        raise ConfigError("export_queue_size", size, f"a size the batch processor accepts ({exc})") from None
 
 
 def _flush_exporter(exporter: SpanExporter, timeout_millis: int) -> bool:

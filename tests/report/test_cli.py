@@ -60,7 +60,7 @@ def test_json_document(known_file: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert doc["group_by"] is None
     assert doc["totals"] == {
         "files": 1, "spans": 9, "traces": 4, "errors": 2, "evaluator_spans": 3, "results": 8,
-        "duplicate_spans": 0, "unresolved_links": 0,
+        "duplicate_spans": 0, "unresolved_links": 0, "export_dropped": 0,
         "start": "2026-09-21T14:13:20Z", "end": "2026-09-21T14:13:50.400000Z",
         "status": {"ok": 0, "unset": 7, "error": 2},
         "scoring": {"dropped": 0, "deferred": 0, "not_sampled": 2},

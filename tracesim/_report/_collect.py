@@ -7,7 +7,10 @@ out by sampling listed in ``tracesim.evaluation.not_sampled``; a span whose scor
 (queue full) marked ``tracesim.evaluation.dropped``, one ended with evaluators still running
 (``max_defer_s``) listing them in ``tracesim.evaluation.deferred``. The flattened
 ``tracesim.eval.<name>.*`` attributes repeat the events and are not read, so nothing counts twice.
-LLM calls are the spans that report token counts (`~tracesim._pricing.read_usage`).
+LLM calls are the spans that report token counts (`~tracesim._pricing.read_usage`). Spans
+named ``tracesim.export.dropped`` are not the application's: each holds how many spans an
+export queue dropped before they reached the file (``tracesim.export.dropped_spans``), and
+they are summed into ``export_dropped`` instead of being counted as spans.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from tracesim import _semconv as sc
+from tracesim._export_queue import DROPPED_COUNT, DROPPED_SPAN
 from tracesim._pricing import Usage, has_usage, read_usage
 from tracesim.exporters import SpanRecord
 
@@ -119,6 +123,7 @@ class Collected:
     failed: list[SpanRecord] = field(default_factory=list)  # spans with status ERROR
     # (group, evaluator, span name, trace id, span id) of each evaluator a span ended without
     deferred: list[tuple[str | None, str, str, str, str]] = field(default_factory=list)
+    export_dropped: int = 0  # spans the export queues dropped, from the record spans
 
 
 class Grouper:
@@ -197,6 +202,8 @@ def collect(spans: Iterable[SpanRecord], group_by: str | None = None) -> Collect
 def _add_span(
     out: Collected, span: SpanRecord, index: Mapping[tuple[str, str], SpanRecord], grouper: Grouper
 ) -> None:
+    if span.name == DROPPED_SPAN and _add_export_drops(out, span):
+        return
     out.trace_ids.add(span.trace_id)
     start, end = span.start_time_unix_nano, span.end_time_unix_nano
     out.start_ns = start if out.start_ns is None else min(out.start_ns, start)
@@ -224,6 +231,15 @@ def _add_span(
             out.judged.append(Judged(event.attributes, target, span))
     if len(out.results) > before and target is not None and has_usage(target.attributes):
         out.call_results.setdefault((target.trace_id, target.span_id), []).extend(out.results[before:])
+
+
+def _add_export_drops(out: Collected, span: SpanRecord) -> bool:
+    """Sum a record of spans an export queue dropped; False when ``span`` is not one."""
+    count = span.attributes.get(DROPPED_COUNT)
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        return False
+    out.export_dropped += count
+    return True
 
 
 def _add_sample(out: Collected, span: SpanRecord, kind: str | None, group: str | None) -> None:

@@ -152,6 +152,9 @@ class Totals:
     ``spans`` excludes ``evaluator_spans`` (spans of kind ``EVALUATOR``, such as carriers of
     late results). ``duplicate_spans`` were read more than once (same trace and span id) and
     counted once. ``unresolved_links`` are carrier spans whose target is not in the files.
+    ``export_dropped`` are spans an export queue dropped before they reached the files (its
+    ``export_queue_size`` was full), summed from the ``tracesim.export.dropped`` spans, which
+    are not counted in ``spans``.
     ``start``/``end`` are the earliest span start and latest span end, ISO 8601 UTC.
     ``status`` and ``scoring`` add up the rows of the span table.
     """
@@ -164,6 +167,7 @@ class Totals:
     results: int
     duplicate_spans: int
     unresolved_links: int
+    export_dropped: int
     start: str | None
     end: str | None
     status: StatusCounts

@@ -308,6 +308,7 @@ def _totals(collected: Collected, files: int, rows: Sequence[SpanStats]) -> Tota
         results=len(collected.results),
         duplicate_spans=collected.duplicate_spans,
         unresolved_links=collected.unresolved_links,
+        export_dropped=collected.export_dropped,
         start=iso_utc(collected.start_ns),
         end=iso_utc(collected.end_ns),
         status=status,

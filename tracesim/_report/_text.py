@@ -81,7 +81,8 @@ def _n(count: int, noun: str) -> str:
 
 
 def scoring_notes(report: Report) -> list[str]:
-    """Sentences on spans whose online scoring was dropped or cut short; empty when none was.
+    """Sentences on spans lost before the files, or whose online scoring was dropped or cut
+    short; empty when none was.
 
     Example:
         >>> from tracesim._report import summarize
@@ -90,6 +91,13 @@ def scoring_notes(report: Report) -> list[str]:
     """
     scoring = report.totals.scoring
     notes = []
+    lost = report.totals.export_dropped
+    if lost:
+        notes.append(
+            f"{_n(lost, 'span')} {'was' if lost == 1 else 'were'} dropped before reaching the files "
+            "because an export queue was full (tracesim.export.dropped): raise export_queue_size, "
+            "or set export_on_full to wait."
+        )
     if scoring.dropped:
         notes.append(
             f"{_n(scoring.dropped, 'span')} {'was' if scoring.dropped == 1 else 'were'} never scored "

@@ -1,0 +1,381 @@
+"""The export queue: OpenTelemetry's `BatchSpanProcessor`, with every span it loses counted.
+
+The SDK's batch processor holds finished spans in a bounded queue for its export thread. A
+caller that outruns the exporter (a traced CPU loop, a slow disk, a backend far away) fills
+it, and the SDK then drops spans with one ``Queue full`` log line and no count anyone can
+read. `ExportQueue` subclasses it and puts a gate in front of its queue: the gate admits a
+span only while the queue has room, so the SDK never drops one itself, and every span the
+gate refuses is counted.
+
+The gate knows how full the queue is without reading the SDK's internals: it counts spans
+admitted, and the exporter it hands the SDK (`_Handover`) counts spans taken for export. The
+difference is never smaller than the queue's length (a span is counted in before it is
+queued, and out after it has left the queue), so a full gate means a full queue or fuller.
+
+When the queue is full (``on_full``):
+
+- ``drop`` (default): the span is dropped and counted; the caller does not wait.
+- ``wait``: the caller waits for room, at most ``wait_s``, then drops and counts. A wait that
+  runs out marks the exporter stalled: later callers drop at once until the exporter takes a
+  batch again, so a hung exporter costs the host one ``wait_s``, not one per span. A span
+  ended by the export thread itself never waits (it would wait for itself).
+
+The count reaches the exporter too, so it survives the process: a span named
+``tracesim.export.dropped`` whose ``tracesim.export.dropped_spans`` attribute holds the spans
+dropped since the previous such span. One goes into the queue at most once a second while
+drops go on, and at every flush and shutdown; ``tracesim report`` sums them.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import os
+import random
+import threading
+import time
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import SpanContext, SpanKind, TraceFlags
+
+from tracesim._guard import WarnOnce
+from tracesim._version import __version__
+
+__all__ = [
+    "DEFAULT_QUEUE_SIZE",
+    "DROPPED_COUNT",
+    "DROPPED_SPAN",
+    "ON_FULL",
+    "ExportQueue",
+    "ExportStats",
+    "export_stats",
+]
+
+# Names of the record span and its attributes (`tracesim report` reads them).
+DROPPED_SPAN: Final = "tracesim.export.dropped"
+DROPPED_COUNT: Final = "tracesim.export.dropped_spans"
+QUEUE_SIZE: Final = "tracesim.export.queue_size"
+ON_FULL_ATTRIBUTE: Final = "tracesim.export.on_full"
+EXPORTER: Final = "tracesim.export.exporter"
+
+DEFAULT_QUEUE_SIZE: Final = 2048
+"""OpenTelemetry's default queue size."""
+ON_FULL: Final = ("drop", "wait")
+"""What a caller does when the queue is full."""
+RECORD_INTERVAL_S: Final = 1.0
+"""While drops go on, a record of them goes into the queue at most this often."""
+_BATCH_SIZE: Final = 512  # the SDK's default export batch
+_WAIT_SCHEDULE_DELAY_MS: Final = 100
+
+_logger = logging.getLogger("tracesim")
+
+
+@dataclass(frozen=True)
+class ExportStats:
+    """Counters of the export queues of the active configuration, summed over its exporters.
+
+    ``enqueued``: spans admitted to a queue. ``exported``: spans taken from it and handed to the
+    exporter (whether or not the exporter then delivered them: its own failures are its own
+    count). ``dropped``: spans lost at the queue, because it was full (after waiting, with
+    ``export_on_full='wait'``) or because its exporter had shut down. ``recorded``: dropped
+    spans whose count went to the exporter in a ``tracesim.export.dropped`` span.
+    ``waits`` and ``wait_s``: callers that waited for room, and the seconds they waited in all.
+
+    Each exporter has its own queue: a span that two queues drop counts twice.
+
+    Example:
+        >>> import tracesim
+        >>> tracesim.export_stats().dropped
+        0
+    """
+
+    enqueued: int = 0
+    exported: int = 0
+    dropped: int = 0
+    recorded: int = 0
+    waits: int = 0
+    wait_s: float = 0.0
+
+
+def export_stats(processors: Sequence[object]) -> ExportStats:
+    """The counters of the `ExportQueue` among ``processors``, added up."""
+    queues = [p.stats() for p in processors if isinstance(p, ExportQueue)]
+    return ExportStats(
+        enqueued=sum(s.enqueued for s in queues),
+        exported=sum(s.exported for s in queues),
+        dropped=sum(s.dropped for s in queues),
+        recorded=sum(s.recorded for s in queues),
+        waits=sum(s.waits for s in queues),
+        wait_s=sum(s.wait_s for s in queues),
+    )
+
+
+class ExportQueue(BatchSpanProcessor):
+    """A `BatchSpanProcessor` that counts the spans it drops and can make callers wait for room.
+
+    Args:
+        exporter: Where batches go.
+        queue_size: Spans the queue holds.
+        on_full: ``"drop"`` or ``"wait"`` (see the module docstring).
+        wait_s: The longest a caller waits for room with ``on_full="wait"``.
+        name: The exporter's name in the warning and in the record spans.
+        warnings: Shared by the queues of one configuration, so a full queue is logged once.
+
+    Example:
+        >>> from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+        >>> queue = ExportQueue(InMemorySpanExporter(), queue_size=100, on_full="wait", wait_s=0.5)
+        >>> queue.stats().dropped
+        0
+        >>> queue.shutdown()
+    """
+
+    def __init__(
+        self,
+        exporter: SpanExporter,
+        *,
+        queue_size: int = DEFAULT_QUEUE_SIZE,
+        on_full: str = "drop",
+        wait_s: float = 1.0,
+        name: str | None = None,
+        warnings: WarnOnce | None = None,
+    ) -> None:
+        if on_full not in ON_FULL:
+            raise ValueError(f"on_full must be one of {', '.join(ON_FULL)}, got {on_full!r}")
+        self.queue_size = queue_size
+        self.on_full = on_full
+        self.wait_s = wait_s
+        self.name = name or type(exporter).__name__
+        self._warnings = warnings if warnings is not None else WarnOnce()
+        self._reset()
+        # Below twice the queue, the batch is half of it: a batch leaving makes room while the
+        # next one fills (the SDK's export thread wakes when a batch is queued, not when full).
+        batch = None if queue_size >= 2 * _BATCH_SIZE else max(1, queue_size // 2)
+        # The SDK's thread is woken by a span queued past a batch, or by its timer (5 s). A
+        # caller that waits queues nothing: were the whole queue filled between the thread's
+        # last look and its going back to sleep (a small queue can be), only the timer would
+        # wake it, so with ``wait`` the timer is short.
+        delay = _WAIT_SCHEDULE_DELAY_MS if on_full == "wait" else None
+        super().__init__(
+            _Handover(exporter, self),
+            max_queue_size=queue_size,
+            max_export_batch_size=batch,
+            schedule_delay_millis=delay,
+        )
+        if hasattr(os, "register_at_fork"):
+            this = weakref.ref(self)
+
+            def after_in_child() -> None:  # the SDK empties its queue in the child: so do the counts
+                queue = this()
+                if queue is not None:
+                    queue._reset()
+
+            os.register_at_fork(after_in_child=after_in_child)
+
+    def _reset(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._pending = 0  # admitted and not yet taken for export: >= the SDK queue's length
+        self._enqueued = self._exported = self._dropped = self._recorded = self._waits = 0
+        self._wait_total = 0.0
+        self._unrecorded = 0  # dropped, not yet in a record span
+        self._first_drop_ns = self._last_drop_ns = 0
+        self._resource: Resource | None = None  # a dropped span's, for the record
+        self._last_record = -RECORD_INTERVAL_S
+        self._records: dict[int, ReadableSpan] = {}  # record spans queued, by id (held: no id reuse)
+        self._waiting = 0
+        self._stalled = False  # a wait ran out; cleared when the exporter takes a batch
+        self._closed = False
+        self._exporting: set[int] = set()  # threads inside the exporter
+        self._warned = False
+
+    def stats(self) -> ExportStats:
+        """A snapshot of this queue's counters."""
+        with self._cond:
+            return ExportStats(
+                self._enqueued, self._exported, self._dropped, self._recorded, self._waits, self._wait_total
+            )
+
+    def on_end(self, span: ReadableSpan) -> None:
+        """Queue ``span`` if there is room (waiting for it with ``on_full="wait"``), else count it dropped."""
+        context = span.context
+        if context is None or not context.trace_flags.sampled:
+            return
+        record = None
+        with self._cond:
+            admitted = not self._closed and (self._pending < self.queue_size or self._room())
+            if admitted:
+                self._pending += 1
+                self._enqueued += 1
+                record = self._record_due(force=False)
+            else:
+                self._drop(span)
+        if not admitted:
+            if not self._warned:
+                self._warn()
+            return
+        super().on_end(span)
+        if record is not None:
+            super().on_end(record)
+
+    def _room(self) -> bool:
+        """Wait for room, with the lock held; False when there is none within the bound."""
+        if (
+            self.on_full != "wait"
+            or self._closed
+            or self._stalled
+            or threading.get_ident() in self._exporting
+        ):
+            return False
+        self._waits += 1
+        self._waiting += 1
+        started = time.monotonic()
+        try:
+            self._cond.wait_for(
+                lambda: self._pending < self.queue_size or self._stalled or self._closed, self.wait_s
+            )
+        finally:
+            self._waiting -= 1
+            self._wait_total += time.monotonic() - started
+        if self._pending < self.queue_size and not self._closed:
+            return True
+        if not self._stalled and not self._closed:
+            self._stalled = True  # the exporter took nothing for wait_s: stop making callers wait
+            self._cond.notify_all()
+        return False
+
+    def _drop(self, span: ReadableSpan) -> None:
+        now = time.time_ns()
+        self._dropped += 1
+        if self._closed:
+            return  # no exporter left to write a record to
+        self._unrecorded += 1
+        if not self._first_drop_ns:
+            self._first_drop_ns = now
+        self._last_drop_ns = now
+        self._resource = span.resource
+
+    def _warn(self) -> None:
+        self._warned = True
+        if self._closed:
+            return
+        self._warnings.warn(
+            "export-queue-full",
+            "tracesim: the export queue of the %s exporter (export_queue_size=%d) is full, so spans "
+            "are dropped: each is counted in tracesim.export_stats() and in %s spans that "
+            "`tracesim report` sums. Raise export_queue_size (TRACESIM_EXPORT_QUEUE_SIZE), or set "
+            "export_on_full='wait' to make callers wait up to export_wait_s for room.",
+            self.name,
+            self.queue_size,
+            DROPPED_SPAN,
+        )
+
+    def _record_due(self, *, force: bool) -> ReadableSpan | None:
+        """A record of the drops not yet recorded, when one is due and fits; the lock is held."""
+        if not self._unrecorded or self._closed or self._pending >= self.queue_size:
+            return None
+        now = time.monotonic()
+        if not force and now - self._last_record < RECORD_INTERVAL_S:
+            return None
+        record = self._record_span(self._unrecorded)
+        self._records[id(record)] = record
+        self._recorded += self._unrecorded
+        self._unrecorded = 0
+        self._first_drop_ns = 0
+        self._last_record = now
+        self._pending += 1
+        return record
+
+    def _record_span(self, count: int) -> ReadableSpan:
+        trace_id = random.getrandbits(128) or 1
+        context = SpanContext(trace_id, random.getrandbits(64) or 1, False, TraceFlags(TraceFlags.SAMPLED))
+        return ReadableSpan(
+            name=DROPPED_SPAN,
+            context=context,
+            resource=self._resource,
+            attributes={
+                DROPPED_COUNT: count,
+                QUEUE_SIZE: self.queue_size,
+                ON_FULL_ATTRIBUTE: self.on_full,
+                EXPORTER: self.name,
+            },
+            kind=SpanKind.INTERNAL,
+            start_time=self._first_drop_ns,
+            end_time=self._last_drop_ns,
+            instrumentation_scope=InstrumentationScope("tracesim", __version__),
+        )
+
+    def _taken(self, spans: Sequence[ReadableSpan]) -> None:
+        """The SDK took ``spans`` from its queue for export."""
+        with self._cond:
+            records = self._records
+            mine = [key for key in map(id, spans) if key in records] if records else []
+            for key in mine:
+                del records[key]
+            self._pending -= len(spans)
+            self._exported += len(spans) - len(mine)
+            self._stalled = False
+            if self._waiting:
+                self._cond.notify(len(spans))
+
+    def force_flush(self, timeout_millis: int | None = None) -> bool:
+        """Export what is queued, then a record of the drops not yet recorded."""
+        ok = super().force_flush(timeout_millis)
+        with self._cond:
+            record = self._record_due(force=True)
+        if record is not None:
+            super().on_end(record)
+            ok = super().force_flush(timeout_millis) and ok
+        return ok
+
+    def shutdown(self) -> None:
+        """Export what is queued and a last record, then stop; spans ending later are dropped."""
+        with self._cond:
+            record = self._record_due(force=True)
+            self._closed = True
+            self._cond.notify_all()
+        if record is not None:
+            super().on_end(record)
+        super().shutdown()  # type: ignore[no-untyped-call]  # the SDK leaves it unannotated
+        with self._cond:
+            # What the SDK left in its queue at its shutdown deadline never reaches the exporter.
+            left = self._pending - len(self._records)
+            if left > 0:
+                self._dropped += left
+            self._pending = 0
+            self._records.clear()
+
+
+class _Handover(SpanExporter):
+    """The exporter the SDK's queue hands batches to: tells the gate, then passes them on."""
+
+    def __init__(self, inner: SpanExporter, queue: ExportQueue) -> None:
+        self.inner = inner
+        self._queue = weakref.ref(queue)  # the SDK's thread holds this exporter; the queue holds it
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        queue = self._queue()
+        if queue is None:
+            return self.inner.export(spans)
+        queue._taken(spans)
+        me = threading.get_ident()
+        queue._exporting.add(me)
+        try:
+            return self.inner.export(spans)
+        finally:
+            queue._exporting.discard(me)
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return self.inner.force_flush(timeout_millis)
+
+    def shutdown(self, timeout_millis: float | None = None) -> None:
+        shutdown: Any = self.inner.shutdown
+        if timeout_millis is not None and "timeout_millis" in inspect.signature(shutdown).parameters:
+            shutdown(timeout_millis=timeout_millis)
+        else:
+            shutdown()
