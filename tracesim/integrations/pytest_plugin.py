@@ -103,7 +103,7 @@ class TracesimEval:
         # The test's redaction (its marker may set one): reports are made after the capture ends.
         self._redactor = _outputs.redactor()
 
-    def redact(self, text: str) -> str:
+    def _redact(self, text: str) -> str:
         """``text`` with the secrets the test's spans would lose replaced (what its reports show)."""
         return self._redactor.redact(text, _outputs.ATTRIBUTE)
 
@@ -155,7 +155,7 @@ class TracesimEval:
         """`score`, then fail unless every result passed (see `assert_passes`)."""
         __tracebackhide__ = True
         results = self.score(output, expected, evaluators=evaluators, input=input, name=name)
-        rows = [reporting.Row.from_result("", name, r, redact=self.redact) for r in results]
+        rows = [reporting.Row.from_result("", name, r, redact=self._redact) for r in results]
         _raise_failures(rows, strict=True)
         return results
 
@@ -229,7 +229,7 @@ def tracesim_eval(request: pytest.FixtureRequest) -> Iterator[TracesimEval]:
         yield recorder
     # After the capture is drained, so that late results are in too.
     for source, result in recorder.scored():
-        reporting.record(request.node, source, [result], redact=recorder.redact)
+        reporting.record(request.node, source, [result], redact=recorder._redact)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -283,9 +283,8 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     yield  # a test that raised stays failed with its own error
     recorder = item.stash.get(_RECORDER, None)
     if recorder is not None and item.get_closest_marker(MARKER) is not None:
-        rows = [
-            reporting.Row.from_result(item.nodeid, s, r, redact=recorder.redact) for s, r in recorder.scored()
-        ]
+        redact = recorder._redact
+        rows = [reporting.Row.from_result(item.nodeid, s, r, redact=redact) for s, r in recorder.scored()]
         _raise_failures(rows, strict=False, why=" (@pytest.mark.tracesim fails a test whose results fail)")
 
 
