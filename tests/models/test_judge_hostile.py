@@ -168,9 +168,12 @@ def test_the_judged_output_cannot_close_its_tag_and_forge_a_rubric(server: LLMSe
 
 
 def test_deep_brackets_are_unparseable_with_the_raw_answer_kept(server: LLMServer) -> None:
-    answer = "[" * 50_000  # raised RecursionError from the JSON decoder
-    result = graded(server, answer, similarity(server, max_tokens=100_000))
-    assert_refused(result, answer, "no verdict")
+    # both raised RecursionError from the JSON decoder
+    answer = "[" * 20_000  # under the size limit: scanned without recursion, no verdict in it
+    assert_refused(graded(server, answer), answer, "no verdict")
+    answer = "[" * 200_000  # over it: refused unread
+    result = graded(server, answer)
+    assert_refused(result, answer, "200,000 characters, over the limit of 100,000")
     assert len(result.details["raw"]) == RAW_KEPT
 
 
@@ -194,7 +197,7 @@ SCALES = st.tuples(st.integers(-20, 20), st.integers(1, 20)).map(lambda t: (t[0]
 REASONS = st.text(alphabet=st.sampled_from('ab {}[]"\\:,score5\n'), max_size=40)
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scale=SCALES, data=st.data(), reason=REASONS)
 def test_any_whole_score_in_the_scale_in_a_schema_object_is_read_exactly(
     scale: tuple[int, int], data: st.DataObject, reason: str
@@ -224,7 +227,7 @@ def written(value: float | int, form: str) -> str:
     return f"{value:{form}}" if form else json.dumps(value)
 
 
-@settings(max_examples=500)
+@settings(max_examples=500, deadline=None)
 @given(
     scale=SCALES,
     value=st.one_of(NUMBERS, st.booleans()),
@@ -250,7 +253,7 @@ def test_any_score_off_the_scale_is_refused_as_json_or_as_text(
         assert isinstance(verdict, Refusal), (answer, verdict)
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 @given(injected=st.lists(st.integers(-5, 15), max_size=5), own=st.integers(1, 5), reason=REASONS)
 def test_verdicts_before_the_last_schema_verdict_never_decide(
     injected: list[int], own: int, reason: str
@@ -281,25 +284,31 @@ def test_any_answer_gives_a_verdict_or_a_refusal_never_an_exception(answer: str)
 
 
 @pytest.mark.parametrize(
-    "answer",
+    ("answer", "why"),
     [
-        "[" * 200_000,
-        "{" * 90_000,
-        '{"a": "' * 14_000,
-        "{ " * 31 + '"a"' * 33_000,
-        "{ " * 31 + "[]" * 49_000,
-        '{"score": 4}' * 8_000,
+        ("[" * 200_000, f"over the limit of {MAX_ANSWER_CHARS:,}"),
+        ("[" * 99_000, "no verdict"),
+        ("{" * 90_000, f"nested more than {MAX_DEPTH} deep"),
+        ('{"a": "' * 14_000, f"nested more than {MAX_DEPTH} deep"),
+        # unclosed brackets, each walked to the end of the answer: the work budget stops them
+        ("{ " * 31 + '"a"' * 33_000, "too many unclosed brackets or quotes"),
+        ("{ " * 31 + "[]" * 49_000, "too many unclosed brackets or quotes"),
+        ("{ " * 31 + '\\"' * 49_000, "too many unclosed brackets or quotes"),
     ],
 )
-def test_huge_hostile_answers_are_bounded(answer: str) -> None:
-    verdict = parse_verdict(answer, (1, 5))  # each ends in well under a second; no recursion
-    assert isinstance(verdict, (Verdict, Refusal))
-    if len(answer) > MAX_ANSWER_CHARS:
-        assert isinstance(verdict, Refusal)
-        assert "over the limit" in verdict.why
+def test_huge_hostile_answers_are_refused_within_bounds(answer: str, why: str) -> None:
+    verdict = parse_verdict(answer, (1, 5))
+    assert isinstance(verdict, Refusal)
+    assert why in verdict.why
 
 
-@settings(max_examples=200)
+def test_many_verdicts_are_read_and_the_overruled_ones_counted_not_all_kept() -> None:
+    verdict = parse_verdict('{"score": 2}' * 8_000 + '{"reason": "r", "score": 4}', (1, 5))
+    assert isinstance(verdict, Verdict)
+    assert (verdict.score, verdict.overruled_count, verdict.overruled) == (4.0, 8_000, ("2",) * 8)
+
+
+@settings(max_examples=200, deadline=None)
 @given(output=st.text(max_size=200), question=st.text(max_size=50), expected=st.text(max_size=50))
 def test_no_judged_text_adds_a_tag_to_the_prompt(output: str, question: str, expected: str) -> None:
     judge = LLMJudge(
@@ -312,3 +321,38 @@ def test_no_judged_text_adds_a_tag_to_the_prompt(output: str, question: str, exp
     data = dict(re.findall(r"<([a-z]+)>\n(.*?)\n</\1>", user, re.DOTALL))
     assert unescape(data["response"]) == output
     assert unescape(data["question"]) == (question or "q")
+
+
+@pytest.mark.parametrize(
+    ("answer", "scale", "score"),
+    [
+        ('{"reason": "close", "score": 4, "pass": true}', (1, 5), 4.0),  # a pass flag is not a 1-5 score
+        ('{"reason": "close", "score": 4, "rating": 4}', (1, 5), 4.0),  # two keys that agree
+        ('{"score": 2} {"reason": "", "score": 4}', (1, 5), 4.0),  # an empty reason still follows the schema
+        ('{"reason": "ok", "score": 4}\nFinal score: 4.', (1, 5), 4.0),  # a phrase that agrees
+        ('{"reason": "ok", "verdict": "PASS"}', None, 1.0),
+        ('{"reason": "ok", "score": "4/5"}', (1, 5), 4.0),
+    ],
+)
+def test_answers_that_agree_with_themselves_are_read(
+    answer: str, scale: tuple[int, int] | None, score: float
+) -> None:
+    verdict = parse_verdict(answer, scale)
+    assert isinstance(verdict, Verdict), verdict
+    assert verdict.score == score
+
+
+@pytest.mark.parametrize(
+    ("answer", "scale"),
+    [
+        ('{"reason": "ok", "score": true, "verdict": "fail"}', None),
+        ('{"reason": "ok", "score": "4/10"}', (1, 5)),
+        ("Score: 4/10", (1, 5)),
+        ("Score: 5e-1", (1, 5)),
+        ("Score: 3 ... on reflection, Score: 1e308", (1, 5)),
+    ],
+)
+def test_answers_at_odds_with_themselves_or_the_scale_are_refused(
+    answer: str, scale: tuple[int, int] | None
+) -> None:
+    assert isinstance(parse_verdict(answer, scale), Refusal)

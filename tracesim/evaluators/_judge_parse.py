@@ -1,18 +1,19 @@
 """Reading a judge's answer: one verdict, or a refusal that says why; never a made-up score.
 
-The rules, in the order they apply (docs/evaluators.md, "Prompt injection and the judge's
-answer", says the same for users):
+The rules, in the order they apply (docs/evaluators.md, "Prompt injection and how a judge's
+answer is read", says the same for users):
 
 1. **Bounded.** An answer over `MAX_ANSWER_CHARS` characters is refused unread. JSON objects
    are found by an iterative scan (no recursion), nested at most `MAX_DEPTH` deep, and the
    scan's work is capped; past either limit the answer is refused.
 2. **JSON first.** Every complete top-level ``{...}`` in the answer (fenced or not) is decoded.
-   One holding a score key (``score``, ``rating``, ``grade``, ``verdict``, ``passed``,
-   ``pass``) is a *verdict*; one that also holds a string reason (``reason``, ``reasoning``,
-   ``explanation``, ``justification``, ``rationale``) *follows the schema*. The last verdict
-   that follows the schema decides (with none, the last verdict). Its score must be valid: an
-   out-of-range, fractional or non-finite number, or a boolean where a number is due, refuses
-   the answer; an earlier verdict never stands in for it, and nothing re-reads it as text.
+   One holding a score key (``score``, ``rating``, ``grade``; for a pass/fail judge also
+   ``verdict``, ``passed``, ``pass``) is a *verdict*; one that also holds a string reason
+   (``reason``, ``reasoning``, ``explanation``, ``justification``, ``rationale``) *follows the
+   schema*. The last verdict that follows the schema decides (with none, the last verdict).
+   Its score must be valid: an out-of-range, fractional or non-finite number, a boolean where
+   a number is due, or two score keys that differ refuse the answer; an earlier verdict never
+   stands in for it, and nothing re-reads it as text.
    Earlier verdicts are overruled (kept in ``Verdict.overruled``). A verdict or a
    ``score: N`` phrase after the deciding one that says something else refuses the answer:
    which of the two is the judge's own cannot be told.
@@ -27,7 +28,7 @@ answer", says the same for users):
 
 A valid score: on a ``(low, high)`` scale, an integer from low to high (a JSON ``4.0`` or a
 string ``"4"`` / ``"4/5"`` with ``high`` as the denominator count); for pass/fail, a boolean,
-0 or 1, or one of the words above.
+0 or 1, or a word: ``true pass passed yes y`` / ``false fail failed no n`` (any case).
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ _WORK_PER_CHAR = 20
 _WORK_BASE = 20_000
 _STEP_COST = 32
 _OVERRULED_KEPT = 8
-_SCORE_KEYS = ("score", "rating", "grade", "verdict", "passed", "pass")
+_NUMBER_KEYS = ("score", "rating", "grade")
+_SCORE_KEYS = (*_NUMBER_KEYS, "verdict", "passed", "pass")  # a pass/fail judge's
 _REASON_KEYS = ("reason", "reasoning", "explanation", "justification", "rationale")
 _TRUE = frozenset({"true", "pass", "passed", "yes", "y", "1"})
 _FALSE = frozenset({"false", "fail", "failed", "no", "n", "0"})
@@ -118,9 +120,10 @@ def parse_verdict(answer: str | None, scale: tuple[int, int] | None) -> Verdict 
 
 
 def _verdict(answer: str, scale: tuple[int, int] | None) -> Verdict | Refusal:
-    found = [(end, obj) for end, obj in _objects(answer) if _values(obj, _SCORE_KEYS)]
+    keys = _SCORE_KEYS if scale is None else _NUMBER_KEYS
+    found = [(end, obj) for end, obj in _objects(answer) if _values(obj, keys)]
     if found:
-        return _from_json(answer, found, scale)
+        return _from_json(answer, found, scale, keys)
     phrases = list(_PROSE.finditer(answer))
     if phrases:
         *earlier, last = phrases
@@ -136,14 +139,17 @@ def _verdict(answer: str, scale: tuple[int, int] | None) -> Verdict | Refusal:
 
 
 def _from_json(
-    answer: str, found: list[tuple[int, dict[str, Any]]], scale: tuple[int, int] | None
+    answer: str,
+    found: list[tuple[int, dict[str, Any]]],
+    scale: tuple[int, int] | None,
+    keys: tuple[str, ...],
 ) -> Verdict:
     schema = [i for i, (_, obj) in enumerate(found) if _reason(obj) is not None]
     deciding = schema[-1] if schema else len(found) - 1
     end, obj = found[deciding]
-    score = _object_score(obj, scale, "the verdict")
+    score = _object_score(_values(obj, keys), scale)
     for _, later in found[deciding + 1 :]:
-        values = _values(later, _SCORE_KEYS)
+        values = _values(later, keys)
         if any(_quiet(value, scale) != score for value in values):
             raise _Refused(
                 f"a later verdict ({_show(values[0])}) disagrees with the last one that has a reason "
@@ -155,16 +161,16 @@ def _from_json(
                 f"a 'score:' phrase after the verdict ({_show(phrase['value'])}) disagrees with it "
                 f"({_show(score)}): which is the judge's own cannot be told"
             )
-    shown = tuple(_show(_values(other, _SCORE_KEYS)[0]) for _, other in found[:deciding][-_OVERRULED_KEPT:])
-    return Verdict(score, _reason(obj), "json", shown, deciding)
+    shown = tuple(_show(_values(other, keys)[0]) for _, other in found[:deciding][-_OVERRULED_KEPT:])
+    reason = (_reason(obj) or "").strip() or None
+    return Verdict(score, reason, "json", shown, deciding)
 
 
-def _object_score(obj: dict[str, Any], scale: tuple[int, int] | None, what: str) -> float:
-    values = _values(obj, _SCORE_KEYS)
-    scores = [_valid(value, scale, what) for value in values]
+def _object_score(values: list[Any], scale: tuple[int, int] | None) -> float:
+    scores = [_valid(value, scale, "the verdict") for value in values]
     if len(set(scores)) > 1:
         shown = ", ".join(_show(value) for value in values)
-        raise _Refused(f"{what} gives different scores ({shown})")
+        raise _Refused(f"the verdict gives different scores ({shown})")
     return scores[0]
 
 
@@ -181,10 +187,8 @@ def _values(obj: dict[str, Any], keys: tuple[str, ...]) -> list[Any]:
 
 
 def _reason(obj: dict[str, Any]) -> str | None:
-    for value in _values(obj, _REASON_KEYS):
-        if isinstance(value, str):
-            return value.strip() or None
-    return None
+    """The object's reason as written (``""`` included), or None when it has no string reason."""
+    return next((value for value in _values(obj, _REASON_KEYS) if isinstance(value, str)), None)
 
 
 # ---------------------------------------------------------------- scores
