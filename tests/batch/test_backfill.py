@@ -260,3 +260,42 @@ def test_a_backfill_from_the_command_line_is_not_stopped_by_an_unrelated_bad_set
     # no NotConfiguredWarning either: warnings are errors here
     assert main(["backfill", str(results), "--to", str(out)]) == 0
     assert len(carriers(out)) == 2
+
+
+class Picky(Evaluator):
+    """Exact match that cannot judge the answer ``Warsaw``: its result there is an error."""
+
+    def measure(self, output: Any, expected: Any, *, input: Any = None) -> float:
+        if output == "Warsaw":
+            raise RuntimeError("cannot judge Warsaw")
+        return 1.0 if output == expected else 0.0
+
+
+def test_error_results_are_sent_and_counted_like_scores(tmp_path: Path) -> None:
+    # An evaluator that failed on a span is news for that span: backfill sends the error result
+    # (status error, its explanation) as online scoring would, and counts it among those sent.
+    traces = traced_file(tmp_path)
+    register("picky", Picky, replace=True)
+    try:
+        score(
+            Spans(str(traces), name="answer"),
+            evaluators=["picky:name=picky", "exact"],
+            output=tmp_path / "s",
+            engine="local",
+        )
+    finally:
+        unregister("picky")
+    out = tmp_path / "carriers.jsonl"
+
+    report = backfill(tmp_path / "s", to=out)
+
+    assert (report.ok, report.results_sent, report.carriers) == (True, 2, 2)
+    by_name = {s.name: s for s in carriers(out)}
+    assert set(by_name) == {"evaluation picky", "evaluation exact"}
+    errored = by_name["evaluation picky"]
+    assert errored.attributes["tracesim.eval.picky.status"] == "error"
+    [event] = [e for e in errored.events if e.name == sc.EVALUATION_EVENT]
+    assert event.attributes[sc.EVALUATION_STATUS] == "error"
+    assert event.attributes[sc.EVALUATION_EXPLANATION] == "RuntimeError: cannot judge Warsaw"
+    # the scored span without an expected output: both results skipped, nothing to send
+    assert report.unscored == 3 + 2

@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING
 import pytest
 from _scored import write_scored_file
 from opentelemetry.sdk.trace import ReadableSpan
+from test_redaction_export import SECRETS
 
+from tracesim import _outputs
 from tracesim.cli import main
 from tracesim.exporters import JsonlExporter, replay
 
@@ -200,3 +202,65 @@ def test_results_replayed_to_a_collector_that_is_not_phoenix_stay_on_the_spans(
     assert len(sink.headers) == 2  # the 415 and the converted request: no annotation was posted
     off = replay([path], endpoint=sink.url, force=True, annotations=False)
     assert (off.ok, off.spans, off.phoenix) == (True, 1, None)
+
+
+@pytest.mark.parametrize("kind", sorted(SECRETS))
+def test_a_secret_in_the_endpoint_is_in_no_ledger_line_or_console_line_and_replay_resumes(
+    sink: OtlpSink, trace_file: Path, kind: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    secret, fragment = SECRETS[kind]
+    url = (
+        sink.url.replace("http://", "http://admin:hunter2pass@")
+        if kind == "url_password"
+        else f"{sink.url}?note={secret}"
+    )
+    replayed = ["replay", str(trace_file), "--endpoint", url, "--encoding", "protobuf"]
+
+    assert main(replayed) == 0
+    first = capsys.readouterr()
+    assert main(replayed) == 0
+    second = capsys.readouterr()
+
+    ledger = trace_file.with_name("traces.jsonl.replayed").read_text(encoding="utf-8")
+    for where, text in {
+        "ledger": ledger,
+        "first": first.out + first.err,
+        "again": second.out + second.err,
+    }.items():
+        assert fragment not in text, (where, text)
+    assert sorted(sink.delivered_names) == sorted(_all_names())  # once: the second run resumed
+    assert "spans sent before (ledger)" in second.out
+    assert {json.loads(line)["endpoint"] for line in ledger.splitlines()} == {_outputs.text(url)}
+
+
+def test_an_older_ledger_with_the_password_in_the_clear_still_resumes(
+    sink: OtlpSink, trace_file: Path
+) -> None:
+    url = sink.url.replace("http://", "http://admin:hunter2pass@")
+    keys = [hashlib.sha256(line.rstrip(b"\r\n")).hexdigest() for line in trace_file.read_bytes().splitlines()]
+    older = "".join(json.dumps({"endpoint": url, "sha256": key}) + "\n" for key in keys)
+    trace_file.with_name("traces.jsonl.replayed").write_text(older, encoding="utf-8")
+
+    report = replay([trace_file], endpoint=url, encoding="protobuf")
+
+    assert (report.spans, report.already_sent) == (0, 4)
+    assert sink.delivered_names == []
+
+
+def test_a_refused_endpoint_with_a_password_is_reported_without_it(
+    trace_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from otlp_sink import refused_url
+
+    url = refused_url().replace("http://", "http://admin:hunter2pass@")
+    with trace_file.open("r+b") as handle:  # one line: one request, retried
+        first = handle.readline()
+        handle.seek(0)
+        handle.truncate()
+        handle.write(first)
+
+    assert main(["replay", str(trace_file), "--endpoint", url, "--encoding", "protobuf"]) == 1
+
+    captured = capsys.readouterr()
+    assert "spans not sent to http://admin:[REDACTED:password]@127.0.0.1:" in " ".join(captured.out.split())
+    assert "hunter2pass" not in captured.out + captured.err

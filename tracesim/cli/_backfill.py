@@ -40,11 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Send the results and print what was sent."""
     from rich.console import Console
-    from rich.markup import escape
 
     from tracesim.batch import SourceError, backfill
     from tracesim.exporters._replay import parse_headers
-    from tracesim.exporters._safe_text import visible
 
     err = Console(file=_outputs.stream(sys.stderr), highlight=False)
     if args.to is None and args.phoenix is None:
@@ -54,13 +52,13 @@ def run(args: argparse.Namespace) -> int:
         headers = parse_headers(args.headers)
         report = backfill(args.results, to=args.to, phoenix=args.phoenix, headers=headers, force=args.force)
     except (ValueError, FileNotFoundError, SourceError) as exc:
-        err.print(f"[red]error:[/red] {escape(visible(str(exc)))}")
+        err.print(f"[red]error:[/red] {_plain(str(exc))}", soft_wrap=True)  # a path stays whole
         return _EXIT_USAGE
 
     from rich.table import Table
 
     out = Console(file=_outputs.stream(sys.stdout), highlight=False)
-    out.print(f"backfill of {escape(visible(report.results))}", soft_wrap=True)  # never wrapped
+    out.print(f"backfill of {_plain(report.results)}", soft_wrap=True)  # never wrapped
     table = Table(show_header=False)
     table.add_column(style="bold")
     table.add_column(justify="right")
@@ -74,10 +72,21 @@ def run(args: argparse.Namespace) -> int:
     table.add_row("parts not delivered", f"[red]{failed}[/red]" if failed else "0")
     out.print(table)
     for destination in report.destinations:
-        out.print(f"  → {escape(visible(destination))}", soft_wrap=True)
+        out.print(f"  → {_plain(destination)}", soft_wrap=True)
     for where, why in list(report.failed_parts.items())[:20]:
-        out.print(f"  [yellow]•[/yellow] {escape(visible(where))}: {escape(visible(why))}", soft_wrap=True)
+        out.print(f"  [yellow]•[/yellow] {_plain(where)}: {_plain(why)}", soft_wrap=True)
     if failed:
         out.print("[red]Some parts were not delivered; run the same command again to send them.[/red]")
         return _EXIT_FAILED
     return _EXIT_OK
+
+
+def _plain(text: str) -> str:
+    """Text from files or the network, printed as it is: no markup, no control characters, no
+    secrets (redacted before rich lays it out: a secret wrapped over two lines is missed by the
+    redacting stream behind the console)."""
+    from rich.markup import escape
+
+    from tracesim.exporters._safe_text import visible
+
+    return escape(visible(_outputs.text(text)))

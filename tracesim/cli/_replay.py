@@ -136,12 +136,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _plain(text: str) -> str:
-    """Text from files or the network, printed as it is: no markup, no control characters."""
+    """Text from files or the network, printed as it is: no markup, no control characters, no
+    secrets (redacted before rich lays it out: a secret wrapped over two lines is missed by the
+    redacting stream behind the console)."""
     from rich.markup import escape
 
     from tracesim.exporters._safe_text import visible
 
-    return escape(visible(text))
+    return escape(visible(_outputs.text(text)))
 
 
 class _progress:
