@@ -342,3 +342,26 @@ def test_control_characters_are_shown_not_obeyed_on_the_terminal(
 
     markdown = step_summary.read_text(encoding="utf-8")
     assert [c for c in raw if c in markdown] == []
+
+
+def test_a_node_id_with_a_secret_keeps_its_outcome_and_loses_the_secret(tmp_path: Path) -> None:
+    from tracesim.evaluators import EvalResult
+    from tracesim.integrations._pytest_report import Row, Summary
+
+    secret, fragment = SECRETS["email"]
+    nodeid = f"t.py::test_a[{secret}]"  # a parametrized id: pytest's own, printed by pytest too
+    result = EvalResult(name="exact", score=0.0, passed=False, threshold=1.0, explanation=f"to {secret}")
+    row = Row.from_result(nodeid, "answer", result)
+    assert row.test == nodeid  # pytest's key for the test's outcome
+    assert row.reason == "to [REDACTED:email]"
+    summary = Summary()
+    for when, outcome in (("call", "failed"), ("teardown", "passed")):
+        extra = {"tracesim_results": [row.to_json()]} if when == "teardown" else {}
+        summary.add_report(pytest.TestReport(nodeid, ("t.py", 0, "x"), {}, outcome, None, when, **extra))
+    summary.write_json(tmp_path / "out" / "results.json")
+    summary.append_markdown(tmp_path / "summary.md")
+    document = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))
+    assert document["tests"][0]["nodeid"] == "t.py::test_a[[REDACTED:email]]"
+    assert document["tests"][0]["outcome"] == "failed"
+    for written in (tmp_path / "out" / "results.json", tmp_path / "summary.md"):
+        assert not [t for t in _unescaped(written.read_text(encoding="utf-8")) if fragment in t]

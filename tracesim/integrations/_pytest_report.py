@@ -54,7 +54,9 @@ AGENT_TEST_ATTRIBUTE = "__tracesim_agent_test__"
 """Where ``@agent_test`` keeps its arguments on a test; here so the plugin need not import it."""
 
 VERDICTS = ("pass", "fail", "error", "skipped", "no_verdict")
-_TEXT_FIELDS = ("test", "source", "evaluator", "status", "label", "reason")
+# What a result says. The test's node id is pytest's own (it keys the test's outcome); each
+# output redacts it where it writes it.
+_TEXT_FIELDS = ("source", "evaluator", "label", "reason")
 
 Redact = Callable[[str], str]
 """Text in, the same text with its secrets replaced out (`tracesim._outputs.text` by default)."""
@@ -97,7 +99,7 @@ class Row:
         return row.redacted(redact if redact is not None else _outputs.text)
 
     def redacted(self, redact: Redact) -> Row:
-        """This row with ``redact`` applied to every text in it (names, label, reason)."""
+        """This row with ``redact`` applied to what the result says (names, label, reason)."""
         changes: dict[str, Any] = {
             name: redact(getattr(self, name)) for name in _TEXT_FIELDS if getattr(self, name) is not None
         }
@@ -218,11 +220,15 @@ class Summary:
         return f"{counts['results']} results in {counts['tests']} tests: {', '.join(parts)}"
 
     def table(self) -> list[list[str]]:
-        """Header and one line per row: test, source, evaluator, score, verdict, threshold."""
+        """Header and one line per row: test, source, evaluator, score, verdict, threshold.
+
+        The node id is redacted here, before a cell is escaped or made visible (after that, a
+        secret no longer reads as one).
+        """
         lines = [["test", "source", "evaluator", "score", "verdict", "threshold"]]
         for row in self.rows:
             score, threshold = _number(row.score), _number(row.threshold)
-            lines.append([row.test, row.source, row.evaluator, score, row.verdict, threshold])
+            lines.append([_outputs.text(row.test), row.source, row.evaluator, score, row.verdict, threshold])
         return lines
 
     def terminal_lines(self) -> list[str]:
