@@ -61,7 +61,10 @@ class LLMJudge(ModelEvaluator):
         request_timeout_s, max_retries, rpm, tpm, cache_dir: See `SemanticSimilarity`.
 
     The result's ``explanation`` is the model's reason; ``details`` hold the model, token
-    usage, requests, retries and whether the answer came from the cache.
+    usage, requests, retries, whether the answer came from the cache, where the score was read
+    (``read_from``: ``json``, ``prose`` or ``bare``) and the earlier verdicts the answer held
+    (``overruled``). An answer refused by the parser's rules is an ``unparseable`` error
+    whose ``details["refused"]`` says why.
 
     Example:
         >>> judge = LLMJudge("Does the response decline politely?", scale="pass_fail", model="m",
