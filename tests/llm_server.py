@@ -69,13 +69,26 @@ class Recorded:
 class Reply:
     """How the server answers one request: ``server.script(CHAT, Reply.status(503), Reply.content("{}"))``."""
 
-    kind: Literal["ok", "content", "status", "slow", "hold", "hang", "drop", "garbage", "truncated"] = "ok"
+    kind: Literal[
+        "ok",
+        "content",
+        "status",
+        "slow",
+        "hold",
+        "hang",
+        "drop",
+        "garbage",
+        "truncated",
+        "trickle",
+        "oversized",
+    ] = "ok"
     text: str = ""
     code: int = 200
     retry_after: float | None = None
     body: Json | None = None
     seconds: float = 0.0
     then: Reply | None = None
+    size: int = 0
 
     @classmethod
     def ok(cls) -> Reply:
@@ -121,6 +134,18 @@ class Reply:
     def truncated(cls) -> Reply:
         """Status 200 with a Content-Length larger than the body sent, then close the connection."""
         return cls("truncated")
+
+    @classmethod
+    def trickle(cls, seconds: float, then: Reply | None = None) -> Reply:
+        """Send ``then``'s status and headers at once (a normal answer by default), then its body one
+        byte every ``seconds``: a read timeout per byte never fires. Stops when the client leaves."""
+        return cls("trickle", seconds=seconds, then=then)
+
+    @classmethod
+    def oversized(cls, size: int) -> Reply:
+        """Status 200 and a valid chat answer grading 5, padded to ``size`` bytes by an extra field;
+        sent in 1 MiB writes, never held whole in memory."""
+        return cls("oversized", size=size)
 
 
 _AZURE = re.compile(r"/openai/deployments/[^/]+(/chat/completions|/embeddings)")
@@ -413,6 +438,10 @@ class _Handler(BaseHTTPRequestHandler):
             if reply.kind == "hang":
                 self._pause(None, None)
             self.close_connection = True
+        elif reply.kind == "trickle":
+            self._trickle(reply.seconds, reply.then or Reply.ok(), path, body, n)
+        elif reply.kind == "oversized":
+            self._oversized(reply.size, n)
         elif reply.kind == "garbage":
             self._send(200, b'{"object": "list", "data": [<<not json', n)
         elif reply.kind == "truncated":
@@ -448,6 +477,42 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(data)
         except OSError:
             self.close_connection = True
+
+    def _trickle(self, seconds: float, then: Reply, path: str, body: Json | None, n: int) -> None:
+        text = then.text if then.kind == "content" else None
+        status, answer = self.server.llm._answer(path, body, text, n)
+        data = json.dumps(answer).encode()
+        self._settle()
+        self.close_connection = True
+        try:
+            self.wfile.write(self._head(status, len(data), n))
+            for i in range(len(data)):
+                if not self._pause(seconds, None):
+                    return
+                self.wfile.write(data[i : i + 1])
+        except OSError:
+            pass
+
+    def _oversized(self, size: int, n: int) -> None:
+        status, answer = self.server.llm._answer(CHAT, {"messages": []}, '{"reason": "r", "score": 5}', n)
+        before, after = json.dumps(answer | {"padding": "@@"}).encode().split(b"@@")
+        pad = max(0, size - len(before) - len(after))
+        self._settle()
+        self.close_connection = True
+        try:
+            self.wfile.write(self._head(status, len(before) + pad + len(after), n) + before)
+            chunk = b"x" * (1 << 20)
+            for start in range(0, pad, len(chunk)):
+                self.wfile.write(chunk[: min(len(chunk), pad - start)])
+            self.wfile.write(after)
+        except OSError:
+            pass
+
+    def _head(self, status: int, length: int, n: int) -> bytes:
+        head = {"Content-Type": "application/json", "Content-Length": f"{length}", "x-request-id": f"req_{n}"}
+        lines = [f"{self.protocol_version} {status} {responses.get(status, 'Status')}"]
+        lines += [f"{k}: {v}" for k, v in head.items()]
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
     def _settle(self) -> None:
         if self._pending:

@@ -73,3 +73,24 @@ def test_rpm_applies_to_the_evaluator_calls(server: LLMServer) -> None:
         assert judge.evaluate(f"answer {i}", "reference", input="q").status == "ok"
     assert time.monotonic() - started >= 0.5  # the 61st waited for the bucket (a lower bound)
     assert server.count(CHAT) == 61
+
+
+def test_a_retry_after_past_60_s_is_not_waited_for(server: LLMServer) -> None:
+    """The cap on Retry-After: a server asking for 61 s gets a rate_limited result at once."""
+    server.script(CHAT, Reply.status(429, retry_after=61))
+    judge = LLMSimilarity(base_url=server.base_url, api_key="k", model="retry-after-cap", timeout_s=120)
+    result = judge.evaluate("answer", "reference", input="q")  # without the cap: waits 61 s, then scores
+    assert result.error_type == "rate_limited"
+    assert "asked to wait 61 s (Retry-After), more than the 60 s" in (result.error or "")
+    assert server.count(CHAT) == 1
+
+
+def test_a_retry_that_would_pass_timeout_s_is_not_started(server: LLMServer) -> None:
+    server.script(CHAT, Reply.status(429, retry_after=30))
+    judge = LLMSimilarity(base_url=server.base_url, api_key="k", model="retry-deadline", timeout_s=10)
+    started = time.monotonic()
+    result = judge.evaluate("answer", "reference", input="q")
+    assert result.error_type == "rate_limited"  # the real cause, not a time-out 10 s later
+    assert "a retry in 30 s would pass timeout_s=10 s" in (result.error or "")
+    assert time.monotonic() - started < 10
+    assert server.count(CHAT) == 1

@@ -248,14 +248,19 @@ def unresponsive(evaluator: Evaluator, stuck: int) -> EvalResult:
     )
 
 
-def timeout(evaluator: Evaluator) -> EvalResult:
+def timeout(evaluator: Evaluator, limit_s: float | None = None) -> EvalResult:
+    """The result of a run stopped at its time limit; the message names the limit that applied.
+
+    ``limit_s``: the limit the caller used for an evaluator without ``timeout_s`` of its own.
+    """
     from tracesim.evaluators import EvalResult
+    from tracesim.evaluators._model_eval import describe_timeout
 
     return EvalResult(
         name=evaluator.name,
         threshold=evaluator.threshold,
         status="error",
-        error=f"no result within timeout_s={evaluator.timeout_s}",
+        error=describe_timeout(evaluator, limit_s),
         error_type="timeout",
-        duration_s=evaluator.timeout_s,
+        duration_s=evaluator.timeout_s or limit_s,
     )

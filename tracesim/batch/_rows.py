@@ -157,8 +157,9 @@ async def _gather(wanted: list[tuple[int, Evaluator]], rows: Sequence[Triple]) -
 
 def _timed_out(ev: Evaluator) -> EvalResult:
     from tracesim.evaluators import EvalResult
+    from tracesim.evaluators._model_eval import describe_timeout
 
-    message = f"no result within timeout_s={ev.timeout_s}"
+    message = describe_timeout(ev)
     error_result = getattr(ev, "_error_result", None)
     if error_result is not None:  # model-backed evaluators word their own errors
         result: EvalResult = error_result("timeout", message, 0.0, {})

@@ -19,7 +19,7 @@ def cache_key(*parts: Any) -> str:
 
     Example:
         >>> cache_key("chat", "gpt-4o", [{"role": "user", "content": "hi"}], 0.0)[:12]
-        'f0cbc6e7ad5c'
+        '4f2246bc81d1'
     """
     text = json.dumps(parts, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()

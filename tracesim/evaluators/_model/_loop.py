@@ -64,4 +64,4 @@ def run_sync(coroutine: Coroutine[Any, Any, T], timeout_s: float | None = None) 
         return future.result(timeout_s)
     except concurrent.futures.TimeoutError:
         future.cancel()
-        raise TimeoutError(f"no answer within {timeout_s} s") from None
+        raise TimeoutError(f"no answer within {timeout_s:g} s") from None
