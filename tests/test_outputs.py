@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from llm_formats import error_body
+from llm_server import CHAT, LLMServer, Reply
 from secret_kinds import KINDS, leaked
 
 import tracesim
@@ -499,3 +501,34 @@ def test_show_and_report_write_no_secret(
         written[" ".join(argv[:1] + argv[2:])] = captured.out + captured.err
     written["report.html"] = html.read_text(encoding="utf-8")
     _assert_clean(written)
+
+
+def test_a_judge_answering_401_with_the_key_echoed_leaves_it_in_no_output(
+    tmp_path: Path, llm_server: LLMServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 23's case, with the real judge and ``openai`` client against the scripted server."""
+    pytest.importorskip("pyarrow", reason="the 'dask' extra is not installed")
+    from tracesim import batch
+
+    key, fragment = KINDS["openai"]
+    llm_server.script(
+        CHAT, *[Reply.status(401, body=error_body(401, f"Incorrect API key provided: {key}"))] * 20
+    )
+    spec = f"llm_judge:base_url={llm_server.base_url},api_key=k,model=m,max_retries=0,rubric=correct"
+    data = _data(tmp_path, "plain")
+    report = Dataset([Case("q", "a", id="q1")]).evaluate(lambda q: "answer", evaluators=[spec])
+    assert fragment in (report.row("q1").scores["llm_judge"].error or "")  # the key came back, in memory
+    assert main(["eval", str(data), "-e", spec, "-o", str(tmp_path / "scores.jsonl"), "--workers", "1"]) == 0
+    batch.score(data, evaluators=[spec], output=tmp_path / "batch", engine="local")
+    captured = capsys.readouterr()
+    written = {
+        "run.json": report.to_json(tmp_path / "run.json").read_text(encoding="utf-8"),
+        "run.html": report.to_html(tmp_path / "run.html").read_text(encoding="utf-8"),
+        "table": report.table(),
+        "eval results": (tmp_path / "scores.jsonl").read_text(encoding="utf-8"),
+        "console": captured.out + captured.err,
+        "parquet": _parquet_text(tmp_path / "batch" / "part-00000.parquet"),
+    }
+    _assert_clean(written)
+    assert "Incorrect API key provided: [REDACTED:api_key]" in written["eval results"]
+    assert "Incorrect API key provided: [REDACTED:api_key]" in written["parquet"]

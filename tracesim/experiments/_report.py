@@ -11,7 +11,7 @@ import json
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -99,6 +99,20 @@ class CaseResult:
             "trace_id": self.trace_id,
             "span_id": self.span_id,
         }
+
+    def redacted(self) -> CaseResult:
+        """This row with every string in it redacted (`tracesim._outputs`), values as JSON data."""
+        return replace(
+            self,
+            case_id=_outputs.text(self.case_id),
+            input=_outputs.clean(to_jsonable(self.input)),
+            expected=_outputs.clean(to_jsonable(self.expected)),
+            output=_outputs.clean(to_jsonable(self.output)),
+            scores={_outputs.text(name): _redacted_result(r) for name, r in self.scores.items()},
+            error=None if self.error is None else _outputs.text(self.error),
+            error_type=None if self.error_type is None else _outputs.text(self.error_type),
+            metadata=_outputs.clean(to_jsonable(dict(self.metadata))),
+        )
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CaseResult:
@@ -265,7 +279,14 @@ class ExperimentReport:
             >>> report.redacted().row("q1").output
             'mail [REDACTED:email]'
         """
-        return ExperimentReport.from_dict(_outputs.clean(self.to_dict()))
+        return replace(
+            self,
+            name=_outputs.text(self.name),
+            dataset=_outputs.text(self.dataset),
+            rows=tuple(row.redacted() for row in self.rows),
+            evaluators=tuple(replace(e, name=_outputs.text(e.name)) for e in self.evaluators),
+            run_id=_outputs.text(self.run_id),
+        )
 
     def compare(
         self, baseline: ExperimentReport, *, tolerance: float = 0.0, per_case: bool = True
@@ -354,6 +375,17 @@ class ExperimentReport:
             return cls.from_dict(data)
         except ValueError as exc:  # bad JSON, or the shape check above
             raise ValueError(f"{os.fspath(path)}: {exc}") from None
+
+
+def _redacted_result(result: EvalResult) -> EvalResult:
+    """``result`` with its name, label, explanation, details and error redacted."""
+    update = {
+        key: _outputs.text(value)
+        for key in ("name", "label", "explanation", "error", "error_type")
+        if isinstance(value := getattr(result, key), str)
+    }
+    update["details"] = _outputs.clean(to_jsonable(result.details))
+    return result.model_copy(update=update)
 
 
 def _mean(values: Any) -> float | None:
