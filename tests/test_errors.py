@@ -207,3 +207,14 @@ def test_internal_failures_raise_under_tracesims_own_tests(monkeypatch: pytest.M
 
         with pytest.raises(RuntimeError, match="tracer bug"):
             work()
+
+
+def test_a_config_error_never_shows_a_secret_given_as_a_value() -> None:
+    """The message is printed and logged by whoever catches it: the value is shown redacted
+    (``.value`` keeps what was given, for code that inspects it)."""
+    key = "sk-proj-Abc123Def456Ghi789Jkl012Mno345"
+    with pytest.raises(tracesim.ConfigError) as caught:
+        tracesim.configure(exporters=[key])
+    assert "Abc123Def456Ghi789" not in str(caught.value)
+    assert "[REDACTED:api_key]" in str(caught.value)
+    assert caught.value.value == [key]

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tracesim._redact import Redactor
 
 __all__ = ["ConfigError", "TracesimError", "did_you_mean"]
 
@@ -44,9 +47,24 @@ class ConfigError(TracesimError, ValueError):
         self.source = source
         where = f" (environment variable {env_var})" if env_var else ""
         origin = f" from {source}" if source else ""
+        # The message is printed and logged: a key given where a name was due must not show.
+        # The built-in patterns, not the settings' (reading them may raise this very error).
+        shown = _redacted(repr(value))
         super().__init__(
-            f"invalid value for setting {setting!r}{where}: got {value!r}{origin}; accepted: {accepted}"
+            f"invalid value for setting {setting!r}{where}: got {shown}{origin}; accepted: {accepted}"
         )
+
+
+def _redacted(text: str) -> str:
+    from tracesim._redact import Redactor
+
+    global _REDACTOR  # built at the first error: importing tracesim need not compile the rules
+    if _REDACTOR is None:
+        _REDACTOR = Redactor()
+    return _REDACTOR.redact(text, "tracesim.error")
+
+
+_REDACTOR: Redactor | None = None
 
 
 def did_you_mean(given: object, known: Sequence[str]) -> str:

@@ -35,7 +35,6 @@ import logging
 import os
 import sys
 import tempfile
-import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -62,7 +61,6 @@ ATTRIBUTE = "tracesim.output"
 """The attribute name a user's ``redact`` hook is called with for output text."""
 
 _MAX_DEPTH = 200  # deeper parts of a document are replaced, never written unredacted
-_lock = threading.Lock()
 _fallback: Redactor | None = None
 
 
@@ -79,10 +77,10 @@ def redactor() -> Redactor:
     if runtime is not None and runtime.redaction is not None:
         return runtime.redaction.redactor
     global _fallback
-    with _lock:
-        if _fallback is None:
-            _fallback = _from_settings()
-        return _fallback
+    fallback = _fallback
+    if fallback is None:  # two threads may both build it: the same patterns, no lock held
+        fallback = _fallback = _from_settings()
+    return fallback
 
 
 def _from_settings() -> Redactor:
@@ -98,8 +96,7 @@ def _from_settings() -> Redactor:
 def forget_settings() -> None:
     """Read the settings again for the next output (after the environment changed: tests)."""
     global _fallback
-    with _lock:
-        _fallback = None
+    _fallback = None
 
 
 def text(value: str, what: str = ATTRIBUTE) -> str:
@@ -245,9 +242,13 @@ class _Redacting(io.TextIOBase):
         return self._inner
 
     def close(self) -> None:
-        if self._close_inner and not self.closed:
-            self._inner.close()
-        super().close()
+        if self.closed:
+            return
+        try:
+            super().close()  # flushes into the inner stream first
+        finally:
+            if self._close_inner:
+                self._inner.close()
 
 
 def stream(inner: IO[str] | None = None, what: str = ATTRIBUTE) -> TextIO:

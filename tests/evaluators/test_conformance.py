@@ -74,7 +74,8 @@ def _run_compat(check: dict[str, Any], response: str, expected: str) -> Any:
     if call == "fn(R, E, **init)":
         return target(response, expected, **init)
     if call == "Cls(**init).evaluate(R, E)":
-        return target(**init).evaluate(response, expected)
+        result = target(**init).evaluate(response, expected)
+        return result.to_dict() if hasattr(result, "to_dict") else result  # AgentTest's EvaluationResult
     if call == "Cls(**init).measure(E, R)":
         return target(**init).measure(expected, response)
     raise AssertionError(f"unknown call style {call!r}")

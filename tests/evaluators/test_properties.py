@@ -161,4 +161,4 @@ def test_compat_facades_never_raise(response: str, ground_truth: str) -> None:
     assert 0.0 <= dice["score"] <= 1.0
     for method in agenttest.METHODS:
         result = agenttest.StringSimilarity(method=method).evaluate(response, ground_truth)
-        assert result["error"] is None or "empty vocabulary" in result["error"]
+        assert result.error is None or "empty vocabulary" in result.error

@@ -239,4 +239,4 @@ def test_azure_and_agenttest_compare_with_any_threshold() -> None:
     assert azure.F1ScoreEvaluator(threshold=2)(response="x", ground_truth="x")["f1_result"] == "fail"
     rouge = azure.RougeScoreEvaluator("rouge1", precision_threshold=0.0, recall_threshold=1.0)
     assert rouge(response="a b", ground_truth="a c")["rouge_recall_result"] == "fail"
-    assert agenttest.StringSimilarity(method="exact", threshold=1.5).evaluate("a", "a")["passed"] is False
+    assert agenttest.StringSimilarity(method="exact", threshold=1.5).evaluate("a", "a").passed is False

@@ -31,14 +31,19 @@ def test_azure_similarity_with_an_openai_model_configuration(server: LLMServer) 
     config = {"base_url": server.base_url, "api_key": "k", "model": "gpt-4o-mini", "type": "openai"}
     evaluator = SimilarityEvaluator(model_config=config, threshold=3)
     out = evaluator(query=QUESTION, response="Warsaw.", ground_truth=GOLDEN)
-    assert out["similarity"] == out["gpt_similarity"] == 4.0
-    assert out["similarity_result"] == "pass"
+    assert out["similarity"] == out["similarity_score"] == 4.0
+    assert (out["similarity_passed"], out["similarity_result"]) == (True, "pass")
     assert out["similarity_threshold"] == 3
     assert out["similarity_reason"] == "Both name Warsaw."
-    assert out["similarity_total_tokens"] > 0
+    assert out["similarity_properties"]["total_tokens"] > 0
     (record,) = server.requests
     assert record.body is not None
     assert record.body["model"] == "gpt-4o-mini"
+    legacy = SimilarityEvaluator(config, result_format="1.16")(
+        query=QUESTION, response="W.", ground_truth=GOLDEN
+    )
+    assert legacy["similarity"] == legacy["gpt_similarity"] == 4.0
+    assert legacy["similarity_total_tokens"] > 0
 
 
 def test_azure_similarity_with_an_azure_model_configuration(server: LLMServer) -> None:
