@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import subprocess
 import threading
 import time
@@ -259,6 +260,27 @@ def test_a_span_ended_on_the_export_thread_never_waits_for_that_thread(tmp_path:
     assert stats.waits == 0
     assert stats.dropped >= 12
     assert stats.dropped + stats.exported == 28
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_starts_with_an_empty_queue_and_its_own_counts(tmp_path: Path) -> None:
+    """The SDK empties its queue in a child process; the gate's counts must follow, or the
+    child would take the parent's full queue for its own and drop everything."""
+    exporter = GatedFile(tmp_path / "traces.jsonl")
+    tracesim.configure(exporters=[exporter], export_queue_size=8, scoring_mode="off")
+    exporter.gate.clear()
+    _loop(100, 1)  # the parent's queue is full
+    assert tracesim.export_stats().dropped > 0
+    pid = os.fork()
+    if pid == 0:  # the child: fewer spans than the queue holds, none may be dropped
+        exporter.gate.set()
+        _loop(4, 1)
+        tracesim.force_flush(timeout_s=CEILING_S)
+        stats = tracesim.export_stats()
+        os._exit(0 if (stats.dropped, stats.exported) == (0, 4) else 1)
+    _, status = os.waitpid(pid, 0)
+    exporter.gate.set()
+    assert os.waitstatus_to_exitcode(status) == 0
 
 
 @pytest.mark.parametrize(

@@ -179,7 +179,8 @@ class ExportQueue(BatchSpanProcessor):
             os.register_at_fork(after_in_child=after_in_child)
 
     def _reset(self) -> None:
-        self._cond = threading.Condition(threading.Lock())
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)  # callers waiting for room
         self._pending = 0  # admitted and not yet taken for export: >= the SDK queue's length
         self._enqueued = self._exported = self._dropped = self._recorded = self._waits = 0
         self._wait_total = 0.0
@@ -207,12 +208,13 @@ class ExportQueue(BatchSpanProcessor):
         if context is None or not context.trace_flags.sampled:
             return
         record = None
-        with self._cond:
+        with self._lock:  # every span passes here: the plain lock, not the condition's methods
             admitted = not self._closed and (self._pending < self.queue_size or self._room())
             if admitted:
                 self._pending += 1
                 self._enqueued += 1
-                record = self._record_due(force=False)
+                if self._unrecorded:
+                    record = self._record_due(force=False)
             else:
                 self._drop(span)
         if not admitted:
