@@ -25,7 +25,6 @@ from __future__ import annotations
 import math
 import string
 from collections.abc import Callable, Iterable, Mapping
-from contextlib import closing
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -268,9 +267,8 @@ class Summary:
 
     def append_markdown(self, path: Path) -> None:
         """Append `markdown` to ``path`` (GitHub Actions' ``$GITHUB_STEP_SUMMARY`` file), redacted."""
-        # Opened here and wrapped by `_outputs.stream` (closed first): `_outputs.open_text` flushes
-        # its file after closing it (ValueError). One write: redaction sees the whole section.
-        with path.open("a", encoding="utf-8") as handle, closing(_outputs.stream(handle)) as out:
+        # One write: redaction sees the whole section.
+        with _outputs.open_text(path, "a") as out:
             out.write(self.markdown())
 
 
