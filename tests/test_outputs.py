@@ -532,3 +532,17 @@ def test_a_judge_answering_401_with_the_key_echoed_leaves_it_in_no_output(
     _assert_clean(written)
     assert "Incorrect API key provided: [REDACTED:api_key]" in written["eval results"]
     assert "Incorrect API key provided: [REDACTED:api_key]" in written["parquet"]
+
+
+@pytest.mark.parametrize("kind", KIND_NAMES)
+def test_score_frame_gives_engines_result_columns_without_secrets(kind: str) -> None:
+    """What the recipes for Dask, Ray, Spark and Daft write is `score_frame`'s frame as it is."""
+    pd = pytest.importorskip("pandas", reason="the 'dask' extra is not installed")
+    from tracesim.batch import score_frame
+
+    secret = KINDS[kind][0]
+    frame = pd.DataFrame(_rows(secret))
+    specs = [{"type": "leaky_output", "threshold": 0.5}, {"type": "raising_output"}]
+    scores = score_frame(frame, specs, keep=())  # the columns kept are the data as given
+    written = {"csv": scores.to_csv(), "json": scores.to_json(orient="records", lines=True)}
+    _assert_clean(written)

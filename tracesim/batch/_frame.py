@@ -13,6 +13,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from tracesim import _outputs
 from tracesim.batch._rows import EvaluatorSpec, build_evaluators, score_rows
 
 if TYPE_CHECKING:
@@ -46,7 +47,7 @@ def score_frame(
     input: str = "input",
     keep: Sequence[str] = ("id",),
 ) -> pd.DataFrame:
-    """Score each row of ``frame``; return one column per evaluator and result field.
+    """Score each row of ``frame``; return one column per evaluator and result field, redacted.
 
     The columns are ``<name>.score`` (float, NaN when there is no score), ``<name>.passed``
     (nullable ``boolean``), ``<name>.label``, ``<name>.explanation``, ``<name>.status``
@@ -54,7 +55,9 @@ def score_frame(
     ``keep`` columns that ``frame`` has (row ids), on ``frame``'s index. A missing value
     (None, NaN, ``pd.NA``) in the expected column means there is none: evaluators that need
     one report ``skipped``. The ``input`` and ``expected`` columns may be absent. An empty
-    frame gives the empty result with its dtypes (the ``meta`` Dask asks for).
+    frame gives the empty result with its dtypes (the ``meta`` Dask asks for). The text
+    columns (label, explanation, status, error) pass through tracesim's redaction, so a frame
+    an engine writes holds no secret an evaluator echoed; the ``keep`` columns are as given.
 
     Example:
         >>> import pandas as pd
@@ -95,8 +98,11 @@ def result_columns(
         columns[f"{ev.name}.score"] = pd.array([_finite(r.score) for r in mine], dtype="float64")
         columns[f"{ev.name}.passed"] = pd.array([r.passed for r in mine], dtype="boolean")
         for name in ("label", "explanation", "status", "error"):
-            # pandas' nullable string: the same dtype empty or not, and on pandas 2 and 3 alike
-            columns[f"{ev.name}.{name}"] = pd.array([getattr(r, name) for r in mine], dtype=pd.StringDtype())
+            # Redacted here, so that a frame an engine writes holds no secret an evaluator echoed
+            # (a judge's 401 quoting the key). pandas' nullable string: the same dtype empty or
+            # not, and on pandas 2 and 3 alike.
+            values = _outputs.clean([getattr(r, name) for r in mine])
+            columns[f"{ev.name}.{name}"] = pd.array(values, dtype=pd.StringDtype())
     return columns
 
 
