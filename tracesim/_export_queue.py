@@ -154,8 +154,9 @@ class ExportQueue(BatchSpanProcessor):
         self.name = name or type(exporter).__name__
         self._warnings = warnings if warnings is not None else WarnOnce()
         self._reset()
-        # Below twice the queue, the batch is half of it: a batch leaving makes room while the
-        # next one fills (the SDK's export thread wakes when a batch is queued, not when full).
+        # A queue smaller than two of the SDK's batches exports half of itself at a time: a
+        # batch leaving makes room while the next one fills (the SDK checks the batch size
+        # against the queue's, and its export thread wakes when a batch is queued).
         batch = None if queue_size >= 2 * _BATCH_SIZE else max(1, queue_size // 2)
         # The SDK's thread is woken by a span queued past a batch, or by its timer (5 s). A
         # caller that waits queues nothing: were the whole queue filled between the thread's
