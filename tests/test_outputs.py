@@ -49,10 +49,6 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
         "pyarrow writes the cleaned table into memory (BufferOutputStream); the bytes go out "
         "through tracesim._outputs.write_bytes_of or _upload"
     ),
-    ("tracesim.cli._eval", "_results"): (
-        "opens the results file and wraps it in tracesim._outputs.stream at once: "
-        "open_text's close flushes the file after closing it (reported); use open_text once mended"
-    ),
 }
 """Single functions whose raw write is safe, each with the reason."""
 

@@ -22,7 +22,7 @@ import argparse
 import os
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -461,14 +461,12 @@ def _results(path: Path | None) -> Iterator[TextIO]:
     if path is None:
         yield _outputs.stream(sys.stdout)
         return
-    # Opened here and wrapped by `_outputs.stream`, not by `_outputs.open_text`, whose close
-    # flushes the file after closing it (ValueError): go back to open_text once that is mended.
-    try:
-        handle = path.open("w", encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
-    with handle:
-        yield _outputs.stream(handle)
+    with ExitStack() as stack:
+        try:
+            out = stack.enter_context(_outputs.open_text(path))
+        except OSError as exc:
+            raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+        yield out
 
 
 def _prime(rows: Iterator[Row | BadRow]) -> Iterator[Row | BadRow]:
