@@ -10,8 +10,7 @@ Example:
 
 from typing import TYPE_CHECKING
 
-from tracesim._api import configure, force_flush, score, scoring_stats, shutdown
-from tracesim._api import export_stats as export_stats
+from tracesim._api import configure, export_stats, force_flush, score, scoring_stats, shutdown
 from tracesim._attributes import attributes
 from tracesim._errors import ConfigError, TracesimError
 from tracesim._outputs import install_log_redaction
@@ -39,6 +38,7 @@ if TYPE_CHECKING:  # imported when first used: a traced call needs neither (impo
 _LAZY = {
     "Case": "tracesim.experiments",
     "Dataset": "tracesim.experiments",
+    "ExportStats": "tracesim._export_queue",
     "instrument_anthropic": "tracesim.integrations",
     "instrument_langchain": "tracesim.integrations",
     "instrument_openai": "tracesim.integrations",
@@ -74,6 +74,7 @@ __all__ = [
     "ConfigError",
     "ContextThreadPoolExecutor",
     "Dataset",
+    "ExportStats",
     "Golden",
     "NotConfiguredWarning",
     "ScoringStats",
@@ -84,6 +85,7 @@ __all__ = [
     "configure",
     "current_span",
     "expect",
+    "export_stats",
     "force_flush",
     "instrument_anthropic",
     "instrument_langchain",
