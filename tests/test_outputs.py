@@ -6,6 +6,15 @@ cannot forget redaction. The writer table then plants a secret of every kind (ke
 token, e-mail, URL password, PEM block) in every field of every output of the experiments,
 ``tracesim eval``, `tracesim.batch.score`, ``show`` and ``report``, and searches what was
 written (files, standard output and error) for each secret's distinctive fragment.
+
+What the guard sees: calls of ``print``, ``open`` (and ``Path.open``, ``os.fdopen``, ``fsspec.open``)
+in a writing or unknown mode, ``write_text``/``write_bytes``, ``json.dump``, ``os.write``,
+``sys.stdout``/``sys.stderr`` writes, ``traceback.print_*``, frame and Arrow writers
+(``to_parquet``, ``to_csv``, a frame's ``to_json``, ``write_table``), argparse's help to a raw
+stream and rich consoles not built on ``tracesim._outputs.stream``. What it cannot see: a
+stream reached through another name (``out = sys.stdout; out.write(...)``) and writers of
+other libraries (pytest's terminal reporter, a logging handler); the writer table covers
+those outputs by what they wrote.
 """
 
 from __future__ import annotations
