@@ -36,7 +36,7 @@ import tracesim
 from tracesim import _outputs
 from tracesim.cli import main
 from tracesim.evaluators import Evaluator, Measurement, register, unregister
-from tracesim.experiments import Case, Dataset
+from tracesim.experiments import Case, Dataset, ExperimentReport
 
 ROOT = Path(tracesim.__file__).parent
 
@@ -551,3 +551,25 @@ def test_score_frame_gives_engines_result_columns_without_secrets(kind: str) -> 
     scores = score_frame(frame, specs, keep=())  # the columns kept are the data as given
     written = {"csv": scores.to_csv(), "json": scores.to_json(orient="records", lines=True)}
     _assert_clean(written)
+
+
+def test_case_ids_that_redact_alike_stay_different_cases_in_every_file(tmp_path: Path) -> None:
+    """Cases keyed by a user's e-mail: redacted, three ids would read as one case of three runs."""
+    emails = ["marie.curie@sorbonne.fr", "pierre.curie@sorbonne.fr", "irene.curie@sorbonne.fr"]
+    cases = [Case(f"q{i}", "a", id=email) for i, email in enumerate(emails)]
+    cases.append(Case("q-plain", "a", id="[REDACTED:email]-2"))  # an id already like a numbered one
+    report = Dataset(cases).evaluate(lambda q: "a" if q != "q1" else "b", evaluators=["exact"])
+    loaded = ExperimentReport.load(report.to_json(tmp_path / "run.json"))
+    shown = report.redacted()
+    for written in (loaded, shown):
+        assert [c.case_id for c in written.cases] == [
+            "[REDACTED:email]",
+            "[REDACTED:email]-3",
+            "[REDACTED:email]-4",
+            "[REDACTED:email]-2",
+        ]
+        assert (len(written.cases), written.passed, written.failed) == (4, 3, 1)
+    html = report.to_html(tmp_path / "run.html").read_text(encoding="utf-8")
+    assert html.count('class="case"') == 4
+    assert "4 cases" in report.table()
+    _assert_clean({"json": (tmp_path / "run.json").read_text(encoding="utf-8"), "html": html})

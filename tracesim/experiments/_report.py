@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -100,15 +100,20 @@ class CaseResult:
             "span_id": self.span_id,
         }
 
-    def redacted(self) -> CaseResult:
-        """This row with every string in it redacted (`tracesim._outputs`), values as JSON data."""
+    def redacted(self, names: Mapping[str, str] | None = None) -> CaseResult:
+        """This row with every string in it redacted (`tracesim._outputs`), values as JSON data.
+
+        ``names`` gives the evaluators' names as written (`ExperimentReport.redacted` keeps
+        two names apart that redact to the same text); by default each name redacted.
+        """
+        written = names if names is not None else {name: _outputs.text(name) for name in self.scores}
         return replace(
             self,
             case_id=_outputs.text(self.case_id),
             input=_outputs.clean(to_jsonable(self.input)),
             expected=_outputs.clean(to_jsonable(self.expected)),
             output=_outputs.clean(to_jsonable(self.output)),
-            scores={_outputs.text(name): _redacted_result(r) for name, r in self.scores.items()},
+            scores={written[name]: _redacted_result(r, written[name]) for name, r in self.scores.items()},
             error=None if self.error is None else _outputs.text(self.error),
             error_type=None if self.error_type is None else _outputs.text(self.error_type),
             metadata=_outputs.clean(to_jsonable(dict(self.metadata))),
@@ -271,7 +276,9 @@ class ExperimentReport:
         result's label, explanation and error) and the run's and evaluators' names pass through
         the configured redaction (``redact_patterns`` and the ``redact`` hook, as spans do). The
         data is redacted before it is rendered, so a secret cut short in a table cell, or wrapped
-        over two lines, is gone too.
+        over two lines, is gone too. Case ids (and evaluator names) that redact to the same
+        text are numbered apart, ``-2``, ``-3``..., in the order they first appear, so that
+        they are still counted as different cases.
 
         Example:
             >>> from tracesim.experiments import Case, Dataset
@@ -279,12 +286,14 @@ class ExperimentReport:
             >>> report.redacted().row("q1").output
             'mail [REDACTED:email]'
         """
+        ids = _distinct(row.case_id for row in self.rows)
+        names = _distinct([*(e.name for e in self.evaluators), *(n for row in self.rows for n in row.scores)])
         return replace(
             self,
             name=_outputs.text(self.name),
             dataset=_outputs.text(self.dataset),
-            rows=tuple(row.redacted() for row in self.rows),
-            evaluators=tuple(replace(e, name=_outputs.text(e.name)) for e in self.evaluators),
+            rows=tuple(replace(row.redacted(names), case_id=ids[row.case_id]) for row in self.rows),
+            evaluators=tuple(replace(e, name=names[e.name]) for e in self.evaluators),
             run_id=_outputs.text(self.run_id),
         )
 
@@ -339,8 +348,22 @@ class ExperimentReport:
         A case id that held a secret is written redacted, so it is matched by that text later.
         """
         target = Path(path)
-        _outputs.write_json(target, self.to_dict(), indent=1)
+        _outputs.write_json(target, self._dict_with_distinct_ids(), indent=1)
         return target
+
+    def _dict_with_distinct_ids(self) -> dict[str, Any]:
+        """`to_dict`, with the case ids and evaluator names `redacted` gives: the rest is
+        redacted as it is written."""
+        data = self.to_dict()
+        ids = _distinct(row.case_id for row in self.rows)
+        names = _distinct([*(e.name for e in self.evaluators), *(n for row in self.rows for n in row.scores)])
+        for row in data["rows"]:
+            row["case_id"] = ids[row["case_id"]]
+            row["scores"] = {names[name]: {**r, "name": names[name]} for name, r in row["scores"].items()}
+        for info in data["evaluators"]:
+            info["name"] = names[info["name"]]
+        data["summary"]["evaluators"] = {names[n]: s for n, s in data["summary"]["evaluators"].items()}
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ExperimentReport:
@@ -377,15 +400,42 @@ class ExperimentReport:
             raise ValueError(f"{os.fspath(path)}: {exc}") from None
 
 
-def _redacted_result(result: EvalResult) -> EvalResult:
-    """``result`` with its name, label, explanation, details and error redacted."""
-    update = {
+def _redacted_result(result: EvalResult, name: str) -> EvalResult:
+    """``result`` named ``name``, its label, explanation, details and error redacted."""
+    update: dict[str, Any] = {
         key: _outputs.text(value)
-        for key in ("name", "label", "explanation", "error", "error_type")
+        for key in ("label", "explanation", "error", "error_type")
         if isinstance(value := getattr(result, key), str)
     }
+    update["name"] = name
     update["details"] = _outputs.clean(to_jsonable(result.details))
     return result.model_copy(update=update)
+
+
+def _distinct(names: Iterable[str]) -> dict[str, str]:
+    """Each name redacted, kept apart from the others: ``x [REDACTED:email]``, then ``...-2``.
+
+    Two case ids (or evaluator names) that hold different secrets redact to the same text; the
+    report would then count them as one case. Numbered in the order they first appear, as
+    `Dataset` numbers cases with the same input.
+
+    Example:
+        >>> list(_distinct(["a@b.io", "c@d.io", "plain", "[REDACTED:email]-2"]).values())
+        ['[REDACTED:email]', '[REDACTED:email]-3', 'plain', '[REDACTED:email]-2']
+    """
+    unique = list(dict.fromkeys(names))
+    written = {name: _outputs.text(name) for name in unique}
+    taken = {name for name in unique if written[name] == name}
+    for name in unique:
+        if written[name] == name:
+            continue
+        base, number, candidate = written[name], 1, written[name]
+        while candidate in taken:
+            number += 1
+            candidate = f"{base}-{number}"
+        written[name] = candidate
+        taken.add(candidate)
+    return written
 
 
 def _mean(values: Any) -> float | None:
