@@ -51,7 +51,7 @@ class Run:
 def tracesim_cli(*args: str, cwd: Path, timeout: float = 300) -> Run:
     """``python -m tracesim ARGS`` in ``cwd``: status, output, and the child's peak RSS in MB."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TRACESIM_", "OTEL_"))}
-    env["PYTHONPATH"] = str(cwd)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(cwd), env.get("PYTHONPATH")]))
 
     def cap() -> None:
         resource.setrlimit(resource.RLIMIT_DATA, (_CAP, _CAP))

