@@ -63,7 +63,7 @@ def describe_timeout(evaluator: Evaluator, applied_s: float | None = None) -> st
         >>> describe_timeout(ExactMatch(), 30.0)
         "no result within 30 s (the scoring pipeline's limit without timeout_s)"
     """
-    if isinstance(evaluator, ModelEvaluator):
+    if isinstance(evaluator, ModelEvaluator) and evaluator.timeout_s is not None:
         return f"no result within {evaluator.timeout_limit()}"
     if evaluator.timeout_s is not None:
         return f"no result within timeout_s={evaluator.timeout_s:g} s"
