@@ -12,7 +12,9 @@ is a trace in ``.tracesim/traces.jsonl`` by default and the rows name their trac
 
 Exit status: 0 when every gate held; 1 on a regression beyond ``--tolerance`` against the
 baseline, a pass rate under ``--min-pass-rate``, or a failed ``--fail-under`` gate; 2 for usage
-errors (a bad option, a dataset or task that cannot be loaded, an unreadable baseline).
+errors (a bad option, a dataset or task that cannot be loaded, an unreadable baseline: a file
+over the input limits of `tracesim._inputs` is one, named with its line and the limit).
+Everything printed goes through tracesim's redaction (`tracesim._outputs`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tracesim import _outputs
 from tracesim.cli._eval_io import UsageError, visible
 
 if TYPE_CHECKING:
@@ -137,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
             "give an action: tracesim experiment run TASK --dataset FILE, or compare RUN BASELINE"
         )
     except UsageError as exc:
-        print(f"tracesim experiment: error: {visible(str(exc))}", file=sys.stderr)
+        _outputs.echo(f"tracesim experiment: error: {visible(str(exc))}", file=sys.stderr)
         return _EXIT_USAGE
 
 
@@ -172,17 +175,17 @@ def _run(args: argparse.Namespace) -> int:
             from tracesim import _runtime
 
             _runtime.shutdown(None)  # every run's span exported before the command ends
-    print(report.table(max_cases=args.max_cases))
+    _outputs.echo(report.table(max_cases=args.max_cases))
     out = args.out or _RUNS_DIR / (_UNSAFE_IN_NAMES.sub("_", report.name) + ".json")
     _write(lambda: report.to_json(_parent_made(out)), out)
-    print(visible(f"\nrun written to {out}"))
+    _outputs.echo("\n" + visible(f"run written to {out}"))
     if args.html is not None:
         _write(lambda: report.to_html(args.html), args.html)
-        print(visible(f"html report written to {args.html}"))
+        _outputs.echo(visible(f"html report written to {args.html}"))
     status = _EXIT_OK
     if baseline is not None:
         comparison = report.compare(baseline, tolerance=args.tolerance, per_case=not args.aggregate_only)
-        print(f"\n{comparison}")
+        _outputs.echo(f"\n{comparison}")
         status = max(status, _EXIT_OK if comparison.ok else _EXIT_GATE)
     return max(status, _check_gates(report, min_rate, args.fail_under))
 
@@ -312,7 +315,7 @@ def _execute(experiment: Any, total: int, no_progress: bool) -> ExperimentReport
     from rich.console import Console
     from rich.progress import Progress
 
-    console = Console(stderr=True)
+    console = Console(file=_outputs.stream(sys.stderr))
     with Progress(console=console, disable=no_progress or not console.is_terminal) as progress:
         bar = progress.add_task(f"experiment {experiment.name}", total=total)
         report: ExperimentReport = asyncio.run(experiment.run(on_row=lambda row: progress.advance(bar)))
@@ -340,13 +343,15 @@ def _check_gates(report: ExperimentReport, min_rate: float | None, specs: list[s
         ok = rate is not None and rate >= min_rate
         shown = "no run was decided" if rate is None else f"pass rate {rate:.3f}"
         verdict = "ok" if ok else "FAILED"
-        print(f"tracesim experiment: --min-pass-rate {min_rate:.3f}: {shown}: {verdict}", file=sys.stderr)
+        _outputs.echo(
+            f"tracesim experiment: --min-pass-rate {min_rate:.3f}: {shown}: {verdict}", file=sys.stderr
+        )
         status = _EXIT_OK if ok else _EXIT_GATE
     for spec in specs:
         gate = parse_gate(spec)
         summary = report.summary[gate.evaluator]
         result = decide(gate, summary.passed, summary.passed + summary.failed + summary.errors)
-        print(f"tracesim experiment: {gate_line(result)}", file=sys.stderr)
+        _outputs.echo(f"tracesim experiment: {gate_line(result)}", file=sys.stderr)
         if not result.ok:
             status = _EXIT_GATE
     return status
@@ -379,7 +384,7 @@ def _compare_files(args: argparse.Namespace) -> int:
         baseline, tolerance=args.tolerance, per_case=not args.aggregate_only
     )
     if args.json:
-        print(json.dumps(comparison.to_dict(), ensure_ascii=True, allow_nan=False))
+        _outputs.echo(json.dumps(comparison.to_dict(), ensure_ascii=True, allow_nan=False))
     else:
-        print(comparison)
+        _outputs.echo(comparison)
     return _EXIT_OK if comparison.ok else _EXIT_GATE

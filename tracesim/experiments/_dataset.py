@@ -143,9 +143,13 @@ class Dataset:
         empty CSV cell in the expected column means no expected output. A YAML file holds a
         list of records or a mapping with ``cases:`` (and optionally ``name:``).
 
+        The file is read within limits, and refused beyond them before it costs more: 256 MiB,
+        JSON nested 256 levels, YAML nested 100 levels, YAML aliases adding 100,000 nodes once
+        expanded (anchors and ``<<: *defaults`` merges are fine; a recursive alias is refused).
+
         Raises:
-            DatasetError: the file cannot be read, or a record lacks a field; the message
-                names the file, the line and the field.
+            DatasetError: the file cannot be read, is over a limit, or a record lacks a field;
+                the message names the file, the line and the field or the limit.
 
         Example:
             >>> dataset = Dataset.from_file("maths.jsonl", input="question")  # doctest: +SKIP
