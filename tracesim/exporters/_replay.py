@@ -294,8 +294,8 @@ def _lines(path: Path, report: ReplayReport) -> Iterator[_Line]:
             why = "nested too deeply" if isinstance(exc, RecursionError) else _why(exc)
             report.problems.append(f"{path}:{number}: skipped {'torn last line' if torn else why}")
             continue
-            # The content alone, line ending excluded: the same line in a rotated copy, or after
-            # a torn last line was terminated, is the same line.
+        # The content alone, line ending excluded: the same line in a rotated copy, or after
+        # a torn last line was terminated, is the same line.
         key = hashlib.sha256(raw.rstrip(b"\r\n")).hexdigest()
         yield _Line(f"{path}:{number}", end, raw, request, spans, key)
 
