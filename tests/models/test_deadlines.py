@@ -181,6 +181,20 @@ def test_max_response_bytes_is_a_setting(server: LLMServer) -> None:
         model_settings("llm_judge", "m", max_response_bytes=0)
 
 
+def test_the_judges_and_semantic_take_max_response_bytes(server: LLMServer) -> None:
+    from tracesim.evaluators import LLMJudge, SemanticSimilarity
+
+    server.script(CHAT, Reply.oversized(4096))
+    result = judge(server, max_response_bytes=2048).evaluate("Curie was born in Warsaw.", GOLDEN)
+    assert result.error_type == "response_too_large"
+    assert "max_response_bytes=2,048" in (result.error or "")
+    rubric = LLMJudge("Is it right?", base_url=server.base_url, api_key="k", max_response_bytes=2048)
+    server.script(CHAT, Reply.oversized(4096))
+    assert rubric.evaluate("Warsaw", "Warsaw").error_type == "response_too_large"
+    with pytest.raises(tracesim.ConfigError, match=r"semantic\.max_response_bytes"):
+        SemanticSimilarity(base_url=server.base_url, api_key="k", max_response_bytes=10)
+
+
 _PEAK = """
     import json, resource, sys
     from tracesim.evaluators import LLMSimilarity

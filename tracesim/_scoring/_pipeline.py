@@ -311,12 +311,10 @@ class ScoringPipeline:
         async with semaphore:
             try:
                 # Without a timeout_s of its own, a hung call would hold its slot forever.
-                result = await asyncio.wait_for(
-                    evaluator.aevaluate(job.output, expected, input=value),
-                    evaluator.timeout_s or self.stuck_after_s,
-                )
+                limit = evaluator.timeout_s or self.stuck_after_s
+                result = await asyncio.wait_for(evaluator.aevaluate(job.output, expected, input=value), limit)
             except asyncio.TimeoutError:
-                result = timeout(evaluator)
+                result = timeout(evaluator, limit)
             except Exception as exc:
                 result = failure(evaluator, exc, "aevaluate() raised")
         self._complete(job, evaluator, result)

@@ -58,7 +58,8 @@ class LLMJudge(ModelEvaluator):
         max_chars: Each text shown to the model (question, response, reference) is cut to its
             first ``max_chars`` (20,000) code points, which bounds a grade's tokens and cost
             (``details.truncated_to`` says so).
-        request_timeout_s, max_retries, rpm, tpm, cache_dir: See `SemanticSimilarity`.
+        request_timeout_s, max_retries, rpm, tpm, cache_dir, max_response_bytes: See
+            `SemanticSimilarity`.
 
     The result's ``explanation`` is the model's reason; ``details`` hold the model, token
     usage, requests, retries, whether the answer came from the cache, where the score was read
@@ -98,6 +99,7 @@ class LLMJudge(ModelEvaluator):
         rpm: float | None = None,
         tpm: float | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
+        max_response_bytes: int | None = None,
         name: str | None = None,
         threshold: float | _Default | None = DEFAULT,
         sample_rate: float = 1.0,
@@ -151,6 +153,7 @@ class LLMJudge(ModelEvaluator):
                 rpm=rpm,
                 tpm=tpm,
                 cache_dir=cache_dir,
+                max_response_bytes=max_response_bytes,
             )
         )
 
@@ -278,6 +281,7 @@ class LLMSimilarity(LLMJudge):
         rpm: float | None = None,
         tpm: float | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
+        max_response_bytes: int | None = None,
         name: str | None = None,
         threshold: float | _Default | None = DEFAULT,
         sample_rate: float = 1.0,
@@ -303,6 +307,7 @@ class LLMSimilarity(LLMJudge):
             rpm=rpm,
             tpm=tpm,
             cache_dir=cache_dir,
+            max_response_bytes=max_response_bytes,
             name=name,
             threshold=threshold,
             sample_rate=sample_rate,

@@ -60,7 +60,9 @@ class SemanticSimilarity(ModelEvaluator):
       by the client when not given). Both texts go in one request; embeddings are kept by
       text (``cache_size`` of them), so a reference answer is embedded once. Retries on 429
       (``Retry-After`` honoured), 5xx, time-outs and connection errors, with a budget;
-      optional ``rpm``/``tpm`` limits and an on-disk ``cache_dir``.
+      optional ``rpm``/``tpm`` limits and an on-disk ``cache_dir``. ``request_timeout_s`` bounds
+      each request whole (a trickled body included); ``max_response_bytes`` caps a response
+      (default: 1 MiB, more for many texts; larger is a ``response_too_large`` error).
     - ``"local"``: an offline model whose weights ship in its wheel
       (``pip install 'tracesim[embeddings]'``: WordLlama's ``l2_supercat``, 256 dimensions,
       or ``dimensions=64``/``128``), loaded on first use, never touching the network.
@@ -100,6 +102,7 @@ class SemanticSimilarity(ModelEvaluator):
         rpm: float | None = None,
         tpm: float | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
+        max_response_bytes: int | None = None,
         cache_size: int = 4096,
         max_chars: int | None = 20_000,
         name: str | None = None,
@@ -147,6 +150,7 @@ class SemanticSimilarity(ModelEvaluator):
                 rpm=rpm,
                 tpm=tpm,
                 cache_dir=cache_dir,
+                max_response_bytes=max_response_bytes,
             )
             self._caller = ModelCaller(settings)
         elif backend == "local":
