@@ -342,3 +342,46 @@ def test_the_depth_scan_reads_strings_as_strings() -> None:
     assert loads(b'[["a"]]', "f.json", line=4) == [["a"]]
     with pytest.raises(InputError, match=r"^f\.jsonl, line 4: not valid JSON"):
         loads(b"[1,", "f.jsonl", line=4)
+
+
+# -- readers in modules of other owners: each test passes once its reader uses tracesim._inputs ----
+
+
+@pytest.mark.xfail(
+    strict=True, reason="tracesim/_config.py reads tracesim.yaml with yaml.safe_load (issue 23)"
+)
+def test_an_alias_bomb_in_tracesim_yaml_is_refused_by_configure(tmp_path: Path) -> None:
+    lines = ALIAS_BOMB.split("cases:")[0].strip().splitlines()
+    (tmp_path / "tracesim.yaml").write_text(
+        "resource_attributes:\n" + "".join(f"  {line}\n" for line in lines), encoding="utf-8"
+    )
+    code = (
+        "import resource\n"
+        f"resource.setrlimit(resource.RLIMIT_DATA, ({_CAP}, {_CAP}))\n"
+        "import tracesim\n"
+        "try:\n"
+        "    tracesim.configure(exporters='none')\n"
+        "except tracesim.ConfigError as exc:\n"
+        "    print('refused:', exc)\n"
+        "print('peak', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "refused:" in done.stdout
+    assert "tracesim.yaml, line" in done.stdout
+    assert "the limit on aliases" in done.stdout
+    assert int(done.stdout.split("peak ")[1]) / 1024 < _BOUND_MB
+
+
+@pytest.mark.xfail(
+    strict=True, reason="ExperimentReport.load (experiments/_report.py) reads with json.loads (issue 23)"
+)
+def test_experiment_report_load_refuses_a_deep_run_naming_the_limit(tmp_path: Path) -> None:
+    from tracesim.experiments import ExperimentReport
+
+    deep = tmp_path / "run.json"
+    deep.write_text('{"schema": 1,\n "rows": ' + "[" * _DEEP + "]" * _DEEP + "}\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"run\.json, line 2: JSON nested deeper than 256 levels"):
+        ExperimentReport.load(deep)
