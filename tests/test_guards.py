@@ -365,3 +365,54 @@ def test_a_secret_nested_deep_in_an_annotations_details_is_redacted(
     assert tracesim.shutdown(30)
     assert [a["name"] for a in recorder.annotations] == ["deep"]
     assert_clean(b"".join(recorder.bodies).decode("utf-8"), fragment)
+
+
+def test_genai_messages_cut_short_are_read_as_their_text() -> None:
+    """Guard: ``_genai_text`` giving up on messages cut to ``max_value_chars`` (no longer JSON):
+    ``return raw`` -> ``return None`` would leave the span unscored ("skipped")."""
+    cut = '[{"role": "user", "parts": [{"type": "text", "content": "Capital of Pol'
+    attributes = {"gen_ai.operation.name": "chat", "gen_ai.input.messages": cut}
+    attributes["gen_ai.output.messages"] = '[{"role": "assistant", "parts": [{"type": "text", "content": "War'
+    assert _inputs_read(attributes) == [cut]
+
+
+def test_every_text_part_of_the_last_user_message_is_its_input() -> None:
+    """Guard: ``_genai_text`` keeping one text part of several (``"\\n".join(texts)`` -> ``texts[0]``)."""
+    attributes = _genai(CHAT)
+    listed = json.loads(attributes["gen_ai.input.messages"])
+    listed[3]["parts"].append({"type": "text", "content": "One word."})  # the last user message
+    attributes["gen_ai.input.messages"] = json.dumps(listed)
+    assert _inputs_read(attributes) == ["Capital of Poland?\nOne word."]
+
+
+def test_without_messages_the_input_is_input_value() -> None:
+    """Guard: span_input's last resort read from another attribute than ``input.value``."""
+    attributes = {"openinference.span.kind": "LLM", "input.value": "Capital?", "output.value": "Warsaw"}
+    assert _inputs_read(attributes) == ["Capital?"]
+
+
+def test_an_error_result_is_no_phoenix_annotation(recorder: AnnotationRecorder, tmp_path: Path) -> None:
+    """Guard: PhoenixSink sending results that are not scores (``if result.status != "ok"`` ->
+    ``if result.status == "skipped"``): an error stays on the span, its message with it."""
+
+    class Broken(Evaluator):
+        type_name = "broken"
+        requires_expected = False
+
+        def measure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
+            raise ConnectionError("the judge is down")
+
+    tracesim.configure(
+        exporters=["jsonl"],
+        jsonl_path=str(tmp_path / "traces.jsonl"),
+        scoring_mode="inline",
+        phoenix_annotations_url=recorder.url,
+    )
+
+    @tracesim.trace(evaluators=[Broken(), Leaky("fine")])
+    def answer() -> str:
+        return "ok"
+
+    answer()
+    assert tracesim.shutdown(30)
+    assert [a["name"] for a in recorder.annotations] == ["leaky"]
