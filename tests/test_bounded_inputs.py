@@ -344,12 +344,9 @@ def test_the_depth_scan_reads_strings_as_strings() -> None:
         loads(b"[1,", "f.jsonl", line=4)
 
 
-# -- readers in modules of other owners: each test passes once its reader uses tracesim._inputs ----
+# -- tracesim.yaml and a saved run are bounded too ---------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True, reason="tracesim/_config.py reads tracesim.yaml with yaml.safe_load (issue 23)"
-)
 def test_an_alias_bomb_in_tracesim_yaml_is_refused_by_configure(tmp_path: Path) -> None:
     lines = ALIAS_BOMB.split("cases:")[0].strip().splitlines()
     (tmp_path / "tracesim.yaml").write_text(
@@ -375,9 +372,6 @@ def test_an_alias_bomb_in_tracesim_yaml_is_refused_by_configure(tmp_path: Path) 
     assert int(done.stdout.split("peak ")[1]) / 1024 < _BOUND_MB
 
 
-@pytest.mark.xfail(
-    strict=True, reason="ExperimentReport.load (experiments/_report.py) reads with json.loads (issue 23)"
-)
 def test_experiment_report_load_refuses_a_deep_run_naming_the_limit(tmp_path: Path) -> None:
     from tracesim.experiments import ExperimentReport
 

@@ -467,11 +467,11 @@ def _read_file(
             env_var = "TRACESIM_CONFIG_FILE" if from_env else None
             raise ConfigError("config_file", str(path), "an existing YAML file", env_var=env_var)
         return {}, ""
-    import yaml
+    from tracesim import _inputs
 
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
+    try:  # within the input limits: size, nesting, YAML aliases
+        data = _inputs.load_yaml(_inputs.read_text(path), str(path))
+    except (OSError, _inputs.InputError) as exc:
         raise ConfigError("config_file", str(path), f"a readable YAML mapping ({exc})") from None
     if data is None:
         return {}, str(path)

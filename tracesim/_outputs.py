@@ -15,8 +15,8 @@ every field.
 
 - `clean` redacts a JSON-like value (mapping keys too), `text` one string;
 - `write_text`, `write_json` and `write_bytes_of` write a whole file (to a temporary name,
-  then renamed, so a reader never sees half of it); `open_text` opens a stream whose every
-  ``write`` is redacted (write whole records: a secret split over two writes is missed);
+  then renamed, so a reader never sees half of it); `open_text` and `open_stream` open a file
+  whose every ``write`` is redacted (write whole records: a secret split over two is missed);
 - `echo` prints; `stream` wraps a text stream (a ``rich`` console's file, ``sys.stderr``);
 - the ``tracesim`` logger redacts its records (`install_log_redaction`, done on import).
 
@@ -46,6 +46,7 @@ __all__ = [
     "clean",
     "echo",
     "install_log_redaction",
+    "open_stream",
     "open_text",
     "redactor",
     "stream",
@@ -268,18 +269,34 @@ def stream(inner: IO[str] | None = None, what: str = ATTRIBUTE) -> TextIO:
     return cast(TextIO, _Redacting(target, what, close_inner=False))
 
 
-@contextmanager
-def open_text(path: str | os.PathLike[str], mode: str = "w", *, encoding: str = "utf-8") -> Iterator[TextIO]:
-    """Open ``path`` for text whose every ``write`` is redacted (``mode`` "w" or "a").
+def open_stream(path: str | os.PathLike[str], mode: str = "a", *, encoding: str = "utf-8") -> TextIO:
+    """Open ``path`` for text whose every ``write`` is redacted (``mode`` "w" or "a"); the
+    caller closes it. For a file kept open over a run (a ledger); `open_text` otherwise.
 
-    For files written a record at a time (JSON lines, ledgers): write each record whole.
+    Write each record whole: a secret split over two writes is missed. ``fileno()`` is the
+    file's, for ``os.fsync``.
     """
     if mode not in ("w", "a"):
-        raise ValueError(f"open_text writes text: mode 'w' or 'a', not {mode!r}")
+        raise ValueError(f"tracesim._outputs writes text: mode 'w' or 'a', not {mode!r}")
     handle = open(path, mode, encoding=encoding)  # noqa: SIM115 - closed by the wrapper
-    wrapped = _Redacting(handle, ATTRIBUTE, close_inner=True)
+    return cast(TextIO, _Redacting(handle, ATTRIBUTE, close_inner=True))
+
+
+@contextmanager
+def open_text(path: str | os.PathLike[str], mode: str = "w", *, encoding: str = "utf-8") -> Iterator[TextIO]:
+    """`open_stream` as a context manager: closed when the block ends.
+
+    Example:
+        >>> import tempfile
+        >>> path = Path(tempfile.mkdtemp()) / "results.jsonl"
+        >>> with open_text(path) as out:
+        ...     _ = out.write('{"error": "denied for marie@curie.org"}\\n')
+        >>> path.read_text()
+        '{"error": "denied for [REDACTED:email]"}\\n'
+    """
+    wrapped = open_stream(path, mode, encoding=encoding)
     try:
-        yield cast(TextIO, wrapped)
+        yield wrapped
     finally:
         wrapped.close()
 

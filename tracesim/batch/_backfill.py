@@ -456,8 +456,8 @@ class _Ledger:
     def add(self, destination: str, part: str, digest: str) -> None:
         name = os.path.basename(part)
         entry = {"destination": destination, "part": name, "sha256": digest, "at": time.time()}
-        with open(self.path, "a", encoding="utf-8") as handle:
-            _outputs.stream(handle).write(json.dumps(entry) + "\n")  # one write: redacted whole
+        with _outputs.open_text(self.path, "a") as handle:
+            handle.write(json.dumps(entry) + "\n")  # one write: redacted whole
             handle.flush()
             os.fsync(handle.fileno())
         self._done.add((destination, name, digest))

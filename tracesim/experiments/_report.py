@@ -7,7 +7,6 @@ recomputes the summary from the rows, so the two cannot disagree.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Iterable, Mapping
@@ -393,10 +392,12 @@ class ExperimentReport:
             OSError: the file cannot be read.
             ValueError: it is not a tracesim experiment run; the message names the file.
         """
+        from tracesim import _inputs
+
+        data = _inputs.read_json(path)  # InputError (a ValueError) names the file, line and limit
         try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
             return cls.from_dict(data)
-        except ValueError as exc:  # bad JSON, or the shape check above
+        except ValueError as exc:  # the shape check above
             raise ValueError(f"{os.fspath(path)}: {exc}") from None
 
 

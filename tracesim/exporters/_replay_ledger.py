@@ -20,7 +20,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import IO, Any
+from typing import Any, TextIO
 
 from tracesim import _inputs, _outputs
 
@@ -54,8 +54,7 @@ class Ledger:
         self._done: set[str] = set()
         self._legacy: set[str] = set()  # 16-hex-digit prefixes of SHA-256 over the line with its "\n"
         self._read: set[Path] = set()
-        self._file: Any = None
-        self._handle: IO[str] | None = None
+        self._file: TextIO | None = None
         self._names: dict[str, str] = {self.endpoint: self.endpoint}  # an entry's endpoint, redacted
         self._read_entries(path)
 
@@ -107,8 +106,7 @@ class Ledger:
         self._done.update(keys)
         try:
             if self._file is None:
-                self._handle = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - kept for the run
-                self._file = _outputs.stream(self._handle)
+                self._file = _outputs.open_stream(self.path, "a")  # kept open for the run
             entries = (json.dumps({"endpoint": self.endpoint, "sha256": key}) + "\n" for key in keys)
             self._file.write("".join(entries))  # one write: redacted whole
             self._file.flush()  # a crash after this point does not resend the batch
@@ -117,5 +115,6 @@ class Ledger:
 
     def close(self) -> None:
         """Close the ledger file (if this run wrote to it)."""
-        if self._handle is not None:
-            self._handle.close()
+        if self._file is not None:
+            self._file.close()
+            self._file = None
