@@ -330,11 +330,6 @@ def test_redaction_json_redacts_inside_tuples() -> None:
     assert cleaned["pair"][1] == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Redaction.json returns values nested deeper than 32 levels unredacted "
-    "(exporters/_redacting.py; _outputs.clean replaces them with [REDACTED:depth]): see the report",
-)
 def test_a_secret_nested_deep_in_an_annotations_details_is_redacted(
     recorder: AnnotationRecorder, tmp_path: Path
 ) -> None:

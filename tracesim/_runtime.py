@@ -58,6 +58,8 @@ __all__ = [
 ]
 
 _logger = logging.getLogger("tracesim")
+# OpenTelemetry's suppress_instrumentation() sets this key (a private name, read defensively).
+_SUPPRESS = getattr(otel_context, "_SUPPRESS_INSTRUMENTATION_KEY", "suppress_instrumentation")
 
 
 class NotConfiguredWarning(UserWarning):
@@ -360,7 +362,9 @@ def active() -> Runtime | None:
         if not _was_configured:
             _warn_unconfigured()
         return None
-    return runtime if runtime.enabled else None
+    if not runtime.enabled or otel_context.get_value(_SUPPRESS):
+        return None  # OpenTelemetry's suppress_instrumentation(): nothing is traced in the block
+    return runtime
 
 
 def _warn_unconfigured() -> None:

@@ -161,11 +161,6 @@ def test_a_langchain_chain_under_suppression_is_no_span(server: LLMServer, suppr
     assert server.count() == 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracesim's own @trace and span() do not honour OpenTelemetry's suppression key yet "
-    "(issue 23 item 8; see the report): a span is exported under suppress_instrumentation()",
-)
 def test_tracesims_own_spans_under_suppression_are_not_exported() -> None:
     @tracesim.trace
     def traced() -> str:

@@ -183,8 +183,8 @@ class Redaction:
         """A JSON-like value (dicts, lists, scalars) with every string in it redacted."""
         if isinstance(value, str):
             return self.text(value, attribute)
-        if _depth > 32:
-            return value
+        if _depth > 32:  # deeper parts are replaced, never sent as they are
+            return value if value is None or isinstance(value, (bool, int, float)) else "[REDACTED:depth]"
         if isinstance(value, Mapping):
             return {
                 self.text(str(k), attribute): self.json(v, attribute, _depth + 1) for k, v in value.items()
