@@ -9,9 +9,11 @@ the counts can be checked exactly.
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
+import re
 import subprocess
 import threading
 import time
@@ -19,24 +21,29 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
+from opentelemetry import context as otel_context
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 import tracesim
 from tracesim.cli import main
-from tracesim.exporters import JsonlExporter, load_spans
+from tracesim.exporters import ConsoleExporter, JsonlExporter, load_spans
 
 RECORD = "tracesim.export.dropped"
 COUNT = "tracesim.export.dropped_spans"
+NOTE = re.compile(r"([\d,]+) spans? (?:was|were) dropped at the export queue \(see export_queue_size\)")
 CEILING_S = 60.0  # only a hang gets near this
 RunPython = Callable[..., "subprocess.CompletedProcess[str]"]
 
 
 class GatedFile(SpanExporter):
-    """A trace file whose writes wait while ``gate`` is shut: a disk that stopped taking data."""
+    """A trace file whose writes wait while ``gate`` is shut: a disk that stopped taking data.
 
-    def __init__(self, path: Path) -> None:
-        self.file = JsonlExporter(path)
+    ``inner`` puts another exporter behind the gate (a console) instead of the file at ``path``.
+    """
+
+    def __init__(self, path: Path, inner: SpanExporter | None = None) -> None:
+        self.file = inner if inner is not None else JsonlExporter(path)
         self.gate = threading.Event()
         self.gate.set()
 
@@ -123,6 +130,75 @@ def test_every_span_the_full_queue_drops_is_counted_warned_once_and_reported(
     out = capsys.readouterr().out
     assert f"{stats.dropped:,} spans were dropped before reaching the files" in out
     assert "export_queue_size" in out
+
+
+def _overflow(exporter: GatedFile, calls: int = 300) -> tuple[int, int]:
+    """``calls`` traced calls through a queue of 8 while ``exporter`` is shut: (exported, dropped)."""
+    tracesim.configure(exporters=[exporter], export_queue_size=8, scoring_mode="off")
+    exporter.gate.clear()
+    _loop(calls, 1)
+    exporter.gate.set()
+    assert tracesim.force_flush(timeout_s=CEILING_S)
+    stats = tracesim.export_stats()
+    assert stats.dropped > 0
+    assert stats.recorded == stats.dropped  # flushed: every drop is in a record
+    tracesim.shutdown()
+    return stats.exported, stats.dropped
+
+
+@pytest.mark.parametrize(
+    ("options", "shown"), [((), None), (("--last", "2"), 2), (("--name", "step", "--no-details"), None)]
+)
+def test_show_says_how_many_spans_were_dropped_in_one_last_line_and_shows_no_record_as_a_trace(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], options: tuple[str, ...], shown: int | None
+) -> None:
+    """The records of drops were shown as traces of one span each, and counted among the traces."""
+    path = tmp_path / "traces.jsonl"
+    exported, dropped = _overflow(GatedFile(path))
+    assert _in_file(path)[::2] == (exported, dropped)
+
+    assert main(["show", str(path), *options]) == 0
+    out = capsys.readouterr().out
+    assert RECORD not in out
+    assert COUNT not in out
+    lines = out.splitlines()
+    headers = [line for line in lines if line.startswith("trace ")]
+    assert len(headers) == (shown or exported)  # every traced call is a trace of its own
+    assert lines[-2].startswith(f"showing {shown or exported:,} of {exported:,} traces")
+    assert lines[-1] == f"{dropped:,} spans were dropped at the export queue (see export_queue_size)"
+
+
+def test_show_of_a_file_holding_only_records_of_drops_shows_no_trace(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    class RecordsOnly(JsonlExporter):
+        def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+            return super().export([span for span in spans if span.name == RECORD])
+
+    path = tmp_path / "records.jsonl"
+    _, dropped = _overflow(GatedFile(path, RecordsOnly(path)))
+    assert _in_file(path)[::2] == (0, dropped)
+
+    assert main(["show", str(path), "--since", "1h"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "showing 0 of 0 traces (filters: --since 1h)",
+        f"{dropped:,} spans were dropped at the export queue (see export_queue_size)",
+    ]
+
+
+def test_the_console_exporter_prints_a_note_of_the_drops_not_a_tree(tmp_path: Path) -> None:
+    """The console drew each record as a tree: a span named ``tracesim.export.dropped``."""
+    out = io.StringIO()
+    exported, dropped = _overflow(GatedFile(tmp_path / "unused.jsonl", ConsoleExporter(out, details=False)))
+
+    text = out.getvalue()
+    assert RECORD not in text
+    lines = text.splitlines()
+    assert sum(line.startswith("step  ") for line in lines) == exported
+    notes = [m for line in lines if (m := NOTE.fullmatch(line))]
+    assert notes
+    assert sum(int(m[1].replace(",", "")) for m in notes) == dropped
+    assert len([line for line in lines if line]) == exported + len(notes)  # nothing else printed
 
 
 def test_the_standard_queue_variable_sets_the_queue_and_the_report_reads_the_drops(
@@ -234,7 +310,11 @@ def test_a_hung_exporter_holds_waiting_callers_once_for_the_bound_then_they_drop
 
 def test_a_span_ended_on_the_export_thread_never_waits_for_that_thread(tmp_path: Path) -> None:
     """An exporter whose own work is traced (a client library instrumented by someone) ends
-    spans on the export thread: waiting there for room would wait for itself."""
+    spans on the export thread: waiting there for room would wait for itself.
+
+    The SDK exports under OpenTelemetry's suppression, which tracesim honours (no span is made);
+    an exporter that runs its work in a context of its own ends spans there all the same.
+    """
     inner = JsonlExporter(tmp_path / "traces.jsonl")
     first = threading.Event()
 
@@ -242,8 +322,12 @@ def test_a_span_ended_on_the_export_thread_never_waits_for_that_thread(tmp_path:
         def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
             if not first.is_set():
                 first.set()
-                for i in range(20):  # more than the queue holds, on the thread that empties it
-                    step(i)
+                token = otel_context.attach(otel_context.Context())  # outside the SDK's suppression
+                try:
+                    for i in range(20):  # more than the queue holds, on the thread that empties it
+                        step(i)
+                finally:
+                    otel_context.detach(token)
             return inner.export(spans)
 
         def force_flush(self, timeout_millis: int = 30_000) -> bool:

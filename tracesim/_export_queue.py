@@ -45,25 +45,17 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, TraceFlags
 
+from tracesim import _semconv as sc
 from tracesim._guard import WarnOnce
 from tracesim._version import __version__
 
 __all__ = [
     "DEFAULT_QUEUE_SIZE",
-    "DROPPED_COUNT",
-    "DROPPED_SPAN",
     "ON_FULL",
     "ExportQueue",
     "ExportStats",
     "export_stats",
 ]
-
-# Names of the record span and its attributes (`tracesim report` reads them).
-DROPPED_SPAN: Final = "tracesim.export.dropped"
-DROPPED_COUNT: Final = "tracesim.export.dropped_spans"
-QUEUE_SIZE: Final = "tracesim.export.queue_size"
-ON_FULL_ATTRIBUTE: Final = "tracesim.export.on_full"
-EXPORTER: Final = "tracesim.export.exporter"
 
 DEFAULT_QUEUE_SIZE: Final = 2048
 """OpenTelemetry's default queue size."""
@@ -275,7 +267,7 @@ class ExportQueue(BatchSpanProcessor):
             "export_on_full='wait' to make callers wait up to export_wait_s for room.",
             self.name,
             self.queue_size,
-            DROPPED_SPAN,
+            sc.EXPORT_DROPPED,
         )
 
     def _record_due(self, *, force: bool) -> ReadableSpan | None:
@@ -298,14 +290,14 @@ class ExportQueue(BatchSpanProcessor):
         trace_id = random.getrandbits(128) or 1
         context = SpanContext(trace_id, random.getrandbits(64) or 1, False, TraceFlags(TraceFlags.SAMPLED))
         return ReadableSpan(
-            name=DROPPED_SPAN,
+            name=sc.EXPORT_DROPPED,
             context=context,
             resource=self._resource,
             attributes={
-                DROPPED_COUNT: count,
-                QUEUE_SIZE: self.queue_size,
-                ON_FULL_ATTRIBUTE: self.on_full,
-                EXPORTER: self.name,
+                sc.EXPORT_DROPPED_SPANS: count,
+                sc.EXPORT_QUEUE_SIZE: self.queue_size,
+                sc.EXPORT_ON_FULL: self.on_full,
+                sc.EXPORT_EXPORTER: self.name,
             },
             kind=SpanKind.INTERNAL,
             start_time=self._first_drop_ns,

@@ -48,6 +48,14 @@ EVALUATION_DROPPED: Final = "tracesim.evaluation.dropped"
 EVALUATION_DEFERRED: Final = "tracesim.evaluation.deferred"
 EVALUATION_ANNOTATOR_KIND: Final = "tracesim.evaluation.annotator_kind"
 
+# tracesim's export queue: a span of its own that records how many spans a full queue dropped
+# (tracesim._export_queue writes it, ``tracesim report`` sums it, ``show`` prints it as a note).
+EXPORT_DROPPED: Final = "tracesim.export.dropped"  # the record span's name
+EXPORT_DROPPED_SPANS: Final = "tracesim.export.dropped_spans"  # dropped since the last record
+EXPORT_QUEUE_SIZE: Final = "tracesim.export.queue_size"
+EXPORT_ON_FULL: Final = "tracesim.export.on_full"
+EXPORT_EXPORTER: Final = "tracesim.export.exporter"
+
 MIME_TEXT: Final = "text/plain"
 MIME_JSON: Final = "application/json"
 

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from tracesim import _semconv as sc
-from tracesim._export_queue import DROPPED_COUNT, DROPPED_SPAN
 from tracesim._pricing import Usage, has_usage, read_usage
 from tracesim.exporters import SpanRecord
+from tracesim.exporters._tree import export_drops
 
 __all__ = [
     "NONE_GROUP",
@@ -202,8 +202,11 @@ def collect(spans: Iterable[SpanRecord], group_by: str | None = None) -> Collect
 def _add_span(
     out: Collected, span: SpanRecord, index: Mapping[tuple[str, str], SpanRecord], grouper: Grouper
 ) -> None:
-    if span.name == DROPPED_SPAN and _add_export_drops(out, span):
-        return
+    if span.name == sc.EXPORT_DROPPED:
+        dropped = export_drops(span)
+        if dropped is not None:
+            out.export_dropped += dropped
+            return
     out.trace_ids.add(span.trace_id)
     start, end = span.start_time_unix_nano, span.end_time_unix_nano
     out.start_ns = start if out.start_ns is None else min(out.start_ns, start)
@@ -231,15 +234,6 @@ def _add_span(
             out.judged.append(Judged(event.attributes, target, span))
     if len(out.results) > before and target is not None and has_usage(target.attributes):
         out.call_results.setdefault((target.trace_id, target.span_id), []).extend(out.results[before:])
-
-
-def _add_export_drops(out: Collected, span: SpanRecord) -> bool:
-    """Sum a record of spans an export queue dropped; False when ``span`` is not one."""
-    count = span.attributes.get(DROPPED_COUNT)
-    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-        return False
-    out.export_dropped += count
-    return True
 
 
 def _add_sample(out: Collected, span: SpanRecord, kind: str | None, group: str | None) -> None:

@@ -1,7 +1,9 @@
 """``tracesim show``: print the trace trees of JSON-lines trace files, filtered.
 
 Each trace starts with a line holding its id (what ``--trace`` takes) and its start time; the
-output ends with how many traces were shown of how many read, and by which filters. Filters
+output ends with how many traces were shown of how many read, and by which filters, then how
+many spans the export queue dropped when the files record any (``tracesim.export.dropped``
+spans are that record, not traces). Filters
 keep whole traces: ``--errors``, ``--failed [EVALUATOR]``, ``--name GLOB``, ``--since WHEN``,
 ``--trace ID``; ``--last N`` then keeps the N that started last. Error spans show their error
 type, exception message and the last frames of their stack trace; ``--attributes`` lists the
@@ -182,15 +184,17 @@ def run(args: argparse.Namespace) -> int:
 
     from tracesim._outputs import echo
     from tracesim.exporters import render_trees
-    from tracesim.exporters._tree import by_trace
+    from tracesim.exporters._tree import by_trace, export_drops_line, without_export_drops
 
     prices, problem = configured_prices(args.config)
     if problem is not None:
         return _usage_error(problem)
-    spans = _load(args)
-    if isinstance(spans, str):
-        return _usage_error(spans)
-    if not spans:
+    loaded = _load(args)
+    if isinstance(loaded, str):
+        return _usage_error(loaded)
+    # The export queue's records of the spans it dropped are not traces: one line at the end.
+    spans, dropped = without_export_drops(loaded)
+    if not loaded:
         echo("no spans", file=sys.stderr)
         return 0
     evaluations = list(_evaluations(spans)) if args.failed is not None else []
@@ -219,7 +223,10 @@ def run(args: argparse.Namespace) -> int:
             headers=True,
         )
         text += "\n"  # a blank line, as between trees: the summary reads as the end of the output
-    return _write(text + summary_line(len(kept), len(traces), _described(args, spans), left_out) + "\n")
+    text += summary_line(len(kept), len(traces), _described(args, spans), left_out) + "\n"
+    if dropped:
+        text += export_drops_line(dropped) + "\n"
+    return _write(text)
 
 
 def redacted_spans(spans: Sequence[SpanRecord]) -> list[SpanRecord]:
@@ -341,7 +348,7 @@ def _filters(
         globs = list(args.name)
         tests.append(lambda members: any(fnmatchcase(s.name, g) for s in members for g in globs))
     if args.since is not None:
-        cutoff = args.since.cutoff_ns(max(s.end_time_unix_nano for s in spans))
+        cutoff = args.since.cutoff_ns(max((s.end_time_unix_nano for s in spans), default=0))
         tests.append(lambda members: members[0].start_time_unix_nano >= cutoff)
     return tests
 
@@ -361,9 +368,11 @@ def _described(args: argparse.Namespace, spans: Sequence[SpanRecord]) -> list[st
     if args.failed is not None:
         said.append(f"--failed {visible(shlex.quote(args.failed))}" if args.failed else "--failed")
     said.extend(f"--name {visible(shlex.quote(glob))}" for glob in args.name)
-    if args.since is not None:
+    if args.since is not None and spans:
         cutoff = args.since.cutoff_ns(max(s.end_time_unix_nano for s in spans))
         said.append(f"--since {visible(args.since.text)} (from {format_time(cutoff)})")
+    elif args.since is not None:  # no span read: no newest to count back from
+        said.append(f"--since {visible(args.since.text)}")
     if args.last:
         said.append(f"--last {args.last}")
     return said

@@ -39,8 +39,11 @@ __all__ = [
     "STACK_FRAMES",
     "build_forest",
     "by_trace",
+    "export_drops",
+    "export_drops_line",
     "format_time",
     "render_trees",
+    "without_export_drops",
 ]
 
 _PREVIEW = 100
@@ -140,6 +143,53 @@ def build_forest(spans: Iterable[SpanRecord]) -> list[tuple[SpanRecord, list[Any
     return forest
 
 
+def export_drops(span: SpanRecord) -> int | None:
+    """The spans an export queue dropped, when ``span`` is its record of them; else None.
+
+    `tracesim._export_queue` writes such records (``tracesim.export.dropped``) into the trace
+    itself. They are not the application's spans: readers count them apart. A span of that name
+    without a whole count is the application's own.
+
+    Example:
+        >>> from tracesim.exporters import SpanRecord
+        >>> attributes = {"tracesim.export.dropped_spans": 12}
+        >>> export_drops(SpanRecord("t", "s", None, "tracesim.export.dropped", "INTERNAL", 0, 1, attributes))
+        12
+    """
+    if span.name != sc.EXPORT_DROPPED:
+        return None
+    count = span.attributes.get(sc.EXPORT_DROPPED_SPANS)
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        return None
+    return count
+
+
+def without_export_drops(spans: Iterable[SpanRecord]) -> tuple[list[SpanRecord], int]:
+    """The application's spans, and the sum of the export queue's records of drops (`export_drops`)."""
+    kept = []
+    dropped = 0
+    for span in spans:
+        count = export_drops(span)
+        if count is None:
+            kept.append(span)
+        else:
+            dropped += count
+    return kept, dropped
+
+
+def export_drops_line(dropped: int) -> str:
+    """The note that stands for the records of drops where traces are shown.
+
+    Example:
+        >>> export_drops_line(1)
+        '1 span was dropped at the export queue (see export_queue_size)'
+    """
+    verb = "was" if dropped == 1 else "were"
+    return (
+        f"{dropped:,} span{'s' * (dropped != 1)} {verb} dropped at the export queue (see export_queue_size)"
+    )
+
+
 def render_trees(
     spans: Iterable[SpanRecord],
     *,
@@ -162,6 +212,9 @@ def render_trees(
     stack trace. ``headers`` starts each trace with a line holding its id and start time (traces
     in start order); ``attributes`` lists each span's other attributes, the ones a user set.
 
+    The export queue's records of spans it dropped (`export_drops`) are not drawn as traces:
+    the text ends with one line saying how many spans were dropped (`export_drops_line`).
+
     Example:
         >>> from tracesim.exporters import SpanRecord
         >>> llm = {"gen_ai.request.model": "gpt-4o-mini", "gen_ai.usage.input_tokens": 1200,
@@ -178,6 +231,7 @@ def render_trees(
         LLM total: 1 call  1,200→80 tokens  $0.00023
         <BLANKLINE>
     """
+    spans, dropped = without_export_drops(spans)
     render = _Render(details, width, prices if prices is not None else PriceTable(), attributes)
     blocks: list[tuple[str | None, list[tuple[SpanRecord, list[Any]]]]]
     if headers:
@@ -198,6 +252,8 @@ def render_trees(
         render.out.append("")
     if price_note and render.unpriced:
         render.out.extend([visible(price_hint(sorted(render.unpriced))), ""])
+    if dropped:
+        render.out.extend([export_drops_line(dropped), ""])
     return "\n".join(render.out)
 
 
