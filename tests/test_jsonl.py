@@ -246,7 +246,7 @@ def test_pathological_lines_are_skipped_with_their_line_number_and_reading_goes_
     assert names == ["first", "last"]  # no half of a damaged line either
     messages = [str(w.message) for w in caught]
     assert [m.split(": skipped")[0] for m in messages] == [f"{path}:{n}" for n in (2, 3, 4)]
-    assert "nested too deeply" in messages[0]
+    assert "a line of JSON nested deeper than 256 levels (the limit on nesting)" in messages[0]
 
-    with pytest.warns(TraceFileWarning, match=r"t.jsonl:2: skipped unreadable line \(nested too deeply\)"):
+    with pytest.warns(TraceFileWarning, match=r"t.jsonl:2: skipped a line of JSON nested deeper than 256"):
         assert len(list(read_jsonl(path))) == 4

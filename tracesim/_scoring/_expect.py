@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from tracesim import _inputs
 from tracesim._errors import ConfigError
 
 __all__ = ["Golden", "expect", "resolve_expected"]
@@ -87,7 +88,8 @@ class Golden:
         reload_every_s: How often to check the file for changes.
 
     Raises:
-        ConfigError: the file is missing or unreadable, or lacks the columns.
+        ConfigError: the file is missing or unreadable, lacks the columns, or is over a limit
+            on input files (256 MiB, 64 MiB a line, JSON nested 256 levels deep).
 
     Example:
         >>> import tracesim
@@ -173,17 +175,30 @@ class Golden:
 
 
 def _read_rows(path: Path) -> Iterator[Mapping[str, Any]]:
+    """The rows of a dataset file, within the input limits (256 MiB, 64 MiB a line, 256 levels).
+
+    Raises:
+        OSError: the file cannot be read.
+        InputError: over a limit, not CSV or JSON lines, or a line that is not an object.
+    """
+    _inputs.check_size(path)  # every row is held in memory: the whole file is bounded
+    name = str(path)
     if path.suffix.lower() == ".csv":
         with open(path, newline="", encoding="utf-8") as f:
-            yield from csv.DictReader(f)
+            reader = csv.DictReader(f)
+            try:
+                yield from reader
+            except csv.Error as exc:  # a field over csv's own limit, a NUL byte
+                raise _inputs.InputError(name, f"not valid CSV ({exc})", line=reader.line_num) from None
         return
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, start=1):
-            if line.strip():
-                row = json.loads(line)
-                if not isinstance(row, dict):
-                    raise ValueError(f"line {number} is not a JSON object")
-                yield row
+    for number, _, raw in _inputs.json_lines(path):
+        if raw is None:
+            raise _inputs.too_long(name, number, _inputs.MAX_LINE_BYTES)
+        if raw.strip():
+            row = _inputs.loads(raw, name, line=number)
+            if not isinstance(row, dict):
+                raise _inputs.InputError(name, "not a JSON object", line=number)
+            yield row
 
 
 def _normalise(value: Any) -> str:

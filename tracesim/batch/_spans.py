@@ -6,20 +6,23 @@ block is read, as ``tracesim show`` and ``report`` skip such lines. A selected s
 when it has an output; one without, or with a value cut at capture time
 (``max_value_chars``: a score of the cut text would be a score of something else), is a bad
 row with that reason and the span's ids. Values recorded as JSON are decoded, so a span
-scores here as it scored online.
+scores here as it scored online. Lines are read within the limits of `tracesim._inputs` (64 MiB
+a line, 256 levels of nesting), and tracesim's own ``tracesim.export.dropped`` records are not
+rows.
 """
 
 from __future__ import annotations
 
-import io
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from tracesim import _inputs
 from tracesim._semconv import (
     EXPECTED_MIME_TYPE,
     EXPECTED_ORIGINAL_CHARS,
     EXPECTED_VALUE,
+    EXPORT_DROPPED,
     INPUT_MIME_TYPE,
     INPUT_VALUE,
     MIME_JSON,
@@ -27,7 +30,7 @@ from tracesim._semconv import (
     OUTPUT_ORIGINAL_CHARS,
     OUTPUT_VALUE,
 )
-from tracesim.batch._files import read_block
+from tracesim.batch._files import open_binary
 
 if TYPE_CHECKING:
     from tracesim._scoring._selection import Rule
@@ -38,17 +41,26 @@ __all__ = ["read_spans", "span_record"]
 
 NO_OUTPUT = "the span has no output"
 CUT = "a value was cut when traced (max_value_chars)"
+_CHUNK = 1 << 20
 
 
 def read_spans(part: Part, rule: Rule, chunk: Chunk) -> None:
-    """Add the records (and bad rows) of one block of a trace file to ``chunk``."""
+    """Add the records (and bad rows) of one block of a trace file to ``chunk``.
+
+    A line longer than 64 MiB or nested more than 256 levels deep is a bad row naming the
+    limit, read past without being held whole. Spans named ``tracesim.export.dropped`` are
+    not rows: they are tracesim's records of spans its export queue dropped (their count is in
+    ``tracesim report``), not spans of the traced program.
+    """
     from tracesim.exporters import spans_from_request
 
-    first = part.block.first_line
-    for offset, raw in enumerate(io.BytesIO(read_block(part.path, part.block))):
-        if not raw.strip():
+    for number, raw in _block_lines(part):
+        if raw is not None and not raw.strip():
             continue
-        number = first + offset
+        over = _over_limit(part.path, number, raw)
+        if over is not None or raw is None:
+            chunk.add(_unread(part, number), (None, None, None), over)
+            continue
         try:
             request = json.loads(raw)
             if not isinstance(request, dict):
@@ -62,13 +74,49 @@ def read_spans(part: Part, rule: Rule, chunk: Chunk) -> None:
             chunk.add(_unread(part, number), (None, None, None), f"{what} ({exc})")
             continue
         for span in spans:
-            if rule.selects(span.name, _kinds(span), span.attributes):
+            if span.name != EXPORT_DROPPED and rule.selects(span.name, _kinds(span), span.attributes):
                 triple, bad = span_record(span)
                 chunk.add(
                     (part.path, number, span.trace_id, span.span_id, span.name, _end_ns(span)),
                     triple,
                     bad,
                 )
+
+
+def _block_lines(part: Part) -> Iterator[tuple[int, bytes | None]]:
+    """Each line of the block as (its number, its bytes or None when longer than the limit).
+
+    A long line is read past a megabyte at a time, as `tracesim._inputs.json_lines` does, but
+    within the block's bytes and through fsspec for URLs.
+    """
+    block, limit = part.block, _inputs.MAX_LINE_BYTES
+    with open_binary(part.path) as handle:
+        handle.seek(block.start)
+        position, number = block.start, block.first_line
+        while position < block.stop:
+            raw = handle.readline(min(limit + 1, block.stop - position))
+            if not raw:
+                return
+            position += len(raw)
+            if len(raw) > limit and not raw.endswith(b"\n"):
+                while raw and not raw.endswith(b"\n") and position < block.stop:
+                    raw = handle.readline(min(_CHUNK, block.stop - position))
+                    position += len(raw)
+                yield number, None
+            else:
+                yield number, raw
+            number += 1
+
+
+def _over_limit(path: str, number: int, raw: bytes | None) -> str | None:
+    """Why a line is over a limit of `tracesim._inputs` (the error's words after ``file, line N:``)."""
+    if raw is None:
+        error = _inputs.too_long(path, number, _inputs.MAX_LINE_BYTES)
+    elif _inputs.deeper_than(raw):
+        error = _inputs.too_deep(path, number)
+    else:
+        return None
+    return str(error).split(": ", 1)[1]
 
 
 def _end_ns(span: SpanRecord) -> int | None:

@@ -20,6 +20,7 @@ from opentelemetry.exporter.otlp.json.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+from tracesim import _inputs
 from tracesim._guard import internal_error
 from tracesim.exporters._linefile import (
     DEFAULT_BACKLOG_BYTES,
@@ -157,8 +158,9 @@ def read_jsonl(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
     """Yield each ``ExportTraceServiceRequest`` of a trace file as a dict.
 
     A line that is not a JSON object (for example the torn last line of a process that
-    crashed while writing, or one nested too deeply to parse) is skipped with a
-    `TraceFileWarning` naming the file and line, and reading goes on.
+    crashed while writing, one longer than 64 MiB, or one nested more than 256 levels deep)
+    is skipped with a `TraceFileWarning` naming the file, the line and the limit, and reading
+    goes on. A long line is read past in blocks, never held whole.
 
     Example:
         >>> from tracesim.exporters import read_jsonl
@@ -170,26 +172,37 @@ def read_jsonl(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
 
 
 def _numbered_requests(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, Any]]]:
-    with open(path, "rb") as f:
-        for number, raw in enumerate(f, start=1):
-            if not raw.strip():
-                continue
-            try:
-                request = json.loads(raw)
-                if not isinstance(request, dict):
-                    raise ValueError("not a JSON object")
-            except RecursionError:
-                _skip(path, number, "unreadable line (nested too deeply)")
-                continue
-            except ValueError as exc:
-                torn = not raw.endswith(b"\n")
-                _skip(
-                    path,
-                    number,
-                    "torn last line (a writer stopped mid-line)" if torn else f"unreadable line ({exc})",
-                )
-                continue
-            yield number, request
+    name = os.fspath(path)
+    for number, _, raw in _inputs.json_lines(path):
+        if raw is None:  # longer than a trace file may be (they rotate at 64 MiB): not read whole
+            _skip(path, number, _limit(_inputs.too_long(name, number, _inputs.MAX_LINE_BYTES)))
+            continue
+        if not raw.strip():
+            continue
+        if _inputs.deeper_than(raw):
+            _skip(path, number, "a line of " + _limit(_inputs.too_deep(name, number)))
+            continue
+        try:
+            request = json.loads(raw)
+            if not isinstance(request, dict):
+                raise ValueError("not a JSON object")
+        except RecursionError:  # within the limit but the stack is short (a deep caller)
+            _skip(path, number, "unreadable line (nested too deeply)")
+            continue
+        except ValueError as exc:
+            torn = not raw.endswith(b"\n")
+            _skip(
+                path,
+                number,
+                "torn last line (a writer stopped mid-line)" if torn else f"unreadable line ({exc})",
+            )
+            continue
+        yield number, request
+
+
+def _limit(error: _inputs.InputError) -> str:
+    """What `_skip` says of a line over a limit: the error's words after ``file, line N:``."""
+    return str(error).split(": ", 1)[1]
 
 
 def _skip(path: str | os.PathLike[str], number: int, what: str) -> None:

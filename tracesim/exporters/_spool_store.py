@@ -18,17 +18,17 @@ Each process sends the files it wrote and those it found when it started.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import time
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from opentelemetry.sdk.trace import ReadableSpan
 
+from tracesim import _inputs
 from tracesim.exporters._jsonl import encode_line
 
 try:
@@ -322,7 +322,9 @@ def claim(path: Path) -> Iterator[list[Mapping[str, Any]] | None]:
     can pick it up in between.
 
     Raises:
-        ValueError: a line is not JSON (the file is damaged).
+        ValueError: a line is not JSON (the file is damaged), or over a limit of a trace
+            file's line (an `InputError`: 64 MiB, 256 levels of nesting), refused without
+            being read whole.
     """
     try:
         f = open(path, "rb")  # noqa: SIM115 - held open for the lock's lifetime
@@ -343,7 +345,27 @@ def claim(path: Path) -> Iterator[list[Mapping[str, Any]] | None]:
         if not same:  # sent and deleted by another process while we opened it
             yield None
             return
-        yield [json.loads(line) for line in f if line.strip()]
+        yield _requests(f, os.fspath(path))
+
+
+def _requests(f: BinaryIO, name: str) -> list[Mapping[str, Any]]:
+    """The requests of the open spool file ``f``, within the limits of a trace file's line.
+
+    The spool writes one line a file, of at most 4 MiB but for a single larger span: a file
+    over 64 MiB was not written by it, or holds a span no receiver takes (nor would a 2 GB
+    file be read whole here). A long line is refused without being read to its end.
+    """
+    limit = _inputs.MAX_LINE_BYTES
+    size = os.fstat(f.fileno()).st_size
+    if size > limit + 1:  # one line and its newline
+        raise _inputs.InputError(name, f"{size:,} bytes, more than {limit + 1:,}", limit="spool file size")
+    requests = []
+    for number, raw in enumerate(iter(lambda: f.readline(limit + 1), b""), start=1):
+        if len(raw) > limit and not raw.endswith(b"\n"):
+            raise _inputs.too_long(name, number, limit)
+        if raw.strip():
+            requests.append(_inputs.loads(raw, name, line=number))
+    return requests
 
 
 def _span_count(name: str) -> int:

@@ -24,8 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from tracesim import _inputs
 from tracesim._errors import ConfigError
 
 __all__ = [
@@ -170,9 +169,9 @@ def load(path: Path | None) -> AgentTestConfig:
 @functools.lru_cache(maxsize=64)
 def _load(path: Path, mtime_ns: int, size: int) -> AgentTestConfig:
     """One file at one modification time: a suite of many tests reads its config once."""
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
+    try:  # within the input limits: an alias bomb or a deep document is refused, not built
+        data = _inputs.load_yaml(_inputs.read_text(path), str(path))
+    except _inputs.InputError as exc:
         problem = str(exc).splitlines()[0]
         raise ConfigError(
             "(file)", problem, "a YAML mapping of AgentTest settings", source=str(path)
