@@ -258,7 +258,7 @@ def test_the_spool_refuses_an_oversized_and_a_deep_file_and_delivers_the_rest(tm
     result = json.loads(run.out)
     assert result["names"] == list(GOOD_NAMES)
     assert (result["rejected"], result["pending"], result["delivered"]) == (2, 0, 2)
-    assert "more than 67,108,865 (the limit on spool file size)" in run.err, run.err
+    assert "more than 67,108,865 bytes (the limit on spool file size)" in run.err, run.err
     assert "JSON nested deeper than 256 levels" in run.err, run.err
     assert sorted(os.listdir(spool)) == []
     assert run.peak_mb < _BOUND_MB, run.peak_mb

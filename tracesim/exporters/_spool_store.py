@@ -358,7 +358,9 @@ def _requests(f: BinaryIO, name: str) -> list[Mapping[str, Any]]:
     limit = _inputs.MAX_LINE_BYTES
     size = os.fstat(f.fileno()).st_size
     if size > limit + 1:  # one line and its newline
-        raise _inputs.InputError(name, f"{size:,} bytes, more than {limit + 1:,}", limit="spool file size")
+        raise _inputs.InputError(
+            name, f"{size:,} bytes, more than {limit + 1:,} bytes", limit="spool file size"
+        )
     requests = []
     for number, raw in enumerate(iter(lambda: f.readline(limit + 1), b""), start=1):
         if len(raw) > limit and not raw.endswith(b"\n"):
