@@ -211,11 +211,6 @@ def test_batch_scores_the_good_spans_names_the_bad_lines_and_no_dropped_records(
     assert run.peak_mb < _BOUND_MB, run.peak_mb
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracesim/batch/_files.py line_blocks reads a long line whole while it cuts the file "
-    "into blocks (handle.readline() with no size): MemoryError under the cap before read_spans runs",
-)
 def test_batch_reads_past_a_2_gib_line(tmp_path: Path) -> None:
     run, rows = _batch_rows(tmp_path, _batch_file(tmp_path, huge=True))
 

@@ -19,6 +19,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO
 
+_READ_BYTES = 1 << 20
+
 __all__ = ["Block", "expand", "is_url", "line_blocks", "open_binary", "read_block"]
 
 
@@ -99,28 +101,33 @@ def open_binary(path: str) -> Iterator[IO[bytes]]:
 
 
 def line_blocks(path: str, block_bytes: int, *, quoted: bool = False) -> list[Block]:
-    """Cut a line-based file into blocks of whole lines (whole CSV records when ``quoted``)."""
+    """Cut a line-based file into blocks of whole lines (whole CSV records when ``quoted``).
+
+    Only counts are kept past a block's first ``block_bytes``: a line of gigabytes is read
+    through a megabyte at a time, never held (its reader refuses or skips it).
+    """
     blocks: list[Block] = []
     start, line, quotes = 0, 1, 0
     with open_binary(path) as handle:
         while True:
-            chunk = bytearray(handle.read(block_bytes))  # grows in place while the line ends
+            chunk = handle.read(block_bytes)
             if not chunk:
                 break
+            size, lines, ended = len(chunk), chunk.count(b"\n"), chunk.endswith(b"\n")
             quotes += chunk.count(b'"')
             # End the block at the end of a line, outside a quoted CSV field. A stray quote in
             # an unquoted field breaks the parity for good: past 8 blocks' worth, cut at a line
             # end anyway, so that one odd row cannot make the rest of the file one block.
-            while not chunk.endswith(b"\n") or (quoted and quotes % 2 and len(chunk) < 8 * block_bytes):
-                rest = handle.readline()
+            while not ended or (quoted and quotes % 2 and size < 8 * block_bytes):
+                rest = handle.readline(_READ_BYTES)
                 if not rest:
                     break
+                size, lines, ended = size + len(rest), lines + rest.count(b"\n"), rest.endswith(b"\n")
                 quotes += rest.count(b'"')
-                chunk += rest
             quotes = 0 if quotes % 2 else quotes
-            lines = chunk.count(b"\n") + (not chunk.endswith(b"\n"))
-            blocks.append(Block(start, start + len(chunk), line, lines))
-            start += len(chunk)
+            lines += not ended
+            blocks.append(Block(start, start + size, line, lines))
+            start += size
             line += lines
     return blocks
 
