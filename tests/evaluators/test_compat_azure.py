@@ -2,9 +2,10 @@
 
 ``data/azure/golden-<version>.json`` holds dicts and exceptions recorded from the real
 package by ``data/azure/record.py`` (its own virtualenv; this test needs no Azure). Every
-recorded case is replayed against the façade, which must return a superset of each
-version's dict: every key Azure returns, with a value of the same type and the same value
-(floats bit for bit). The second half ports what Azure's own unit tests check for these
+recorded case is replayed against the façade built with that version's ``result_format``
+(``"1.16"`` for 1.16.x, ``"1.18"`` for 1.17 and later), which must return exactly that
+version's dict: the same keys in the same order, each value of the same type and the same
+value (floats bit for bit). The second half ports what Azure's own unit tests check for these
 evaluators (missing inputs, thresholds, ROUGE thresholds and types, conversations).
 """
 
@@ -54,19 +55,25 @@ def _groups() -> list[Any]:
     return params
 
 
+def result_format(version: str) -> str:
+    """The façade's ``result_format`` for a recorded release: 1.16's dict before 1.17."""
+    return "1.16" if tuple(map(int, version.split(".")))[:2] < (1, 17) else "1.18"
+
+
 @functools.cache
-def _evaluator(name: str, init_json: str) -> Any:
+def _evaluator(name: str, init_json: str, version: str) -> Any:
     # Built once per configuration, as a user would (the cores load NLTK data when built).
     init = json.loads(init_json)
-    return getattr(azure, name)(*init.get("args", []), **init.get("kwargs", {}))
+    kwargs = {**init.get("kwargs", {}), "result_format": result_format(version)}
+    return getattr(azure, name)(*init.get("args", []), **kwargs)
 
 
-def _build_and_call(inputs: dict[str, list[str]], case: dict[str, Any]) -> Any:
+def _build_and_call(inputs: dict[str, list[str]], case: dict[str, Any], version: str) -> Any:
     call = case["call"]
     kwargs = dict(call.get("kwargs", {}))
     if "pair" in call:
         kwargs["response"], kwargs["ground_truth"] = inputs[call["pair"]]
-    evaluator = _evaluator(case["evaluator"], json.dumps(case["init"], sort_keys=True))
+    evaluator = _evaluator(case["evaluator"], json.dumps(case["init"], sort_keys=True), version)
     return evaluator(*call.get("args", []), **kwargs)
 
 
@@ -125,11 +132,11 @@ def test_golden_files_cover_1_16_and_a_newer_release() -> None:
         assert sum("raises" in case for case in data["cases"]) >= 60
 
 
-def _problem(inputs: dict[str, list[str]], case: dict[str, Any]) -> str | None:
+def _problem(inputs: dict[str, list[str]], case: dict[str, Any], version: str) -> str | None:
     """How the façade's answer to one recorded case differs from Azure's, or None."""
     if "raises" in case:
         try:
-            returned = _build_and_call(inputs, case)
+            returned = _build_and_call(inputs, case, version)
         except Exception as error:
             try:
                 check_raised(error, case["raises"])
@@ -137,7 +144,10 @@ def _problem(inputs: dict[str, list[str]], case: dict[str, Any]) -> str | None:
                 return f"{case['id']}: raised {error!r}, Azure {case['raises']}: {mismatch}"
             return None
         return f"{case['id']}: returned {returned!r}, Azure raised {case['raises']['type']}"
-    wrong = missing_or_different(_build_and_call(inputs, case), case["returns"])
+    returned = _build_and_call(inputs, case, version)
+    wrong = missing_or_different(returned, case["returns"])
+    if list(returned) != list(case["returns"]):
+        wrong.append(f"keys: façade {list(returned)}, Azure {list(case['returns'])}")
     return f"{case['id']}: {wrong}" if wrong else None
 
 
@@ -145,21 +155,25 @@ def _problem(inputs: dict[str, list[str]], case: dict[str, Any]) -> str | None:
 def test_facade_returns_what_azure_returns(version: str, evaluator: str) -> None:
     data = _load(version)
     cases = [case for case in data["cases"] if case["evaluator"] == evaluator]
-    problems = [p for p in (_problem(data["inputs"], case) for case in cases) if p is not None]
+    problems = [p for p in (_problem(data["inputs"], case, version) for case in cases) if p is not None]
     assert problems == [], f"{len(problems)} of {len(cases)} cases differ"
     assert len(cases) >= 90
 
 
-def test_facade_keys_are_exactly_the_union_of_both_versions() -> None:
-    versions = sorted(GOLDEN, key=lambda v: tuple(map(int, v.split("."))))
-    old, new = _load(versions[0]), _load(versions[-1])
-    new_cases = {case["id"]: case for case in new["cases"]}
+def test_default_keys_are_exactly_the_newest_releases() -> None:
+    """No result_format: the newest recorded release's keys, in its order, none of 1.16's."""
+    newest = max(GOLDEN, key=lambda v: tuple(map(int, v.split("."))))
+    data = _load(newest)
     compared = 0
-    for case in old["cases"]:
-        other = new_cases[case["id"]]
-        if "returns" in case and "returns" in other:
-            actual = _build_and_call(old["inputs"], case)
-            assert set(actual) == set(case["returns"]) | set(other["returns"]), case["id"]
+    for case in data["cases"]:
+        if case.get("returns"):
+            call = case["call"]
+            kwargs = dict(call.get("kwargs", {}))
+            if "pair" in call:
+                kwargs["response"], kwargs["ground_truth"] = data["inputs"][call["pair"]]
+            init = case["init"]
+            evaluator = getattr(azure, case["evaluator"])(*init.get("args", []), **init.get("kwargs", {}))
+            assert list(evaluator(*call.get("args", []), **kwargs)) == list(case["returns"]), case["id"]
             compared += 1
     assert compared >= 550
 
@@ -184,11 +198,12 @@ SINGLE = [
 
 @pytest.mark.parametrize(("cls", "key", "metric"), SINGLE)
 def test_threshold_sets_result_and_is_reported(cls: Any, key: str, metric: str) -> None:
-    score = cls()(response=MARIE_R, ground_truth=MARIE_E)[f"{key}_score"]
+    score = cls()(response=MARIE_R, ground_truth=MARIE_E)[f"{metric}_score"]
     for threshold, passed in ((score, True), (score + 1e-9, False), (0.0, True), (1.0, False)):
+        old = cls(threshold=threshold, result_format="1.16")(response=MARIE_R, ground_truth=MARIE_E)
         out = cls(threshold=threshold)(response=MARIE_R, ground_truth=MARIE_E)
         verdict = "pass" if passed else "fail"
-        assert (out[f"{key}_result"], out[f"{key}_threshold"]) == (verdict, threshold)
+        assert (old[f"{key}_result"], old[f"{key}_threshold"]) == (verdict, threshold)
         assert (out[f"{metric}_result"], out[f"{metric}_threshold"], out[f"{metric}_passed"]) == (
             verdict,
             threshold,
@@ -218,12 +233,14 @@ def test_missing_input_raises_azure_message(cls: Any, key: str, metric: str) -> 
 
 def test_rouge_default_and_custom_thresholds() -> None:
     out = RougeScoreEvaluator(rouge_type=RougeType.ROUGE_1)(response=MARIE_R, ground_truth=MARIE_E)
-    assert [out[f"rouge_{m}_threshold"] for m in ("precision", "recall", "f1_score")] == [0.5, 0.5, 0.5]
+    flat = out["rouge_properties"]
+    assert [flat[f"rouge_{m}_threshold"] for m in ("precision", "recall", "f1_score")] == [0.5, 0.5, 0.5]
     custom = RougeScoreEvaluator(
         rouge_type=RougeType.ROUGE_L, precision_threshold=0.9, recall_threshold=0.1, f1_score_threshold=0.75
     )(response=MARIE_R, ground_truth=MARIE_E)
     # precision 6/13 and F1 12/19 fall short; recall 1.0 passes.
-    assert [custom[f"rouge_{m}_result"] for m in ("precision", "recall", "f1_score")] == [
+    properties = custom["rouge_properties"]
+    assert [properties[f"rouge_{m}_result"] for m in ("precision", "recall", "f1_score")] == [
         "fail",
         "pass",
         "fail",
@@ -233,7 +250,6 @@ def test_rouge_default_and_custom_thresholds() -> None:
         False,
         0.75,
     )
-    properties = custom["rouge_properties"]
     assert [properties[f"rouge_{m}_passed"] for m in ("precision", "recall", "f1_score")] == [
         False,
         True,
@@ -250,8 +266,8 @@ def test_rouge_types_azure_takes(rouge_type: Any) -> None:
         response="the cat sat on the mat today with a hat on",
         ground_truth="the cat sat on the mat today with a hat",
     )
-    assert out["rouge_recall"] == 1.0
-    assert out["rouge_f1_score_result"] == out["rouge_result"] == "pass"
+    assert out["rouge_properties"]["rouge_recall"] == 1.0
+    assert out["rouge_properties"]["rouge_f1_score_result"] == out["rouge_result"] == "pass"
 
 
 @pytest.mark.parametrize(
@@ -284,10 +300,13 @@ def test_conversation_is_scored_per_turn(cls: Any, key: str, metric: str) -> Non
         ]
     out = evaluator(conversation={"messages": messages})
     singles = [evaluator(response=r, ground_truth=g) for r, g in turns]
-    assert out["evaluation_per_turn"][f"{key}_score"] == [s[f"{key}_score"] for s in singles]
-    assert out[f"{key}_score"] == sum(s[f"{key}_score"] for s in singles) / 2
+    assert out["evaluation_per_turn"][f"{metric}_score"] == [s[f"{metric}_score"] for s in singles]
+    assert out[f"{metric}_score"] == sum(s[f"{metric}_score"] for s in singles) / 2
     assert out[f"{metric}_passed"] == sum(s[f"{metric}_passed"] for s in singles) / 2
-    assert out[f"{key}_result"] == singles[-1][f"{key}_result"]
+    assert out[f"{metric}_result"] == singles[-1][f"{metric}_result"]
+    old = cls(result_format="1.16")(conversation={"messages": messages})
+    assert old[f"{key}_result"] == singles[-1][f"{metric}_result"]
+    assert list(old) == [f"{key}_score", f"{key}_result", f"{key}_threshold", "evaluation_per_turn"]
     one = evaluator(conversation={"messages": messages[:2]})
     assert one == singles[0]
     assert evaluator(conversation={"messages": []}) == {}

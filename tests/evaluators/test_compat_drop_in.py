@@ -4,7 +4,14 @@ AgentTest 0.1.0's tests (``tests/test_agenttest_core.py``) read ``result.passed`
 ``result.score`` and ``result.error`` and check ``isinstance(result, EvaluationResult)``;
 its ``EvaluationResult`` (``agent_test/evaluators/base.py``) is a dataclass with ``to_dict()``.
 azure-ai-evaluation 1.17-1.18's ``SimilarityEvaluator`` (``_base_prompty_eval.py``) returns
-exactly eight ``similarity*`` keys; 1.13-1.16 returned eleven others.
+exactly eight ``similarity*`` keys; 1.13-1.16 returned eleven others. What each release does
+with an answer it cannot fully read was read in the 1.18.0 and 1.16.0 wheels: 1.18
+``json.loads`` the answer (``_legacy/prompty/_utils.py`` ``format_llm_response``: not JSON
+raises ``JSONDecodeError``) and takes ``float(score)`` with no range check, NaN / ``unknown`` /
+passed ``False`` when the object has no score (``_base_prompty_eval.py`` ``_do_eval``); 1.16
+reads the first digit and raises when there is none. The NLP evaluators' 1.18 dicts are
+exactly eight keys too (``_f1_score.py``, ``_bleu.py``, ``_gleu.py``, ``_meteor.py``,
+``_rouge.py``).
 """
 
 from __future__ import annotations
@@ -17,9 +24,9 @@ from typing import Any
 import pytest
 from llm_server import LLMServer
 
-from tracesim.evaluators.compat import agenttest
+from tracesim.evaluators.compat import agenttest, azure
 from tracesim.evaluators.compat.agenttest import EvaluationResult, StringSimilarity
-from tracesim.evaluators.compat.azure import SimilarityEvaluator
+from tracesim.evaluators.compat.azure import EvaluationException, SimilarityEvaluator
 
 FIELDS = ["passed", "score", "threshold", "details", "error"]
 
@@ -252,3 +259,191 @@ def test_similarity_refuses_an_unknown_result_format() -> None:
     config = {"base_url": "http://127.0.0.1:9/v1", "api_key": "k", "model": "m"}
     with pytest.raises(ValueError, match=r"result_format must be one of '1\.18', '1\.16'.*got '1\.17\.0'"):
         SimilarityEvaluator(config, result_format="1.17.0")  # type: ignore[arg-type]
+
+
+# -- what each release does with answers it cannot fully read ------------------------------------
+
+
+def _answered(server: LLMServer, answer: str, **options: Any) -> dict[str, Any]:
+    server.judge = lambda request: answer
+    config = {"base_url": server.base_url, "api_key": "k", "model": "gpt-4o-mini"}
+    out: dict[str, Any] = SimilarityEvaluator(config, **options)(
+        query=QUERY, response="In Warsaw.", ground_truth=TRUTH
+    )
+    return out
+
+
+@pytest.mark.parametrize(
+    ("answer", "reason"),
+    [
+        ('{"reason": "No grade given."}', "No grade given."),
+        ('{"reason": "Null grade.", "score": null}', "Null grade."),
+        ("{}", ""),
+        ("4", ""),  # JSON, but not an object: 1.18 reads no score from it
+        ("[4]", ""),
+    ],
+)
+def test_1_18_answer_without_a_score_is_nan_unknown_not_an_exception(
+    llm_server: LLMServer, answer: str, reason: str
+) -> None:
+    out = _answered(llm_server, answer)
+    assert list(out) == [
+        "similarity",
+        "similarity_score",
+        "similarity_passed",
+        "similarity_result",
+        "similarity_reason",
+        "similarity_status",
+        "similarity_threshold",
+        "similarity_properties",
+    ]
+    assert math.isnan(out["similarity"])
+    assert math.isnan(out["similarity_score"])
+    assert type(out["similarity_score"]) is float
+    assert out["similarity_passed"] is False
+    assert (out["similarity_result"], out["similarity_status"]) == ("unknown", "completed")
+    assert (out["similarity_reason"], out["similarity_threshold"]) == (reason, 3)
+    assert set(out["similarity_properties"]) == PROPERTIES_1_18
+    assert out["similarity_properties"]["total_tokens"] > 0
+
+
+@pytest.mark.parametrize(
+    ("answer", "score", "result"),
+    [
+        ('{"reason": "Off the scale.", "score": 7}', 7.0, "pass"),
+        ('{"reason": "Below it.", "score": 0}', 0.0, "fail"),
+        ('{"reason": "A string.", "score": "4"}', 4.0, "pass"),
+        ('{"reason": "Half.", "score": 5e-1}', 0.5, "fail"),
+    ],
+)
+def test_1_18_takes_any_number_as_the_score_with_no_range_check(
+    llm_server: LLMServer, answer: str, score: float, result: str
+) -> None:
+    out = _answered(llm_server, answer)
+    assert (out["similarity"], out["similarity_score"], out["similarity_result"]) == (score, score, result)
+    assert out["similarity_passed"] is (result == "pass")
+
+
+@pytest.mark.parametrize(
+    "answer", ["It is quite similar.", "", "Score: 4", '{"reason": "x", "score": 4} {"score": 1}']
+)
+def test_1_18_answer_that_is_not_json_raises_json_decode_error(llm_server: LLMServer, answer: str) -> None:
+    with pytest.raises(json.JSONDecodeError) as caught:
+        _answered(llm_server, answer)
+    assert isinstance(caught.value, EvaluationException)  # tracesim's and Azure's except both catch it
+    assert caught.value.target.value == "SimilarityEvaluator"
+    assert repr(answer) in caught.value.args[0]
+
+
+def test_1_18_score_that_is_not_a_number_raises_value_error(llm_server: LLMServer) -> None:
+    with pytest.raises(ValueError, match="could not convert string to float: 'high'") as caught:
+        _answered(llm_server, '{"reason": "x", "score": "high"}')
+    assert isinstance(caught.value, EvaluationException)
+
+
+def test_1_18_skipped_grade_is_azures_not_applicable_result(llm_server: LLMServer) -> None:
+    out = _answered(llm_server, '{"status": "skipped", "reason": "the ground truth is empty", "score": null}')
+    assert out == {
+        "similarity": None,
+        "similarity_score": None,
+        "similarity_passed": None,
+        "similarity_result": "not_applicable",
+        "similarity_reason": "Not applicable: the ground truth is empty",
+        "similarity_status": "skipped",
+        "similarity_threshold": 3,
+        "similarity_properties": None,
+    }
+
+
+def test_1_18_properties_samples_are_written_as_azure_writes_them(llm_server: LLMServer) -> None:
+    answer = '{"reason": "Both name Warsaw.", "score": 4}'
+    properties = _answered(llm_server, answer)["similarity_properties"]
+    inputs = {"query": QUERY, "response": "In Warsaw.", "ground_truth": TRUTH}
+    assert properties["sample_input"] == json.dumps([{"role": "user", "content": json.dumps(inputs)}])
+    assert properties["sample_output"] == json.dumps([{"role": "assistant", "content": answer}])
+    assert properties["finish_reason"] == "stop"
+
+
+@pytest.mark.parametrize(
+    ("answer", "score", "result"),
+    [
+        ('{"reason": "Off the scale.", "score": 7}', 7.0, "pass"),
+        ("4", 4.0, "pass"),  # a server ignoring response_format: 1.16's own one-digit answer
+        ('{"reason": "Two digits.", "score": 10}', 1.0, "fail"),  # 1.16 reads the first digit
+    ],
+)
+def test_1_16_reads_the_first_digit_of_the_grade(
+    llm_server: LLMServer, answer: str, score: float, result: str
+) -> None:
+    out = _answered(llm_server, answer, result_format="1.16")
+    assert set(out) == KEYS_1_16
+    assert (out["similarity"], out["gpt_similarity"], out["similarity_result"]) == (score, score, result)
+
+
+@pytest.mark.parametrize("answer", ["It is quite similar.", "", '{"reason": "No grade."}', '{"score": null}'])
+def test_1_16_raises_when_the_grade_has_no_digit(llm_server: LLMServer, answer: str) -> None:
+    with pytest.raises(EvaluationException, match=r"1\.16 cannot read the model's answer") as caught:
+        _answered(llm_server, answer, result_format="1.16")
+    assert (caught.value.blame.value, caught.value.category.value) == ("SystemError", "FAILED_EXECUTION")
+
+
+# -- the NLP evaluators: exactly 1.18's keys by default, 1.16's when asked -----------------------
+
+NLP = [
+    (azure.F1ScoreEvaluator, "f1_score", ["f1_score", "f1_result", "f1_threshold"]),
+    (azure.BleuScoreEvaluator, "bleu", ["bleu_score", "bleu_result", "bleu_threshold"]),
+    (azure.GleuScoreEvaluator, "gleu", ["gleu_score", "gleu_result", "gleu_threshold"]),
+    (azure.MeteorScoreEvaluator, "meteor", ["meteor_score", "meteor_result", "meteor_threshold"]),
+]
+SUFFIXES_1_18 = ["", "_score", "_passed", "_result", "_reason", "_status", "_threshold", "_properties"]
+
+
+@pytest.mark.parametrize(("cls", "metric", "keys_1_16"), NLP)
+def test_nlp_evaluators_return_exactly_one_releases_keys(cls: Any, metric: str, keys_1_16: list[str]) -> None:
+    pair = {
+        "response": "Marie Curie was born in Warsaw, Poland.",
+        "ground_truth": "Marie Curie was born in Warsaw.",
+    }
+    out = cls()(**pair)
+    assert list(out) == [f"{metric}{suffix}" for suffix in SUFFIXES_1_18]
+    assert (out[f"{metric}_reason"], out[f"{metric}_status"], out[f"{metric}_properties"]) == (
+        None,
+        "completed",
+        None,
+    )
+    old = cls(result_format="1.16")(**pair)
+    assert list(old) == keys_1_16
+    assert old[keys_1_16[0]] == out[f"{metric}_score"]
+
+
+def test_rouge_returns_exactly_one_releases_keys() -> None:
+    pair = {
+        "response": "Marie Curie was born in Warsaw, Poland.",
+        "ground_truth": "Marie Curie was born in Warsaw.",
+    }
+    out = azure.RougeScoreEvaluator(azure.RougeType.ROUGE_1)(**pair)
+    assert list(out) == [f"rouge{suffix}" for suffix in SUFFIXES_1_18]
+    flat = [
+        f"rouge_{m}{suffix}"
+        for suffix in ("", "_result", "_threshold")
+        for m in ("precision", "recall", "f1_score")
+    ]
+    passed = [f"rouge_{m}_passed" for m in ("precision", "recall", "f1_score")]
+    assert list(out["rouge_properties"]) == flat[:6] + passed + flat[6:]
+    old = azure.RougeScoreEvaluator(azure.RougeType.ROUGE_1, result_format="1.16")(**pair)
+    assert list(old) == flat
+    assert {k: old[k] for k in flat} == {k: out["rouge_properties"][k] for k in flat}
+
+
+@pytest.mark.parametrize("cls", [c for c, _, _ in NLP])
+def test_nlp_evaluators_refuse_an_unknown_result_format(cls: Any) -> None:
+    with pytest.raises(ValueError, match=r"result_format must be one of '1\.18', '1\.16'.*got '1\.17'"):
+        cls(result_format="1.17")
+
+
+@pytest.mark.parametrize(("threshold", "result"), [(0, "pass"), (10, "fail")])
+def test_similarity_takes_any_threshold_as_azure_does(
+    llm_server: LLMServer, threshold: int, result: str
+) -> None:
+    out = _answered(llm_server, '{"reason": "Close.", "score": 4}', threshold=threshold)
+    assert (out["similarity_threshold"], out["similarity_result"]) == (threshold, result)

@@ -12,10 +12,11 @@ Example:
 
 from __future__ import annotations
 
+import json
 from enum import Enum
 from typing import Any
 
-__all__ = ["ErrorBlame", "ErrorCategory", "ErrorTarget", "EvaluationException"]
+__all__ = ["ErrorBlame", "ErrorCategory", "ErrorTarget", "EvaluationException", "unreadable_answer"]
 
 
 class ErrorBlame(Enum):
@@ -101,7 +102,9 @@ class EvaluationException(Exception):
         tsg_link: str | None = None,
         properties: dict[str, Any] | None = None,
     ) -> None:
-        super().__init__(message, *args)
+        # Exception's own __init__, not super()'s: a subclass may also be an error of another
+        # signature (json.JSONDecodeError) that Azure raises in the same place.
+        Exception.__init__(self, message, *args)
         self.message = str(message)
         self.internal_message = internal_message
         self.target = target
@@ -131,3 +134,78 @@ class InvalidTypeError(EvaluationException, TypeError):
         super().__init__(
             message, blame=ErrorBlame.USER_ERROR, category=ErrorCategory.INVALID_VALUE, target=target
         )
+
+
+class UnreadableAnswer(EvaluationException):
+    """The judge's answer read by an Azure version's rules gives no result, so that version raises.
+
+    Raised by ``SimilarityEvaluator`` through `unreadable_answer`, which makes it also the
+    Python error Azure raises there (``json.JSONDecodeError``, ``TypeError``, ...), so both an
+    ``except EvaluationException`` and Azure users' ``except ValueError`` catch it.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(
+            message,
+            target=ErrorTarget.SIMILARITY_EVALUATOR,
+            category=ErrorCategory.FAILED_EXECUTION,
+            blame=ErrorBlame.SYSTEM_ERROR,
+        )
+
+
+class _NotJSON(UnreadableAnswer, json.JSONDecodeError):
+    def __init__(self, message: str, error: json.JSONDecodeError) -> None:
+        super().__init__(message)
+        self.msg, self.doc, self.pos = error.msg, error.doc, error.pos
+        self.lineno, self.colno = error.lineno, error.colno
+
+
+class _WrongType(UnreadableAnswer, TypeError):
+    pass
+
+
+class _WrongValue(UnreadableAnswer, ValueError):
+    pass
+
+
+class _NoAttribute(UnreadableAnswer, AttributeError):
+    pass
+
+
+class _Overflow(UnreadableAnswer, OverflowError):
+    pass
+
+
+class _TooDeep(UnreadableAnswer, RecursionError):
+    pass
+
+
+_AS: tuple[tuple[type[BaseException], type[UnreadableAnswer]], ...] = (
+    (TypeError, _WrongType),
+    (ValueError, _WrongValue),
+    (AttributeError, _NoAttribute),
+    (OverflowError, _Overflow),
+    (RecursionError, _TooDeep),
+)
+
+
+def unreadable_answer(message: str, error: BaseException | None = None) -> UnreadableAnswer:
+    """An `UnreadableAnswer` that is also ``error``'s kind of Python error (Azure raises that one).
+
+    Example:
+        >>> import json
+        >>> try:
+        ...     json.loads("quite similar")
+        ... except ValueError as error:
+        ...     raised = unreadable_answer("SimilarityEvaluator: not JSON", error)
+        >>> isinstance(raised, json.JSONDecodeError), isinstance(raised, EvaluationException)
+        (True, True)
+        >>> raised.pos, raised.blame.value
+        (0, 'SystemError')
+    """
+    if isinstance(error, json.JSONDecodeError):
+        return _NotJSON(message, error)
+    for kind, wrapper in _AS:
+        if isinstance(error, kind):
+            return wrapper(message)
+    return UnreadableAnswer(message)

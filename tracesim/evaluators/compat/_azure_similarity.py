@@ -1,39 +1,42 @@
-"""Azure AI Evaluation's ``SimilarityEvaluator`` over tracesim's ``llm_similarity`` judge.
+"""Azure AI Evaluation's ``SimilarityEvaluator`` over tracesim's similarity prompt.
 
 Constructed from Azure's model configurations, called as ``(query=, response=,
-ground_truth=)``, it returns the dict of azure-ai-evaluation 1.17-1.18 (``result_format="1.18"``,
-the default), exactly its eight keys: ``similarity`` and ``similarity_score`` (the grade 1-5 as
-a float), ``similarity_passed`` (bool), ``similarity_result`` (``pass`` at ``>= threshold``),
-``similarity_reason``, ``similarity_status`` (``completed``), ``similarity_threshold`` and
-``similarity_properties`` (token counts and model). ``result_format="1.16"`` gives 1.13-1.16's
-eleven keys instead (``similarity``, ``gpt_similarity``, ``similarity_result``,
-``similarity_threshold``, ``similarity_prompt_tokens``, ...; no reason). Where Azure would
-return NaN for an answer it cannot read, this raises `EvaluationException` with the model's
-answer in the message: no made-up number.
+ground_truth=)``, it asks the model with tracesim's ``llm_similarity`` prompt and reads the
+answer as the azure-ai-evaluation release named by ``result_format`` reads it
+(`_azure_reading`): ``"1.18"`` (the default) gives 1.17-1.18's eight keys, ``similarity``
+and ``similarity_score`` (a float: the grade, NaN when the answer holds none),
+``similarity_passed``, ``similarity_result`` (``pass`` at ``>= threshold``, ``unknown`` for
+NaN), ``similarity_reason``, ``similarity_status``, ``similarity_threshold`` and
+``similarity_properties``; ``"1.16"`` gives 1.13-1.16's eleven (``similarity``,
+``gpt_similarity``, ``similarity_result``, ``similarity_threshold``,
+``similarity_prompt_tokens``, ...). Where that release raises on an answer (1.18: not JSON;
+1.16: no digit) this raises `EvaluationException`, which is also the Python error Azure
+raises there (``json.JSONDecodeError``, ...), with the model's answer in the message.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
-from tracesim.evaluators._judge import LLMSimilarity
+from tracesim.evaluators._judge import _STRUCTURED, LLMSimilarity, _about_format
+from tracesim.evaluators._model import ModelCallError
+from tracesim.evaluators._model_eval import ModelEvaluator
+from tracesim.evaluators._result import EvalResult
 from tracesim.evaluators.compat._azure_errors import (
     ErrorBlame,
     ErrorCategory,
     ErrorTarget,
     EvaluationException,
 )
+from tracesim.evaluators.compat._azure_format import RESULT_FORMATS, ResultFormat, check_result_format
+from tracesim.evaluators.compat._azure_reading import Grade, read_1_16, read_1_18
 
 __all__ = ["RESULT_FORMATS", "SimilarityEvaluator"]
-
-RESULT_FORMATS = ("1.18", "1.16")
-"""The azure-ai-evaluation output shapes ``SimilarityEvaluator(result_format=...)`` reproduces."""
 
 _AZURE_KEYS = ("azure_endpoint", "azure_deployment", "api_key", "api_version")
 _OPENAI_KEYS = ("base_url", "api_key", "model")
 _DEFAULT_API_VERSION = "2024-10-21"
-_TOKEN_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
 
 
 def _config(model_config: Any) -> dict[str, Any]:
@@ -52,6 +55,41 @@ def _user_error(message: str) -> EvaluationException:
     )
 
 
+class _Answer(ModelEvaluator):
+    """The judge's prompt and model call, its answer returned unread: Azure's rules read it.
+
+    An ``ok`` result has no score; ``details`` hold the answer's ``content`` and
+    ``finish_reason`` and the call's usage. Failed calls and timeouts are error results, as
+    for every model-backed evaluator (its ``timeout_s`` is the judge's).
+    """
+
+    def __init__(self, judge: LLMSimilarity) -> None:
+        super().__init__(name="azure_similarity", threshold=None)
+        self._judge = judge
+        self._caller = judge._caller
+
+    async def ameasure(self, output: Any, expected: Any, *, input: Any = None) -> EvalResult:
+        judge = self._judge
+        messages = judge.messages(output, expected, input=input)
+        mode = judge.structured
+        while True:
+            try:
+                answer, usage = await judge._caller.chat(messages, **judge._options(mode))
+                break
+            except ModelCallError as exc:
+                # As LLMJudge does: a server without structured output is asked more simply.
+                if exc.kind != "bad_request" or mode == "none" or not _about_format(str(exc)):
+                    raise
+                mode = _STRUCTURED[_STRUCTURED.index(mode) + 1]
+                judge.structured = mode
+        details = {
+            "content": answer.get("content"),
+            "finish_reason": answer.get("finish_reason"),
+            **usage.details(),
+        }
+        return EvalResult(name=self.name, details=details)
+
+
 class SimilarityEvaluator:
     """Azure's LLM-judged similarity of a response to the ground truth, 1 to 5, pass at ``threshold``.
 
@@ -61,12 +99,12 @@ class SimilarityEvaluator:
     with those attributes. Extra keywords (``credential``, ``is_reasoning_model``) are
     accepted and ignored.
 
-    ``result_format`` picks the output of an Azure version: ``"1.18"`` (1.17 and 1.18, the
-    default) or ``"1.16"`` (1.13 to 1.16). In 1.18's ``similarity_properties``,
-    ``prompt_tokens``, ``completion_tokens`` and ``total_tokens`` are the judge call's and
-    ``model`` the configured model (deployment); ``finish_reason``, ``sample_input`` and
-    ``sample_output`` are ``""``, Azure's value when it has none, as tracesim's judge sends
-    its own prompt, not Azure's (1.16's ``similarity_finish_reason``, ... likewise).
+    ``result_format`` picks the Azure release whose dict (and reading of the model's answer)
+    to reproduce: ``"1.18"`` (1.17 and 1.18, the default) or ``"1.16"`` (1.13 to 1.16). In
+    1.18's ``similarity_properties`` (1.16's ``similarity_prompt_tokens``, ...), the token
+    counts and ``finish_reason`` are the judge call's, ``sample_input`` and ``sample_output``
+    are written as Azure writes them (the inputs; the model's answer) and ``model`` is the
+    configured model (deployment), where Azure reports the model id the server answers with.
 
     Example:
         >>> config = {"base_url": "http://127.0.0.1:9/v1", "api_key": "k", "model": "gpt-4o-mini"}
@@ -83,15 +121,10 @@ class SimilarityEvaluator:
         model_config: Any,
         *,
         threshold: int = 3,
-        result_format: Literal["1.18", "1.16"] = "1.18",
+        result_format: ResultFormat = "1.18",
         **kwargs: Any,
     ) -> None:
-        if result_format not in RESULT_FORMATS:
-            raise ValueError(
-                f"SimilarityEvaluator result_format must be one of {', '.join(map(repr, RESULT_FORMATS))} "
-                f"(the azure-ai-evaluation version whose keys to return); got {result_format!r}"
-            )
-        self.result_format = result_format
+        self.result_format = check_result_format("SimilarityEvaluator", result_format)
         config = _config(model_config)
         self.threshold = threshold
         if config.get("azure_endpoint"):
@@ -115,7 +148,8 @@ class SimilarityEvaluator:
                 "or model (and base_url, api_key) for an OpenAI-compatible server"
             )
         self.model = options["model"]
-        self._judge = LLMSimilarity(threshold=float(threshold), **options)
+        # Azure takes any threshold (0 and 10 too); it is applied to the answer here, not by the judge.
+        self._answer = _Answer(LLMSimilarity(threshold=None, **options))
 
     def __call__(
         self,
@@ -127,53 +161,29 @@ class SimilarityEvaluator:
     ) -> dict[str, Any]:
         if query is None or response is None or ground_truth is None:
             raise _user_error("SimilarityEvaluator: query, response and ground_truth are all required")
-        result = self._judge.evaluate(response, ground_truth, input=query)
-        if result.status != "ok" or result.score is None:
-            raw = result.details.get("raw")
-            shown = f"; the model answered {raw!r}" if raw is not None else ""
+        result = self._answer.evaluate(response, ground_truth, input=query)
+        if result.status != "ok":
             raise EvaluationException(
-                f"SimilarityEvaluator: {result.error}{shown}",
+                f"SimilarityEvaluator: {result.error}",
                 target=ErrorTarget.SIMILARITY_EVALUATOR,
                 category=ErrorCategory.FAILED_EXECUTION,
                 blame=ErrorBlame.SYSTEM_ERROR,
             )
         usage = result.details.get("usage") or {}
-        tokens = tuple(_count(usage.get(key)) for key in _TOKEN_KEYS)
-        score = float(result.score)  # Azure: float(score), so a grade 4 is 4.0
-        verdict = "pass" if score >= self.threshold else "fail"
+        grade = Grade(
+            answer=result.details.get("content"),
+            finish_reason=result.details.get("finish_reason") or "",
+            tokens=(
+                _count(usage.get("prompt_tokens")),
+                _count(usage.get("completion_tokens")),
+                _count(usage.get("total_tokens")),
+            ),
+            model=self.model,
+            inputs={"query": query, "response": response, "ground_truth": ground_truth},
+        )
         if self.result_format == "1.16":
-            return {
-                "similarity": score,
-                "gpt_similarity": score,
-                "similarity_result": verdict,
-                "similarity_threshold": self.threshold,
-                "similarity_prompt_tokens": tokens[0],
-                "similarity_completion_tokens": tokens[1],
-                "similarity_total_tokens": tokens[2],
-                "similarity_finish_reason": "",
-                "similarity_model": self.model,
-                "similarity_sample_input": "",
-                "similarity_sample_output": "",
-            }
-        properties = {
-            "prompt_tokens": tokens[0],
-            "completion_tokens": tokens[1],
-            "total_tokens": tokens[2],
-            "finish_reason": "",
-            "model": self.model,
-            "sample_input": "",
-            "sample_output": "",
-        }
-        return {
-            "similarity": score,
-            "similarity_score": score,
-            "similarity_passed": verdict == "pass",
-            "similarity_result": verdict,
-            "similarity_reason": result.explanation or "",
-            "similarity_status": "completed",
-            "similarity_threshold": self.threshold,
-            "similarity_properties": properties,
-        }
+            return read_1_16(grade, self.threshold)
+        return read_1_18(grade, self.threshold)
 
 
 def _count(value: Any) -> int:

@@ -1,10 +1,13 @@
-"""Azure AI Evaluation's NLP evaluators, with the keys of azure-ai-evaluation 1.5–1.16 and of 1.17+.
+"""Azure AI Evaluation's NLP evaluators, with exactly the keys of azure-ai-evaluation 1.18 or 1.16.
 
 Called as ``ev(response=..., ground_truth=...)`` or ``ev(conversation={"messages": [...]})``.
-Each returns one dict holding what both generations of Azure return, with the same values:
-1.16's ``f1_score``/``f1_result``/``f1_threshold`` (flat ``rouge_precision``, ... for ROUGE)
-and 1.17–1.18's ``f1_score_score``, ``*_passed``, ``*_reason`` (``None``), ``*_status``
-(``"completed"``), ``*_properties`` (``rouge_properties`` for ROUGE). Scores are those of
+Each returns the dict of the release named by ``result_format``, key for key and in
+Azure's order: ``"1.18"`` (the default; 1.17 and 1.18) gives ``<metric>``,
+``<metric>_score``, ``_passed``, ``_result``, ``_reason`` (``None``), ``_status``
+(``"completed"``), ``_threshold`` and ``_properties`` (``None``; ROUGE's holds the
+precision, recall and F1 with their results, passed and thresholds); ``"1.16"`` (1.5 to
+1.16) gives ``f1_score``/``f1_result``/``f1_threshold`` (``bleu_score``, ... alike; ROUGE's
+nine flat ``rouge_precision``, ``rouge_precision_result``, ... keys). Scores are those of
 ``azure-ai-evaluation`` (same tokenizers, same NLTK metrics), quirks included: BLEU is the
 int ``0`` when no word matches, empty texts score 0.0, ROUGE thresholds must be floats.
 
@@ -17,16 +20,17 @@ tokenizer (a number or a list as text, a malformed conversation) the façade rai
 :class:`EvaluationException` naming the input instead (a ``TypeError`` too for a wrong type).
 Long texts are cut where the core evaluators cut them (``max_chars``: F1 100,000
 characters, BLEU and GLEU 20,000, METEOR 10,000, ROUGE 50,000, rougeLsum 10,000 and 50
-lines); Azure's dicts have no room to say so. The LLM-judged `SimilarityEvaluator` returns
-exactly 1.17-1.18's eight ``similarity*`` keys instead (``result_format="1.16"`` for 1.16's).
+lines); Azure's dicts have no room to say so. The LLM-judged `SimilarityEvaluator` takes
+the same ``result_format`` and reads its model's answer as that release does.
 
 Example:
     >>> from tracesim.evaluators.compat.azure import F1ScoreEvaluator
     >>> F1ScoreEvaluator()(response="Paris, France", ground_truth="Paris")
-    {'f1_score': 0.6666666666666666, 'f1_result': 'pass', 'f1_threshold': 0.5,
-     'f1_score_score': 0.6666666666666666, 'f1_score_passed': True, 'f1_score_result': 'pass',
-     'f1_score_reason': None, 'f1_score_status': 'completed', 'f1_score_threshold': 0.5,
-     'f1_score_properties': None}
+    {'f1_score': 0.6666666666666666, 'f1_score_score': 0.6666666666666666, 'f1_score_passed': True,
+     'f1_score_result': 'pass', 'f1_score_reason': None, 'f1_score_status': 'completed',
+     'f1_score_threshold': 0.5, 'f1_score_properties': None}
+    >>> F1ScoreEvaluator(result_format="1.16")(response="Paris, France", ground_truth="Paris")
+    {'f1_score': 0.6666666666666666, 'f1_result': 'pass', 'f1_threshold': 0.5}
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ from tracesim.evaluators.compat._azure_errors import (
     EvaluationException,
     InvalidTypeError,
 )
+from tracesim.evaluators.compat._azure_format import ResultFormat, check_result_format
 from tracesim.evaluators.compat._azure_similarity import SimilarityEvaluator
 
 __all__ = [
@@ -203,13 +208,14 @@ class _AzureEvaluator:
 
 
 class _ScoreEvaluator(_AzureEvaluator):
-    """One score: 1.16's ``<key>_score/_result/_threshold`` plus 1.17+'s ``<metric>...`` keys."""
+    """One score: 1.16's ``<key>_score/_result/_threshold`` or 1.17+'s ``<metric>...`` keys."""
 
     _key = ""  # 1.16: f1_score, f1_result, f1_threshold
     _metric = ""  # 1.17+: f1_score, f1_score_score, f1_score_passed, ...
     _core: Evaluator
 
-    def __init__(self, *, threshold: float = 0.5) -> None:
+    def __init__(self, *, threshold: float = 0.5, result_format: ResultFormat = "1.18") -> None:
+        self.result_format = check_result_format(type(self).__name__, result_format)
         if not isinstance(threshold, (int, float)):
             # Azure fails on the first call ('>=' between a float and the value); this fails here.
             raise InvalidTypeError(f"threshold must be a number, got {type(threshold)}", target=self._target)
@@ -225,11 +231,10 @@ class _ScoreEvaluator(_AzureEvaluator):
         score, threshold = self._score(response, ground_truth), self._threshold
         passed = score >= threshold  # NaN fails, as in Azure
         verdict = "pass" if passed else "fail"
-        out = dict(zip(self._legacy_keys, (score, verdict, threshold), strict=True))
-        out.update(
-            zip(self._keys, (score, score, passed, verdict, None, "completed", threshold, None), strict=True)
-        )
-        return out
+        if self.result_format == "1.16":
+            return dict(zip(self._legacy_keys, (score, verdict, threshold), strict=True))
+        values = (score, score, passed, verdict, None, "completed", threshold, None)
+        return dict(zip(self._keys, values, strict=True))
 
 
 class F1ScoreEvaluator(_ScoreEvaluator):
@@ -238,15 +243,15 @@ class F1ScoreEvaluator(_ScoreEvaluator):
     Example:
         >>> out = F1ScoreEvaluator(threshold=0.9)(response="Curie was born in Warsaw, Poland.",
         ...                                       ground_truth="Curie was born in Warsaw.")
-        >>> out["f1_score"], out["f1_result"], out["f1_score_passed"]
+        >>> out["f1_score"], out["f1_score_result"], out["f1_score_passed"]
         (0.9090909090909091, 'pass', True)
     """
 
     id = "azureai://built-in/evaluators/f1_score"
     _key, _metric, _target = "f1", "f1_score", ErrorTarget.F1_EVALUATOR
 
-    def __init__(self, *, threshold: float = 0.5) -> None:
-        super().__init__(threshold=threshold)
+    def __init__(self, *, threshold: float = 0.5, result_format: ResultFormat = "1.18") -> None:
+        super().__init__(threshold=threshold, result_format=result_format)
         self._core = F1Score(threshold=None)
 
 
@@ -266,8 +271,8 @@ class BleuScoreEvaluator(_ScoreEvaluator):
     id = "azureai://built-in/evaluators/bleu_score"
     _key = _metric = "bleu"
 
-    def __init__(self, *, threshold: float = 0.5) -> None:
-        super().__init__(threshold=threshold)
+    def __init__(self, *, threshold: float = 0.5, result_format: ResultFormat = "1.18") -> None:
+        super().__init__(threshold=threshold, result_format=result_format)
         self._core = Bleu(threshold=None)
 
     def _score(self, response: str, ground_truth: str) -> float:
@@ -289,8 +294,8 @@ class GleuScoreEvaluator(_ScoreEvaluator):
     id = "azureai://built-in/evaluators/gleu_score"
     _key = _metric = "gleu"
 
-    def __init__(self, *, threshold: float = 0.5) -> None:
-        super().__init__(threshold=threshold)
+    def __init__(self, *, threshold: float = 0.5, result_format: ResultFormat = "1.18") -> None:
+        super().__init__(threshold=threshold, result_format=result_format)
         self._core = Gleu(threshold=None)
 
 
@@ -308,9 +313,15 @@ class MeteorScoreEvaluator(_ScoreEvaluator):
     _key = _metric = "meteor"
 
     def __init__(
-        self, alpha: float = 0.9, beta: float = 3.0, gamma: float = 0.5, *, threshold: float = 0.5
+        self,
+        alpha: float = 0.9,
+        beta: float = 3.0,
+        gamma: float = 0.5,
+        *,
+        threshold: float = 0.5,
+        result_format: ResultFormat = "1.18",
     ) -> None:
-        super().__init__(threshold=threshold)
+        super().__init__(threshold=threshold, result_format=result_format)
         self._core = Meteor(alpha, beta, gamma, threshold=None)
 
 
@@ -334,15 +345,18 @@ class RougeScoreEvaluator(_AzureEvaluator):
     (``rouge1`` … ``rouge9``, ``rougeL``, ``rougeLsum``; anything else raises ``ValueError``,
     here when built rather than on the first call). Thresholds must be floats, as in Azure
     (``1`` raises :class:`EvaluationException`, which is also the ``TypeError`` of 1.17 and before).
-    1.17+'s ``rouge_score``/``rouge_passed``/``rouge_result``/``rouge_threshold`` are the F1's.
+    1.17+'s ``rouge_score``/``rouge_passed``/``rouge_result``/``rouge_threshold`` are the F1's,
+    the rest is in ``rouge_properties``; ``result_format="1.16"`` gives 1.16's nine flat keys.
 
     Example:
-        >>> out = RougeScoreEvaluator(RougeType.ROUGE_1)(response="Marie Curie was born in Warsaw, Poland.",
-        ...                                              ground_truth="Marie Curie was born in Warsaw.")
-        >>> out["rouge_precision"], out["rouge_recall"], out["rouge_f1_score_result"], out["rouge_passed"]
-        (0.8571428571428571, 1.0, 'pass', True)
-        >>> out["rouge_properties"]["rouge_recall_passed"]
-        True
+        >>> pair = {"response": "Marie Curie was born in Warsaw, Poland.",
+        ...         "ground_truth": "Marie Curie was born in Warsaw."}
+        >>> out = RougeScoreEvaluator(RougeType.ROUGE_1)(**pair)
+        >>> out["rouge_score"], out["rouge_passed"], out["rouge_properties"]["rouge_recall"]
+        (0.923076923076923, True, 1.0)
+        >>> old = RougeScoreEvaluator(RougeType.ROUGE_1, result_format="1.16")(**pair)
+        >>> old["rouge_precision"], old["rouge_recall"], old["rouge_f1_score_result"]
+        (0.8571428571428571, 1.0, 'pass')
     """
 
     id = "azureai://built-in/evaluators/rouge_score"
@@ -355,7 +369,9 @@ class RougeScoreEvaluator(_AzureEvaluator):
         precision_threshold: float = 0.5,
         recall_threshold: float = 0.5,
         f1_score_threshold: float = 0.5,
+        result_format: ResultFormat = "1.18",
     ) -> None:
+        self.result_format = check_result_format(type(self).__name__, result_format)
         for name, value in (
             ("precision_threshold", precision_threshold),
             ("recall_threshold", recall_threshold),
@@ -373,10 +389,10 @@ class RougeScoreEvaluator(_AzureEvaluator):
         verdicts = ["pass" if ok else "fail" for ok in passed]
         flat = {**dict(zip(_ROUGE, scores, strict=True)), **dict(zip(_ROUGE_RESULTS, verdicts, strict=True))}
         thresholds = dict(zip(_ROUGE_THRESHOLDS, self._thresholds, strict=True))
+        if self.result_format == "1.16":
+            return {**flat, **thresholds}
         properties = {**flat, **dict(zip(_ROUGE_PASSED, passed, strict=True)), **thresholds}
         return {
-            **flat,
-            **thresholds,
             "rouge": scores[2],
             "rouge_score": scores[2],
             "rouge_passed": passed[2],
