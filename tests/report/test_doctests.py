@@ -8,8 +8,8 @@ import importlib
 import pytest
 
 MODULES = [
-    "_collect", "_drill", "_drill_text", "_format", "_gate", "_html", "_math", "_model", "_stats", "_svg",
-    "_text", "_timeline", "_timeline_html", "_timeline_text", "_usage",
+    "_collect", "_drill", "_drill_text", "_format", "_gate", "_html", "_math", "_model", "_redacted",
+    "_stats", "_svg", "_text", "_timeline", "_timeline_html", "_timeline_text", "_usage",
 ]  # fmt: skip
 
 

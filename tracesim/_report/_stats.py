@@ -21,6 +21,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from warnings import catch_warnings, simplefilter, warn_explicit
 
+from tracesim import _outputs
 from tracesim import _semconv as sc
 from tracesim._pricing import PriceTable
 from tracesim._report._collect import UNNAMED, Collected, Judged, ResultSample, SpanSample, collect
@@ -36,6 +37,7 @@ from tracesim._report._model import (
     StatusCounts,
     Totals,
 )
+from tracesim._report._redacted import redacted_spans
 from tracesim._report._timeline import timeline
 from tracesim._report._usage import llm_usage
 from tracesim.exporters import SpanRecord, TraceFileWarning, load_spans
@@ -104,12 +106,18 @@ def read_report(
     group_by: str | None = None,
     prices: PriceTable | None = None,
     top: int = TOP,
+    redact: bool = False,
 ) -> Report:
     """Load trace files and summarise them (see `summarize` for ``prices`` and ``top``).
 
     Lines that cannot be read (a torn last line after a crash) are skipped; their
     `~tracesim.exporters.TraceFileWarning` messages are kept in `Report.warnings` instead of
     being raised as warnings.
+
+    With ``redact``, every text the report takes from the files, and the warnings, pass the
+    redaction of `tracesim._outputs` as they are read (`~tracesim._report._redacted`), so
+    the report holds no secret a table could then cut or wrap past the patterns: what
+    ``tracesim report`` prints and writes.
 
     Example:
         >>> report = read_report([".tracesim/traces.jsonl"])  # doctest: +SKIP
@@ -123,9 +131,11 @@ def read_report(
     kept = []
     for w in caught:
         if issubclass(w.category, TraceFileWarning):
-            kept.append(str(w.message))
+            kept.append(_outputs.text(str(w.message)) if redact else str(w.message))
         else:  # not ours to keep: pass it on as it came
             warn_explicit(w.message, w.category, w.filename, w.lineno)
+    if redact:
+        spans = redacted_spans(spans)
     return summarize(spans, group_by=group_by, files=files, warnings=kept, prices=prices, top=top)
 
 

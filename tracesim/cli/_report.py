@@ -25,7 +25,6 @@ from tracesim.cli._show import add_config_argument, configured_prices, positive_
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from tracesim._report import Report
 
 __all__ = ["add_arguments", "run"]
 
@@ -78,7 +77,7 @@ def _gate(spec: str) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     """Read the files, print the report, write the page, check the gates."""
-    from tracesim._report import TOP, check_gates, gate_line, print_report, render_html
+    from tracesim._report import TOP, check_gates, gate_line, print_report, read_report, render_html
     from tracesim.exporters._safe_text import json_for_terminal, visible
 
     prices, problem = configured_prices(args.config)
@@ -89,7 +88,8 @@ def run(args: argparse.Namespace) -> int:
     except FileNotFoundError as exc:
         return _usage_error(str(exc))
     try:
-        report = _read_redacted(files, group_by=args.group_by, prices=prices, top=args.top or TOP)
+        # Redacted as it is read: a secret a table would cut or wrap is gone before it is drawn.
+        report = read_report(files, group_by=args.group_by, prices=prices, top=args.top or TOP, redact=True)
     except OSError as exc:  # exists but cannot be read; a failed read() names no file
         where = exc.filename or ", ".join(map(str, files))
         return _usage_error(f"cannot read {where}: {exc.strerror or exc}")
@@ -115,31 +115,6 @@ def run(args: argparse.Namespace) -> int:
         known = ", ".join(e.name for e in report.evaluator_totals) or "none"
         return _usage_error(f"--fail-under names an evaluator that is not in the files (found: {known})")
     return _EXIT_OK if all(g.ok for g in gates) else _EXIT_GATE
-
-
-def _read_redacted(files: list[Path], **options: Any) -> Report:
-    """`read_report` over the spans redacted (`redacted_spans`) before they are summarised.
-
-    The tables and the page are drawn from the redacted data, so a secret that a table would
-    cut or wrap over two lines is gone before it is drawn.
-    """
-    from warnings import catch_warnings, simplefilter, warn_explicit
-
-    from tracesim._report import summarize
-    from tracesim.cli._show import redacted_spans
-    from tracesim.exporters import TraceFileWarning, load_spans
-
-    names = [os.fspath(p) for p in files]
-    with catch_warnings(record=True) as caught:
-        simplefilter("always", TraceFileWarning)
-        spans = load_spans(names)
-    kept = []
-    for w in caught:
-        if issubclass(w.category, TraceFileWarning):
-            kept.append(_outputs.text(str(w.message)))
-        else:  # not ours to keep: pass it on as it came
-            warn_explicit(w.message, w.category, w.filename, w.lineno)
-    return summarize(redacted_spans(spans), files=names, warnings=kept, **options)
 
 
 def resolve_files(names: list[str]) -> list[Path]:

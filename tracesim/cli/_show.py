@@ -36,7 +36,6 @@ __all__ = [
     "add_config_argument",
     "configured_prices",
     "positive_int",
-    "redacted_spans",
     "run",
     "since",
     "summary_line",
@@ -183,6 +182,7 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from tracesim._outputs import echo
+    from tracesim._report._redacted import redacted_spans
     from tracesim.exporters import render_trees
     from tracesim.exporters._tree import by_trace, export_drops_line, without_export_drops
 
@@ -227,31 +227,6 @@ def run(args: argparse.Namespace) -> int:
     if dropped:
         text += export_drops_line(dropped) + "\n"
     return _write(text)
-
-
-def redacted_spans(spans: Sequence[SpanRecord]) -> list[SpanRecord]:
-    """``spans`` with every text they hold redacted (`tracesim._outputs`), ids and times kept.
-
-    A trace file tracesim wrote is redacted already; one another program wrote may not be,
-    and ``show`` and ``report`` print what they read.
-    """
-    from dataclasses import replace
-
-    from tracesim._outputs import clean, text
-
-    return [
-        replace(
-            span,
-            name=text(span.name),
-            attributes=clean(span.attributes),
-            events=tuple(replace(e, name=text(e.name), attributes=clean(e.attributes)) for e in span.events),
-            links=tuple(replace(link, attributes=clean(link.attributes)) for link in span.links),
-            status_message=text(span.status_message),
-            resource=clean(span.resource),
-            scope=text(span.scope),
-        )
-        for span in spans
-    ]
 
 
 def _write(text: str) -> int:

@@ -1,0 +1,149 @@
+"""Spans read back with their texts redacted (`tracesim._outputs`), each value when it is first read.
+
+``tracesim show`` and ``report`` print what they read, and a trace file another program wrote
+may hold secrets tracesim's own exporter would have redacted. The readers therefore work on
+`redacted_spans`: names, status messages, scopes and attribute keys are redacted when the span
+is read (they repeat from span to span, so each distinct one is redacted once), and attribute
+values when a reader first asks for one. A report of 100,000 spans reads a few of each span's
+attributes and the inputs and outputs of a handful of worst cases: the long texts it never
+shows are never scanned. Whatever a reader gets, by key, ``get``, ``items()`` or ``dict()``, has
+passed the redaction; ids, times, kinds and status codes are kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from tracesim import _outputs
+from tracesim.exporters import SpanRecord
+from tracesim.exporters._records import EventRecord, LinkRecord
+
+__all__ = ["RedactedAttributes", "redacted_spans"]
+
+_ABSENT = object()
+
+
+class RedactedAttributes(Mapping[str, Any]):
+    """A read-only view of ``raw`` whose values are redacted (`tracesim._outputs.clean`) when first read.
+
+    ``raw``'s keys must be redacted already (`redacted_spans` does it).
+
+    Example:
+        >>> view = RedactedAttributes({"note": "mail marie@curie.org", "n": 3})
+        >>> view["note"], view.get("n"), view.get("absent", "-"), dict(view)["note"]
+        ('mail [REDACTED:email]', 3, '-', 'mail [REDACTED:email]')
+    """
+
+    __slots__ = ("_raw", "_read", "_texts")
+
+    def __init__(self, raw: Mapping[str, Any], texts: dict[str, str] | None = None) -> None:
+        self._raw = raw
+        self._read: dict[str, Any] = {}
+        self._texts = texts if texts is not None else {}  # redacted short strings, shared by a load
+
+    def __getitem__(self, key: str) -> Any:
+        value = self.get(key, _ABSENT)
+        if value is _ABSENT:
+            raise KeyError(key)
+        return value
+
+    def get(self, key: str, default: Any = None) -> Any:
+        read = self._read
+        if key in read:
+            return read[key]
+        value = self._raw.get(key, _ABSENT)
+        if value is _ABSENT:
+            return default
+        if type(value) is str and len(value) <= _SHARED_TEXT:
+            value = _text(value, self._texts)  # kinds, models, labels, user ids: the same few strings
+        else:
+            value = _outputs.clean(value)
+        read[key] = value
+        return value
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._raw
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def __repr__(self) -> str:
+        return f"RedactedAttributes({dict(self)!r})"
+
+
+_SHARED_TEXT = 200  # strings up to this length are remembered once redacted, for the whole load
+
+
+def _text(value: str, texts: dict[str, str]) -> str:
+    """``value`` redacted, remembered in ``texts``."""
+    done = texts.get(value)
+    if done is None:
+        done = texts[value] = _outputs.text(value)
+    return done
+
+
+def _keyed(raw: Mapping[str, Any], clean_keys: set[str], texts: dict[str, str]) -> Mapping[str, Any]:
+    """``raw`` with its keys redacted; ``raw`` itself when no key changes (nearly always)."""
+    if clean_keys.issuperset(raw):
+        return raw
+    changed = False
+    for key in raw:
+        if key not in clean_keys:
+            if _text(key, texts) == key:
+                clean_keys.add(key)
+            else:
+                changed = True
+    if not changed:
+        return raw
+    return {_text(key, texts): value for key, value in raw.items()}
+
+
+def redacted_spans(spans: Iterable[SpanRecord]) -> list[SpanRecord]:
+    """``spans`` with every text they hold redacted (see the module docstring), ids and times kept.
+
+    Example:
+        >>> span = SpanRecord("t", "s", None, "ask marie@curie.org", "INTERNAL", 0, 1, {"q": "x@y.org"})
+        >>> (shown,) = redacted_spans([span])
+        >>> shown.name, shown.attributes["q"]
+        ('ask [REDACTED:email]', '[REDACTED:email]')
+    """
+    texts: dict[str, str] = {}
+    clean_keys: set[str] = set()
+    # The spans of one batch share their resource: viewed once (the raw one held, so its id stays its own).
+    resources: dict[int, tuple[Mapping[str, Any], RedactedAttributes]] = {}
+
+    def view(raw: Mapping[str, Any]) -> RedactedAttributes:
+        return RedactedAttributes(_keyed(raw, clean_keys, texts), texts)
+
+    out = []
+    for span in spans:
+        known = resources.get(id(span.resource))
+        if known is None:
+            known = resources[id(span.resource)] = (span.resource, view(span.resource))
+        resource = known[1]
+        out.append(
+            SpanRecord(
+                span.trace_id,
+                span.span_id,
+                span.parent_span_id,
+                _text(span.name, texts),
+                span.kind,
+                span.start_time_unix_nano,
+                span.end_time_unix_nano,
+                view(span.attributes),
+                tuple(
+                    EventRecord(_text(e.name, texts), e.time_unix_nano, view(e.attributes))
+                    for e in span.events
+                ),
+                tuple(LinkRecord(k.trace_id, k.span_id, view(k.attributes)) for k in span.links),
+                span.status_code,
+                _outputs.text(span.status_message) if span.status_message else "",
+                resource,
+                _text(span.scope, texts),
+            )
+        )
+    return out
