@@ -296,7 +296,7 @@ def compat_callables() -> dict[str, Callable[[str, str], Any]]:
         "bleu": lambda a, b: bleu(response=a, ground_truth=b)["bleu_score"],
         "gleu": lambda a, b: gleu(response=a, ground_truth=b)["gleu_score"],
         "meteor": lambda a, b: meteor(response=a, ground_truth=b)["meteor_score"],
-        "rouge (rougeL)": lambda a, b: rouge(response=a, ground_truth=b)["rouge_f1_score"],
+        "rouge (rougeL)": lambda a, b: rouge(response=a, ground_truth=b)["rouge_score"],
     }
 
 

@@ -14,13 +14,14 @@ MARIE_E = "Marie Curie was born in Warsaw."
 
 
 def test_azure_documented_example() -> None:
-    # The 1.16 dict, then what 1.18 adds (the golden cases in test_compat_azure.py check every key).
-    out = azure.F1ScoreEvaluator()(response=MARIE_R, ground_truth=MARIE_E)
-    assert list(out.items())[:3] == [
+    # 1.18's dict by default, 1.16's on request (the golden cases in test_compat_azure.py check every key).
+    old = azure.F1ScoreEvaluator(result_format="1.16")(response=MARIE_R, ground_truth=MARIE_E)
+    assert list(old.items()) == [
         ("f1_score", 0.631578947368421),
         ("f1_result", "pass"),
         ("f1_threshold", 0.5),
     ]
+    out = azure.F1ScoreEvaluator()(response=MARIE_R, ground_truth=MARIE_E)
     assert (out["f1_score_score"], out["f1_score_passed"], out["f1_score_status"]) == (
         0.631578947368421,
         True,
@@ -31,6 +32,9 @@ def test_azure_documented_example() -> None:
         == "pass"
     )
     rouge = azure.RougeScoreEvaluator(azure.RougeType.ROUGE_L)(response=MARIE_R, ground_truth=MARIE_E)
+    old_rouge = azure.RougeScoreEvaluator(azure.RougeType.ROUGE_L, result_format="1.16")(
+        response=MARIE_R, ground_truth=MARIE_E
+    )
     flat = {
         f"rouge_{metric}{suffix}"
         for metric in ("precision", "recall", "f1_score")
@@ -40,8 +44,9 @@ def test_azure_documented_example() -> None:
         f"rouge{suffix}"
         for suffix in ("", "_score", "_passed", "_result", "_reason", "_status", "_threshold")
     }
-    assert set(rouge) == flat | newer | {"rouge_properties"}
-    assert rouge["rouge_properties"]["rouge_f1_score"] == rouge["rouge_f1_score"] == rouge["rouge_score"]
+    assert set(rouge) == newer | {"rouge_properties"}
+    assert set(old_rouge) == flat
+    assert rouge["rouge_properties"]["rouge_f1_score"] == old_rouge["rouge_f1_score"] == rouge["rouge_score"]
     assert (
         azure.MeteorScoreEvaluator()(response=MARIE_R, ground_truth=MARIE_E)["meteor_score"]
         == 0.8621140763997908
@@ -63,8 +68,8 @@ def test_azure_edge_cases() -> None:
         azure.RougeScoreEvaluator("rougeLsummary")
     # rougeLsum (one sentence per line) is taken as Azure takes it: here it finds both halves.
     lines = {"response": "c d a b", "ground_truth": "a b\nc d"}
-    assert azure.RougeScoreEvaluator("rougeL")(**lines)["rouge_recall"] == 0.5
-    assert azure.RougeScoreEvaluator("rougeLsum")(**lines)["rouge_recall"] == 1.0
+    assert azure.RougeScoreEvaluator("rougeL")(**lines)["rouge_properties"]["rouge_recall"] == 0.5
+    assert azure.RougeScoreEvaluator("rougeLsum")(**lines)["rouge_properties"]["rouge_recall"] == 1.0
 
 
 def test_agenta() -> None:

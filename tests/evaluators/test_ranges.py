@@ -234,9 +234,15 @@ def test_twosignal_takes_zero_one_and_beyond() -> None:
 
 
 def test_azure_and_agenttest_compare_with_any_threshold() -> None:
-    assert azure.F1ScoreEvaluator(threshold=0)(response="a", ground_truth="b")["f1_result"] == "pass"
-    assert azure.F1ScoreEvaluator(threshold=1)(response="x", ground_truth="x")["f1_result"] == "pass"
-    assert azure.F1ScoreEvaluator(threshold=2)(response="x", ground_truth="x")["f1_result"] == "fail"
-    rouge = azure.RougeScoreEvaluator("rouge1", precision_threshold=0.0, recall_threshold=1.0)
+    def f1(threshold: float, response: str, truth: str) -> str:
+        evaluator = azure.F1ScoreEvaluator(threshold=threshold, result_format="1.16")
+        return str(evaluator(response=response, ground_truth=truth)["f1_result"])
+
+    assert f1(0, "a", "b") == "pass"
+    assert f1(1, "x", "x") == "pass"
+    assert f1(2, "x", "x") == "fail"
+    rouge = azure.RougeScoreEvaluator(
+        "rouge1", precision_threshold=0.0, recall_threshold=1.0, result_format="1.16"
+    )
     assert rouge(response="a b", ground_truth="a c")["rouge_recall_result"] == "fail"
     assert agenttest.StringSimilarity(method="exact", threshold=1.5).evaluate("a", "a").passed is False
