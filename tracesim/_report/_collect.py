@@ -18,11 +18,12 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from tracesim import _semconv as sc
 from tracesim._pricing import Usage, has_usage, read_usage
+from tracesim._report._redacted import Texts
 from tracesim.exporters import SpanRecord
 from tracesim.exporters._tree import export_drops
 
@@ -36,6 +37,7 @@ __all__ = [
     "ResultSample",
     "SpanSample",
     "collect",
+    "evaluator_name",
 ]
 
 NONE_GROUP = "(none)"
@@ -124,6 +126,9 @@ class Collected:
     # (group, evaluator, span name, trace id, span id) of each evaluator a span ended without
     deferred: list[tuple[str | None, str, str, str, str]] = field(default_factory=list)
     export_dropped: int = 0  # spans the export queues dropped, from the record spans
+    # The texts above are taken through it (redacted when the report redacts); judged and failed
+    # hold the spans as read: the drill-down takes what it shows through it too.
+    text: Texts = field(default_factory=lambda: Texts(redact=False))
 
 
 class Grouper:
@@ -183,10 +188,14 @@ class Grouper:
         return value
 
 
-def collect(spans: Iterable[SpanRecord], group_by: str | None = None) -> Collected:
-    """Turn spans into samples; spans read twice (same trace and span id) count once."""
+def collect(spans: Iterable[SpanRecord], group_by: str | None = None, text: Texts | None = None) -> Collected:
+    """Turn spans into samples; spans read twice (same trace and span id) count once.
+
+    Every text a sample holds (names, kinds, groups, evaluator names, labels, models) is taken
+    through ``text`` (`Texts`): redacted, when the report redacts, before anything is grouped.
+    """
     unique: dict[tuple[str, str], SpanRecord] = {}
-    out = Collected()
+    out = Collected(text=text) if text is not None else Collected()
     for span in spans:
         key = (span.trace_id, span.span_id)
         if key in unique:
@@ -208,6 +217,7 @@ def _add_span(
             out.export_dropped += dropped
             return
     out.trace_ids.add(span.trace_id)
+    text = out.text
     start, end = span.start_time_unix_nano, span.end_time_unix_nano
     out.start_ns = start if out.start_ns is None else min(out.start_ns, start)
     out.end_ns = end if out.end_ns is None else max(out.end_ns, end)
@@ -224,13 +234,18 @@ def _add_span(
         group = grouper(target if target is not None else span)
     else:
         group = grouper(span)
-        _add_sample(out, span, kind, group)
-    name = target.name if target is not None else None
+    if group is not None:
+        group = text(group)
+    if not carrier:
+        _add_sample(out, span, text(kind) if kind is not None else None, group)
+    name = text(target.name) if target is not None else None
     when = target.start_time_unix_nano if target is not None else start
     before = len(out.results)
     for event in span.events:
         if event.name == sc.EVALUATION_EVENT:
-            out.results.append(_result(event.attributes, group, name, from_carrier=carrier, start_ns=when))
+            out.results.append(
+                _result(event.attributes, group, name, from_carrier=carrier, start_ns=when, text=text)
+            )
             out.judged.append(Judged(event.attributes, target, span))
     if len(out.results) > before and target is not None and has_usage(target.attributes):
         out.call_results.setdefault((target.trace_id, target.span_id), []).extend(out.results[before:])
@@ -239,6 +254,8 @@ def _add_span(
 def _add_sample(out: Collected, span: SpanRecord, kind: str | None, group: str | None) -> None:
     """Count a span that is not a carrier: its sample, its failure, its scoring markers."""
     attributes = span.attributes
+    text = out.text
+    name = text(span.name)
     error = span.status_code == "ERROR"
     if error:
         out.failed.append(span)
@@ -246,15 +263,15 @@ def _add_sample(out: Collected, span: SpanRecord, kind: str | None, group: str |
     skipped = attributes.get(sc.EVALUATION_NOT_SAMPLED)
     skipped = skipped if isinstance(skipped, list) else None
     if skipped:
-        out.not_sampled.extend((group, str(evaluator), span.name) for evaluator in skipped)
+        out.not_sampled.extend((group, text(str(evaluator)), name) for evaluator in skipped)
     deferred = attributes.get(sc.EVALUATION_DEFERRED)
     deferred = deferred if isinstance(deferred, list) else None
     if deferred:
-        out.deferred.extend((group, str(e), span.name, span.trace_id, span.span_id) for e in deferred)
+        out.deferred.extend((group, text(str(e)), name, span.trace_id, span.span_id) for e in deferred)
     out.spans.append(
         SpanSample(
             group,
-            span.name,
+            name,
             kind,
             span.duration_s,
             error,
@@ -266,21 +283,23 @@ def _add_sample(out: Collected, span: SpanRecord, kind: str | None, group: str |
         )
     )
     if span.parent_span_id is None:
-        _add_root(out, span)
+        _add_root(out, span, name)
     if has_usage(attributes):
-        _add_call(out, span)
+        _add_call(out, span, name)
 
 
-def _add_root(out: Collected, span: SpanRecord) -> None:
+def _add_root(out: Collected, span: SpanRecord, name: str) -> None:
     first = out.roots.get(span.trace_id)
     if first is None or span.start_time_unix_nano < first[0]:
-        out.roots[span.trace_id] = (span.start_time_unix_nano, span.name)
+        out.roots[span.trace_id] = (span.start_time_unix_nano, name)
 
 
-def _add_call(out: Collected, span: SpanRecord) -> None:
+def _add_call(out: Collected, span: SpanRecord, name: str) -> None:
     usage = read_usage(span.attributes)
     if usage is not None:
-        out.calls.append(CallSample(span.trace_id, span.span_id, span.name, usage))
+        if usage.model is not None and out.text.redact:
+            usage = replace(usage, model=out.text(usage.model))
+        out.calls.append(CallSample(span.trace_id, span.span_id, name, usage))
 
 
 def _link_target(span: SpanRecord, index: Mapping[tuple[str, str], SpanRecord]) -> SpanRecord | None:
@@ -292,24 +311,35 @@ def _link_target(span: SpanRecord, index: Mapping[tuple[str, str], SpanRecord]) 
 
 
 def _result(
-    attrs: Mapping[str, Any], group: str | None, span: str | None, *, from_carrier: bool, start_ns: int
+    attrs: Mapping[str, Any],
+    group: str | None,
+    span: str | None,
+    *,
+    from_carrier: bool,
+    start_ns: int,
+    text: Texts,
 ) -> ResultSample:
-    name = attrs.get(sc.EVALUATION_NAME)
     status = _status(attrs)
     passed = attrs.get(sc.EVALUATION_PASSED)
     label = attrs.get(sc.EVALUATION_SCORE_LABEL)
     return ResultSample(
-        evaluator=name if isinstance(name, str) and name else UNNAMED,
+        evaluator=evaluator_name(attrs, text),
         group=group,
         span=span,
         status=status,
         score=_finite(attrs.get(sc.EVALUATION_SCORE_VALUE)),
         passed=passed if isinstance(passed, bool) else None,
         threshold=_finite(attrs.get(sc.EVALUATION_THRESHOLD)),
-        label=label if isinstance(label, str) and label else None,
+        label=text(label) if isinstance(label, str) and label else None,
         from_carrier=from_carrier,
         start_ns=start_ns,
     )
+
+
+def evaluator_name(attrs: Mapping[str, Any], text: Texts) -> str:
+    """The evaluator of a result event (taken through ``text``), `UNNAMED` without one."""
+    name = attrs.get(sc.EVALUATION_NAME)
+    return text(name) if isinstance(name, str) and name else UNNAMED
 
 
 def _status(attrs: Mapping[str, Any]) -> Status:

@@ -15,7 +15,8 @@ from typing import Any
 
 from tracesim import _semconv as sc
 from tracesim._conventions import span_input, span_output
-from tracesim._report._collect import Judged, _finite, _status
+from tracesim._report._collect import Judged, _finite, _status, evaluator_name
+from tracesim._report._redacted import Texts
 from tracesim.exporters import LinkRecord, SpanRecord
 
 __all__ = ["CASES", "Case", "ErrorType", "Judged", "error_types", "worst_cases"]
@@ -61,11 +62,14 @@ class ErrorType:
     trace_id: str
 
 
-def worst_cases(judged: Iterable[Judged], per_evaluator: int = CASES) -> tuple[Case, ...]:
+def worst_cases(
+    judged: Iterable[Judged], per_evaluator: int = CASES, *, text: Texts | None = None
+) -> tuple[Case, ...]:
     """The ``per_evaluator`` worst scored results of each evaluator: failures first, then scores.
 
     Whether a low or a high score is worse is read from the results themselves (a result that
     passed above its threshold: higher is better; below it: lower is better, as distances).
+    Every text a case shows is taken through ``text`` (`Texts`) whole, then cut.
 
     Example:
         >>> from tracesim.exporters import SpanRecord
@@ -78,14 +82,14 @@ def worst_cases(judged: Iterable[Judged], per_evaluator: int = CASES) -> tuple[C
         >>> [c.output for c in worst_cases([judged(0.9, True), judged(0.1, False), judged(0.6, True)])]
         ['a0.1', 'a0.6', 'a0.9']
     """
+    text = text if text is not None else Texts(redact=False)
     by_evaluator: dict[str, list[Judged]] = defaultdict(list)
     for item in judged:
         if (
             _status(item.attributes) == "ok"
             and _finite(item.attributes.get(sc.EVALUATION_SCORE_VALUE)) is not None
         ):
-            name = item.attributes.get(sc.EVALUATION_NAME)
-            by_evaluator[name if isinstance(name, str) and name else "(unnamed)"].append(item)
+            by_evaluator[evaluator_name(item.attributes, text)].append(item)
     cases: list[Case] = []
     for name in sorted(by_evaluator):
         items = by_evaluator[name]
@@ -98,12 +102,14 @@ def worst_cases(judged: Iterable[Judged], per_evaluator: int = CASES) -> tuple[C
             return rank, sign * score
 
         for item in sorted(items, key=badness)[:per_evaluator]:
-            cases.append(_case(name, item))
+            cases.append(_case(name, item, text))
     return tuple(cases)
 
 
-def error_types(spans: Iterable[SpanRecord]) -> tuple[ErrorType, ...]:
+def error_types(spans: Iterable[SpanRecord], *, text: Texts | None = None) -> tuple[ErrorType, ...]:
     """Failed spans grouped by exception type, each exception counted where it was raised.
+
+    Types, messages and span names are taken through ``text`` (`Texts`) before they are grouped.
 
     Example:
         >>> from tracesim.exporters import SpanRecord
@@ -116,11 +122,13 @@ def error_types(spans: Iterable[SpanRecord]) -> tuple[ErrorType, ...]:
         >>> [(e.type, e.count, e.spans) for e in error_types([agent, tool])]
         [('TimeoutError', 1, ('search',))]
     """
+    text = text if text is not None else Texts(redact=False)
     raised: dict[tuple[str, str, str], SpanRecord] = {}
     for span in spans:
         if span.status_code != "ERROR" or span.attributes.get(sc.SPAN_KIND) == "EVALUATOR":
             continue
         kind, message = _exception(span)
+        kind, message = text(kind), text(message)
         key = (span.trace_id, kind, message)
         earlier = raised.get(key)
         # the innermost span of the chain started last: that is where it was raised
@@ -133,7 +141,7 @@ def error_types(spans: Iterable[SpanRecord]) -> tuple[ErrorType, ...]:
         ErrorType(
             type=kind,
             count=len(items),
-            spans=tuple(name for name, _ in Counter(span.name for _, span in items).most_common()),
+            spans=tuple(name for name, _ in Counter(text(span.name) for _, span in items).most_common()),
             message=_cut(items[0][0]) or "",
             trace_id=items[0][1].trace_id,
         )
@@ -151,7 +159,7 @@ def _exception(span: SpanRecord) -> tuple[str, str]:
     return "(status only)", span.status_message
 
 
-def _case(name: str, item: Judged) -> Case:
+def _case(name: str, item: Judged, text: Texts) -> Case:
     attributes, target = item.attributes, item.target
     label, explanation = attributes.get(sc.EVALUATION_SCORE_LABEL), attributes.get(sc.EVALUATION_EXPLANATION)
     passed = attributes.get(sc.EVALUATION_PASSED)
@@ -162,14 +170,14 @@ def _case(name: str, item: Judged) -> Case:
         evaluator=name,
         score=_finite(attributes.get(sc.EVALUATION_SCORE_VALUE)),
         passed=passed if isinstance(passed, bool) else None,
-        label=label if isinstance(label, str) else None,
-        explanation=_cut(explanation) if isinstance(explanation, str) else None,
+        label=text(label) if isinstance(label, str) else None,
+        explanation=_cut(explanation, text) if isinstance(explanation, str) else None,
         trace_id=where.trace_id,
         span_id=where.span_id,
-        span=target.name if target is not None else None,
-        input=_cut(span_input(values)) if target is not None else None,
-        output=_cut(span_output(values)) if target is not None else None,
-        expected=_cut(values.get(sc.EXPECTED_VALUE)) if target is not None else None,
+        span=text(target.name) if target is not None else None,
+        input=_cut(span_input(values), text) if target is not None else None,
+        output=_cut(span_output(values), text) if target is not None else None,
+        expected=_cut(values.get(sc.EXPECTED_VALUE), text) if target is not None else None,
     )
 
 
@@ -186,8 +194,11 @@ def _direction(items: list[Judged]) -> float:
     return 1.0
 
 
-def _cut(value: Any) -> str | None:
+def _cut(value: Any, text: Texts | None = None) -> str | None:
+    """``value`` as text, redacted whole (``text``), then cut to `_TEXT` characters."""
     if value is None:
         return None
-    text = value if isinstance(value, str) else str(value)
-    return text if len(text) <= _TEXT else text[: _TEXT - 1] + "…"
+    shown = value if isinstance(value, str) else str(value)
+    if text is not None:
+        shown = text.once(shown)
+    return shown if len(shown) <= _TEXT else shown[: _TEXT - 1] + "…"

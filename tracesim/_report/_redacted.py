@@ -1,13 +1,17 @@
-"""Spans read back with their texts redacted (`tracesim._outputs`), each value when it is first read.
+"""Texts read back from trace files, redacted (`tracesim._outputs`) as a reader takes them.
 
 ``tracesim show`` and ``report`` print what they read, and a trace file another program wrote
-may hold secrets tracesim's own exporter would have redacted. The readers therefore work on
-`redacted_spans`: names, status messages, scopes and attribute keys are redacted when the span
-is read (they repeat from span to span, so each distinct one is redacted once), and attribute
-values when a reader first asks for one. A report of 100,000 spans reads a few of each span's
-attributes and the inputs and outputs of a handful of worst cases: the long texts it never
-shows are never scanned. Whatever a reader gets, by key, ``get``, ``items()`` or ``dict()``, has
-passed the redaction; ids, times, kinds and status codes are kept.
+may hold secrets tracesim's own exporter would have redacted. Two readers, two shapes:
+
+- ``report`` shows a few fields of each span (names, groups, evaluator names and labels,
+  models, error types and messages) and the inputs and outputs of a handful of worst cases.
+  It takes each through `Texts` as it takes it, whole, before anything is grouped or cut; each
+  distinct short text is redacted once. The long texts it never shows are never scanned.
+- ``show`` draws whole spans (``--attributes`` lists every attribute): `redacted_spans` gives
+  spans whose names, status messages and keys are redacted, and whose attribute values are
+  redacted when first read (`RedactedAttributes`). Whatever a reader gets, by key, ``get``,
+  ``items()`` or ``dict()``, has passed the redaction; ids, times, kinds and status codes are
+  kept.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from tracesim import _outputs
 from tracesim.exporters import SpanRecord
 from tracesim.exporters._records import EventRecord, LinkRecord
 
-__all__ = ["RedactedAttributes", "redacted_spans"]
+__all__ = ["RedactedAttributes", "Texts", "redacted_spans"]
 
 _ABSENT = object()
 
@@ -76,6 +80,41 @@ class RedactedAttributes(Mapping[str, Any]):
 
 
 _SHARED_TEXT = 200  # strings up to this length are remembered once redacted, for the whole load
+
+
+class Texts:
+    """The redaction of the texts a report takes from spans: each distinct text redacted once.
+
+    ``tracesim report`` redacts only what it shows, as it takes it: names, groups, evaluator
+    names and labels, models, error types and messages, and the explanations, inputs and
+    outputs of the worst cases. Most of these repeat from span to span. With ``redact=False``
+    texts pass unchanged.
+
+    Example:
+        >>> texts = Texts()
+        >>> texts("answer"), texts("ask marie@curie.org"), texts.once("to marie@curie.org")
+        ('answer', 'ask [REDACTED:email]', 'to [REDACTED:email]')
+        >>> Texts(redact=False)("ask marie@curie.org")
+        'ask marie@curie.org'
+    """
+
+    __slots__ = ("_done", "redact")
+
+    def __init__(self, *, redact: bool = True) -> None:
+        self.redact = redact
+        self._done: dict[str, str] = {}
+
+    def __call__(self, value: str) -> str:
+        if not self.redact:
+            return value
+        done = self._done.get(value)
+        if done is None:
+            done = self._done[value] = _outputs.text(value)
+        return done
+
+    def once(self, value: str) -> str:
+        """A text read once (an input, an explanation): redacted, not remembered."""
+        return _outputs.text(value) if self.redact else value
 
 
 def _text(value: str, texts: dict[str, str]) -> str:

@@ -22,9 +22,8 @@ from collections.abc import Iterable, Sequence
 from warnings import catch_warnings, simplefilter, warn_explicit
 
 from tracesim import _outputs
-from tracesim import _semconv as sc
 from tracesim._pricing import PriceTable
-from tracesim._report._collect import UNNAMED, Collected, Judged, ResultSample, SpanSample, collect
+from tracesim._report._collect import Collected, Judged, ResultSample, SpanSample, collect, evaluator_name
 from tracesim._report._drill import error_types, worst_cases
 from tracesim._report._format import iso_utc
 from tracesim._report._math import histogram, histogram_edges, percentile
@@ -37,7 +36,7 @@ from tracesim._report._model import (
     StatusCounts,
     Totals,
 )
-from tracesim._report._redacted import redacted_spans
+from tracesim._report._redacted import Texts
 from tracesim._report._timeline import timeline
 from tracesim._report._usage import llm_usage
 from tracesim.exporters import SpanRecord, TraceFileWarning, load_spans
@@ -58,6 +57,7 @@ def summarize(
     warnings: Sequence[str] = (),
     prices: PriceTable | None = None,
     top: int = TOP,
+    redact: bool = False,
 ) -> Report:
     """Summarise spans: latency and errors per span name, scores per evaluator, LLM usage.
 
@@ -65,7 +65,9 @@ def summarize(
     rows are then split by its value (``"(none)"`` where it is missing). Results on carrier
     spans count for the span they link to, in that span's group. LLM calls without a cost of
     their own are priced with ``prices`` (default: the shipped table); ``top`` traces and calls
-    are listed.
+    are listed. With ``redact``, every text the report takes from the spans passes the
+    redaction of `tracesim._outputs` as it is taken, before anything is grouped or cut (see
+    `read_report`); ``warnings`` are kept as given.
 
     Example:
         >>> import tracesim
@@ -82,7 +84,7 @@ def summarize(
         >>> round(report.evaluator("exact").pass_rate, 3)
         0.667
     """
-    collected = collect(spans, group_by)
+    collected = collect(spans, group_by, Texts(redact=redact))
     rows, totals = _evaluator_rows(collected)
     span_rows = _span_rows(collected.spans)
     return Report(
@@ -94,8 +96,8 @@ def summarize(
         evaluator_totals=totals,
         warnings=tuple(warnings),
         llm_usage=llm_usage(collected, prices if prices is not None else PriceTable(), top),
-        worst_cases=worst_cases(collected.judged),
-        error_types=error_types(collected.failed),
+        worst_cases=worst_cases(collected.judged, text=collected.text),
+        error_types=error_types(collected.failed, text=collected.text),
         timeline=timeline(collected),
     )
 
@@ -115,9 +117,12 @@ def read_report(
     being raised as warnings.
 
     With ``redact``, every text the report takes from the files, and the warnings, pass the
-    redaction of `tracesim._outputs` as they are read (`~tracesim._report._redacted`), so
-    the report holds no secret a table could then cut or wrap past the patterns: what
-    ``tracesim report`` prints and writes.
+    redaction of `tracesim._outputs` as they are taken, whole, before anything is grouped or
+    cut (`~tracesim._report._redacted.Texts`): the report holds no secret a table could then
+    cut or wrap past the patterns. ``tracesim report`` reads so. Only what the report shows is
+    redacted (names, groups, evaluators, labels, models, errors, the worst cases' texts), not
+    every attribute of every span: a report of 100,000 spans scans a few distinct names and a
+    few dozen long texts, not 100,000 inputs and outputs.
 
     Example:
         >>> report = read_report([".tracesim/traces.jsonl"])  # doctest: +SKIP
@@ -134,9 +139,9 @@ def read_report(
             kept.append(_outputs.text(str(w.message)) if redact else str(w.message))
         else:  # not ours to keep: pass it on as it came
             warn_explicit(w.message, w.category, w.filename, w.lineno)
-    if redact:
-        spans = redacted_spans(spans)
-    return summarize(spans, group_by=group_by, files=files, warnings=kept, prices=prices, top=top)
+    return summarize(
+        spans, group_by=group_by, files=files, warnings=kept, prices=prices, top=top, redact=redact
+    )
 
 
 def _span_rows(samples: Iterable[SpanSample]) -> tuple[SpanStats, ...]:
@@ -244,7 +249,7 @@ def _deferred(collected: Collected) -> tuple[Counter[_EvalKey], Counter[_EvalKey
     missing: Counter[_EvalKey] = Counter()
     if not collected.deferred:
         return deferred, missing
-    arrived = {_judged_key(item) for item in collected.judged}
+    arrived = {_judged_key(item, collected.text) for item in collected.judged}
     for group, evaluator, span, trace_id, span_id in collected.deferred:
         deferred[(group, evaluator, span)] += 1
         if (trace_id, span_id, evaluator) not in arrived:
@@ -252,10 +257,9 @@ def _deferred(collected: Collected) -> tuple[Counter[_EvalKey], Counter[_EvalKey
     return deferred, missing
 
 
-def _judged_key(item: Judged) -> tuple[str, str, str]:
+def _judged_key(item: Judged, text: Texts) -> tuple[str, str, str]:
     """(trace id, span id, evaluator) of the span a result judged, also when it is not in the files."""
-    name = item.attributes.get(sc.EVALUATION_NAME)
-    evaluator = name if isinstance(name, str) and name else UNNAMED
+    evaluator = evaluator_name(item.attributes, text)
     where = item.target or (item.carrier.links[0] if len(item.carrier.links) == 1 else item.carrier)
     return where.trace_id, where.span_id, evaluator
 

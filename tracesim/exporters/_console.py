@@ -41,7 +41,9 @@ class ConsoleExporter(SpanExporter):
     """Print each trace as a tree once its root span has ended.
 
     Children end before their root, so spans wait in a small buffer (``max_pending`` spans;
-    the oldest traces are printed early when it fills). Remaining spans print at shutdown.
+    the oldest traces are printed early when it fills). Remaining spans print at shutdown. The
+    export queue's records of spans it dropped are not traces: each prints as one line saying
+    how many (see `render_trees`).
 
     Example:
         >>> import tracesim
