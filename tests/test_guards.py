@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
+from secret_kinds import KINDS
 
 import tracesim
 from tracesim import _runtime
@@ -22,20 +23,7 @@ from tracesim.evaluators import Evaluator, Measurement
 from tracesim.exporters._redacting import Redaction
 from tracesim.testing import capture_spans
 
-# One secret of each kind the issue names, with a fragment that must never appear (its body).
-SECRETS: dict[str, tuple[str, str]] = {
-    "key": ("sk-proj-Abc123Def456Ghi789Jkl012Mno345", "Abc123Def456Ghi789"),
-    "bearer": (
-        "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.abcdefghijk",
-        "eyJzdWIiOiIxMjM0NTY3ODkwIn0",
-    ),
-    "email": ("marie.curie@sorbonne.fr", "marie.curie@sorbonne"),
-    "url_password": ("postgres://admin:hunter2pass@localhost/db", "hunter2pass"),
-    "pem": (
-        "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAuZ3pQ7vXkz9Lm2Ny\n-----END RSA PRIVATE KEY-----",
-        "MIIEowIBAAKCAQEAuZ3pQ7vXkz9Lm2Ny",
-    ),
-}
+SECRETS = KINDS  # one secret of each kind, with the fragment that must never appear
 
 
 def assert_clean(text: str, fragment: str) -> None:
@@ -149,7 +137,7 @@ def test_each_field_of_an_annotation_is_redacted_on_its_own(
 ) -> None:
     """Guard: any one of PhoenixSink.submit's ``clean(...)`` calls dropped (label, explanation,
     metadata each a one-line change): the secret is checked field by field."""
-    secret, fragment = SECRETS["key"]
+    secret, fragment = SECRETS["openai"]
     _annotate(recorder, tmp_path, secret)
     (annotation,) = recorder.annotations
     for field in (annotation["result"]["label"], annotation["result"]["explanation"], annotation["metadata"]):
@@ -324,7 +312,7 @@ def test_a_flat_convention_output_joins_every_completion_in_order() -> None:
 
 def test_redaction_json_redacts_inside_tuples() -> None:
     """Guard: Redaction.json walking lists only (``(list, tuple)`` -> ``list``)."""
-    secret, fragment = SECRETS["key"]
+    secret, fragment = SECRETS["openai"]
     cleaned = Redaction().json({"pair": (secret, 1)}, "x")
     assert_clean(json.dumps(cleaned), fragment)
     assert cleaned["pair"][1] == 1

@@ -12,23 +12,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from secret_kinds import KINDS
+
 import tracesim
 from tracesim.evaluators import Evaluator, Measurement
 
-# One secret of each kind, with the fragment that must never come back (its body).
-SECRETS: dict[str, tuple[str, str]] = {
-    "key": ("sk-proj-Abc123Def456Ghi789Jkl012Mno345", "Abc123Def456Ghi789"),
-    "bearer": (
-        "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.abcdefghijk",
-        "eyJzdWIiOiIxMjM0NTY3ODkwIn0",
-    ),
-    "email": ("marie.curie@sorbonne.fr", "marie.curie@sorbonne"),
-    "url_password": ("postgres://admin:hunter2pass@localhost/db", "hunter2pass"),
-    "pem": (
-        "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAuZ3pQ7vXkz9Lm2Ny\n-----END RSA PRIVATE KEY-----",
-        "MIIEowIBAAKCAQEAuZ3pQ7vXkz9Lm2Ny",
-    ),
-}
+SECRETS = KINDS  # one secret of each kind, with the fragment that must never appear
 EVERY_SECRET = " | ".join(secret for secret, _ in SECRETS.values())
 
 
