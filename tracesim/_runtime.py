@@ -10,6 +10,7 @@ processor forwards to; tracesim never removes or patches anyone else's processor
 from __future__ import annotations
 
 import atexit
+import contextvars
 import logging
 import os
 import threading
@@ -60,6 +61,12 @@ __all__ = [
 _logger = logging.getLogger("tracesim")
 # OpenTelemetry's suppress_instrumentation() sets this key (a private name, read defensively).
 _SUPPRESS = getattr(otel_context, "_SUPPRESS_INSTRUMENTATION_KEY", "suppress_instrumentation")
+# The current context, read for that key on every traced call: straight from the context
+# variable of OpenTelemetry's default runtime context (two C calls), else through its API.
+_context_var = getattr(getattr(otel_context, "_RUNTIME_CONTEXT", None), "_current_context", None)
+_current_context = (
+    _context_var.get if isinstance(_context_var, contextvars.ContextVar) else otel_context.get_current
+)
 
 
 class NotConfiguredWarning(UserWarning):
@@ -362,7 +369,7 @@ def active() -> Runtime | None:
         if not _was_configured:
             _warn_unconfigured()
         return None
-    if not runtime.enabled or otel_context.get_value(_SUPPRESS):
+    if not runtime.enabled or _current_context().get(_SUPPRESS):
         return None  # OpenTelemetry's suppress_instrumentation(): nothing is traced in the block
     return runtime
 
