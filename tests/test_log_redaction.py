@@ -8,6 +8,7 @@ rendered message and the traceback before any handler (the user's file, a log sh
 from __future__ import annotations
 
 import io
+import json
 import logging
 import subprocess
 import sys
@@ -122,3 +123,44 @@ def test_install_is_idempotent() -> None:
     _outputs.install_log_redaction()
     _outputs.install_log_redaction()
     assert sum(isinstance(f, _outputs._LogRedaction) for f in logger.filters) == 1
+
+
+class ExcInfoFormatter(logging.Formatter):
+    """Formats the traceback from ``record.exc_info`` itself, as python-json-logger does (and
+    Sentry's logging integration reads the exception from it); ``exc_text`` when there is none."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        document = {"message": record.getMessage()}
+        if record.exc_info:
+            document["exc_info"] = self.formatException(record.exc_info)
+        elif record.exc_text:
+            document["exc_info"] = record.exc_text
+        if record.stack_info:
+            document["stack_info"] = self.formatStack(record.stack_info)
+        return json.dumps(document)
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_a_formatter_that_reads_exc_info_gets_the_redacted_traceback(kind: str) -> None:
+    secret, fragment = KINDS[kind]
+    buffer = io.StringIO()
+    handler = logging.StreamHandler(buffer)
+    handler.setFormatter(ExcInfoFormatter())
+    logger = logging.getLogger("tracesim")
+    logger.addHandler(handler)
+    try:
+        try:
+            raise PermissionError(f"denied for {secret}")
+        except PermissionError:
+            logger.exception("tracesim internal error", stack_info=True)
+            logger.error("once more", exc_info=True)
+    finally:
+        logger.removeHandler(handler)
+    lines = [json.loads(line) for line in buffer.getvalue().splitlines()]
+    assert len(lines) == 2
+    for line in lines:
+        assert "Traceback" in line["exc_info"]
+        assert "PermissionError: denied for" in line["exc_info"]
+        assert fragment not in json.dumps(line)
+        assert fragment not in str(line)
+    assert "Stack (most recent call last)" in lines[0]["stack_info"]

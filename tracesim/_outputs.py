@@ -33,17 +33,18 @@ import io
 import json
 import logging
 import os
+import stat
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
-from pathlib import Path
 from typing import IO, Any, TextIO, TypeVar, cast
 
 from tracesim._redact import PATTERN_GROUPS, Redactor
 
 __all__ = [
     "clean",
+    "distinct",
     "echo",
     "install_log_redaction",
     "open_stream",
@@ -61,7 +62,25 @@ T = TypeVar("T")
 ATTRIBUTE = "tracesim.output"
 """The attribute name a user's ``redact`` hook is called with for output text."""
 
+
+def _read_umask() -> int:
+    """The process's umask, for the mode of a new file (read once, when tracesim is imported).
+
+    Linux shows it in ``/proc/self/status``; elsewhere ``os.umask`` must set it to read it, and
+    it is set back at once (a file another thread creates in between gets mode 0666 & ~0o022).
+    """
+    with suppress(OSError, ValueError), open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 _MAX_DEPTH = 200  # deeper parts of a document are replaced, never written unredacted
+_IN_PLACE = ("/dev/", "/proc/")  # standard output and its kin: never replaced by a renamed file
+_UMASK = _read_umask()
 _fallback: Redactor | None = None
 
 
@@ -116,12 +135,52 @@ def clean(value: T, what: str = ATTRIBUTE) -> T:
     Mappings become dicts, tuples stay tuples, other lists lists; numbers, booleans and None are
     kept; any other object is kept as it is (its writer turns it into text: pass that text
     through `text`). Parts nested deeper than 200 levels are replaced by ``"[REDACTED:depth]"``.
+    Two keys of a mapping that redact to the same text are both kept, numbered apart as
+    `distinct` numbers names (``-2``, ``-3``... in their order; a key redaction leaves alone
+    keeps its name).
 
     Example:
         >>> clean({"marie@curie.org": ["ok", ("sk-ant-api03-AbCdEf0123456789xyzXYZ", 3)]})
         {'[REDACTED:email]': ['ok', ('[REDACTED:api_key]', 3)]}
+        >>> clean({"marie@curie.org": 1, "pierre@curie.org": 2})
+        {'[REDACTED:email]': 1, '[REDACTED:email]-2': 2}
     """
     return _clean(value, redactor(), what, 0)  # type: ignore[no-any-return]
+
+
+def distinct(names: Iterable[str], what: str = ATTRIBUTE) -> dict[str, str]:
+    """Each of ``names`` redacted, kept apart from the others: a name as written, by name.
+
+    Two names that hold different secrets redact to the same text; a report would then count
+    them as one (case, evaluator, column). The later ones are numbered ``-2``, ``-3``... in the
+    order they first appear, past any name already written so; a name redaction leaves alone
+    keeps its text.
+
+    Example:
+        >>> list(distinct(["a@b.io", "c@d.io", "plain", "[REDACTED:email]-2"]).values())
+        ['[REDACTED:email]', '[REDACTED:email]-3', 'plain', '[REDACTED:email]-2']
+    """
+    redaction = redactor()
+    unique = list(dict.fromkeys(names))
+    return dict(zip(unique, _apart(unique, [redaction.redact(name, what) for name in unique]), strict=True))
+
+
+def _apart(originals: list[Any], written: list[Any]) -> list[Any]:
+    """``written`` (each original redacted) with the ones that collide numbered apart."""
+    if len(set(written)) == len(written):
+        return written
+    taken = {w for original, w in zip(originals, written, strict=True) if w == original}
+    out = []
+    for original, w in zip(originals, written, strict=True):
+        if w != original:
+            number, candidate = 1, w
+            while candidate in taken:
+                number += 1
+                candidate = f"{w}-{number}"
+            taken.add(candidate)
+            w = candidate
+        out.append(w)
+    return out
 
 
 def _clean(value: Any, redactor: Redactor, what: str, depth: int) -> Any:
@@ -132,11 +191,13 @@ def _clean(value: Any, redactor: Redactor, what: str, depth: int) -> Any:
     if depth >= _MAX_DEPTH:
         return "[REDACTED:depth]"
     if isinstance(value, Mapping):
+        keys = list(value)
+        written = _apart(
+            keys, [_clean(key, redactor, what, depth + 1) if isinstance(key, str) else key for key in keys]
+        )
         return {
-            (_clean(key, redactor, what, depth + 1) if isinstance(key, str) else key): _clean(
-                item, redactor, what, depth + 1
-            )
-            for key, item in value.items()
+            key: _clean(item, redactor, what, depth + 1)
+            for key, item in zip(written, value.values(), strict=True)
         }
     if isinstance(value, tuple):
         return tuple(_clean(item, redactor, what, depth + 1) for item in value)
@@ -151,7 +212,7 @@ def write_text(path: str | os.PathLike[str], content: str, *, encoding: str = "u
     Raises:
         OSError: the file cannot be written (callers name the path to the user).
     """
-    _replace(Path(path), text(content).encode(encoding))
+    _replace(path, text(content).encode(encoding))
 
 
 def write_json(
@@ -168,7 +229,7 @@ def write_json(
     )
     # Keys and values are clean; the text is redacted once more for secrets that only a
     # rendered value shows (a key and its value read together as ``"password": "..."``).
-    _replace(Path(path), (text(data) + "\n").encode("utf-8"))
+    _replace(path, (text(data) + "\n").encode("utf-8"))
 
 
 def write_bytes_of(path: str | os.PathLike[str], render: Callable[[IO[bytes]], None]) -> None:
@@ -177,27 +238,42 @@ def write_bytes_of(path: str | os.PathLike[str], render: Callable[[IO[bytes]], N
     The caller must have passed every value through `clean` first: binary formats are not
     searched for secrets here.
     """
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or Path("."))
+    with _whole(path) as handle:
+        render(handle)
+
+
+def _replace(path: str | os.PathLike[str], data: bytes) -> None:
+    with _whole(path) as handle:
+        handle.write(data)
+
+
+@contextmanager
+def _whole(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
+    """A binary file that replaces ``path`` whole when the block ends, leaving it as
+    ``open(path, "wb")`` would: a symlink stays a link and its target is written, an existing
+    file keeps its mode, a new one gets the umask's. A FIFO, a device or standard output
+    (``/dev/stdout``, which may be a file a shell opened) is written in place."""
+    given = os.fspath(path)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            render(handle)
-        os.replace(tmp, target)
-    except BaseException:
-        _unlink(tmp)
-        raise
-
-
-def _replace(target: Path, data: bytes) -> None:
-    if not target.parent.exists() or target.is_char_device() or str(target) == os.devnull:
-        # /dev/stdout, /dev/null, a FIFO: written in place, as the user named it
-        with open(target, "wb") as handle:
-            handle.write(data)
+        found: os.stat_result | None = os.stat(given)  # through symlinks
+    except OSError:
+        found = None
+    target = os.path.realpath(given)
+    parent = os.path.dirname(target)
+    if (
+        (found is not None and not stat.S_ISREG(found.st_mode))
+        or os.path.abspath(given).startswith(_IN_PLACE)
+        or not os.path.isdir(parent)
+    ):  # a missing directory fails here, the error naming the path as the user gave it
+        with open(given, "wb") as handle:
+            yield handle
         return
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    mode = stat.S_IMODE(found.st_mode) if found is not None else 0o666 & ~_UMASK
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", dir=parent)
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            yield handle
+        os.chmod(tmp, mode)  # the rename would keep mkstemp's 0600
         os.replace(tmp, target)
     except BaseException:
         _unlink(tmp)
@@ -288,6 +364,7 @@ def open_text(path: str | os.PathLike[str], mode: str = "w", *, encoding: str = 
 
     Example:
         >>> import tempfile
+        >>> from pathlib import Path
         >>> path = Path(tempfile.mkdtemp()) / "results.jsonl"
         >>> with open_text(path) as out:
         ...     _ = out.write('{"error": "denied for marie@curie.org"}\\n')
@@ -322,6 +399,10 @@ class _LogRedaction(logging.Filter):
                 record.exc_text = logging.Formatter().formatException(record.exc_info)
             if record.exc_text:
                 record.exc_text = text(record.exc_text, "tracesim.log")
+            # The exception itself would be rendered again, unredacted, by a formatter that reads
+            # it (python-json-logger formats ``exc_info``; Sentry's integration sends it): the
+            # standard Formatter prints ``exc_text`` in its place.
+            record.exc_info = None
             if record.stack_info:
                 record.stack_info = text(record.stack_info, "tracesim.log")
         except Exception:  # a record that cannot be rendered is withheld, never logged raw
