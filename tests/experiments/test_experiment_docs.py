@@ -22,7 +22,10 @@ REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "experiments"
 MODULES = [
     "tracesim.experiments",
-    *(f"tracesim.experiments._{name}" for name in ("compare", "dataset", "files", "html", "report", "run")),
+    *(
+        f"tracesim.experiments._{name}"
+        for name in ("case_ids", "compare", "dataset", "files", "html", "report", "run")
+    ),
     *(f"tracesim.experiments._{name}" for name in ("stats", "text")),
     "tracesim.cli._experiment",
 ]

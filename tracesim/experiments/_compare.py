@@ -1,10 +1,13 @@
 """A run against a baseline: what got better or worse, run-wide and case by case.
 
-Cases are matched by id. Each number is compared with its direction (a distance improves by
-going down) and counts as changed only beyond ``tolerance``, an absolute difference on scores
-and rates. A case is ``regressed`` when any of its numbers got worse, ``improved`` when some got
-better and none worse; cases only in one run are ``new`` or ``missing`` (a changed dataset,
-not a regression).
+Cases are matched by id as a run's file writes it (a redacted id keeps a keyed suffix that is
+the same in every run made with the same key, see `tracesim.experiments._case_ids`); redacted
+ids that match nothing on the other side, when none matched, are noted, naming the key's
+setting. Each number is compared with its direction (a distance improves by going down) and
+counts as changed only beyond ``tolerance``, an absolute difference on scores and rates. A
+case is ``regressed`` when any of its numbers got worse, ``improved`` when some got better and
+none worse; cases only in one run are ``new`` or ``missing`` (a changed dataset, not a
+regression).
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
+
+from tracesim.experiments._case_ids import ID_KEY_ENV, is_redacted, written_ids
 
 if TYPE_CHECKING:
     from tracesim.experiments._report import ExperimentReport
@@ -190,16 +195,21 @@ def compare(
         before, after = baseline.summary[name], run.summary[name]
         metrics.append(Change(name, "mean score", before.mean, after.mean, directions[name]))
         metrics.append(Change(name, "pass rate", before.pass_rate, after.pass_rate))
-    old = {case.case_id: case for case in baseline.cases}
+    # Matched by id as written: a run made here (ids raw) meets a saved baseline (ids redacted).
+    before_ids = written_ids(case.case_id for case in baseline.cases)
+    after_ids = written_ids(case.case_id for case in run.cases)
+    old = {before_ids[case.case_id]: case for case in baseline.cases}
     cases = []
     for case in run.cases:
-        previous = old.pop(case.case_id, None)
+        case_id = after_ids[case.case_id]
+        previous = old.pop(case_id, None)
         if previous is None:
-            cases.append(CaseChange(case.case_id, "new"))
+            cases.append(CaseChange(case_id, "new"))
         else:
-            cases.append(_case_change(previous, case, shared, directions, tolerance))
+            cases.append(_case_change(case_id, previous, case, shared, directions, tolerance))
     cases += [CaseChange(case_id, "missing") for case_id in old]
-    notes = [
+    notes = _unmatched_note(cases)
+    notes += [
         f"evaluator {e.name!r} is only in the baseline" for e in baseline.evaluators if e.name not in shared
     ]
     notes += [f"evaluator {e.name!r} is new in this run" for e in run.evaluators if e.name not in shared]
@@ -211,17 +221,22 @@ def compare(
 
 
 def _case_change(
-    before: CaseSummary, after: CaseSummary, shared: list[str], directions: dict[str, bool], tolerance: float
+    case_id: str,
+    before: CaseSummary,
+    after: CaseSummary,
+    shared: list[str],
+    directions: dict[str, bool],
+    tolerance: float,
 ) -> CaseChange:
     numbers = [
-        Change(after.case_id, "pass rate", before.pass_rate, after.pass_rate),
-        Change(after.case_id, "error rate", before.error_rate, after.error_rate, higher_is_better=False),
+        Change(case_id, "pass rate", before.pass_rate, after.pass_rate),
+        Change(case_id, "error rate", before.error_rate, after.error_rate, higher_is_better=False),
     ]
     for name in shared:
         old, new = before.scores.get(name), after.scores.get(name)
         numbers.append(
             Change(
-                after.case_id,
+                case_id,
                 f"{name} mean score",
                 None if old is None else old.mean,
                 None if new is None else new.mean,
@@ -231,7 +246,39 @@ def _case_change(
     moved = tuple(n for n in numbers if n.verdict(tolerance) != "same")
     verdicts = {n.verdict(tolerance) for n in moved}
     status: CaseStatus = "regressed" if "worse" in verdicts else "improved" if verdicts else "unchanged"
-    return CaseChange(after.case_id, status, moved)
+    return CaseChange(case_id, status, moved)
+
+
+def _unmatched_note(cases: list[CaseChange]) -> list[str]:
+    """A note when redacted case ids match nothing on the other side and none matched: the two
+    runs' ids were likely made with different keys. One redacted id matched shows the keys
+    agree, and the others are then new or missing cases."""
+    redacted = [c.status for c in cases if is_redacted(c.case_id)]
+    new, missing = redacted.count("new"), redacted.count("missing")
+    if len(redacted) > new + missing or not redacted:
+        return []
+    if new and missing:
+        what = f"{new} redacted case {_ids(new)} of this run and {missing} of the baseline"
+        what += " match nothing on the other side"
+    elif new:
+        what = f"{new} redacted case {_ids(new)} of this run {_match(new)} nothing in the baseline"
+    else:
+        what = (
+            f"{missing} redacted case {_ids(missing)} of the baseline {_match(missing)} nothing in this run"
+        )
+    return [
+        f"{what}: if they are the same cases, the two runs were made with different id keys (or the "
+        f"baseline by an older tracesim, which numbered them -2, -3); set {ID_KEY_ENV} to the same "
+        "secret wherever runs are made (docs/experiments.md, 'Redacted case ids')"
+    ]
+
+
+def _ids(count: int) -> str:
+    return "id" if count == 1 else "ids"
+
+
+def _match(count: int) -> str:
+    return "matches" if count == 1 else "match"
 
 
 def _error_rate(report: ExperimentReport) -> float | None:

@@ -276,8 +276,9 @@ class ExperimentReport:
         the configured redaction (``redact_patterns`` and the ``redact`` hook, as spans do). The
         data is redacted before it is rendered, so a secret cut short in a table cell, or wrapped
         over two lines, is gone too. Case ids (and evaluator names) that redact to the same
-        text are numbered apart, ``-2``, ``-3``..., in the order they first appear, so that
-        they are still counted as different cases.
+        text are kept apart by a suffix made from a keyed hash of the original, the same in
+        every run (``[REDACTED:email]-1f0e9c2a``), so they are still different cases and a later
+        run is compared case by case (docs/experiments.md, "Redacted case ids").
 
         Example:
             >>> from tracesim.experiments import Case, Dataset
@@ -344,7 +345,8 @@ class ExperimentReport:
         """Write the run to ``path`` as one JSON document (strict JSON) and return the path.
 
         Secrets are redacted (see `redacted`): the file is meant to be committed as a baseline.
-        A case id that held a secret is written redacted, so it is matched by that text later.
+        A case id that held a secret is written redacted with its keyed suffix (see `redacted`),
+        so a later run made with the same key matches it.
         """
         target = Path(path)
         _outputs.write_json(target, self._dict_with_distinct_ids(), indent=1)
@@ -414,29 +416,17 @@ def _redacted_result(result: EvalResult, name: str) -> EvalResult:
 
 
 def _distinct(names: Iterable[str]) -> dict[str, str]:
-    """Each name redacted, kept apart from the others: ``x [REDACTED:email]``, then ``...-2``.
-
-    Two case ids (or evaluator names) that hold different secrets redact to the same text; the
-    report would then count them as one case. Numbered in the order they first appear, as
-    `Dataset` numbers cases with the same input.
+    """Each name as written: redacted, with a suffix kept apart by a keyed hash of the name,
+    the same in every run (see `tracesim.experiments._case_ids`).
 
     Example:
-        >>> list(_distinct(["a@b.io", "c@d.io", "plain", "[REDACTED:email]-2"]).values())
-        ['[REDACTED:email]', '[REDACTED:email]-3', 'plain', '[REDACTED:email]-2']
+        >>> ids = _distinct(["a@b.io", "c@d.io", "plain"])
+        >>> ids["plain"], ids["a@b.io"][:17], ids["a@b.io"] != ids["c@d.io"]
+        ('plain', '[REDACTED:email]-', True)
     """
-    unique = list(dict.fromkeys(names))
-    written = {name: _outputs.text(name) for name in unique}
-    taken = {name for name in unique if written[name] == name}
-    for name in unique:
-        if written[name] == name:
-            continue
-        base, number, candidate = written[name], 1, written[name]
-        while candidate in taken:
-            number += 1
-            candidate = f"{base}-{number}"
-        written[name] = candidate
-        taken.add(candidate)
-    return written
+    from tracesim.experiments._case_ids import written_ids
+
+    return written_ids(names)
 
 
 def _mean(values: Any) -> float | None:
