@@ -14,6 +14,11 @@ The limits (constants, so the same file reads the same way everywhere):
   trace files rotate at 64 MiB); longer lines are refused or skipped without being held whole;
 - `MAX_LEDGER_LINE_BYTES`, 64 KiB: one line of a backfill or replay ledger;
 - `MAX_DEPTH`, 256: JSON nesting (runs are written with at most 200 levels of a value);
+- `MAX_YAML_BYTES`, 16 MiB: a YAML document (a dataset, ``tracesim.yaml``): YAML is composed
+  in pure Python, at about 700 bytes and 40 microseconds a node, so it has limits of its own;
+- `MAX_YAML_NODES`, 500,000: the nodes (scalars, lists, mappings) a YAML document composes,
+  counted as they are composed: at most about 350 MB and 20 s before a refusal. A larger
+  dataset is better written as JSON lines, read a line at a time;
 - `MAX_YAML_DEPTH`, 100: YAML nesting, aliases expanded;
 - `MAX_YAML_ALIAS_NODES`, 100,000: the nodes YAML aliases may add to a document once expanded
   (a ``<<: *defaults`` merge on every case is far below it; a "billion laughs" is far above).
@@ -37,7 +42,7 @@ import os
 import re
 from collections.abc import Iterator
 from itertools import accumulate
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from tracesim._errors import TracesimError
 
@@ -50,15 +55,19 @@ __all__ = [
     "MAX_LEDGER_LINE_BYTES",
     "MAX_LINE_BYTES",
     "MAX_YAML_ALIAS_NODES",
+    "MAX_YAML_BYTES",
     "MAX_YAML_DEPTH",
+    "MAX_YAML_NODES",
     "InputError",
     "check_size",
     "deeper_than",
     "json_lines",
+    "json_records",
     "load_yaml",
     "loads",
     "read_json",
     "read_text",
+    "record",
     "too_deep",
     "too_long",
 ]
@@ -69,6 +78,8 @@ MAX_LEDGER_LINE_BYTES = 64 * 1024
 MAX_DEPTH = 256
 MAX_YAML_DEPTH = 100
 MAX_YAML_ALIAS_NODES = 100_000
+MAX_YAML_BYTES = 16 * 1024 * 1024
+MAX_YAML_NODES = 500_000
 
 _CHUNK = 1 << 20
 
@@ -77,7 +88,8 @@ class InputError(TracesimError, ValueError):
     """A file tracesim cannot read, or not within its limits.
 
     The message names the file, the line when there is one and the limit that applied;
-    ``path``, ``line`` and ``limit`` hold them for programs.
+    ``path``, ``line``, ``problem`` (what is wrong, without the file and line) and ``limit``
+    hold them for programs.
 
     Example:
         >>> str(InputError("cases.yaml", "YAML nested deeper than 100 levels", line=3))
@@ -88,15 +100,22 @@ class InputError(TracesimError, ValueError):
         self.path = path
         self.line = line
         self.limit = limit
+        self.problem = problem + (f" (the limit on {limit})" if limit else "")
         where = f"{path}, line {line}" if line is not None else path
-        super().__init__(f"{where}: {problem}" + (f" (the limit on {limit})" if limit else ""))
+        super().__init__(f"{where}: {self.problem}")
 
 
 # -- whole files --------------------------------------------------------------------------------
 
 
-def read_text(path: str | os.PathLike[str], *, limit: int = MAX_FILE_BYTES, encoding: str = "utf-8") -> str:
-    """The text of ``path``, refused when it holds more than ``limit`` bytes.
+def read_text(
+    path: str | os.PathLike[str],
+    *,
+    limit: int = MAX_FILE_BYTES,
+    encoding: str = "utf-8",
+    what: str = "file size",
+) -> str:
+    """The text of ``path``, refused when it holds more than ``limit`` bytes (``what`` names the limit).
 
     Raises:
         OSError: the file cannot be read.
@@ -106,10 +125,10 @@ def read_text(path: str | os.PathLike[str], *, limit: int = MAX_FILE_BYTES, enco
     with open(path, "rb") as handle:
         size = _size(handle)
         if size is not None and size > limit:
-            raise _too_big(name, size, limit)
+            raise _too_big(name, size, limit, what)
         data = handle.read(limit + 1)  # a file that grows, a FIFO: never more than the limit
     if len(data) > limit:
-        raise _too_big(name, None, limit)
+        raise _too_big(name, None, limit, what)
     try:
         return data.decode(encoding)
     except UnicodeDecodeError as exc:
@@ -149,19 +168,22 @@ def _size(handle: Any) -> int | None:
     return stat.st_size if kinds.S_ISREG(stat.st_mode) else None
 
 
-def _too_big(name: str, size: int | None, limit: int) -> InputError:
+def _too_big(name: str, size: int | None, limit: int, what: str = "file size") -> InputError:
     held = f"{size:,} bytes" if size is not None else "more"
-    return InputError(name, f"{held}, more than {limit:,} bytes", limit="file size")
+    return InputError(name, f"{held}, more than {limit:,} bytes", limit=what)
 
 
 # -- JSON ---------------------------------------------------------------------------------------
 
-# a JSON string, unrolled (a run of plain characters, then escapes each with its run): 3x faster
-_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_STRING_B = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+# A JSON string, unrolled (a run of plain characters, then escapes each with its run): 3x faster.
+# A string that never closes runs to the end of the document, as ``json`` reads it (it recurses
+# into nothing after an unclosed quote): were the match to fail there, the scan would restart at
+# every later quote, quadratic time (100 KB of ``\"`` took 30 s; now milliseconds).
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
+_STRING_B = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _NOT_BRACKET_B = re.compile(rb"[^\[\]{}]+")
-_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
+_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)|[\[\]{}]', re.DOTALL)
 _STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 _STEP_B = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
 
@@ -235,32 +257,99 @@ def too_long(path: str, line: int, limit: int, what: str = "lines") -> InputErro
 
 
 def json_lines(
-    path: str | os.PathLike[str], *, limit: int = MAX_LINE_BYTES
+    source: str | os.PathLike[str] | BinaryIO,
+    *,
+    limit: int = MAX_LINE_BYTES,
+    first_line: int = 1,
+    size: int | None = None,
 ) -> Iterator[tuple[int, int, bytes | None]]:
-    """Each line of ``path`` as (line number, bytes read so far, the line or None when too long).
+    """Each line of ``source`` as (line number, bytes read so far, the line or None when too long).
 
-    A line longer than ``limit`` bytes is never held whole: it is read past in blocks and
-    given as None, for the reader to skip or refuse, naming the line.
+    ``source`` is a path, or a binary file open at the first line to read (it is read from
+    there, at most ``size`` bytes when given, and left open; ``first_line`` numbers that line).
+    A line longer than ``limit`` bytes is never held whole: it is read past in blocks and given
+    as None, for the reader to skip or refuse, naming the line.
 
     Raises:
         OSError: the file cannot be read.
     """
-    offset = 0
-    with open(path, "rb") as handle:
-        number = 0
-        while True:
-            raw = handle.readline(limit + 1)
-            if not raw:
-                return
-            number += 1
-            offset += len(raw)
-            if len(raw) > limit and not raw.endswith(b"\n"):
-                while raw and not raw.endswith(b"\n"):  # the rest of the long line, a block at a time
-                    raw = handle.readline(_CHUNK)
-                    offset += len(raw)
-                yield number, offset, None
-                continue
+    if isinstance(source, (str, os.PathLike)):
+        with open(source, "rb") as handle:
+            yield from _lines_of(handle, limit, first_line, size)
+    else:
+        yield from _lines_of(source, limit, first_line, size)
+
+
+def _lines_of(
+    handle: BinaryIO, limit: int, number: int, size: int | None
+) -> Iterator[tuple[int, int, bytes | None]]:
+    offset, stop = 0, size if size is not None else -1
+
+    def read(most: int) -> bytes:
+        return handle.readline(most if stop < 0 else min(most, stop - offset))
+
+    while stop < 0 or offset < stop:
+        raw = read(limit + 1)
+        if not raw:
+            return
+        offset += len(raw)
+        if len(raw) > limit and not raw.endswith(b"\n"):
+            while raw and not raw.endswith(b"\n") and (stop < 0 or offset < stop):
+                raw = read(_CHUNK)  # the rest of the long line, a block at a time
+                offset += len(raw)
+            yield number, offset, None
+        else:
             yield number, offset, raw
+        number += 1
+
+
+def json_records(
+    source: str | os.PathLike[str] | BinaryIO,
+    *,
+    name: str | None = None,
+    limit: int = MAX_LINE_BYTES,
+    what: str = "lines",
+    first_line: int = 1,
+    size: int | None = None,
+) -> Iterator[tuple[int, Any]]:
+    """Each non-blank line of a JSON-lines ``source`` as (line number, its value or an `InputError`).
+
+    The one reader of JSON lines: a line over ``limit`` bytes (``what`` names that limit), one
+    nested deeper than `MAX_DEPTH` or one that is not JSON is an `InputError` naming the file
+    (``name``, else the path or the handle's name), the line and the limit, for the reader to
+    skip or raise. ``source``, ``first_line`` and ``size`` are as for `json_lines`.
+
+    Example:
+        >>> import io
+        >>> for number, value in json_records(io.BytesIO(b'[1]\\n\\n{"a"\\n'), name="x.jsonl"):
+        ...     print(number, value)
+        1 [1]
+        3 x.jsonl, line 3: not valid JSON (Expecting ':' delimiter, column 1)
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    if name is None:
+        name = (
+            os.fspath(source)
+            if isinstance(source, (str, os.PathLike))
+            else str(getattr(source, "name", "<stream>"))
+        )
+    for number, _, raw in json_lines(source, limit=limit, first_line=first_line, size=size):
+        if raw is None or raw.strip():
+            yield number, record(raw, name, number, limit=limit, what=what)
+
+
+def record(
+    raw: bytes | None, name: str, number: int, *, limit: int = MAX_LINE_BYTES, what: str = "lines"
+) -> Any:
+    """The value of one line `json_lines` gave, or the `InputError` saying why there is none."""
+    if raw is None:
+        return too_long(name, number, limit, what)
+    try:
+        return loads(raw, name, line=number)
+    except InputError as exc:
+        return exc
 
 
 # -- YAML ---------------------------------------------------------------------------------------
@@ -296,7 +385,15 @@ def bounded_loader(text: str, path: str) -> yaml.SafeLoader:
     """A ``yaml.SafeLoader`` over ``text`` that refuses deep documents and costly aliases.
 
     Use its ``get_single_node``/``construct_document`` as a SafeLoader's; call ``dispose``.
+
+    Raises:
+        InputError: ``text`` is longer than `MAX_YAML_BYTES` (the loader refuses more than
+            `MAX_YAML_NODES` nodes, and deep or costly aliases, as it composes).
     """
+    if len(text) > MAX_YAML_BYTES:  # characters: at least as many bytes
+        raise InputError(
+            path, f"{len(text):,} characters of YAML, more than {MAX_YAML_BYTES:,} bytes", limit="YAML size"
+        )
     loader: yaml.SafeLoader = _loader_class()(text, path)
     return loader
 
@@ -315,7 +412,7 @@ def _make_loader() -> Any:
     import yaml
 
     class BoundedLoader(yaml.SafeLoader):
-        """Counts nesting while composing and what each alias adds once expanded."""
+        """Counts nodes and nesting while composing, and what each alias adds once expanded."""
 
         def __init__(self, stream: str, path: str) -> None:
             super().__init__(stream)
@@ -323,6 +420,7 @@ def _make_loader() -> Any:
             self._depth = 0
             self._open: list[str | None] = []  # anchors of the collections being composed
             self._added = 0
+            self._nodes = 0
             self._measured: dict[int, tuple[int, int]] = {}  # id(node) -> (nodes, depth), expanded
 
         def compose_node(self, parent: Any, index: Any) -> Any:
@@ -347,6 +445,14 @@ def _make_loader() -> Any:
                     raise self._too_deep(line)
                 return node
             event = self.peek_event()  # type: ignore[no-untyped-call]
+            self._nodes += 1
+            if self._nodes > MAX_YAML_NODES:
+                raise InputError(
+                    self.path,
+                    f"YAML of more than {MAX_YAML_NODES:,} nodes",
+                    line=event.start_mark.line + 1,
+                    limit="YAML nodes",
+                )
             self._depth += 1
             if self._depth > MAX_YAML_DEPTH:
                 raise self._too_deep(event.start_mark.line + 1)

@@ -53,7 +53,12 @@ def read_records(path: str, fmt: str | None) -> tuple[str, str, Records]:
         raise DatasetError(f"format={fmt!r}: use 'jsonl', 'csv', 'yaml' or 'json'")
     name = file.stem
     try:
-        text = _inputs.read_text(file, encoding="utf-8-sig")
+        if fmt == "yaml":  # composed in pure Python: a limit of its own
+            text = _inputs.read_text(
+                file, encoding="utf-8-sig", limit=_inputs.MAX_YAML_BYTES, what="YAML size"
+            )
+        else:
+            text = _inputs.read_text(file, encoding="utf-8-sig")
         if fmt == "csv":
             records = _csv(path, text)
         elif fmt == "yaml":
@@ -138,12 +143,24 @@ def _yaml(path: str, text: str) -> tuple[str | None, Records]:
             line = items.start_mark.line + 1
             raise DatasetError(f"{path}, line {line}: expected a list of records")
         # Built one item at a time, so each record keeps the line it starts on.
-        return name, [
-            (f"line {item.start_mark.line + 1}", loader.construct_document(item)) for item in items.value
-        ]
+        return name, [_construct(loader, item, path) for item in items.value]
     except RecursionError:  # within the limits but called from a deep stack
         raise DatasetError(f"{path}: YAML nested too deeply to read") from None
     except yaml.YAMLError as exc:
         raise DatasetError(str(_inputs.yaml_error(exc, path))) from None
     finally:
         loader.dispose()
+
+
+def _construct(loader: Any, item: Any, path: str) -> tuple[str, Any]:
+    """The record of one YAML item and its line; a scalar no constructor takes names that line."""
+    where = f"line {item.start_mark.line + 1}"
+    try:
+        return where, loader.construct_document(item)
+    except RecursionError:
+        raise
+    except Exception as exc:  # yaml.YAMLError, or what a constructor raises (2024-02-30: ValueError)
+        error = _inputs.yaml_error(exc, path)
+        if error.line is None:
+            error = _inputs.InputError(path, error.problem, line=item.start_mark.line + 1)
+        raise DatasetError(str(error)) from None
