@@ -120,10 +120,11 @@ def _key_file(path: Path) -> bytes:
     path.parent.mkdir(parents=True, exist_ok=True)
     draft = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
     fresh = secrets.token_hex(32).encode("ascii")
-    # A temporary file (mode 0600) linked into place: the first process to link wins, the
-    # others read its key, so no two runs made at once disagree.
-    _outputs.write_bytes_of(draft, lambda handle: handle.writelines([fresh]))
+    # A draft made 0600 before the key is in it (the writer keeps an existing file's mode),
+    # then linked into place: the first process to link wins, the others read its key.
+    os.close(os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
     try:
+        _outputs.write_bytes_of(draft, lambda handle: handle.writelines([fresh]))
         os.chmod(draft, 0o600)
         os.link(draft, path)
     except FileExistsError:

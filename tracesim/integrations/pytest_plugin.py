@@ -135,13 +135,30 @@ class TracesimEval:
         ``evaluators`` takes what ``@tracesim.trace`` takes: evaluator objects, config
         mappings (``{"type": "levenshtein", "threshold": 0.8}``) or spec strings
         (``"rouge:rouge_type=rouge1"``); a bad one raises `tracesim.ConfigError`.
+
+        The results come back redacted as the test's reports show them (name, label,
+        explanation, error and details): pytest prints a result whose assertion fails, on the
+        terminal and into the JUnit XML, and a secret the evaluator saw must not be there.
         """
         from tracesim._scoring._selection import build_evaluators
 
         built = build_evaluators(evaluators, FIXTURE)
-        results = [evaluator.evaluate(output, expected, input=input) for evaluator in built]
+        results = [self._redacted(evaluator.evaluate(output, expected, input=input)) for evaluator in built]
         self._scored.extend((name, result) for result in results)
         return results
+
+    def _redacted(self, result: EvalResult) -> EvalResult:
+        """``result`` with its texts redacted by the test's redaction, its details made JSON
+        data and redacted (during the test, the running redaction is the test's)."""
+        from tracesim._capture import to_jsonable
+
+        update: dict[str, Any] = {
+            key: self._redact(value)
+            for key in ("name", "label", "explanation", "error", "error_type")
+            if isinstance(value := getattr(result, key), str)
+        }
+        update["details"] = _outputs.clean(to_jsonable(result.details))
+        return result.model_copy(update=update)
 
     def assert_passes(
         self,
