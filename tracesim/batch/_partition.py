@@ -18,7 +18,7 @@ from typing import IO, TYPE_CHECKING, Any, Literal
 
 from tracesim import _outputs
 from tracesim.batch._files import is_url
-from tracesim.batch._frame import pandas, result_schema, scored_frame
+from tracesim.batch._frame import FIELDS, pandas, result_schema, scored_frame
 from tracesim.batch._records import reason_of
 from tracesim.batch._rows import EvaluatorSpec, build_evaluators
 from tracesim.batch._summary import MAX_EXAMPLES, PartSummary, Tally, tokens_of
@@ -174,11 +174,33 @@ def _redacted(frame: pd.DataFrame, schema: Any) -> tuple[pd.DataFrame, Any]:
         if pa.types.is_string(field.type) and field.name in frame.columns:
             values = _outputs.clean(frame[field.name].tolist())
             frame[field.name] = pandas().array([_encodable(value) for value in values], dtype=object)
-    names = {name: _outputs.text(name) for name in schema.names}
+    names = _column_names(schema.names)
     if any(name != written for name, written in names.items()):  # an evaluator named with a secret
         frame = frame.rename(columns=names)
         schema = pa.schema([field.with_name(names[field.name]) for field in schema])
     return frame, schema
+
+
+def _column_names(names: Sequence[str]) -> dict[str, str]:
+    """Each column's name as written: redacted, the evaluators' kept apart.
+
+    Two evaluators whose names redact alike (two keys) would give two columns of one name:
+    their names are numbered apart as `tracesim._outputs.distinct` does (``[REDACTED:api_key]``,
+    ``[REDACTED:api_key]-2``), as ``tracesim eval``'s results and summary name them.
+    """
+    evaluator = {
+        name: prefix
+        for name in names
+        for prefix, dot, field in [name.rpartition(".")]
+        if dot and field in FIELDS
+    }
+    written = _outputs.distinct(evaluator.values())
+    return {
+        name: f"{written[evaluator[name]]}.{name.rpartition('.')[2]}"
+        if name in evaluator
+        else _outputs.text(name)
+        for name in names
+    }
 
 
 def _encodable(value: Any) -> str | None:

@@ -166,6 +166,7 @@ def print_table(tallies: dict[str, Tally], rows: int, console: Any) -> None:
     headings = ["evaluator", "count", "mean", "pass rate", "threshold", "skipped", "errors"]
     for heading in [*headings, "tokens"] if costed else headings:
         table.add_column(heading, justify="left" if heading == "evaluator" else "right")
+    written = _outputs.distinct(tallies)  # two names that redact alike stay two, as in the results
     for name, tally in tallies.items():
         mean, rate = tally.mean, tally.pass_rate
         cells = [
@@ -176,7 +177,7 @@ def print_table(tallies: dict[str, Tally], rows: int, console: Any) -> None:
             str(tally.errors),
         ]
         table.add_row(
-            Text(visible(_outputs.text(name))),
+            Text(visible(written[name])),
             str(tally.count),
             *cells,
             *([f"{tally.tokens:,}"] if costed else []),

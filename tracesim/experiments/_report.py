@@ -103,19 +103,23 @@ class CaseResult:
         """This row with every string in it redacted (`tracesim._outputs`), values as JSON data.
 
         ``names`` gives the evaluators' names as written (`ExperimentReport.redacted` keeps
-        two names apart that redact to the same text); by default each name redacted.
+        two names apart that redact to the same text); by default each name redacted, kept
+        apart by `tracesim._outputs.distinct`.
         """
-        written = names if names is not None else {name: _outputs.text(name) for name in self.scores}
+        written = names if names is not None else _outputs.distinct(self.scores)
+        strings = {
+            "case_id": self.case_id,
+            "input": to_jsonable(self.input),
+            "expected": to_jsonable(self.expected),
+            "output": to_jsonable(self.output),
+            "error": self.error,
+            "error_type": self.error_type,
+            "metadata": to_jsonable(dict(self.metadata)),
+        }
         return replace(
             self,
-            case_id=_outputs.text(self.case_id),
-            input=_outputs.clean(to_jsonable(self.input)),
-            expected=_outputs.clean(to_jsonable(self.expected)),
-            output=_outputs.clean(to_jsonable(self.output)),
+            **_cleaned(strings),
             scores={written[name]: _redacted_result(r, written[name]) for name, r in self.scores.items()},
-            error=None if self.error is None else _outputs.text(self.error),
-            error_type=None if self.error_type is None else _outputs.text(self.error_type),
-            metadata=_outputs.clean(to_jsonable(dict(self.metadata))),
         )
 
     @classmethod
@@ -405,14 +409,14 @@ class ExperimentReport:
 
 def _redacted_result(result: EvalResult, name: str) -> EvalResult:
     """``result`` named ``name``, its label, explanation, details and error redacted."""
-    update: dict[str, Any] = {
-        key: _outputs.text(value)
-        for key in ("label", "explanation", "error", "error_type")
-        if isinstance(value := getattr(result, key), str)
-    }
-    update["name"] = name
-    update["details"] = _outputs.clean(to_jsonable(result.details))
-    return result.model_copy(update=update)
+    strings = {key: getattr(result, key) for key in ("label", "explanation", "error", "error_type")}
+    update = _cleaned({**strings, "details": to_jsonable(result.details)})
+    return result.model_copy(update={**update, "name": name})
+
+
+def _cleaned(fields: dict[str, Any]) -> dict[str, Any]:
+    """The fields' values redacted by `tracesim._outputs.clean`; their names, ours, kept as they are."""
+    return dict(zip(fields, _outputs.clean(list(fields.values())), strict=True))
 
 
 def _distinct(names: Iterable[str]) -> dict[str, str]:
