@@ -198,11 +198,11 @@ def test_dataset_from_file_names_the_line_of_a_bad_scalar(tmp_path: Path) -> Non
 
 def test_json_records_yields_each_line_or_its_error(tmp_path: Path) -> None:
     path = tmp_path / "lines.jsonl"
-    lines = [b'{"a": 1}', b'"' + b"x" * 100 + b'"', b"[" * 300, b"{bad", b"  ", b"[1]", b'{"torn": "']
+    lines = [b'{"a": 1}', b'"' + b"x" * 500 + b'"', b"[" * 300, b"{bad", b"  ", b"[1]", b'{"torn": "']
     path.write_bytes(b"\n".join(lines))
 
     for source in (path, str(path), io.BytesIO(path.read_bytes())):
-        got = list(_inputs.json_records(source, limit=64))
+        got = list(_inputs.json_records(source, limit=400))
         name = str(path) if not isinstance(source, io.BytesIO) else "<stream>"
         assert [number for number, _ in got] == [1, 2, 3, 4, 6, 7]
         values = dict(got)
@@ -211,9 +211,9 @@ def test_json_records_yields_each_line_or_its_error(tmp_path: Path) -> None:
         for number in (2, 3, 4, 7):
             assert isinstance(values[number], InputError)
             assert values[number].line == number
-        assert values[2].problem == "a line longer than 64 bytes (the limit on lines)"
+        assert values[2].problem == "a line longer than 400 bytes (the limit on lines)"
         assert values[2].limit == "lines"
-        assert str(values[2]) == f"{name}, line 2: a line longer than 64 bytes (the limit on lines)"
+        assert str(values[2]) == f"{name}, line 2: a line longer than 400 bytes (the limit on lines)"
         assert values[3].problem == "JSON nested deeper than 256 levels (the limit on nesting)"
         assert values[4].problem.startswith("not valid JSON (")
         assert values[7].problem.startswith("not valid JSON (Unterminated string")

@@ -1,7 +1,8 @@
 """Rows in, result lines out, for ``tracesim eval``: whatever a data file holds.
 
-Reading: a JSONL line that is not a JSON object (torn, nested too deeply to parse, invalid
-UTF-8) and a CSV row with bytes that are not UTF-8 become bad rows with their line number; the
+Reading: a JSONL line that is not a JSON object (torn, invalid UTF-8, over a limit of
+`tracesim._inputs`: longer than 64 MiB, read past without being held whole, or nested more
+than 256 levels deep) and a CSV row with bytes that are not UTF-8 become bad rows with their line number; the
 rest are read. The rules for one row live in `tracesim.batch._records`, shared with the
 partitioned sources of ``--engine dask``. Writing: every results line is strict JSON, whatever
 the row held (see `dumps`). Text from the file that reaches the terminal goes through `visible`.
@@ -16,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from tracesim import _inputs
 from tracesim._outputs import echo
 from tracesim.batch._records import BadRow, Columns, Row, csv_row, json_row, not_utf8
 
@@ -37,8 +39,13 @@ class UsageError(Exception):
 
 
 def _read_jsonl(path: Path, cols: Columns) -> Iterator[Row | BadRow]:
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
+    name = str(path)
+    for number, _, raw in _inputs.json_lines(path):
+        if raw is None:
+            yield number, _inputs.too_long(name, number, _inputs.MAX_LINE_BYTES).problem
+        elif _inputs.deeper_than(raw):
+            yield number, _inputs.too_deep(name, number).problem
+        else:
             row = json_row(number, raw, cols)
             if row is not None:
                 yield row
@@ -83,9 +90,8 @@ def read_rows(path: Path, fmt: str, cols: Columns) -> Iterator[Row | BadRow]:
 
 def count_rows(path: Path, fmt: str) -> int | None:
     """About how many rows there are (for the progress bar); None when the file cannot be read."""
-    try:
-        with path.open("rb") as handle:
-            lines = sum(1 for line in handle if line.strip())
+    try:  # a long line is read past in blocks, not held (nor, for a count, stripped)
+        lines = sum(1 for _, _, line in _inputs.json_lines(path) if line is None or line.strip())
     except OSError:
         return None
     return max(lines - 1, 0) if fmt == "csv" else lines
