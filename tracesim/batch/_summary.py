@@ -140,6 +140,8 @@ class BatchReport:
 
         console = console or Console(file=_outputs.stream(sys.stdout))
         errors = errors or sys.stderr
+        # Each line is redacted before `visible` escapes it and rich wraps it: the writers' own
+        # pass (echo, the console's stream) would miss a secret escaped or split over two lines.
         for path, number, message in self.examples:
             line = _outputs.text(f"tracesim eval: {path}:{number}: {message}; row skipped")
             _outputs.echo(visible(line), file=errors)

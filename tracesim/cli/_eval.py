@@ -200,6 +200,7 @@ def _print_summary(run: Run, console: Any, out_label: str) -> None:
         lines = ", ".join(str(number) for number, _ in run.bad_rows[:_MAX_REPORTED_BAD_ROWS])
         more = "" if len(run.bad_rows) <= _MAX_REPORTED_BAD_ROWS else ", ..."
         console.print(f"{len(run.bad_rows)} bad rows skipped (lines {lines}{more})")
+    # Redacted here, not only by the console's stream: rich may wrap the path over two lines.
     console.print(Text(f"results: {visible(_outputs.text(out_label))}"))
 
 
@@ -274,7 +275,8 @@ def _chunks(rows: Iterator[Row | BadRow], run: Run, errors: TextIO) -> Iterator[
             number, message = row
             run.bad_rows.append((number, message))
             if len(run.bad_rows) <= _MAX_REPORTED_BAD_ROWS:
-                _outputs.echo(visible(f"tracesim eval: line {number}: {message}; row skipped"), file=errors)
+                line = _outputs.text(f"tracesim eval: line {number}: {message}; row skipped")
+                _outputs.echo(visible(line), file=errors)  # redacted before the escape, as every line here
         chunk.append(row)
         if len(chunk) == _CHUNK:
             yield chunk
@@ -317,7 +319,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         return _run(args)
     except UsageError as exc:
-        _outputs.echo(f"tracesim eval: error: {visible(str(exc))}", file=sys.stderr)
+        _outputs.echo(f"tracesim eval: error: {visible(_outputs.text(str(exc)))}", file=sys.stderr)
         return 2
 
 
@@ -375,8 +377,10 @@ def _run(args: argparse.Namespace) -> int:
 def _no_row_scored(rows: int, example: str) -> str:
     """What both engines say when every row was bad (wrong column names, most often)."""
     return visible(
-        f"tracesim eval: no row could be scored: all {rows} were bad ({example}); "
-        "name the columns with --output-col, --expected-col, --input-col"
+        _outputs.text(
+            f"tracesim eval: no row could be scored: all {rows} were bad ({example}); "
+            "name the columns with --output-col, --expected-col, --input-col"
+        )
     )
 
 
