@@ -1,6 +1,6 @@
 """What ``tracesim report`` costs on a 100,000-span trace file: wall clock, median of 3 runs.
 
-The file holds 20,000 traces of five spans, as an instrumented agent writes them: an ``answer``
+The file holds 25,000 traces of four spans, as an instrumented agent writes them: an ``answer``
 span with its input and output and a scored result with an explanation, a retrieval with the
 passages it returned, an LLM call with its messages, model and tokens, a tool call, and one
 trace in 25 failing with an exception and its stack trace. Texts are distinct per trace (a
@@ -33,7 +33,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Status, StatusCode, set_span_in_context
 
-TRACES = 20_000  # five spans each
+TRACES = 25_000  # four spans each
 T0_NS = 1_790_000_000 * 10**9
 WORDS = [
     "the",
@@ -148,7 +148,7 @@ def write_file(path: Path) -> int:
     exporter.export(memory.get_finished_spans())
     exporter.shutdown()
     provider.shutdown()
-    return TRACES * 5
+    return TRACES * 4
 
 
 def time_report(path: Path, tree: Path, runs: int) -> list[tuple[float, float]]:
