@@ -147,6 +147,23 @@ def test_a_link_to_standard_output_writes_to_it(tmp_path: Path, writer: str) -> 
 
 
 @pytest.mark.parametrize("writer", sorted(WRITERS))
+def test_a_link_to_standard_output_redirected_to_a_file_writes_that_file(tmp_path: Path, writer: str) -> None:
+    """``out -> /dev/stdout`` with ``> log``: /dev/stdout resolves to ``log``, a regular file the
+    shell holds open. Replacing it would leave the shell writing to a deleted file."""
+    link = tmp_path / "out"
+    link.symlink_to("/dev/stdout")
+    log = tmp_path / "log"
+    with log.open("wb") as handle:
+        before = os.fstat(handle.fileno()).st_ino
+        subprocess.run(
+            [sys.executable, "-c", _CHILD, writer, str(link)], stdout=handle, timeout=120, check=True
+        )
+    assert link.is_symlink()
+    assert os.stat(log).st_ino == before
+    assert log.read_bytes().endswith(b"\n")
+
+
+@pytest.mark.parametrize("writer", sorted(WRITERS))
 def test_dev_stdout_is_written_in_place(writer: str, tmp_path: Path) -> None:
     """``-o /dev/stdout`` into a pipe and into a file the shell opened (``> out``): the same file."""
     run = _child(writer, "/dev/stdout")

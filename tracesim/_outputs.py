@@ -15,7 +15,9 @@ every field.
 
 - `clean` redacts a JSON-like value (mapping keys too), `text` one string;
 - `write_text`, `write_json` and `write_bytes_of` write a whole file (to a temporary name,
-  then renamed, so a reader never sees half of it); `open_text` and `open_stream` open a file
+  then renamed, so a reader never sees half of it) and leave it as ``open`` would: a symlink's
+  target is written, an existing file keeps its mode, a new one gets the umask's, and
+  standard output, a FIFO or a device is written in place; `open_text` and `open_stream` open a file
   whose every ``write`` is redacted (write whole records: a secret split over two is missed);
 - `echo` prints; `stream` wraps a text stream (a ``rich`` console's file, ``sys.stderr``);
 - the ``tracesim`` logger redacts its records (`install_log_redaction`, done on import).
@@ -262,13 +264,13 @@ def _whole(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
     parent = os.path.dirname(target)
     if (
         (found is not None and not stat.S_ISREG(found.st_mode))
-        or os.path.abspath(given).startswith(_IN_PLACE)
+        or _through_devices(given)
         or not os.path.isdir(parent)
     ):  # a missing directory fails here, the error naming the path as the user gave it
         with open(given, "wb") as handle:
             yield handle
         return
-    mode = stat.S_IMODE(found.st_mode) if found is not None else 0o666 & ~_UMASK
+    mode = found.st_mode & 0o777 if found is not None else 0o666 & ~_UMASK  # no set-id bit copied
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", dir=parent)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -278,6 +280,20 @@ def _whole(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
     except BaseException:
         _unlink(tmp)
         raise
+
+
+def _through_devices(path: str) -> bool:
+    """Whether ``path`` is, or links to, a name under /dev or /proc: ``/dev/stdout`` resolves to
+    the file a shell opened (``> log``), which a rename would take from under the shell."""
+    for _ in range(40):  # the kernel's own limit of links followed
+        if os.path.abspath(path).startswith(_IN_PLACE):
+            return True
+        try:
+            link = os.readlink(path)
+        except OSError:  # not a link (or not there): the end of the chain
+            return False
+        path = os.path.join(os.path.dirname(path), link)
+    return False
 
 
 def _unlink(path: str) -> None:
