@@ -217,30 +217,3 @@ def test_json_records_yields_each_line_or_its_error(tmp_path: Path) -> None:
         assert values[3].problem == "JSON nested deeper than 256 levels (the limit on nesting)"
         assert values[4].problem.startswith("not valid JSON (")
         assert values[7].problem.startswith("not valid JSON (Unterminated string")
-
-
-@pytest.fixture
-def scored(tmp_path: Path) -> Path:
-    pytest.importorskip("pandas", reason="backfill needs the 'dask' extra (pandas)")
-    sys.path.insert(0, str(Path(__file__).parent / "batch"))
-    try:
-        from batchdata import traced_file
-    finally:
-        sys.path.pop(0)
-    from tracesim.batch import Spans, score
-
-    traces = traced_file(tmp_path)
-    results = tmp_path / "scores"
-    score(Spans(str(traces), name="answer"), evaluators=["exact"], output=results, engine="local")
-    return results
-
-
-@pytest.mark.parametrize("kind", ["deep", "long"])
-def test_a_backfill_ledger_line_over_the_limits_costs_a_resend_as_in_replay(scored: Path, kind: str) -> None:
-    from tracesim.batch import backfill
-    from tracesim.batch._backfill import LEDGER
-
-    bad = "[" * 10_000 if kind == "deep" else json.dumps({"note": "x" * (_inputs.MAX_LEDGER_LINE_BYTES + 1)})
-    (scored / LEDGER).write_text(bad + "\n", encoding="utf-8")
-
-    assert backfill(scored, to=scored.parent / "carriers.jsonl").carriers == 1

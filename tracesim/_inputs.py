@@ -42,7 +42,7 @@ import os
 import re
 from collections.abc import Iterator
 from itertools import accumulate
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import IO, TYPE_CHECKING, Any
 
 from tracesim._errors import TracesimError
 
@@ -257,7 +257,7 @@ def too_long(path: str, line: int, limit: int, what: str = "lines") -> InputErro
 
 
 def json_lines(
-    source: str | os.PathLike[str] | BinaryIO,
+    source: str | os.PathLike[str] | IO[bytes],
     *,
     limit: int = MAX_LINE_BYTES,
     first_line: int = 1,
@@ -281,7 +281,7 @@ def json_lines(
 
 
 def _lines_of(
-    handle: BinaryIO, limit: int, number: int, size: int | None
+    handle: IO[bytes], limit: int, number: int, size: int | None
 ) -> Iterator[tuple[int, int, bytes | None]]:
     offset, stop = 0, size if size is not None else -1
 
@@ -304,7 +304,7 @@ def _lines_of(
 
 
 def json_records(
-    source: str | os.PathLike[str] | BinaryIO,
+    source: str | os.PathLike[str] | IO[bytes],
     *,
     name: str | None = None,
     limit: int = MAX_LINE_BYTES,
@@ -343,12 +343,19 @@ def json_records(
 def record(
     raw: bytes | None, name: str, number: int, *, limit: int = MAX_LINE_BYTES, what: str = "lines"
 ) -> Any:
-    """The value of one line `json_lines` gave, or the `InputError` saying why there is none."""
+    """The value of one line `json_lines` gave, or the `InputError` saying why there is none.
+
+    An unreadable last line without its newline is said to be torn (a writer stopped mid-line).
+    """
     if raw is None:
         return too_long(name, number, limit, what)
     try:
         return loads(raw, name, line=number)
     except InputError as exc:
+        if exc.limit is None and not raw.endswith(b"\n"):  # the last line, and not all of it
+            return InputError(
+                name, f"{exc.problem}, a torn last line (a writer stopped mid-line)", line=number
+            )
         return exc
 
 

@@ -191,14 +191,12 @@ def _read_rows(path: Path) -> Iterator[Mapping[str, Any]]:
             except csv.Error as exc:  # a field over csv's own limit, a NUL byte
                 raise _inputs.InputError(name, f"not valid CSV ({exc})", line=reader.line_num) from None
         return
-    for number, _, raw in _inputs.json_lines(path):
-        if raw is None:
-            raise _inputs.too_long(name, number, _inputs.MAX_LINE_BYTES)
-        if raw.strip():
-            row = _inputs.loads(raw, name, line=number)
-            if not isinstance(row, dict):
-                raise _inputs.InputError(name, "not a JSON object", line=number)
-            yield row
+    for number, row in _inputs.json_records(path, name=name):
+        if isinstance(row, _inputs.InputError):
+            raise row
+        if not isinstance(row, dict):
+            raise _inputs.InputError(name, "not a JSON object", line=number)
+        yield row
 
 
 def _normalise(value: Any) -> str:

@@ -19,7 +19,7 @@ tracesim's redaction, like any span tracesim exports; so does what is written or
 spans: a destination is known (in the ledger, the report and messages) by its name redacted
 (``otlp:http://user:[REDACTED:password]@host/v1/traces``), the same name for the same URL, so a
 backfill resumes where it stopped. The ledger is read within `tracesim._inputs`' limits: a
-line over them is refused (`tracesim._inputs.InputError`) rather than guessed at.
+line over them, like a line torn by a crash, costs a re-send of its part, never the run.
 """
 
 from __future__ import annotations
@@ -113,8 +113,8 @@ def backfill(
 
     Raises:
         ValueError: neither ``to`` nor ``phoenix``; ``results`` is a URL (the ledger is a local file);
-            the ledger or a part file cannot be read (`tracesim._inputs.InputError`, naming the
-            file, the line and the limit).
+            a part file cannot be read (`tracesim._inputs.InputError`, naming the file and the
+            limit). A ledger line over the limits, like a torn one, costs a re-send of its part.
         FileNotFoundError: ``results`` holds no part files.
         tracesim.batch.SourceError: the results carry no ``trace_id``/``span_id`` (not from `Spans`).
 
@@ -425,30 +425,28 @@ class _Ledger:
     """Which part (by path and content digest) reached which destination: one JSON line each.
 
     Destinations are their redacted names; a line an older tracesim wrote with the name in the
-    clear is read redacted, so it still matches. A line torn by a crash is skipped (that part is
-    sent again); a line over the input limits is refused, naming the ledger, the line and the limit.
+    clear is read redacted, so it still matches. A line torn by a crash, or over the input limits
+    (64 KiB, 256 levels: not a line tracesim wrote), is skipped: that part is sent again, as
+    ``tracesim replay``'s ledger does (a ledger is tracesim's own file: a bad line costs a re-send,
+    never the run).
     """
 
     def __init__(self, path: str) -> None:
         self.path = path
         self._done: set[tuple[str, str, str]] = set()
         try:
-            for number, _, raw in _inputs.json_lines(path, limit=_inputs.MAX_LEDGER_LINE_BYTES):
-                if raw is None:
-                    raise _inputs.too_long(path, number, _inputs.MAX_LEDGER_LINE_BYTES, "ledger lines")
-                if raw.strip():
-                    self._read_line(path, number, raw)
+            entries = _inputs.json_records(path, limit=_inputs.MAX_LEDGER_LINE_BYTES, what="ledger lines")
+            for _, entry in entries:
+                self._add(entry)
         except FileNotFoundError:
             pass
 
-    def _read_line(self, path: str, number: int, raw: bytes) -> None:
-        if _inputs.deeper_than(raw):
-            raise _inputs.too_deep(path, number)
-        try:
-            entry = json.loads(raw)
-            self._done.add((_outputs.text(entry["destination"]), entry["part"], entry["sha256"]))
-        except (ValueError, KeyError, TypeError):
-            pass  # a line torn by a crash: that part is sent again
+    def _add(self, entry: Any) -> None:
+        # A line torn by a crash or over a limit (not a line tracesim wrote): that part is sent again.
+        if isinstance(entry, dict):
+            destination, part, digest = entry.get("destination"), entry.get("part"), entry.get("sha256")
+            if isinstance(destination, str) and isinstance(part, str) and isinstance(digest, str):
+                self._done.add((_outputs.text(destination), part, digest))
 
     def has(self, destination: str, part: str, digest: str) -> bool:
         return (destination, os.path.basename(part), digest) in self._done

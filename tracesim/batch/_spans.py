@@ -14,7 +14,7 @@ rows.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from tracesim import _inputs
@@ -41,7 +41,6 @@ __all__ = ["read_spans", "span_record"]
 
 NO_OUTPUT = "the span has no output"
 CUT = "a value was cut when traced (max_value_chars)"
-_CHUNK = 1 << 20
 
 
 def read_spans(part: Part, rule: Rule, chunk: Chunk) -> None:
@@ -54,69 +53,40 @@ def read_spans(part: Part, rule: Rule, chunk: Chunk) -> None:
     """
     from tracesim.exporters import spans_from_request
 
-    for number, raw in _block_lines(part):
-        if raw is not None and not raw.strip():
-            continue
-        over = _over_limit(part.path, number, raw)
-        if over is not None or raw is None:
-            chunk.add(_unread(part, number), (None, None, None), over)
-            continue
-        try:
-            request = json.loads(raw)
-            if not isinstance(request, dict):
-                raise ValueError(f"expected a JSON object, got {type(request).__name__}")
-            spans = list(spans_from_request(request))  # all of a line, or none of it
-        except RecursionError:
-            chunk.add(_unread(part, number), (None, None, None), "invalid JSON (too deep)")
-            continue
-        except ValueError as exc:  # json's errors and the OTLP decoder's are both ValueErrors
-            what = "invalid JSON" if isinstance(exc, json.JSONDecodeError) else "not OTLP/JSON"
-            chunk.add(_unread(part, number), (None, None, None), f"{what} ({exc})")
-            continue
-        for span in spans:
-            if span.name != EXPORT_DROPPED and rule.selects(span.name, _kinds(span), span.attributes):
-                triple, bad = span_record(span)
-                chunk.add(
-                    (part.path, number, span.trace_id, span.span_id, span.name, _end_ns(span)),
-                    triple,
-                    bad,
-                )
-
-
-def _block_lines(part: Part) -> Iterator[tuple[int, bytes | None]]:
-    """Each line of the block as (its number, its bytes or None when longer than the limit).
-
-    A long line is read past a megabyte at a time, as `tracesim._inputs.json_lines` does, but
-    within the block's bytes and through fsspec for URLs.
-    """
-    block, limit = part.block, _inputs.MAX_LINE_BYTES
+    block = part.block
     with open_binary(part.path) as handle:
         handle.seek(block.start)
-        position, number = block.start, block.first_line
-        while position < block.stop:
-            raw = handle.readline(min(limit + 1, block.stop - position))
-            if not raw:
-                return
-            position += len(raw)
-            if len(raw) > limit and not raw.endswith(b"\n"):
-                while raw and not raw.endswith(b"\n") and position < block.stop:
-                    raw = handle.readline(min(_CHUNK, block.stop - position))
-                    position += len(raw)
-                yield number, None
-            else:
-                yield number, raw
-            number += 1
+        lines = _inputs.json_records(
+            handle, name=part.path, first_line=block.first_line, size=block.stop - block.start
+        )
+        for number, request in lines:
+            if isinstance(request, _inputs.InputError):
+                chunk.add(_unread(part, number), (None, None, None), _bad_line(request))
+                continue
+            try:
+                if not isinstance(request, dict):
+                    raise ValueError(f"expected a JSON object, got {type(request).__name__}")
+                spans = list(spans_from_request(request))  # all of a line, or none of it
+            except ValueError as exc:  # the OTLP decoder's errors
+                chunk.add(_unread(part, number), (None, None, None), f"not OTLP/JSON ({exc})")
+                continue
+            for span in spans:
+                if span.name != EXPORT_DROPPED and rule.selects(span.name, _kinds(span), span.attributes):
+                    triple, bad = span_record(span)
+                    chunk.add(
+                        (part.path, number, span.trace_id, span.span_id, span.name, _end_ns(span)),
+                        triple,
+                        bad,
+                    )
 
 
-def _over_limit(path: str, number: int, raw: bytes | None) -> str | None:
-    """Why a line is over a limit of `tracesim._inputs` (the error's words after ``file, line N:``)."""
-    if raw is None:
-        error = _inputs.too_long(path, number, _inputs.MAX_LINE_BYTES)
-    elif _inputs.deeper_than(raw):
-        error = _inputs.too_deep(path, number)
-    else:
-        return None
-    return str(error).split(": ", 1)[1]
+def _bad_line(error: _inputs.InputError) -> str:
+    """A bad row's reason: a limit of `tracesim._inputs` as it names it, else ``invalid JSON (...)``."""
+    if error.limit is not None:
+        return error.problem
+    if error.problem.startswith("not valid JSON ("):
+        return "invalid JSON" + error.problem.removeprefix("not valid JSON")
+    return f"invalid JSON ({error.problem})"
 
 
 def _end_ns(span: SpanRecord) -> int | None:

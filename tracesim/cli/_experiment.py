@@ -361,19 +361,16 @@ def _check_gates(report: ExperimentReport, min_rate: float | None, specs: list[s
 
 
 def _load(path: Path, what: str) -> ExperimentReport:
-    from tracesim import _inputs
     from tracesim.experiments import ExperimentReport
 
-    try:
-        # Read within the input limits (size, nesting) before anything recurses into it.
-        return ExperimentReport.from_dict(_inputs.read_json(path))
+    try:  # within the input limits (size, nesting); every ValueError names the file
+        return ExperimentReport.load(path)
     except OSError as exc:
         raise UsageError(f"{what} {path}: cannot read it ({exc.strerror or exc})") from None
-    except _inputs.InputError as exc:
+    except ValueError as exc:  # not a run, or over a limit (an InputError)
         raise UsageError(f"{what}: {exc}") from None
-    except (ValueError, RecursionError) as exc:  # not a run; a run too deep for its reader
-        problem = "nested too deeply to read" if isinstance(exc, RecursionError) else str(exc)
-        raise UsageError(f"{what}: {path}: {problem}") from None
+    except RecursionError:  # within the limits, but too deep for a reader on a deep stack
+        raise UsageError(f"{what}: {path}: nested too deeply to read") from None
 
 
 def _compare_files(args: argparse.Namespace) -> int:

@@ -172,37 +172,20 @@ def read_jsonl(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
 
 
 def _numbered_requests(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, Any]]]:
-    name = os.fspath(path)
-    for number, _, raw in _inputs.json_lines(path):
-        if raw is None:  # longer than a trace file may be (they rotate at 64 MiB): not read whole
-            _skip(path, number, _limit(_inputs.too_long(name, number, _inputs.MAX_LINE_BYTES)))
-            continue
-        if not raw.strip():
-            continue
-        if _inputs.deeper_than(raw):
-            _skip(path, number, "a line of " + _limit(_inputs.too_deep(name, number)))
-            continue
-        try:
-            request = json.loads(raw)
-            if not isinstance(request, dict):
-                raise ValueError("not a JSON object")
-        except RecursionError:  # within the limit but the stack is short (a deep caller)
-            _skip(path, number, "unreadable line (nested too deeply)")
-            continue
-        except ValueError as exc:
-            torn = not raw.endswith(b"\n")
-            _skip(
-                path,
-                number,
-                "torn last line (a writer stopped mid-line)" if torn else f"unreadable line ({exc})",
-            )
-            continue
-        yield number, request
+    for number, request in _inputs.json_records(path):
+        if isinstance(request, _inputs.InputError):
+            _skip(path, number, _why(request))
+        elif not isinstance(request, dict):
+            _skip(path, number, "unreadable line: not a JSON object")
+        else:
+            yield number, request
 
 
-def _limit(error: _inputs.InputError) -> str:
-    """What `_skip` says of a line over a limit: the error's words after ``file, line N:``."""
-    return str(error).split(": ", 1)[1]
+def _why(error: _inputs.InputError) -> str:
+    """What `_skip` says of a line `tracesim._inputs` could not read."""
+    if error.limit == "nesting":
+        return "a line of " + error.problem
+    return error.problem if error.limit is not None else "unreadable line: " + error.problem
 
 
 def _skip(path: str | os.PathLike[str], number: int, what: str) -> None:

@@ -277,22 +277,15 @@ def _convertible(batch: list[_Line], report: ReplayReport) -> list[_Line]:
 
 def _lines(path: Path, report: ReplayReport) -> Iterator[_Line]:
     """The lines of ``path`` that are OTLP/JSON, every span checked by the shared decoder."""
+    name = str(path)
     for number, end, raw in _inputs.json_lines(path):
-        if raw is None:
+        if raw is not None and not raw.strip():
+            continue
+        request = _inputs.record(raw, name, number)  # the one reading of a line, as json_records'
+        why, spans = _spans(request)
+        if why is not None or raw is None:  # raw is None: too long, an InputError
             report.skipped_lines += 1
-            why = _why(_inputs.too_long(str(path), number, _inputs.MAX_LINE_BYTES))
             report.problems.append(f"{path}:{number}: skipped {why}")
-            continue
-        if not raw.strip():
-            continue
-        try:
-            request = _inputs.loads(raw, str(path), line=number)
-            spans = len(list(spans_from_request(request)))
-        except (ValueError, RecursionError) as exc:  # RecursionError: within the limit, but a short stack
-            report.skipped_lines += 1
-            torn = not raw.endswith(b"\n")
-            why = "nested too deeply" if isinstance(exc, RecursionError) else _why(exc)
-            report.problems.append(f"{path}:{number}: skipped {'torn last line' if torn else why}")
             continue
         # The content alone, line ending excluded: the same line in a rotated copy, or after
         # a torn last line was terminated, is the same line.
@@ -300,11 +293,14 @@ def _lines(path: Path, report: ReplayReport) -> Iterator[_Line]:
         yield _Line(f"{path}:{number}", end, raw, request, spans, key)
 
 
-def _why(exc: ValueError) -> str:
-    """What was wrong with a line (the file and line are said once, before)."""
-    if isinstance(exc, _inputs.InputError):
-        return str(exc).split(": ", 1)[-1]
-    return str(exc)
+def _spans(request: Any) -> tuple[str | None, int]:
+    """Why the line's value is not OTLP/JSON (None when it is), and how many spans it holds."""
+    if isinstance(request, _inputs.InputError):
+        return request.problem, 0
+    try:
+        return None, len(list(spans_from_request(request)))
+    except ValueError as exc:
+        return str(exc), 0
 
 
 class _Sender:

@@ -66,20 +66,16 @@ class Ledger:
         if self._force or path in self._read:
             return
         self._read.add(path)
+        entries = _inputs.json_records(path, limit=_inputs.MAX_LEDGER_LINE_BYTES, what="ledger lines")
         try:
-            for _, _, raw in _inputs.json_lines(path, limit=_inputs.MAX_LEDGER_LINE_BYTES):
-                if raw is not None:  # a longer line was read past, never held whole
-                    self._add(raw)
+            for _, entry in entries:
+                self._add(entry)
         except OSError:
             pass  # no ledger yet (or an unreadable one): lines are sent, at worst again
 
-    def _add(self, raw: bytes) -> None:
-        if _inputs.deeper_than(raw):
-            return  # not a line tracesim wrote: a re-send at worst
-        try:
-            entry = json.loads(raw)
-        except (ValueError, RecursionError):
-            return  # a torn ledger line only costs a re-send
+    def _add(self, entry: Any) -> None:
+        # A torn line, or one over the limits (not a line tracesim wrote), only costs a re-send;
+        # an InputError is not a dict.
         if not isinstance(entry, dict) or self._name(entry.get("endpoint")) != self.endpoint:
             return
         if isinstance(digest := entry.get("sha256"), str):

@@ -353,7 +353,7 @@ def _requests(f: BinaryIO, name: str) -> list[Mapping[str, Any]]:
 
     The spool writes one line a file, of at most 4 MiB but for a single larger span: a file
     over 64 MiB was not written by it, or holds a span no receiver takes (nor would a 2 GB
-    file be read whole here). A long line is refused without being read to its end.
+    file be read whole here). A long line is refused without being held whole.
     """
     limit = _inputs.MAX_LINE_BYTES
     size = os.fstat(f.fileno()).st_size
@@ -362,11 +362,10 @@ def _requests(f: BinaryIO, name: str) -> list[Mapping[str, Any]]:
             name, f"{size:,} bytes, more than {limit + 1:,} bytes", limit="spool file size"
         )
     requests = []
-    for number, raw in enumerate(iter(lambda: f.readline(limit + 1), b""), start=1):
-        if len(raw) > limit and not raw.endswith(b"\n"):
-            raise _inputs.too_long(name, number, limit)
-        if raw.strip():
-            requests.append(_inputs.loads(raw, name, line=number))
+    for _, request in _inputs.json_records(f, name=name, limit=limit):
+        if isinstance(request, _inputs.InputError):
+            raise request
+        requests.append(request)
     return requests
 
 
