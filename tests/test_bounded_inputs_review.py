@@ -155,7 +155,7 @@ def test_eval_reads_a_row_over_the_line_limit_as_a_bad_row_without_holding_it(tm
         for _ in range(_inputs.MAX_LINE_BYTES // len(block) + 1):
             handle.write(block)
         handle.write(b'"}\n')
-        deep = "[" * 300 + '"Paris"' + "]" * 300  # within what json reads, past the nesting limit
+        deep = "[" * 950 + '"Paris"' + "]" * 950  # past eval's limit (900): never given to json
         handle.write(f'{{"id": "deep", "output": {deep}, "expected": "Paris"}}\n'.encode())
         handle.write(b'{"id": "last", "output": "Lyon", "expected": "Paris"}\n')
     out = tmp_path / "scores.jsonl"
@@ -168,7 +168,7 @@ def test_eval_reads_a_row_over_the_line_limit_as_a_bad_row_without_holding_it(tm
     assert lines[1]["results"]["exact"]["score"] == 1.0
     assert lines[4]["results"]["exact"]["score"] == 0.0
     assert "line 2: a line longer than 67,108,864 bytes (the limit on lines)" in run.err, run.err[-2000:]
-    assert "line 3: JSON nested deeper than 256 levels (the limit on nesting)" in run.err, run.err[-2000:]
+    assert "line 3: JSON nested deeper than 900 levels (the limit on nesting)" in run.err, run.err[-2000:]
     assert run.peak_mb < 250, run.peak_mb  # the line was 64 MiB: holding it decoded and parsed is 3x
 
 
