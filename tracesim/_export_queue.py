@@ -7,10 +7,13 @@ read. `ExportQueue` subclasses it and puts a gate in front of its queue: the gat
 span only while the queue has room, so the SDK never drops one itself, and every span the
 gate refuses is counted.
 
-The gate knows how full the queue is without reading the SDK's internals: it counts spans
-admitted, and the exporter it hands the SDK (`_Handover`) counts spans taken for export. The
-difference is never smaller than the queue's length (a span is counted in before it is
-queued, and out after it has left the queue), so a full gate means a full queue or fuller.
+The gate knows how full the queue is without reading the SDK's internals: it holds a token for
+each span admitted, and the exporter it hands the SDK (`_Handover`) gives back one for each span
+taken for export. The tokens are never fewer than the spans in the queue (a token is taken
+before its span is queued, and given back after it has left), so a full gate means a full queue
+or fuller. While there is room a span passes without a lock (the tokens are a deque, whose
+``len`` and ``append`` are atomic); callers that race past the check together can overfill the
+gate by a few spans, for which the SDK's queue keeps `_RACE_ROOM` places more than the gate.
 
 When the queue is full (``on_full``):
 
@@ -28,6 +31,7 @@ drops go on, and at every flush and shutdown; ``tracesim report`` sums them.
 
 from __future__ import annotations
 
+import collections
 import inspect
 import logging
 import os
@@ -65,6 +69,9 @@ RECORD_INTERVAL_S: Final = 1.0
 """While drops go on, a record of them goes into the queue at most this often."""
 _BATCH_SIZE: Final = 512  # the SDK's default export batch
 _WAIT_SCHEDULE_DELAY_MS: Final = 100
+# Places the SDK's queue has beyond the gate's size: for callers that pass the gate's check at
+# the same moment (one per thread the interpreter switches away between check and append).
+_RACE_ROOM: Final = 256
 
 _logger = logging.getLogger("tracesim")
 
@@ -157,10 +164,14 @@ class ExportQueue(BatchSpanProcessor):
         delay = _WAIT_SCHEDULE_DELAY_MS if on_full == "wait" else None
         super().__init__(
             _Handover(exporter, self),
-            max_queue_size=queue_size,
+            max_queue_size=queue_size + _RACE_ROOM,
             max_export_batch_size=batch,
             schedule_delay_millis=delay,
         )
+        # The SDK's own on_end checks the sampled flag again, then queues the span: its queueing
+        # step is called directly where this SDK version has it (one Python call less a span).
+        inner = getattr(getattr(self, "_batch_processor", None), "emit", None)
+        self._emit = inner if callable(inner) else super().on_end
         if hasattr(os, "register_at_fork"):
             this = weakref.ref(self)
 
@@ -174,8 +185,10 @@ class ExportQueue(BatchSpanProcessor):
     def _reset(self) -> None:
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)  # callers waiting for room
-        self._pending = 0  # admitted and not yet taken for export: >= the SDK queue's length
-        self._enqueued = self._exported = self._dropped = self._recorded = self._waits = 0
+        # One token per span admitted and not yet taken for export: >= the SDK queue's length.
+        self._tokens: collections.deque[None] = collections.deque()
+        self._exported = self._dropped = self._recorded = self._waits = 0
+        self._lost = 0  # admitted, then left in the SDK's queue at shutdown (counted dropped)
         self._wait_total = 0.0
         self._unrecorded = 0  # dropped, not yet in a record span
         self._first_drop_ns = self._last_drop_ns = 0
@@ -191,8 +204,10 @@ class ExportQueue(BatchSpanProcessor):
     def stats(self) -> ExportStats:
         """A snapshot of this queue's counters."""
         with self._cond:
+            # Admitted: exported, left at shutdown, or still queued (records are not spans).
+            enqueued = self._exported + self._lost + max(0, len(self._tokens) - len(self._records))
             return ExportStats(
-                self._enqueued, self._exported, self._dropped, self._recorded, self._waits, self._wait_total
+                enqueued, self._exported, self._dropped, self._recorded, self._waits, self._wait_total
             )
 
     def on_end(self, span: ReadableSpan) -> None:
@@ -200,12 +215,16 @@ class ExportQueue(BatchSpanProcessor):
         context = span.context
         if context is None or not context.trace_flags.sampled:
             return
+        tokens = self._tokens
+        if len(tokens) < self.queue_size and not self._unrecorded and not self._closed:
+            tokens.append(None)  # every span passes here: room, and no record due, without a lock
+            self._emit(span)
+            return
         record = None
-        with self._lock:  # every span passes here: the plain lock, not the condition's methods
-            admitted = not self._closed and (self._pending < self.queue_size or self._room())
+        with self._lock:
+            admitted = not self._closed and (len(tokens) < self.queue_size or self._room())
             if admitted:
-                self._pending += 1
-                self._enqueued += 1
+                tokens.append(None)
                 if self._unrecorded:
                     record = self._record_due(force=False)
             else:
@@ -232,12 +251,12 @@ class ExportQueue(BatchSpanProcessor):
         started = time.monotonic()
         try:
             self._cond.wait_for(
-                lambda: self._pending < self.queue_size or self._stalled or self._closed, self.wait_s
+                lambda: len(self._tokens) < self.queue_size or self._stalled or self._closed, self.wait_s
             )
         finally:
             self._waiting -= 1
             self._wait_total += time.monotonic() - started
-        if self._pending < self.queue_size and not self._closed:
+        if len(self._tokens) < self.queue_size and not self._closed:
             return True
         if not self._stalled and not self._closed:
             self._stalled = True  # the exporter took nothing for wait_s: stop making callers wait
@@ -272,7 +291,7 @@ class ExportQueue(BatchSpanProcessor):
 
     def _record_due(self, *, force: bool) -> ReadableSpan | None:
         """A record of the drops not yet recorded, when one is due and fits; the lock is held."""
-        if not self._unrecorded or self._closed or self._pending >= self.queue_size:
+        if not self._unrecorded or self._closed or len(self._tokens) >= self.queue_size:
             return None
         now = time.monotonic()
         if not force and now - self._last_record < RECORD_INTERVAL_S:
@@ -283,7 +302,7 @@ class ExportQueue(BatchSpanProcessor):
         self._unrecorded = 0
         self._first_drop_ns = 0
         self._last_record = now
-        self._pending += 1
+        self._tokens.append(None)
         return record
 
     def _record_span(self, count: int) -> ReadableSpan:
@@ -312,7 +331,9 @@ class ExportQueue(BatchSpanProcessor):
             mine = [key for key in map(id, spans) if key in records] if records else []
             for key in mine:
                 del records[key]
-            self._pending -= len(spans)
+            tokens = self._tokens
+            for _ in range(min(len(spans), len(tokens))):
+                tokens.pop()
             self._exported += len(spans) - len(mine)
             self._stalled = False
             if self._waiting:
@@ -339,10 +360,11 @@ class ExportQueue(BatchSpanProcessor):
         super().shutdown()  # type: ignore[no-untyped-call]  # the SDK leaves it unannotated
         with self._cond:
             # What the SDK left in its queue at its shutdown deadline never reaches the exporter.
-            left = self._pending - len(self._records)
+            left = len(self._tokens) - len(self._records)
             if left > 0:
                 self._dropped += left
-            self._pending = 0
+                self._lost += left
+            self._tokens.clear()
             self._records.clear()
 
 
