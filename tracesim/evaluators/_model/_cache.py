@@ -9,6 +9,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from tracesim import _outputs
 from tracesim._guard import warn_once
 
 __all__ = ["DiskCache", "cache_key"]
@@ -27,6 +28,8 @@ def cache_key(*parts: Any) -> str:
 
 class DiskCache:
     """Answers by key in one SQLite file (``<directory>/models.sqlite3``); never raises.
+
+    Keys are hashes of the requests; answers are stored redacted (`tracesim._outputs.clean`).
 
     A cache that cannot be opened or written is reported once and then acts as empty.
 
@@ -70,12 +73,15 @@ class DiskCache:
         return None if row is None else json.loads(row[0])
 
     def put(self, key: str, value: Any) -> None:
+        # A file tracesim writes: the answer's text (a judge's reason quoting the output it
+        # graded, secrets and all) is redacted as every output is; numbers are kept.
+        text = json.dumps(_outputs.clean(value))
         with self._lock:
             db = self._connect()
             if db is None:
                 return
             try:
-                db.execute("INSERT OR REPLACE INTO answers VALUES (?, ?)", (key, json.dumps(value)))
+                db.execute("INSERT OR REPLACE INTO answers VALUES (?, ?)", (key, text))
             except sqlite3.Error as exc:
                 warn_once("model-cache-write", f"tracesim: model cache {self.path} not writable ({exc})")
 
