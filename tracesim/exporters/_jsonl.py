@@ -20,7 +20,7 @@ from opentelemetry.exporter.otlp.json.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from tracesim import _inputs
+from tracesim import _inputs, _outputs
 from tracesim._guard import internal_error
 from tracesim.exporters._linefile import (
     DEFAULT_BACKLOG_BYTES,
@@ -189,7 +189,7 @@ def _why(error: _inputs.InputError) -> str:
 
 
 def _skip(path: str | os.PathLike[str], number: int, what: str) -> None:
-    warnings.warn(f"{path}:{number}: skipped {what}", TraceFileWarning, stacklevel=3)
+    warnings.warn(_outputs.text(f"{path}:{number}: skipped {what}"), TraceFileWarning, stacklevel=3)
 
 
 def load_spans(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> list[SpanRecord]:
