@@ -1,11 +1,14 @@
 """Every file tracesim reads from a user (datasets, baseline runs, ledgers, trace files) is read
-here, within limits on size, nesting and YAML aliases.
+here, within limits on size, nesting, YAML nodes and YAML aliases.
 
 A file over a limit is refused with an `InputError` that names the file, the line when there
 is one, and the limit, before the reading costs more than the limit: a file's size is checked
 before it is read, a line's before it is decoded, JSON's nesting by a scan of its brackets
-before ``json`` recurses into it, and a YAML document's aliases while it is composed, before
-anything is built from it. The command-line tools turn an `InputError` into exit status 2.
+(linear in the document, an unclosed string included) before ``json`` recurses into it, and a
+YAML document's nodes and aliases while it is composed, before anything is built from it. The
+command-line tools turn an `InputError` into exit status 2. JSON-lines files are read through
+`json_records`, which gives each line's value or the `InputError` saying why there is none,
+for the reader to skip or raise.
 
 The limits (constants, so the same file reads the same way everywhere):
 
