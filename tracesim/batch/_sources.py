@@ -10,15 +10,15 @@ spans by ``trace_id`` and ``span_id`` (what a later backfill needs to find the s
 
 from __future__ import annotations
 
-import io
 import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from tracesim import _inputs
 from tracesim.batch._files import Block, expand, line_blocks, open_binary, read_block
-from tracesim.batch._records import Columns, json_row
+from tracesim.batch._records import Columns, json_rows
 
 if TYPE_CHECKING:
     from tracesim._scoring._selection import Rule
@@ -154,11 +154,12 @@ class Records:
 
 
 def _jsonl_rows(part: Part, cols: Columns) -> Any:
-    # lines as a file yields them, newline kept, so a bad line's message is the one tracesim eval gives
-    for offset, raw in enumerate(io.BytesIO(read_block(part.path, part.block))):
-        row = json_row(part.block.first_line + offset, raw, cols)
-        if row is not None:
-            yield row
+    # read as tracesim eval reads the whole file: a line over the limit is read past, never held
+    block = part.block
+    with open_binary(part.path) as handle:
+        handle.seek(block.start)
+        lines = _inputs.json_lines(handle, first_line=block.first_line, size=block.stop - block.start)
+        yield from json_rows(lines, cols)
 
 
 def _csv_header(path: str, cols: Columns) -> tuple[str, ...]:

@@ -2,8 +2,8 @@
 
 Reading: a JSONL line that is not a JSON object (torn, invalid UTF-8, over a limit of
 `tracesim._inputs`: longer than 64 MiB, read past without being held whole, or nested more
-than 900 levels deep, `_READ_DEPTH`) and a CSV row with bytes that are not UTF-8 become bad
-rows with their line number; the rest are read. The rules for one row live in
+than 900 levels deep, `tracesim.batch._records.READ_DEPTH`) and a CSV row with bytes that are
+not UTF-8 become bad rows with their line number; the rest are read. The rules for one row live in
 `tracesim.batch._records`, shared with the partitioned sources of ``--engine dask``. Writing:
 every results line is strict JSON, whatever the row held (see `dumps`). Text from the file
 that reaches the terminal goes through `visible`.
@@ -20,15 +20,11 @@ from typing import Any
 
 from tracesim import _inputs
 from tracesim._outputs import echo
-from tracesim.batch._records import BadRow, Columns, Row, csv_row, json_row, not_utf8
+from tracesim.batch._records import BadRow, Columns, Row, csv_row, json_rows, not_utf8
 
 __all__ = ["BadRow", "Columns", "Row", "UsageError", "count_rows", "dumps", "finite", "read_rows", "visible"]
 
 _MAX_DEPTH = 64
-_READ_DEPTH = 900
-"""Deeper rows are bad rows, whatever the stack they are read on. Not `tracesim._inputs.MAX_DEPTH`
-(256): a row is scored as deep as ``json`` reads it (about 1,000 levels), its deep values
-written as ``null`` (`dumps`)."""
 """Deeper values are written as ``null`` in the results (JSON parsers stop near 1000 levels)."""
 
 
@@ -44,16 +40,7 @@ class UsageError(Exception):
 
 
 def _read_jsonl(path: Path, cols: Columns) -> Iterator[Row | BadRow]:
-    name = str(path)
-    for number, _, raw in _inputs.json_lines(path):
-        if raw is None:
-            yield number, _inputs.too_long(name, number, _inputs.MAX_LINE_BYTES).problem
-        elif _inputs.deeper_than(raw, _READ_DEPTH):
-            yield number, _inputs.too_deep(name, number, _READ_DEPTH).problem
-        else:
-            row = json_row(number, raw, cols)
-            if row is not None:
-                yield row
+    return json_rows(_inputs.json_lines(path), cols)  # as --engine dask reads each block
 
 
 def _read_csv(path: Path, cols: Columns) -> Iterator[Row | BadRow]:
