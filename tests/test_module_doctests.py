@@ -13,6 +13,8 @@ import pytest
     [
         "tracesim._outputs",
         "tracesim._inputs",
+        "tracesim._inputs._error",
+        "tracesim._inputs._yaml",
         "tracesim._export_queue",
         "tracesim._errors",
         "tracesim._guard",

@@ -10,6 +10,9 @@ command-line tools turn an `InputError` into exit status 2. JSON-lines files are
 `json_records`, which gives each line's value or the `InputError` saying why there is none,
 for the reader to skip or raise.
 
+Every name is imported from here; the YAML reader lives in `tracesim._inputs._yaml` and
+`InputError` in `tracesim._inputs._error` (which both readers raise).
+
 The limits (constants, so the same file reads the same way everywhere):
 
 - `MAX_FILE_BYTES`, 256 MiB: a document read whole (a dataset, a baseline run);
@@ -46,12 +49,18 @@ import os
 import re
 from collections.abc import Iterator
 from itertools import accumulate
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
-from tracesim._errors import TracesimError
-
-if TYPE_CHECKING:
-    import yaml
+from tracesim._inputs._error import InputError
+from tracesim._inputs._yaml import (
+    MAX_YAML_ALIAS_NODES,
+    MAX_YAML_BYTES,
+    MAX_YAML_DEPTH,
+    MAX_YAML_NODES,
+    bounded_loader,
+    load_yaml,
+    yaml_error,
+)
 
 __all__ = [
     "MAX_DEPTH",
@@ -63,6 +72,7 @@ __all__ = [
     "MAX_YAML_DEPTH",
     "MAX_YAML_NODES",
     "InputError",
+    "bounded_loader",
     "check_size",
     "deeper_than",
     "json_lines",
@@ -74,39 +84,15 @@ __all__ = [
     "record",
     "too_deep",
     "too_long",
+    "yaml_error",
 ]
 
 MAX_FILE_BYTES = 256 * 1024 * 1024
 MAX_LINE_BYTES = 64 * 1024 * 1024
 MAX_LEDGER_LINE_BYTES = 64 * 1024
 MAX_DEPTH = 256
-MAX_YAML_DEPTH = 100
-MAX_YAML_ALIAS_NODES = 100_000
-MAX_YAML_BYTES = 16 * 1024 * 1024
-MAX_YAML_NODES = 500_000
 
 _CHUNK = 1 << 20
-
-
-class InputError(TracesimError, ValueError):
-    """A file tracesim cannot read, or not within its limits.
-
-    The message names the file, the line when there is one and the limit that applied;
-    ``path``, ``line``, ``problem`` (what is wrong, without the file and line) and ``limit``
-    hold them for programs.
-
-    Example:
-        >>> str(InputError("cases.yaml", "YAML nested deeper than 100 levels", line=3))
-        'cases.yaml, line 3: YAML nested deeper than 100 levels'
-    """
-
-    def __init__(self, path: str, problem: str, *, line: int | None = None, limit: str | None = None) -> None:
-        self.path = path
-        self.line = line
-        self.limit = limit
-        self.problem = problem + (f" (the limit on {limit})" if limit else "")
-        where = f"{path}, line {line}" if line is not None else path
-        super().__init__(f"{where}: {self.problem}")
 
 
 # -- whole files --------------------------------------------------------------------------------
@@ -361,137 +347,3 @@ def record(
                 name, f"{exc.problem}, a torn last line (a writer stopped mid-line)", line=number
             )
         return exc
-
-
-# -- YAML ---------------------------------------------------------------------------------------
-
-
-def load_yaml(text: str, path: str) -> Any:
-    """The YAML document ``text`` (from ``path``), with `MAX_YAML_DEPTH` and the alias budget.
-
-    Raises:
-        InputError: over a limit, or not YAML; the message names the file and the line.
-    """
-    loader = bounded_loader(text, path)
-    try:
-        return loader.get_single_data()
-    except InputError:
-        raise
-    except RecursionError:
-        raise InputError(path, f"YAML nested too deeply to read (limit {MAX_YAML_DEPTH})") from None
-    except Exception as exc:  # yaml.YAMLError, and what a constructor raises for a bad scalar
-        raise yaml_error(exc, path) from None
-    finally:
-        loader.dispose()
-
-
-def yaml_error(exc: BaseException, path: str) -> InputError:
-    """An `InputError` for a ``yaml.YAMLError``, naming the line it found."""
-    mark = getattr(exc, "problem_mark", None)
-    problem = getattr(exc, "problem", None) or str(exc)
-    return InputError(path, f"not valid YAML ({problem})", line=mark.line + 1 if mark is not None else None)
-
-
-def bounded_loader(text: str, path: str) -> yaml.SafeLoader:
-    """A ``yaml.SafeLoader`` over ``text`` that refuses deep documents and costly aliases.
-
-    Use its ``get_single_node``/``construct_document`` as a SafeLoader's; call ``dispose``.
-
-    Raises:
-        InputError: ``text`` is longer than `MAX_YAML_BYTES` (the loader refuses more than
-            `MAX_YAML_NODES` nodes, and deep or costly aliases, as it composes).
-    """
-    if len(text) > MAX_YAML_BYTES:  # characters: at least as many bytes
-        raise InputError(
-            path, f"{len(text):,} characters of YAML, more than {MAX_YAML_BYTES:,} bytes", limit="YAML size"
-        )
-    loader: yaml.SafeLoader = _loader_class()(text, path)
-    return loader
-
-
-_LOADER: Any = None
-
-
-def _loader_class() -> Any:
-    global _LOADER
-    if _LOADER is None:
-        _LOADER = _make_loader()
-    return _LOADER
-
-
-def _make_loader() -> Any:
-    import yaml
-
-    class BoundedLoader(yaml.SafeLoader):
-        """Counts nodes and nesting while composing, and what each alias adds once expanded."""
-
-        def __init__(self, stream: str, path: str) -> None:
-            super().__init__(stream)
-            self.path = path
-            self._depth = 0
-            self._open: list[str | None] = []  # anchors of the collections being composed
-            self._added = 0
-            self._nodes = 0
-            self._measured: dict[int, tuple[int, int]] = {}  # id(node) -> (nodes, depth), expanded
-
-        def compose_node(self, parent: Any, index: Any) -> Any:
-            if self.check_event(yaml.AliasEvent):
-                event = self.peek_event()  # type: ignore[no-untyped-call]
-                line = event.start_mark.line + 1
-                if event.anchor in self._open:
-                    raise InputError(
-                        self.path, f"YAML alias *{event.anchor} is inside its own anchor", line=line
-                    )
-                node = super().compose_node(parent, index)
-                nodes, depth = self._measure(node)
-                self._added += nodes
-                if self._added > MAX_YAML_ALIAS_NODES:
-                    raise InputError(
-                        self.path,
-                        f"YAML aliases expand to more than {MAX_YAML_ALIAS_NODES:,} nodes",
-                        line=line,
-                        limit="aliases",
-                    )
-                if self._depth + depth > MAX_YAML_DEPTH:
-                    raise self._too_deep(line)
-                return node
-            event = self.peek_event()  # type: ignore[no-untyped-call]
-            self._nodes += 1
-            if self._nodes > MAX_YAML_NODES:
-                raise InputError(
-                    self.path,
-                    f"YAML of more than {MAX_YAML_NODES:,} nodes",
-                    line=event.start_mark.line + 1,
-                    limit="YAML nodes",
-                )
-            self._depth += 1
-            if self._depth > MAX_YAML_DEPTH:
-                raise self._too_deep(event.start_mark.line + 1)
-            self._open.append(event.anchor)
-            try:
-                return super().compose_node(parent, index)
-            finally:
-                self._open.pop()
-                self._depth -= 1
-
-        def _too_deep(self, line: int) -> InputError:
-            return InputError(
-                self.path, f"YAML nested deeper than {MAX_YAML_DEPTH} levels", line=line, limit="nesting"
-            )
-
-        def _measure(self, node: Any) -> tuple[int, int]:
-            # Every node was composed within the depth limit, so this recursion is bounded too.
-            known = self._measured.get(id(node))
-            if known is not None:
-                return known
-            if isinstance(node, yaml.SequenceNode):
-                parts = [self._measure(child) for child in node.value]
-            elif isinstance(node, yaml.MappingNode):
-                parts = [self._measure(item) for pair in node.value for item in pair]
-            else:
-                parts = []
-            found = (1 + sum(p[0] for p in parts), 1 + max((p[1] for p in parts), default=0))
-            self._measured[id(node)] = found
-            return found
-
-    return BoundedLoader
