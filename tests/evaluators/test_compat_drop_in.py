@@ -387,7 +387,7 @@ def test_1_16_raises_when_the_grade_has_no_digit(llm_server: LLMServer, answer: 
     assert (caught.value.blame.value, caught.value.category.value) == ("SystemError", "FAILED_EXECUTION")
 
 
-# -- the NLP evaluators: exactly 1.18's keys by default, 1.16's when asked -----------------------
+# -- the NLP evaluators: exactly 1.18's or 1.16's keys when asked, both by default -----------------------
 
 NLP = [
     (azure.F1ScoreEvaluator, "f1_score", ["f1_score", "f1_result", "f1_threshold"]),
@@ -404,8 +404,10 @@ def test_nlp_evaluators_return_exactly_one_releases_keys(cls: Any, metric: str, 
         "response": "Marie Curie was born in Warsaw, Poland.",
         "ground_truth": "Marie Curie was born in Warsaw.",
     }
-    out = cls()(**pair)
+    out = cls(result_format="1.18")(**pair)
     assert list(out) == [f"{metric}{suffix}" for suffix in SUFFIXES_1_18]
+    both = cls()(**pair)
+    assert list(both) == list(out) + [key for key in keys_1_16 if key not in out]
     assert (out[f"{metric}_reason"], out[f"{metric}_status"], out[f"{metric}_properties"]) == (
         None,
         "completed",
@@ -421,7 +423,7 @@ def test_rouge_returns_exactly_one_releases_keys() -> None:
         "response": "Marie Curie was born in Warsaw, Poland.",
         "ground_truth": "Marie Curie was born in Warsaw.",
     }
-    out = azure.RougeScoreEvaluator(azure.RougeType.ROUGE_1)(**pair)
+    out = azure.RougeScoreEvaluator(azure.RougeType.ROUGE_1, result_format="1.18")(**pair)
     assert list(out) == [f"rouge{suffix}" for suffix in SUFFIXES_1_18]
     flat = [
         f"rouge_{m}{suffix}"
@@ -433,11 +435,15 @@ def test_rouge_returns_exactly_one_releases_keys() -> None:
     old = azure.RougeScoreEvaluator(azure.RougeType.ROUGE_1, result_format="1.16")(**pair)
     assert list(old) == flat
     assert {k: old[k] for k in flat} == {k: out["rouge_properties"][k] for k in flat}
+    both = azure.RougeScoreEvaluator(azure.RougeType.ROUGE_1)(**pair)
+    assert list(both) == list(out) + flat
+    assert {k: both[k] for k in flat} == {k: old[k] for k in flat}
 
 
 @pytest.mark.parametrize("cls", [c for c, _, _ in NLP])
 def test_nlp_evaluators_refuse_an_unknown_result_format(cls: Any) -> None:
-    with pytest.raises(ValueError, match=r"result_format must be one of '1\.18', '1\.16'.*got '1\.17'"):
+    accepted = r"result_format must be one of '1\.18', '1\.16', 'both'.*got '1\.17'"
+    with pytest.raises(ValueError, match=accepted):
         cls(result_format="1.17")
 
 

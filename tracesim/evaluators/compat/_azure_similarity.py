@@ -124,7 +124,7 @@ class SimilarityEvaluator:
         result_format: ResultFormat = "1.18",
         **kwargs: Any,
     ) -> None:
-        self.result_format = check_result_format("SimilarityEvaluator", result_format)
+        self.result_format = check_result_format("SimilarityEvaluator", result_format, ("1.18", "1.16"))
         config = _config(model_config)
         self.threshold = threshold
         if config.get("azure_endpoint"):

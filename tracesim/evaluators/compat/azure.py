@@ -1,13 +1,15 @@
-"""Azure AI Evaluation's NLP evaluators, with exactly the keys of azure-ai-evaluation 1.18 or 1.16.
+"""Azure AI Evaluation's NLP evaluators, with the keys of azure-ai-evaluation 1.18, 1.16 or both.
 
 Called as ``ev(response=..., ground_truth=...)`` or ``ev(conversation={"messages": [...]})``.
-Each returns the dict of the release named by ``result_format``, key for key and in
-Azure's order: ``"1.18"`` (the default; 1.17 and 1.18) gives ``<metric>``,
-``<metric>_score``, ``_passed``, ``_result``, ``_reason`` (``None``), ``_status``
-(``"completed"``), ``_threshold`` and ``_properties`` (``None``; ROUGE's holds the
-precision, recall and F1 with their results, passed and thresholds); ``"1.16"`` (1.5 to
-1.16) gives ``f1_score``/``f1_result``/``f1_threshold`` (``bleu_score``, ... alike; ROUGE's
-nine flat ``rouge_precision``, ``rouge_precision_result``, ... keys). Scores are those of
+``result_format`` names the release whose dict is returned, key for key and in Azure's order:
+``"1.18"`` (1.17 and 1.18) gives ``<metric>``, ``<metric>_score``, ``_passed``, ``_result``,
+``_reason`` (``None``), ``_status`` (``"completed"``), ``_threshold`` and ``_properties``
+(``None``; ROUGE's holds the precision, recall and F1 with their results, passed and
+thresholds); ``"1.16"`` (1.5 to 1.16) gives ``f1_score``/``f1_result``/``f1_threshold``
+(``bleu_score``, ... alike; ROUGE's nine flat ``rouge_precision``, ``rouge_precision_result``,
+... keys). The default, ``"both"``, is 1.18's dict followed by the keys only 1.16 has (same
+values), so code written for either release reads it; ask for one release to compare dicts
+whole. Scores are those of
 ``azure-ai-evaluation`` (same tokenizers, same NLTK metrics), quirks included: BLEU is the
 int ``0`` when no word matches, empty texts score 0.0, ROUGE thresholds must be floats.
 
@@ -25,10 +27,12 @@ the same ``result_format`` and reads its model's answer as that release does.
 
 Example:
     >>> from tracesim.evaluators.compat.azure import F1ScoreEvaluator
-    >>> F1ScoreEvaluator()(response="Paris, France", ground_truth="Paris")
+    >>> F1ScoreEvaluator(result_format="1.18")(response="Paris, France", ground_truth="Paris")
     {'f1_score': 0.6666666666666666, 'f1_score_score': 0.6666666666666666, 'f1_score_passed': True,
      'f1_score_result': 'pass', 'f1_score_reason': None, 'f1_score_status': 'completed',
      'f1_score_threshold': 0.5, 'f1_score_properties': None}
+    >>> list(F1ScoreEvaluator()(response="Paris, France", ground_truth="Paris"))[-2:]
+    ['f1_result', 'f1_threshold']
     >>> F1ScoreEvaluator(result_format="1.16")(response="Paris, France", ground_truth="Paris")
     {'f1_score': 0.6666666666666666, 'f1_result': 'pass', 'f1_threshold': 0.5}
 """
@@ -214,7 +218,7 @@ class _ScoreEvaluator(_AzureEvaluator):
     _metric = ""  # 1.17+: f1_score, f1_score_score, f1_score_passed, ...
     _core: Evaluator
 
-    def __init__(self, *, threshold: float = 0.5, result_format: ResultFormat = "1.18") -> None:
+    def __init__(self, *, threshold: float = 0.5, result_format: ResultFormat = "both") -> None:
         self.result_format = check_result_format(type(self).__name__, result_format)
         if not isinstance(threshold, (int, float)):
             # Azure fails on the first call ('>=' between a float and the value); this fails here.
@@ -231,10 +235,12 @@ class _ScoreEvaluator(_AzureEvaluator):
         score, threshold = self._score(response, ground_truth), self._threshold
         passed = score >= threshold  # NaN fails, as in Azure
         verdict = "pass" if passed else "fail"
+        legacy = dict(zip(self._legacy_keys, (score, verdict, threshold), strict=True))
         if self.result_format == "1.16":
-            return dict(zip(self._legacy_keys, (score, verdict, threshold), strict=True))
+            return legacy
         values = (score, score, passed, verdict, None, "completed", threshold, None)
-        return dict(zip(self._keys, values, strict=True))
+        current = dict(zip(self._keys, values, strict=True))
+        return current if self.result_format == "1.18" else {**current, **legacy}
 
 
 class F1ScoreEvaluator(_ScoreEvaluator):
@@ -250,7 +256,7 @@ class F1ScoreEvaluator(_ScoreEvaluator):
     id = "azureai://built-in/evaluators/f1_score"
     _key, _metric, _target = "f1", "f1_score", ErrorTarget.F1_EVALUATOR
 
-    def __init__(self, *, threshold: float = 0.5, result_format: ResultFormat = "1.18") -> None:
+    def __init__(self, *, threshold: float = 0.5, result_format: ResultFormat = "both") -> None:
         super().__init__(threshold=threshold, result_format=result_format)
         self._core = F1Score(threshold=None)
 
@@ -271,7 +277,7 @@ class BleuScoreEvaluator(_ScoreEvaluator):
     id = "azureai://built-in/evaluators/bleu_score"
     _key = _metric = "bleu"
 
-    def __init__(self, *, threshold: float = 0.5, result_format: ResultFormat = "1.18") -> None:
+    def __init__(self, *, threshold: float = 0.5, result_format: ResultFormat = "both") -> None:
         super().__init__(threshold=threshold, result_format=result_format)
         self._core = Bleu(threshold=None)
 
@@ -294,7 +300,7 @@ class GleuScoreEvaluator(_ScoreEvaluator):
     id = "azureai://built-in/evaluators/gleu_score"
     _key = _metric = "gleu"
 
-    def __init__(self, *, threshold: float = 0.5, result_format: ResultFormat = "1.18") -> None:
+    def __init__(self, *, threshold: float = 0.5, result_format: ResultFormat = "both") -> None:
         super().__init__(threshold=threshold, result_format=result_format)
         self._core = Gleu(threshold=None)
 
@@ -319,7 +325,7 @@ class MeteorScoreEvaluator(_ScoreEvaluator):
         gamma: float = 0.5,
         *,
         threshold: float = 0.5,
-        result_format: ResultFormat = "1.18",
+        result_format: ResultFormat = "both",
     ) -> None:
         super().__init__(threshold=threshold, result_format=result_format)
         self._core = Meteor(alpha, beta, gamma, threshold=None)
@@ -369,7 +375,7 @@ class RougeScoreEvaluator(_AzureEvaluator):
         precision_threshold: float = 0.5,
         recall_threshold: float = 0.5,
         f1_score_threshold: float = 0.5,
-        result_format: ResultFormat = "1.18",
+        result_format: ResultFormat = "both",
     ) -> None:
         self.result_format = check_result_format(type(self).__name__, result_format)
         for name, value in (
@@ -392,7 +398,7 @@ class RougeScoreEvaluator(_AzureEvaluator):
         if self.result_format == "1.16":
             return {**flat, **thresholds}
         properties = {**flat, **dict(zip(_ROUGE_PASSED, passed, strict=True)), **thresholds}
-        return {
+        current = {
             "rouge": scores[2],
             "rouge_score": scores[2],
             "rouge_passed": passed[2],
@@ -402,3 +408,4 @@ class RougeScoreEvaluator(_AzureEvaluator):
             "rouge_threshold": self._thresholds[2],
             "rouge_properties": properties,
         }
+        return current if self.result_format == "1.18" else {**current, **flat, **thresholds}
