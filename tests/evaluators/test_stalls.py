@@ -84,7 +84,9 @@ def _least_stall(work: Callable[[], Any]) -> tuple[Any, float, list[str]]:
 def _truncated_to(result: Any) -> Any:
     if isinstance(result, EvalResult):
         return result.details.get("truncated_to")
-    for key in ("details", "info"):  # AgentTest, Mastra
+    if isinstance(getattr(result, "details", None), dict):  # AgentTest's EvaluationResult
+        return result.details.get("truncated_to")
+    for key in ("details", "info"):  # Mastra, and the results as dicts
         if isinstance(result, dict) and isinstance(result.get(key), dict):
             return result[key].get("truncated_to")
     raise AssertionError(f"no place for truncated_to in {result!r}")
