@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import json
 import os
-import resource
+import signal
 import subprocess
 import sys
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from peak_memory import launched, read_report
 
 from tracesim import _inputs
 from tracesim._inputs import InputError, deeper_than, load_yaml, loads
@@ -53,27 +53,25 @@ def tracesim_cli(*args: str, cwd: Path, timeout: float = 300) -> Run:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TRACESIM_", "OTEL_"))}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(cwd), env.get("PYTHONPATH")]))
 
-    def cap() -> None:
-        resource.setrlimit(resource.RLIMIT_DATA, (_CAP, _CAP))
-
-    out, err = cwd / ".out", cwd / ".err"
+    out, err, report = cwd / ".out", cwd / ".err", cwd / ".peak.json"
     with out.open("w") as stdout, err.open("w") as stderr:
+        # Through the launcher: the cap is set in the child before it runs tracesim, and its
+        # peak is its own, not this test process's (see peak_memory).
         child = subprocess.Popen(
-            [sys.executable, "-m", "tracesim", *args],
+            launched([sys.executable, "-m", "tracesim", *args], report, _CAP),
             cwd=cwd,
             env=env,
             stdout=stdout,
             stderr=stderr,
-            preexec_fn=cap,  # the cap, set in the child before it runs tracesim
+            start_new_session=True,
         )
-        hung = threading.Timer(timeout, child.kill)  # a hang fails the test instead of the run
-        hung.start()
         try:
-            _, status, usage = os.wait4(child.pid, 0)
-        finally:
-            hung.cancel()
-    child.returncode = os.waitstatus_to_exitcode(status)
-    return Run(child.returncode, out.read_text(), err.read_text(), usage.ru_maxrss / 1024)
+            child.wait(timeout)
+        except subprocess.TimeoutExpired:  # a hang fails the test instead of the run
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+    status, peak_mb = read_report(report) if report.exists() else (child.returncode, 0.0)
+    return Run(status, out.read_text(), err.read_text(), peak_mb)
 
 
 def assert_refused(run: Run, *names: str) -> None:
@@ -133,7 +131,7 @@ def test_an_alias_bomb_dataset_is_refused_by_dataset_from_file(workdir: Path) ->
         "    print('refused:', exc)\n"
         "print('peak', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    done = subprocess.run(launched([sys.executable, "-c", code]), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert f"refused: {bomb}, line 6: YAML aliases expand to more than 100,000 nodes" in done.stdout
     assert int(done.stdout.split("peak ")[1]) / 1024 < _BOUND_MB
@@ -366,7 +364,7 @@ def test_an_alias_bomb_in_tracesim_yaml_is_refused_by_configure(tmp_path: Path) 
         "print('peak', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300
+        launched([sys.executable, "-c", code]), cwd=tmp_path, capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "refused:" in done.stdout

@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from peak_memory import launched
 
 sys.path.insert(0, str(Path(__file__).parent))
 try:
@@ -70,7 +71,9 @@ def test_loads_refuses_a_deep_document_with_an_unclosed_string_without_rescannin
         "    except InputError as exc:\n"
         "        print(exc)\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=_HANG_S)
+    done = subprocess.run(
+        launched([sys.executable, "-c", code]), capture_output=True, text=True, timeout=_HANG_S
+    )
     assert done.stdout.count("x, line 1: JSON nested deeper than 256 levels") == 2, done.stderr[-2000:]
 
 
@@ -116,7 +119,7 @@ def test_a_yaml_list_of_more_nodes_than_the_limit_is_refused_naming_the_line(tmp
         "    print(exc.line, exc)\n"
         "print('peak', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    done = subprocess.run(launched([sys.executable, "-c", code]), capture_output=True, text=True, timeout=300)
     nodes = _inputs.MAX_YAML_NODES
     # the sequence is node 1, so item N is node N + 1: the one past the limit is on line N
     refused = f"{nodes} big.yaml, line {nodes}: YAML of more than {nodes:,} nodes (the limit on YAML nodes)"

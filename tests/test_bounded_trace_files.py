@@ -14,17 +14,17 @@ from __future__ import annotations
 
 import json
 import os
-import resource
+import signal
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from hostile import GOOD_NAMES, good_line, line, request, span
+from peak_memory import launched, read_report
 
 _CAP = 1 << 30  # the data segment a reader may use here
 _BOUND_MB = 400  # what skipping the bad lines may cost at most, generously
@@ -57,24 +57,28 @@ def child(*args: str, cwd: Path, timeout: float = 240) -> Run:
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(cwd), env.get("PYTHONPATH")]))
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
 
-    def cap() -> None:
-        resource.setrlimit(resource.RLIMIT_DATA, (_CAP, _CAP))
-
-    out, err = cwd / ".out", cwd / ".err"
+    out, err, report = cwd / ".out", cwd / ".err", cwd / ".peak.json"
+    report.unlink(missing_ok=True)
     with out.open("w") as stdout, err.open("w") as stderr:
+        # Through the launcher: the cap is set in the child, and its peak is its own, not this
+        # test process's (see peak_memory).
         proc = subprocess.Popen(
-            [sys.executable, *args], cwd=cwd, env=env, stdout=stdout, stderr=stderr, preexec_fn=cap
+            launched([sys.executable, *args], report, _CAP),
+            cwd=cwd,
+            env=env,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,
         )
         began = time.monotonic()
-        hung = threading.Timer(timeout, proc.kill)  # a hang fails the test instead of the run
-        hung.start()
         try:
-            _, status, usage = os.wait4(proc.pid, 0)
-        finally:
-            hung.cancel()
-    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, for rusage: tell Popen
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:  # a hang fails the test instead of the run
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
     took = time.monotonic() - began
-    run = Run(proc.returncode, out.read_text(), err.read_text(), usage.ru_maxrss / 1024, took)
+    status, peak_mb = read_report(report) if report.exists() else (proc.returncode, 0.0)
+    run = Run(status, out.read_text(), err.read_text(), peak_mb, took)
     print(f"\n{' '.join(args[-3:])}: exit {run.status}, peak {run.peak_mb:.0f} MB, {took:.1f} s")
     return run
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from llm_server import CHAT, LLMServer, Reply
+from peak_memory import launched
 
 import tracesim
 from tracesim.evaluators import LLMSimilarity
@@ -211,7 +212,7 @@ _PEAK = """
 def test_a_150_mb_body_costs_bounded_memory(server: LLMServer) -> None:
     server.script(CHAT, Reply.ok(), Reply.oversized(150 * 10**6))
     done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(_PEAK), server.base_url],
+        launched([sys.executable, "-c", textwrap.dedent(_PEAK), server.base_url]),  # its own peak only
         capture_output=True,
         text=True,
         timeout=120,
