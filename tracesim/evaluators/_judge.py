@@ -213,19 +213,26 @@ class LLMJudge(ModelEvaluator):
 
     # ------------------------------------------------------------ grading
 
-    async def ameasure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
-        messages = self.messages(output, expected, input=input)
+    async def ask(self, messages: list[dict[str, str]]) -> tuple[dict[str, Any], Any, str]:
+        """The model's answer to ``messages``, its usage and the structured mode that was used.
+
+        A server without structured output refuses the request: it is asked more simply, and
+        the judge remembers the mode, so the next grades ask this way at once.
+        """
         mode = self.structured
         while True:
             try:
                 answer, usage = await self._caller.chat(messages, **self._options(mode))
-                break
+                return answer, usage, mode
             except ModelCallError as exc:
-                # A server without structured output refuses the request: ask more simply.
                 if exc.kind != "bad_request" or mode == "none" or not _about_format(str(exc)):
                     raise
                 mode = _STRUCTURED[_STRUCTURED.index(mode) + 1]
-                self.structured = mode  # remembered: the next grades ask this way at once
+                self.structured = mode
+
+    async def ameasure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
+        messages = self.messages(output, expected, input=input)
+        answer, usage, mode = await self.ask(messages)
         details: dict[str, Any] = {"model": self.model, "structured": mode, **usage.details()}
         if self._truncated(
             output, expected if self.include_expected else None, input if self.include_input else None

@@ -19,8 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tracesim.evaluators._judge import _STRUCTURED, LLMSimilarity, _about_format
-from tracesim.evaluators._model import ModelCallError
+from tracesim.evaluators._judge import LLMSimilarity
 from tracesim.evaluators._model_eval import ModelEvaluator
 from tracesim.evaluators._result import EvalResult
 from tracesim.evaluators.compat._azure_errors import (
@@ -70,18 +69,7 @@ class _Answer(ModelEvaluator):
 
     async def ameasure(self, output: Any, expected: Any, *, input: Any = None) -> EvalResult:
         judge = self._judge
-        messages = judge.messages(output, expected, input=input)
-        mode = judge.structured
-        while True:
-            try:
-                answer, usage = await judge._caller.chat(messages, **judge._options(mode))
-                break
-            except ModelCallError as exc:
-                # As LLMJudge does: a server without structured output is asked more simply.
-                if exc.kind != "bad_request" or mode == "none" or not _about_format(str(exc)):
-                    raise
-                mode = _STRUCTURED[_STRUCTURED.index(mode) + 1]
-                judge.structured = mode
+        answer, usage, _ = await judge.ask(judge.messages(output, expected, input=input))
         details = {
             "content": answer.get("content"),
             "finish_reason": answer.get("finish_reason"),
