@@ -31,6 +31,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import logging
@@ -65,8 +66,9 @@ ATTRIBUTE = "tracesim.output"
 """The attribute name a user's ``redact`` hook is called with for output text."""
 
 
+@functools.cache
 def _read_umask() -> int:
-    """The process's umask, for the mode of a new file (read once, when tracesim is imported).
+    """The process's umask, for the mode of a new file (read once, at the first new file).
 
     Linux shows it in ``/proc/self/status``; elsewhere ``os.umask`` must set it to read it, and
     it is set back at once (a file another thread creates in between gets mode 0666 & ~0o022).
@@ -82,7 +84,6 @@ def _read_umask() -> int:
 
 _MAX_DEPTH = 200  # deeper parts of a document are replaced, never written unredacted
 _IN_PLACE = ("/dev/", "/proc/")  # standard output and its kin: never replaced by a renamed file
-_UMASK = _read_umask()
 _fallback: Redactor | None = None
 
 
@@ -270,7 +271,7 @@ def _whole(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
         with open(given, "wb") as handle:
             yield handle
         return
-    mode = found.st_mode & 0o777 if found is not None else 0o666 & ~_UMASK  # no set-id bit copied
+    mode = found.st_mode & 0o777 if found is not None else 0o666 & ~_read_umask()  # no set-id bit copied
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", dir=parent)
     try:
         with os.fdopen(fd, "wb") as handle:
