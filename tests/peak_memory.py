@@ -20,10 +20,18 @@ Example:
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
 import sys
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["LAUNCHER", "launched", "read_report"]
+__all__ = ["CAP", "LAUNCHER", "Run", "capped", "launched", "read_report"]
+
+CAP = 1 << 30
+"""The data segment a child run by `capped` may use: 1 GiB."""
 
 LAUNCHER = """
 import json, os, resource, sys
@@ -55,3 +63,43 @@ def read_report(report: Path) -> tuple[int, float]:
     """The child's exit status and peak resident memory in MB, as the launcher wrote them."""
     data = json.loads(report.read_text(encoding="utf-8"))
     return int(data["status"]), data["peak_kb"] / 1024
+
+
+@dataclass
+class Run:
+    """What a `capped` child did."""
+
+    status: int
+    out: str
+    err: str
+    peak_mb: float
+    seconds: float  # reported, never asserted: the machine is shared
+
+
+def capped(argv: list[str], *, cwd: Path, timeout: float = 300) -> Run:
+    """``argv`` in ``cwd`` through the launcher, its data segment capped at `CAP`, with an
+    environment free of tracesim's and OpenTelemetry's settings and ``cwd`` on its path; killed
+    (with anything it started) after ``timeout`` seconds, so a hang fails the test, not the run."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TRACESIM_", "OTEL_"))}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(cwd), env.get("PYTHONPATH")]))
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    out, err, report = cwd / ".out", cwd / ".err", cwd / ".peak.json"
+    report.unlink(missing_ok=True)
+    with out.open("w") as stdout, err.open("w") as stderr:
+        child = subprocess.Popen(
+            launched(argv, report, CAP),
+            cwd=cwd,
+            env=env,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,
+        )
+        began = time.monotonic()
+        try:
+            child.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+    took = time.monotonic() - began
+    status, peak_mb = read_report(report) if report.exists() else (child.returncode, 0.0)
+    return Run(status, out.read_text(), err.read_text(), peak_mb, took)

@@ -9,20 +9,17 @@ fails here with a MemoryError instead of taking the machine's memory.
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from peak_memory import launched, read_report
+from peak_memory import CAP, Run, capped, launched
 
 from tracesim import _inputs
 from tracesim._inputs import InputError, deeper_than, load_yaml, loads
 
-_CAP = 1 << 30  # the data segment a command may use here
+_CAP = CAP  # the data segment a command may use here
 _BOUND_MB = 500  # what a refusal may cost at most, generously
 _DEEP = 100_000
 
@@ -40,38 +37,9 @@ ALIAS_BOMB = "\n".join(
 TASK = "def answer(question):\n    return str(question)\n"
 
 
-@dataclass
-class Run:
-    status: int
-    out: str
-    err: str
-    peak_mb: float
-
-
 def tracesim_cli(*args: str, cwd: Path, timeout: float = 300) -> Run:
-    """``python -m tracesim ARGS`` in ``cwd``: status, output, and the child's peak RSS in MB."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TRACESIM_", "OTEL_"))}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(cwd), env.get("PYTHONPATH")]))
-
-    out, err, report = cwd / ".out", cwd / ".err", cwd / ".peak.json"
-    with out.open("w") as stdout, err.open("w") as stderr:
-        # Through the launcher: the cap is set in the child before it runs tracesim, and its
-        # peak is its own, not this test process's (see peak_memory).
-        child = subprocess.Popen(
-            launched([sys.executable, "-m", "tracesim", *args], report, _CAP),
-            cwd=cwd,
-            env=env,
-            stdout=stdout,
-            stderr=stderr,
-            start_new_session=True,
-        )
-        try:
-            child.wait(timeout)
-        except subprocess.TimeoutExpired:  # a hang fails the test instead of the run
-            os.killpg(child.pid, signal.SIGKILL)
-            child.wait()
-    status, peak_mb = read_report(report) if report.exists() else (child.returncode, 0.0)
-    return Run(status, out.read_text(), err.read_text(), peak_mb)
+    """``python -m tracesim ARGS`` in ``cwd`` under the cap: status, output, and its own peak."""
+    return capped([sys.executable, "-m", "tracesim", *args], cwd=cwd, timeout=timeout)
 
 
 def assert_refused(run: Run, *names: str) -> None:

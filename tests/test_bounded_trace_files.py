@@ -14,19 +14,14 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 import sys
 import textwrap
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from hostile import GOOD_NAMES, good_line, line, request, span
-from peak_memory import launched, read_report
+from peak_memory import Run, capped
 
-_CAP = 1 << 30  # the data segment a reader may use here
 _BOUND_MB = 400  # what skipping the bad lines may cost at most, generously
 _LONG = 65 * 1024 * 1024  # a line over the 64 MiB limit
 _HUGE = 2 << 30  # "a single 2 GB line"
@@ -42,44 +37,10 @@ ALIAS_BOMB = "\n".join(
 )
 
 
-@dataclass
-class Run:
-    status: int
-    out: str
-    err: str
-    peak_mb: float
-    seconds: float  # reported, never asserted: the machine is shared
-
-
 def child(*args: str, cwd: Path, timeout: float = 240) -> Run:
-    """``python ARGS`` in ``cwd`` under the cap: status, output, and the child's peak RSS in MB."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TRACESIM_", "OTEL_"))}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(cwd), env.get("PYTHONPATH")]))
-    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-
-    out, err, report = cwd / ".out", cwd / ".err", cwd / ".peak.json"
-    report.unlink(missing_ok=True)
-    with out.open("w") as stdout, err.open("w") as stderr:
-        # Through the launcher: the cap is set in the child, and its peak is its own, not this
-        # test process's (see peak_memory).
-        proc = subprocess.Popen(
-            launched([sys.executable, *args], report, _CAP),
-            cwd=cwd,
-            env=env,
-            stdout=stdout,
-            stderr=stderr,
-            start_new_session=True,
-        )
-        began = time.monotonic()
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:  # a hang fails the test instead of the run
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    took = time.monotonic() - began
-    status, peak_mb = read_report(report) if report.exists() else (proc.returncode, 0.0)
-    run = Run(status, out.read_text(), err.read_text(), peak_mb, took)
-    print(f"\n{' '.join(args[-3:])}: exit {run.status}, peak {run.peak_mb:.0f} MB, {took:.1f} s")
+    """``python ARGS`` in ``cwd`` under the cap: status, output, and its own peak RSS in MB."""
+    run = capped([sys.executable, *args], cwd=cwd, timeout=timeout)
+    print(f"\n{' '.join(args[-3:])}: exit {run.status}, peak {run.peak_mb:.0f} MB, {run.seconds:.1f} s")
     return run
 
 

@@ -13,14 +13,8 @@ from tracesim.evaluators import LLMSimilarity, SemanticSimilarity
 from tracesim.evaluators._model._calls import _caches
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[LLMServer]:
-    with LLMServer() as running:
-        yield running
-
-
 @pytest.fixture(autouse=True)
-def _fresh(server: LLMServer) -> Iterator[None]:
+def _fresh(server: LLMServer) -> Iterator[None]:  # conftest's, and the caches closed after
     server.reset()
     yield
     for cache in _caches.values():

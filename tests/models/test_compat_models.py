@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 import pytest
 from llm_server import CHAT, EMBEDDINGS, LLMServer, Reply
@@ -13,17 +11,6 @@ from tracesim.evaluators.compat.azure import EvaluationException, SimilarityEval
 
 QUESTION = "Where was Marie Curie born?"
 GOLDEN = "Marie Curie was born in Warsaw, Poland."
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[LLMServer]:
-    with LLMServer() as running:
-        yield running
-
-
-@pytest.fixture(autouse=True)
-def _fresh(server: LLMServer) -> None:
-    server.reset()
 
 
 def test_azure_similarity_with_an_openai_model_configuration(server: LLMServer) -> None:

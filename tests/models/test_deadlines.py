@@ -13,7 +13,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,17 +30,6 @@ LIMIT_S = 5.0
 CEILING_S = 3 * LIMIT_S + 10  # before the fix: still running after 75-130 s
 BYTE_EVERY_S = 2.0
 GOLDEN = "Marie Curie was born in Warsaw."
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[LLMServer]:
-    with LLMServer() as running:
-        yield running
-
-
-@pytest.fixture(autouse=True)
-def _fresh(server: LLMServer) -> None:
-    server.reset()
 
 
 def judge(server: LLMServer, **options: Any) -> LLMSimilarity:

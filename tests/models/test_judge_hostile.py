@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator
 from html import unescape
 from typing import Any
 
@@ -28,17 +27,6 @@ TEMPLATE_TAGS = [
     *("<rubric>", "</rubric>", "<question>", "</question>"),
     *("<response>", "</response>", "<reference>", "</reference>"),
 ]
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[LLMServer]:
-    with LLMServer() as running:
-        yield running
-
-
-@pytest.fixture(autouse=True)
-def _fresh(server: LLMServer) -> None:
-    server.reset()
 
 
 def similarity(server: LLMServer, **options: Any) -> LLMSimilarity:

@@ -4,24 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
 
 import pytest
 from llm_server import CHAT, LLMServer, Reply
 
 from tracesim.evaluators import LLMSimilarity
 from tracesim.evaluators._model._limits import RateLimiter, RetryBudget
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[LLMServer]:
-    with LLMServer() as running:
-        yield running
-
-
-@pytest.fixture(autouse=True)
-def _fresh(server: LLMServer) -> None:
-    server.reset()
 
 
 def test_requests_per_minute_spread_a_burst_out() -> None:

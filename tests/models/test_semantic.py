@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -16,17 +15,6 @@ from tracesim.testing import capture_spans
 
 QUESTION = "Where was Marie Curie born?"
 GOLDEN = "Marie Curie was born in Warsaw, Poland."
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[LLMServer]:
-    with LLMServer() as running:
-        yield running
-
-
-@pytest.fixture(autouse=True)
-def _fresh(server: LLMServer) -> None:
-    server.reset()
 
 
 def semantic(server: LLMServer, **options: object) -> SemanticSimilarity:
