@@ -1,6 +1,7 @@
 # tracesim developer commands. Both main targets build what they need on a fresh machine.
 #   make demo   run the bundled example agent; traces go to .tracesim/traces.jsonl
-#   make test   lint, type-check and run every test (what CI runs)
+#   make test   lint, type-check, build the docs site strictly and run every test (what CI runs)
+#   make docs   build the documentation site into site/ (mkdocs build --strict)
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -26,7 +27,7 @@ FIND_NLTK_DATA = \
 		export NLTK_DATA="$(NLTK_CACHE)"; \
 	fi
 
-.PHONY: demo test lint typecheck pytest test-deps nltk-data bench clean
+.PHONY: demo test lint typecheck docs pytest test-deps nltk-data bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,7 +38,7 @@ $(VENV)/.installed-core: pyproject.toml hatch_build.py tracesim/_redact/_probe.c
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml hatch_build.py tracesim/_redact/_probe.c | $(BIN)/python
-	$(BIN)/pip install -q -e '.[test,embeddings,openai,anthropic,langchain,dask]'
+	$(BIN)/pip install -q -e '.[test,docs,embeddings,openai,anthropic,langchain,dask]'
 	touch $@ $(VENV)/.installed-core
 
 demo: $(VENV)/.installed-core
@@ -49,6 +50,11 @@ lint: $(VENV)/.installed-test
 
 typecheck: $(VENV)/.installed-test
 	$(BIN)/mypy
+
+# The site: guides from docs/, the API reference from the docstrings. --strict turns every
+# warning (a broken link, a reference that does not resolve) into a failure.
+docs: $(VENV)/.installed-test
+	$(BIN)/mkdocs build --strict --site-dir site
 
 # Real components the tests use, outside tracesim's venv: Arize Phoenix (its own cached venv,
 # about 855 MB, built once; TRACESIM_SKIP_PHOENIX=1 builds nothing and skips its tests) and
@@ -72,7 +78,7 @@ PYTEST_CMD = $(BIN)/pytest -n auto --maxprocesses 4 $(PYTEST_ARGS)
 pytest: $(VENV)/.installed-test test-deps
 	@$(FIND_NLTK_DATA); echo "$(PYTEST_CMD)"; $(PYTEST_CMD)
 
-test: lint typecheck pytest
+test: lint typecheck docs pytest
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/bench_overhead.py
@@ -90,4 +96,4 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/bench_openai.py
 
 clean:
-	rm -rf $(VENV) .tracesim .mypy_cache .ruff_cache .pytest_cache .hypothesis tracesim/_redact/_probe*.so tracesim/_redact/_probe*.pyd
+	rm -rf $(VENV) site .tracesim .mypy_cache .ruff_cache .pytest_cache .hypothesis tracesim/_redact/_probe*.so tracesim/_redact/_probe*.pyd
