@@ -18,8 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tracesim
-from tracesim._capture import CaptureOptions, bounded_json, capture_value, dumps
-from tracesim._capture._size import is_small
+from tracesim._capture import CaptureOptions, bounded_json, capture_value, dumps, is_small
 from tracesim.testing import capture_spans
 
 PLAIN = CaptureOptions(max_value_chars=32 * 1024)
@@ -272,9 +271,9 @@ def test_the_compiled_size_walk_answers_as_the_python_one_or_defers_to_it(
 
     if _size._SMALL is None:
         pytest.skip("no compiled module (no C compiler at install time)")
-    expected = _size._size_python(value, chars, nodes)
+    expected = _size._is_small_python(value, chars, nodes)
     assert _size._SMALL(value, chars, nodes) in (None, expected)
-    assert _size._size(value, chars, nodes) == expected
+    assert _size.is_small(value, chars, nodes) == expected
     if not isinstance(value, (bytes, set)) and not _has_other_types(value):
         assert _size._SMALL(value, chars, nodes) is not None  # no other type: no deferring
     assert _size._SMALL(value, 2**70, nodes) is None  # beyond a machine word: Python decides
@@ -400,7 +399,7 @@ def test_a_str_subclass_with_broken_methods_is_captured_as_plain_text() -> None:
     assert json.loads(dumps({"city": Hostile("Warsaw")})) == {"city": "Warsaw"}
 
 
-@pytest.mark.parametrize("module", ["", "._convert", "._size", "._stream"])
+@pytest.mark.parametrize("module", ["", "._jsonable", "._size", "._json_text"])
 def test_docstring_examples_of_the_capture_modules(module: str) -> None:
     import doctest
     import importlib
@@ -418,6 +417,7 @@ def test_the_compiled_size_walk_takes_any_budget() -> None:
     if _size._SMALL is None:
         pytest.skip("no compiled module (no C compiler at install time)")
     for value, chars, nodes in [(0, 0, -(2**63)), ("ab", -(2**63), 10), ([1], 5, -(2**63) + 1), ([], 0, 0)]:
-        assert _size._SMALL(value, chars, nodes) == _size._size_python(value, chars, nodes)  # no wrap-around
+        # no wrap-around
+        assert _size._SMALL(value, chars, nodes) == _size._is_small_python(value, chars, nodes)
     assert _size._SMALL([1], 5.0, 3) is None  # a budget that is not an int: Python decides
-    assert _size._size([1], 5.0, 3) is True
+    assert _size.is_small([1], 5.0, 3) is True

@@ -8,9 +8,11 @@ costs about as much as 32 KiB of text. Problems (cycles, NaN, objects whose conv
 become visible placeholders. A cut never splits a token that could hold a secret (see
 `tracesim._redact.safe_cut`).
 
-The pieces: `_convert` (any object to JSON-able data, and `dumps`), `_size` (the bounded probe
-that tells small values from large ones) and `_stream` (the streaming encoder, `bounded_json`);
-this module turns their text into attribute values.
+The pieces, each calling only those after it: this module (JSON text -> attribute values: the
+cut, its marker, the MIME type), `_json_text` (any value -> bounded JSON text: `bounded_json`,
+which picks the one-call `dumps` or the streaming encoder), `_size` (the bounded probe that tells
+small values from large ones) and `_jsonable` (any object -> JSON-able data: `to_jsonable`, and
+the stand-ins both writers use for what JSON does not know).
 
 Redaction is not done here: every exported span goes through one redaction pass in the export
 path (`tracesim.exporters.RedactingExporter`), whoever created it.
@@ -25,9 +27,9 @@ from typing import Any, NamedTuple
 from opentelemetry.util.types import AttributeValue
 
 from tracesim import _semconv as sc
-from tracesim._capture._convert import _TRUNCATED, _TRUNCATED_UNKNOWN, _plain, dumps, to_jsonable
+from tracesim._capture._json_text import bounded_json, dumps, int_text
+from tracesim._capture._jsonable import exact_str, to_jsonable
 from tracesim._capture._size import is_small
-from tracesim._capture._stream import _int_text, bounded_json
 from tracesim._guard import warn_once
 from tracesim._redact import MARGIN, safe_cut
 
@@ -42,6 +44,11 @@ __all__ = [
     "is_small",
     "to_jsonable",
 ]
+
+
+# The marker that ends a cut value; it counts towards the limit.
+_TRUNCATED = "…[truncated: {} chars]"
+_TRUNCATED_UNKNOWN = "…[truncated]"  # cut while serialised: the full length was never computed
 
 
 class Captured(NamedTuple):
@@ -89,12 +96,12 @@ def capture_value(value: Any, options: CaptureOptions) -> Captured:
     limit = options.max_value_chars
     try:
         if isinstance(value, str):
-            text = _plain(value)
+            text = exact_str(value)
             if len(text) <= limit:
                 return Captured(text, sc.MIME_TEXT)
             return Captured(cut(text, limit, len(text)), sc.MIME_TEXT, len(text))
         if isinstance(value, (bool, int, float)) and not isinstance(value, enum.Enum):
-            return Captured(_int_text(value) if isinstance(value, int) else repr(value), sc.MIME_TEXT)
+            return Captured(int_text(value) if isinstance(value, int) else repr(value), sc.MIME_TEXT)
         # A little past the limit, so the cut can see whether a token (or a secret) crosses it.
         text, whole = bounded_json(value, limit + MARGIN + 1)
         if whole and len(text) <= limit:

@@ -1,4 +1,9 @@
-"""How big a value is, found in a bounded number of steps: whether it is serialised in one C call."""
+"""How big a value is, found in a bounded number of steps: is it small enough to serialise in one C call?
+
+It reads values and writes no text. `tracesim._capture._json_text` asks it which writer a value
+takes; the compiled walk (``small`` of ``tracesim/_redact/_probe.c``) answers for values of the
+exact JSON types, `_is_small_python` for the rest.
+"""
 
 from __future__ import annotations
 
@@ -6,32 +11,31 @@ import dataclasses
 from collections.abc import Mapping, Set
 from typing import Any
 
-from tracesim._capture._convert import _SMALL_NODES, _plain
+from tracesim._capture._jsonable import exact_str
+
+# A value with at most this many leaves and containers is serialised in one C call.
+SMALL_NODES = 512
 
 
-def is_small(value: Any, chars: int, nodes: int = _SMALL_NODES) -> bool:
+def is_small(value: Any, chars: int, nodes: int = SMALL_NODES) -> bool:
     """Whether ``value`` has at most ``nodes`` nodes and ``chars`` characters of text.
 
     Stops as soon as the budget is spent, so a huge value costs a few hundred steps here.
     Objects it does not know count as one node (their conversion is bounded by the caller).
+    The compiled walk answers where it is built and knows every type in ``value``.
 
     Example:
         >>> is_small({"q": "short"}, 100), is_small(list(range(10_000)), 100)
         (True, False)
     """
-    return _size(value, chars, nodes)
-
-
-def _size(value: Any, chars: int, nodes: int = _SMALL_NODES) -> bool:
-    """`is_small`, by the compiled walk where it is built and knows every type in ``value``."""
     if _SMALL is not None:
         known = _SMALL(value, chars, nodes)
         if known is not None:
             return known  # type: ignore[no-any-return]
-    return _size_python(value, chars, nodes)
+    return _is_small_python(value, chars, nodes)
 
 
-def _size_python(value: Any, chars: int, nodes: int = _SMALL_NODES) -> bool:
+def _is_small_python(value: Any, chars: int, nodes: int = SMALL_NODES) -> bool:
     """`is_small`: whether ``value`` has at most ``nodes`` nodes and ``chars`` characters of text.
 
     The items of a dict, list or tuple are read in the loop over it, and so are the items of
@@ -78,7 +82,7 @@ def _size_python(value: Any, chars: int, nodes: int = _SMALL_NODES) -> bool:
         elif not _is_small_other(item, stack, nodes):
             return False
         elif isinstance(item, str):
-            chars -= len(_plain(item))  # a subclass: its text is what str() gives
+            chars -= len(exact_str(item))  # a subclass: its text is what str() gives
             if chars < 0:
                 return False
         elif isinstance(item, (bytes, bytearray)):
@@ -92,7 +96,7 @@ _SCALARS = frozenset({int, float, bool, type(None)})
 
 
 def _compiled() -> Any:
-    """``small`` of the compiled module (``_probe.c``): `_size_python` step for step, in C, for
+    """``small`` of the compiled module (``_probe.c``): `_is_small_python` step for step, in C, for
     values of the exact JSON types (a 10 KB chat history: 116k -> 3k instructions); None when
     it is not built."""
     from tracesim._redact._native import load
