@@ -24,8 +24,8 @@ from tracesim.evaluators.compat.agenttest import StringSimilarity
 
 pytest_plugins = ["pytester"]
 
-REPO = Path(__file__).resolve().parents[2]
-PLUGIN = "tracesim.integrations.pytest_plugin"
+DISTRIBUTION = Path(__file__).resolve().parents[1]  # integrations/pytest
+PLUGIN = "tracesim_pytest.plugin"
 
 DOCS_CONFIG = """
 version: '1.0'
@@ -36,7 +36,7 @@ evaluators:
 """
 
 DOCS_TESTS = """
-from tracesim.integrations.agenttest import agent_test
+from tracesim_pytest import agent_test
 
 @agent_test(criteria=['similarity'])
 def test_semantic_similarity():
@@ -96,7 +96,7 @@ EXPECTED = "Marie Curie was born in Warsaw"
 
 WEIGHTS_TESTS = f"""
 import threading
-from tracesim.integrations.agenttest import agent_test
+from tracesim_pytest import agent_test
 
 ATTEMPTS = []
 
@@ -154,7 +154,7 @@ ORDER = (
 ORDER_EXPECTED = "Order #ORD-2024-001 confirmed. Total: $99.99. Email sent to customer@email.com"
 
 MORE_TESTS = rf"""
-from tracesim.integrations.agenttest import agent_test
+from tracesim_pytest import agent_test
 
 @agent_test(criteria=["contains"])
 def test_security_information_presence():
@@ -236,7 +236,7 @@ evaluators:
 """
 
 DISABLED_TESTS = """
-from tracesim.integrations.agenttest import agent_test
+from tracesim_pytest import agent_test
 
 @agent_test()
 def test_everything_disabled():
@@ -269,7 +269,7 @@ def test_agenttest_suites_run_under_pytest(pytester: pytest.Pytester, llm_server
     _suite(root, "more", MORE_CONFIG.format(base_url=llm_server.base_url), "test_agenttest_more", MORE_TESTS)
     _suite(root, "weights", WEIGHTS_CONFIG, "test_agenttest_weights", WEIGHTS_TESTS)
     _suite(root, "disabled", DISABLED_CONFIG, "test_agenttest_disabled", DISABLED_TESTS)
-    shutil.copytree(REPO / "examples" / "agenttest", root / "example")
+    shutil.copytree(DISTRIBUTION / "examples" / "agenttest", root / "example")
     result = pytester.runpytest_subprocess(
         "-p", PLUGIN, "-p", "no:cacheprovider", "--tracesim-json", "out.json"
     )
@@ -403,13 +403,13 @@ def _check_more(result: pytest.RunResult, tests: dict[str, Any], llm_server: LLM
 
 @pytest.mark.usefixtures("subprocess_env")
 def test_agenttest_tags_select_with_k(pytester: pytest.Pytester) -> None:
-    shutil.copytree(REPO / "examples" / "agenttest", pytester.path / "example")
+    shutil.copytree(DISTRIBUTION / "examples" / "agenttest", pytester.path / "example")
     result = pytester.runpytest_subprocess("-p", PLUGIN, "-p", "no:cacheprovider", "-k", "format", "example")
     result.assert_outcomes(passed=2, deselected=5)  # `agenttest run --tag format`
 
 
 def test_decorator_arguments_are_checked() -> None:
-    from tracesim.integrations.agenttest import agent_test
+    from tracesim_pytest import agent_test
 
     with pytest.raises(TypeError, match=r"criteria=\.\.\.\) takes a name or a list of names"):
         agent_test(criteria=[1])
@@ -424,9 +424,10 @@ def test_decorator_arguments_are_checked() -> None:
 
 
 def test_config_mistakes_name_the_file_and_the_key(tmp_path: Path) -> None:
+    from tracesim_pytest._agenttest_config import find, load
+    from tracesim_pytest._agenttest_score import score
+
     from tracesim import ConfigError
-    from tracesim.integrations._agenttest_config import find, load
-    from tracesim.integrations._agenttest_score import score
 
     (tmp_path / "suite" / "deep").mkdir(parents=True)
     (tmp_path / "suite" / ".agenttest").mkdir()

@@ -24,8 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tracesim import _inputs
-from tracesim._errors import ConfigError
+from tracesim import ConfigError, plugin_support
 
 __all__ = [
     "CRITERIA",
@@ -170,8 +169,8 @@ def load(path: Path | None) -> AgentTestConfig:
 def _load(path: Path, mtime_ns: int, size: int) -> AgentTestConfig:
     """One file at one modification time: a suite of many tests reads its config once."""
     try:  # within the input limits: an alias bomb or a deep document is refused, not built
-        data = _inputs.load_yaml(_inputs.read_text(path), str(path))
-    except _inputs.InputError as exc:
+        data = plugin_support.read_yaml(path)
+    except plugin_support.InputError as exc:
         problem = str(exc).splitlines()[0]
         raise ConfigError(
             "(file)", problem, "a YAML mapping of AgentTest settings", source=str(path)

@@ -21,11 +21,11 @@ import pytest
 from hostile import RAW_CONTROLS, TERMINAL_PAYLOADS
 from markdown_it import MarkdownIt
 
-from tracesim.exporters._safe_text import visible
+from tracesim.plugin_support import visible
 
 pytest_plugins = ["pytester"]
 
-PLUGIN = "tracesim.integrations.pytest_plugin"
+PLUGIN = "tracesim_pytest.plugin"
 
 PEM = (
     "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAq7BFUpkGp3+XQ0qfT8wLVkGwvD3f\n"
@@ -90,7 +90,7 @@ TESTS = """
 import pytest
 import tracesim
 from planted import VALUES, Leaky, Raising, traced_call
-from tracesim.integrations.agenttest import agent_test
+from tracesim_pytest import agent_test
 
 KINDS = sorted(VALUES)
 
@@ -345,8 +345,9 @@ def test_control_characters_are_shown_not_obeyed_on_the_terminal(
 
 
 def test_a_node_id_with_a_secret_keeps_its_outcome_and_loses_the_secret(tmp_path: Path) -> None:
+    from tracesim_pytest._report import Row, Summary
+
     from tracesim.evaluators import EvalResult
-    from tracesim.integrations._pytest_report import Row, Summary
 
     secret, fragment = SECRETS["email"]
     nodeid = f"t.py::test_a[{secret}]"  # a parametrized id: pytest's own, printed by pytest too

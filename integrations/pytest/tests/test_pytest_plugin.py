@@ -15,12 +15,11 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
-
-from tracesim.integrations._pytest_report import markdown_cell
+from tracesim_pytest._report import markdown_cell
 
 pytest_plugins = ["pytester"]
 
-PLUGIN = "tracesim.integrations.pytest_plugin"
+PLUGIN = "tracesim_pytest.plugin"
 
 AGENT = """
 import pytest
@@ -221,8 +220,9 @@ def test_a_suite_that_does_not_use_it_gets_nothing(pytester: pytest.Pytester, se
 
 
 def test_assert_passes_names_what_failed() -> None:
+    from tracesim_pytest.plugin import assert_passes
+
     from tracesim.evaluators import EvalResult, Levenshtein
-    from tracesim.integrations.pytest_plugin import assert_passes
 
     assert_passes([Levenshtein(threshold=0.8).evaluate("Hello World!", "Hello World")])
     error = EvalResult(
@@ -240,7 +240,7 @@ def test_assert_passes_names_what_failed() -> None:
 
 
 def test_results_survive_the_report_serialization_xdist_uses(pytester: pytest.Pytester) -> None:
-    from tracesim.integrations._pytest_report import Row, Summary
+    from tracesim_pytest._report import Row, Summary
 
     row = Row("t.py::test_a", "answer", "levenshtein", 0.79, False, 0.8, "ok", "fail", None)
     report = pytest.TestReport(
@@ -264,10 +264,10 @@ def test_results_survive_the_report_serialization_xdist_uses(pytester: pytest.Py
     "module",
     [
         PLUGIN,
-        "tracesim.integrations._pytest_report",
-        "tracesim.integrations.agenttest",
-        "tracesim.integrations._agenttest_config",
-        "tracesim.integrations._agenttest_score",
+        "tracesim_pytest._report",
+        "tracesim_pytest.agenttest",
+        "tracesim_pytest._agenttest_config",
+        "tracesim_pytest._agenttest_score",
     ],
 )
 def test_docstring_examples(module: str) -> None:

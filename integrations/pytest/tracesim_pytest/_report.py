@@ -6,8 +6,8 @@ the test's teardown report, so they also reach the controller under pytest-xdist
 the session's summary from the reports: the terminal table, ``--tracesim-json``, JUnit
 properties and the GitHub step summary all read the same rows.
 
-A row is redacted when it is made (`tracesim._outputs`: the secrets a span would lose, a row
-loses), and every output is written through `tracesim._outputs` again. What reads an output
+A row is redacted when it is made (`tracesim.plugin_support`: the secrets a span would lose, a
+row loses), and every output is written through `tracesim.plugin_support` again. What reads an output
 is not steered by it: the terminal table shows control characters as `tracesim show` does
 (`visible`), and each cell of the step summary is escaped for GitHub-flavoured Markdown and
 HTML (`markdown_cell`), so a name cannot add a line, a heading, an image, a link or a tag.
@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tracesim import _outputs
-from tracesim.exporters._safe_text import visible
+from tracesim import plugin_support
+from tracesim.plugin_support import visible
 
 if TYPE_CHECKING:
     from tracesim.evaluators import EvalResult
@@ -58,7 +58,7 @@ VERDICTS = ("pass", "fail", "error", "skipped", "no_verdict")
 _TEXT_FIELDS = ("source", "evaluator", "label", "reason")
 
 Redact = Callable[[str], str]
-"""Text in, the same text with its secrets replaced out (`tracesim._outputs.text` by default)."""
+"""Text in, the same text with its secrets replaced out (`tracesim.plugin_support.redact_text` by default)."""
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ class Row:
             label=result.label,
             reason=reason,
         )
-        return row.redacted(redact if redact is not None else _outputs.text)
+        return row.redacted(redact if redact is not None else plugin_support.redact_text)
 
     def redacted(self, redact: Redact) -> Row:
         """This row with ``redact`` applied to what the result says (names, label, reason)."""
@@ -227,7 +227,8 @@ class Summary:
         lines = [["test", "source", "evaluator", "score", "verdict", "threshold"]]
         for row in self.rows:
             score, threshold = _number(row.score), _number(row.threshold)
-            lines.append([_outputs.text(row.test), row.source, row.evaluator, score, row.verdict, threshold])
+            test = plugin_support.redact_text(row.test)
+            lines.append([test, row.source, row.evaluator, score, row.verdict, threshold])
         return lines
 
     def terminal_lines(self) -> list[str]:
@@ -263,12 +264,12 @@ class Summary:
     def write_json(self, path: Path) -> None:
         """Write `to_json` to ``path`` (redacted, whole), creating its folder."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        _outputs.write_json(path, self.to_json(), indent=2)
+        plugin_support.write_json(path, self.to_json(), indent=2)
 
     def append_markdown(self, path: Path) -> None:
         """Append `markdown` to ``path`` (GitHub Actions' ``$GITHUB_STEP_SUMMARY`` file), redacted."""
         # One write: redaction sees the whole section.
-        with _outputs.open_text(path, "a") as out:
+        with plugin_support.open_text(path, "a") as out:
             out.write(self.markdown())
 
 

@@ -2,12 +2,12 @@
 
     from agent_test import agent_test    # before: `agenttest run`
 
-Run it with `pytest examples/agenttest` (scores: `pytest examples/agenttest --tracesim-json results.json`).
+Run it with `pytest integrations/pytest/examples/agenttest` from the repository (scores: add
+`--tracesim-json results.json`).
 """
 
 from support_agent import support_agent
-
-from tracesim.integrations.agenttest import agent_test
+from tracesim_pytest import agent_test
 
 
 @agent_test(criteria=["similarity"], tags=["qa"])

@@ -8,7 +8,7 @@ the weighted mean of the criteria's scores (weights from the config entries of t
 name, 1.0 otherwise).
 
 Example:
-    >>> from tracesim.integrations._agenttest_config import parse
+    >>> from tracesim_pytest._agenttest_config import parse
     >>> outcome = score({"actual": "Python Java Go", "expected": "Python Java Rust"},
     ...                 ("similarity",), parse({"evaluators": [{"name": "similarity",
     ...                 "type": "string_similarity", "config": {"method": "jaccard", "threshold": 0.5}}]}))
@@ -22,10 +22,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from tracesim import _outputs
+from tracesim import plugin_support
 from tracesim.evaluators.compat import agenttest as compat
-from tracesim.exporters._safe_text import visible
-from tracesim.integrations import _agenttest_config as cfg
+from tracesim.plugin_support import visible
+from tracesim_pytest import _agenttest_config as cfg
 
 if TYPE_CHECKING:
     from tracesim.evaluators import EvalResult
@@ -117,7 +117,7 @@ class Outcome:
             f"  overall score {_number(self.score)} (weights: {weights}); config: {self.config.origin}"
         )
         # Redacted whole first: a secret may span lines (a PEM block in an error message).
-        return "\n".join(visible(line) for line in _outputs.text("\n".join(lines)).split("\n"))
+        return "\n".join(visible(line) for line in plugin_support.redact_text("\n".join(lines)).split("\n"))
 
 
 class _Evaluator(Protocol):
@@ -207,7 +207,7 @@ def _number(value: Any) -> str:
 
 def _shown(value: Any) -> str:
     # Redacted before it is cut: a secret cut in half would no longer be recognised.
-    text = _outputs.text(repr(_outputs.clean(value)))
+    text = plugin_support.redact_text(repr(plugin_support.redact_data(value)))
     return text if len(text) <= _SHOWN_CHARS else f"{text[:_SHOWN_CHARS]}... ({len(text)} characters)"
 
 

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 from secret_kinds import KINDS, leaked
+from tracesim_pytest.plugin import TracesimEval
 
 from tracesim.evaluators import Evaluator, Measurement
-from tracesim.integrations.pytest_plugin import TracesimEval
 from tracesim.testing import capture_spans
 
 pytest_plugins = ["pytester"]
 
-PLUGIN = "tracesim.integrations.pytest_plugin"
+PLUGIN = "tracesim_pytest.plugin"
 
 PLANTED = '''
 from tracesim.evaluators import Evaluator, Measurement

@@ -1,0 +1,3 @@
+"""The version of tracesim-pytest: always tracesim's (the two are released together)."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,350 @@
+"""pytest plugin: score agent calls with tracesim's evaluators and report the results.
+
+Installed with ``pip install 'tracesim[pytest]'`` (the ``tracesim-pytest`` distribution), loaded
+by pytest (``pytest11`` entry point). A test that does not
+ask for it pays nothing: no configuration, no spans, no table.
+
+- The ``tracesim_eval`` fixture sends the test's spans to memory with inline scoring (see
+  `tracesim.testing.capture_spans`), so a ``@tracesim.trace(evaluators=...)`` call is scored
+  before it returns; ``tracesim_eval.score(output, expected, evaluators=[...])`` scores a
+  value directly and ``tracesim_eval.assert_passes(...)`` also asserts on it.
+- ``@pytest.mark.tracesim(**settings)`` gives the test that fixture (``settings`` go to
+  `tracesim.configure`, e.g. rules that attach evaluators) and fails the test when a result
+  recorded during it fails or errors.
+- Every result is reported: a table at the end of the session (``--tracesim-no-summary``
+  turns it off), ``--tracesim-json PATH``, JUnit ``<properties>`` (``tracesim.<evaluator>.score``,
+  ``.passed``, ``.threshold``) and, when ``$GITHUB_STEP_SUMMARY`` is set, a Markdown table.
+  All of them, and the failure messages, are redacted as spans are (`tracesim.plugin_support`), and
+  show control characters and markup as text.
+
+Example:
+    >>> from tracesim.evaluators import EvalResult
+    >>> assert_passes(EvalResult(name="levenshtein", score=0.92, passed=True, threshold=0.8))
+    >>> assert_passes(EvalResult(name="levenshtein", score=0.79, passed=False, threshold=0.8))
+    Traceback (most recent call last):
+    ...
+    AssertionError: 1 of 1 tracesim results did not pass:
+      levenshtein on 'result': failed, score 0.79, threshold 0.8: the score is below the threshold
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Generator, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from tracesim import plugin_support
+from tracesim.plugin_support import visible
+from tracesim_pytest import _report as reporting
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import ReadableSpan
+    from opentelemetry.util.types import Attributes
+
+    from tracesim.evaluators import EvalResult
+    from tracesim.testing import CapturedSpans
+
+__all__ = ["TracesimEval", "assert_passes"]
+
+MARKER = "tracesim"
+FIXTURE = "tracesim_eval"
+_RECORDER = pytest.StashKey["TracesimEval"]()
+_SESSION_PLUGIN = "tracesim-session-report"
+
+
+def _raise_failures(rows: Sequence[reporting.Row], *, strict: bool, why: str = "") -> None:
+    __tracebackhide__ = True  # pytest shows the message, not the plugin's frames
+    bad = reporting.failures(rows, strict=strict)
+    if bad:
+        lines = "\n".join(f"  {reporting.describe(row)}" for row in bad)
+        message = f"{len(bad)} of {len(rows)} tracesim results did not pass{why}:\n{lines}"
+        raise AssertionError(plugin_support.redact_text(message))
+
+
+def assert_passes(results: EvalResult | Iterable[EvalResult], *, source: str = "result") -> None:
+    """Fail unless every result passed; the message names metric, score, threshold and reason.
+
+    A skipped result (no expected output) and a result without a threshold fail too: they
+    passed nothing. ``source`` names what was scored in the message.
+
+    Example:
+        >>> from tracesim.evaluators import Levenshtein
+        >>> assert_passes(Levenshtein(threshold=0.8).evaluate("Hello World!", "Hello World"))
+    """
+    __tracebackhide__ = True
+    from tracesim.evaluators import EvalResult
+
+    items = [results] if isinstance(results, EvalResult) else list(results)
+    _raise_failures([reporting.Row.from_result("", source, r) for r in items], strict=True)
+
+
+class TracesimEval:
+    """What the ``tracesim_eval`` fixture gives a test: direct scoring and the test's results.
+
+    In a test: ``def test_answer(tracesim_eval): tracesim_eval.assert_passes(answer(q),
+    expected, evaluators=["levenshtein:threshold=0.8"])``. The fixture builds it on a
+    `tracesim.testing.capture_spans` block, as here:
+
+    Example:
+        >>> from tracesim.testing import capture_spans
+        >>> with capture_spans() as captured:
+        ...     check = TracesimEval(captured)
+        ...     results = check.score("Hello World!", "Hello World", evaluators=["levenshtein"])
+        >>> results[0].score, [r.name for r in check.results]
+        (0.92, ['levenshtein'])
+    """
+
+    def __init__(self, captured: CapturedSpans) -> None:
+        self._captured = captured
+        self._scored: list[tuple[str, EvalResult]] = []
+        # The test's redaction (its marker may set one): reports are made after the capture ends.
+        self._redaction = plugin_support.redaction()
+
+    def _redact(self, text: str) -> str:
+        """``text`` with the secrets the test's spans would lose replaced (what its reports show)."""
+        return self._redaction(text)
+
+    @property
+    def spans(self) -> CapturedSpans:
+        """The spans finished in this test so far (`tracesim.testing.CapturedSpans`)."""
+        return self._captured
+
+    @property
+    def results(self) -> list[EvalResult]:
+        """Every result so far: those of `score` calls, then those on the test's spans."""
+        return [result for _, result in self.scored()]
+
+    def scored(self) -> list[tuple[str, EvalResult]]:
+        """``(source, result)`` pairs: ``source`` is the span name, or the ``name`` given to `score`."""
+        return [*self._scored, *_span_results(self._captured.otel_spans)]
+
+    def score(
+        self,
+        output: Any,
+        expected: Any = None,
+        *,
+        evaluators: Any,
+        input: Any = None,
+        name: str = "score",
+    ) -> list[EvalResult]:
+        """Score ``output`` against ``expected`` now and record the results for this test.
+
+        ``evaluators`` takes what ``@tracesim.trace`` takes: evaluator objects, config
+        mappings (``{"type": "levenshtein", "threshold": 0.8}``) or spec strings
+        (``"rouge:rouge_type=rouge1"``); a bad one raises `tracesim.ConfigError`.
+
+        The results come back redacted as the test's reports show them (name, label,
+        explanation, error and details): pytest prints a result whose assertion fails, on the
+        terminal and into the JUnit XML, and a secret the evaluator saw must not be there.
+        """
+        built = plugin_support.build_evaluators(evaluators, FIXTURE)
+        results = [self._redacted(evaluator.evaluate(output, expected, input=input)) for evaluator in built]
+        self._scored.extend((name, result) for result in results)
+        return results
+
+    def _redacted(self, result: EvalResult) -> EvalResult:
+        """``result`` with its texts redacted by the test's redaction, its details made JSON
+        data and redacted (during the test, the running redaction is the test's)."""
+        update: dict[str, Any] = {
+            key: self._redact(value)
+            for key in ("name", "label", "explanation", "error", "error_type")
+            if isinstance(value := getattr(result, key), str)
+        }
+        update["details"] = plugin_support.redact_data(plugin_support.to_jsonable(result.details))
+        return result.model_copy(update=update)
+
+    def assert_passes(
+        self,
+        output: Any,
+        expected: Any = None,
+        *,
+        evaluators: Any,
+        input: Any = None,
+        name: str = "score",
+    ) -> list[EvalResult]:
+        """`score`, then fail unless every result passed (see `assert_passes`)."""
+        __tracebackhide__ = True
+        results = self.score(output, expected, evaluators=evaluators, input=input, name=name)
+        rows = [reporting.Row.from_result("", name, r, redact=self._redact) for r in results]
+        _raise_failures(rows, strict=True)
+        return results
+
+
+def _span_results(spans: Sequence[ReadableSpan]) -> Iterator[tuple[str, EvalResult]]:
+    """The evaluation results written on spans, each with the name of the span it scored."""
+    sc = plugin_support  # the names tracesim writes results with
+    names = {span.context.span_id: span.name for span in spans if span.context is not None}
+    for span in spans:
+        source = span.name
+        attributes = span.attributes or {}
+        if attributes.get(sc.SPAN_KIND) == "EVALUATOR" and len(span.links) == 1:
+            source = names.get(span.links[0].context.span_id, source)  # a carrier: name its target
+        for event in span.events:
+            if event.name == sc.EVALUATION_EVENT:
+                yield source, _decode(event.attributes)
+
+
+def _decode(attributes: Attributes) -> EvalResult:
+    from tracesim.evaluators import EvalResult
+
+    sc = plugin_support
+
+    attrs = dict(attributes or {})
+
+    def number(key: str) -> float | None:
+        value = attrs.get(key)
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+    def text(key: str) -> str | None:
+        value = attrs.get(key)
+        return value if isinstance(value, str) else None
+
+    status = text(sc.EVALUATION_STATUS)
+    status = status if status in ("ok", "skipped", "error") else "error" if sc.ERROR_TYPE in attrs else "ok"
+    passed = attrs.get(sc.EVALUATION_PASSED)
+    explanation = text(sc.EVALUATION_EXPLANATION)
+    try:
+        details = json.loads(text(sc.EVALUATION_DETAILS) or "{}")
+    except ValueError:  # cut to max_value_chars: keep the result, drop the details
+        details = {}
+    return EvalResult(
+        name=text(sc.EVALUATION_NAME) or "unnamed",
+        score=number(sc.EVALUATION_SCORE_VALUE),
+        passed=passed if isinstance(passed, bool) else None,
+        label=text(sc.EVALUATION_SCORE_LABEL),
+        threshold=number(sc.EVALUATION_THRESHOLD),
+        explanation=None if status == "error" else explanation,
+        details=details if isinstance(details, dict) else {},
+        status=status,  # type: ignore[arg-type]  # checked against the three statuses above
+        error=explanation if status == "error" else None,
+        error_type=text(sc.ERROR_TYPE),
+        duration_s=number(sc.EVALUATION_DURATION),
+    )
+
+
+# -- the fixture and the marker -----------------------------------------------------------------
+
+
+@pytest.fixture
+def tracesim_eval(request: pytest.FixtureRequest) -> Iterator[TracesimEval]:
+    """Capture this test's spans with inline scoring; score values; collect the results."""
+    from tracesim.testing import capture_spans
+
+    marker = request.node.get_closest_marker(MARKER)
+    if marker is not None and marker.args:
+        raise TypeError("@pytest.mark.tracesim takes tracesim.configure settings as keyword arguments only")
+    with capture_spans(**(marker.kwargs if marker is not None else {})) as captured:
+        recorder = TracesimEval(captured)
+        request.node.stash[_RECORDER] = recorder
+        yield recorder
+    # After the capture is drained, so that late results are in too.
+    for source, result in recorder.scored():
+        reporting.record(request.node, source, [result], redact=recorder._redact)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("tracesim", "tracesim evaluations")
+    group.addoption(
+        "--tracesim-json",
+        metavar="PATH",
+        default=None,
+        help="write every tracesim evaluation result of the session to PATH as JSON",
+    )
+    group.addoption(
+        "--tracesim-no-summary",
+        action="store_true",
+        default=False,
+        help="do not print the table of tracesim evaluation results at the end of the session",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "tracesim(**settings): capture the test's spans with inline scoring (settings go to "
+        "tracesim.configure) and fail the test when a scored result fails",
+    )
+    config.pluginmanager.register(_SessionReport(config), _SESSION_PLUGIN)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    plugin = config.pluginmanager.get_plugin(_SESSION_PLUGIN)
+    if plugin is not None:
+        config.pluginmanager.unregister(plugin)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if not isinstance(item, pytest.Function):
+            continue
+        if item.get_closest_marker(MARKER) is not None and FIXTURE not in item.fixturenames:
+            # Last, so that settings are resolved after autouse fixtures set up the environment and cwd.
+            item.fixturenames.append(FIXTURE)
+        spec = getattr(item.obj, reporting.AGENT_TEST_ATTRIBUTE, None)
+        if spec is not None:
+            item.extra_keyword_matches.update(
+                getattr(spec, "tags", ())
+            )  # AgentTest's `--tag core` is `-k core`
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    __tracebackhide__ = True
+    yield  # a test that raised stays failed with its own error
+    recorder = item.stash.get(_RECORDER, None)
+    if recorder is not None and item.get_closest_marker(MARKER) is not None:
+        redact = recorder._redact
+        rows = [reporting.Row.from_result(item.nodeid, s, r, redact=redact) for s, r in recorder.scored()]
+        _raise_failures(rows, strict=False, why=" (@pytest.mark.tracesim fails a test whose results fail)")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    rows = item.stash.get(reporting.ROWS, None) if call.when == "teardown" else None
+    if rows:
+        # --junitxml writes them
+        item.user_properties.extend(plugin_support.redact_data(reporting.properties(rows)))
+    report = yield
+    if rows:
+        # On the report, the rows reach the summary, also across pytest-xdist workers.
+        # They are redacted already (`Row.from_result`), the node id apart, as on the report itself.
+        report.tracesim_results = [row.to_json() for row in rows]  # type: ignore[attr-defined]
+    return report
+
+
+class _SessionReport:
+    """The session's rows, gathered from the test reports, and the reports made of them."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.summary = reporting.Summary()
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.summary.add_report(report)
+
+    def pytest_sessionfinish(self) -> None:
+        if hasattr(self.config, "workerinput"):  # a pytest-xdist worker: the controller reports
+            return
+        path = self.config.getoption("tracesim_json")
+        if path:
+            self.summary.write_json(Path(self.config.invocation_params.dir, path))
+        step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+        if step_summary and self.summary.rows:
+            self.summary.append_markdown(Path(step_summary))
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not self.summary.rows or self.config.getoption("tracesim_no_summary"):
+            return
+        terminalreporter.write_sep("=", "tracesim evaluations")
+        for line in self.summary.terminal_lines():
+            terminalreporter.write_line(plugin_support.redact_text(line))
+        path = self.config.getoption("tracesim_json")
+        if path:
+            written = f"tracesim results written to {visible(path)}"
+            terminalreporter.write_line(plugin_support.redact_text(written))
