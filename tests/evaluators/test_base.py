@@ -26,7 +26,7 @@ from tracesim.evaluators import (
     register,
     unregister,
 )
-from tracesim.evaluators._text import round_half_up
+from tracesim.evaluators._arithmetic import round_half_up
 
 CORE_TYPES = {
     "exact",
@@ -65,6 +65,7 @@ def test_public_names_are_pinned() -> None:
             "Meteor",
             "MissingExtraError",
             "MissingNLTKDataError",
+            "ModelConnection",
             "Rouge",
             "SemanticSimilarity",
             "TfidfCosine",

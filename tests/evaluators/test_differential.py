@@ -16,10 +16,10 @@ from rapidfuzz.distance import Levenshtein as RapidLevenshtein
 from rouge_score import rouge_scorer
 
 from tracesim.evaluators import from_config
-from tracesim.evaluators._overlap import squad_counts, squad_tokens
+from tracesim.evaluators._arithmetic import _count_py
 from tracesim.evaluators._rouge import ROUGE_TYPES
-from tracesim.evaluators._text import _count_py
 from tracesim.evaluators._tfidf import tfidf_cosine
+from tracesim.evaluators._word_overlap import squad_counts, squad_tokens
 from tracesim.evaluators.compat import azure, mastra
 
 WORDS = [
@@ -411,7 +411,7 @@ def test_nist_on_re_equals_nltk(text: str) -> None:
 def test_round_half_up_equals_decimal_rounding_of_repr(value: float, places: int) -> None:
     from decimal import ROUND_HALF_UP, Decimal
 
-    from tracesim.evaluators._text import round_half_up
+    from tracesim.evaluators._arithmetic import round_half_up
 
     expected = float(Decimal(repr(value)).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP))
     assert round_half_up(value, places) == expected

@@ -15,10 +15,10 @@ from rouge_score import rouge_scorer, tokenize
 from stall_meter import english, random_unicode
 
 from tracesim.evaluators import Rouge, from_config
-from tracesim.evaluators._dice import _PIECE, dice_bigrams
-from tracesim.evaluators._edit import edit_distance
+from tracesim.evaluators._content_similarity import _PIECE, dice_bigrams
+from tracesim.evaluators._gil_free import _RELEASE_ABOVE, int_score
+from tracesim.evaluators._levenshtein import edit_distance
 from tracesim.evaluators._rouge_lsum import lcs_indices
-from tracesim.evaluators._unlocked import _RELEASE_ABOVE, int_score
 
 # -- rapidfuzz with the GIL released --------------------------------------------------------------
 

@@ -9,7 +9,7 @@ import pytest
 
 from tracesim import ConfigError
 from tracesim.evaluators import EvalResult, Evaluator, Measurement, Rouge, evaluator, from_config
-from tracesim.evaluators._catalogue import BUILTIN_TYPES
+from tracesim.evaluators._builtin_types import BUILTIN_TYPES
 from tracesim.evaluators.compat import agenta, agenttest, azure, twosignal
 
 MODEL_BACKED = {"semantic", "llm_similarity", "llm_judge"}  # their ranges are tested below

@@ -24,7 +24,7 @@ from rapidfuzz.distance import Levenshtein as RapidLevenshtein
 from stall_meter import ALL, CORE, MB, GcPauses, call_for, pair, random_unicode, run_while_ticking
 
 from tracesim.evaluators import EvalResult, ExactMatch, from_config
-from tracesim.evaluators._catalogue import BUILTIN_TYPES
+from tracesim.evaluators._builtin_types import BUILTIN_TYPES
 
 MAX_STALL_S = 0.100
 ATTEMPTS = 5

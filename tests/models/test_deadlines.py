@@ -23,7 +23,7 @@ from peak_memory import launched
 import tracesim
 from tracesim.evaluators import LLMSimilarity
 from tracesim.evaluators._model import ModelCaller, ModelCallError, run_sync
-from tracesim.evaluators._model_eval import model_settings
+from tracesim.evaluators._model_evaluator import model_settings
 from tracesim.testing import capture_spans
 
 LIMIT_S = 5.0

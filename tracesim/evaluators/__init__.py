@@ -12,20 +12,21 @@ façades with those tools' own interfaces. Build evaluators directly or from con
 """
 
 from tracesim.evaluators._base import DEFAULT, Evaluator, Measurement
+from tracesim.evaluators._compared_text import as_text
+from tracesim.evaluators._content_similarity import ContentSimilarity
 from tracesim.evaluators._decorator import AsyncFunctionEvaluator, FunctionEvaluator, evaluator
-from tracesim.evaluators._dice import ContentSimilarity
-from tracesim.evaluators._edit import Levenshtein, LevenshteinDistance
 from tracesim.evaluators._exact import ExactMatch
 from tracesim.evaluators._judge import LLMJudge, LLMSimilarity
+from tracesim.evaluators._levenshtein import Levenshtein, LevenshteinDistance
+from tracesim.evaluators._model_connection import ModelConnection
 from tracesim.evaluators._nltk_data import MissingNLTKDataError
 from tracesim.evaluators._nltk_metrics import Bleu, Gleu, Meteor
-from tracesim.evaluators._overlap import F1Score, Jaccard
-from tracesim.evaluators._registry import available_types, from_config, parse_spec, register, unregister
 from tracesim.evaluators._result import EvalResult
 from tracesim.evaluators._rouge import Rouge
 from tracesim.evaluators._semantic import SemanticSimilarity
-from tracesim.evaluators._text import as_text
 from tracesim.evaluators._tfidf import TfidfCosine
+from tracesim.evaluators._type_registry import available_types, from_config, parse_spec, register, unregister
+from tracesim.evaluators._word_overlap import F1Score, Jaccard
 from tracesim.evaluators._wordllama import MissingExtraError
 
 __all__ = [
@@ -48,6 +49,7 @@ __all__ = [
     "Meteor",
     "MissingExtraError",
     "MissingNLTKDataError",
+    "ModelConnection",
     "Rouge",
     "SemanticSimilarity",
     "TfidfCosine",

@@ -6,8 +6,8 @@ import json
 from typing import Any
 
 from tracesim.evaluators._base import Evaluator, Measurement
+from tracesim.evaluators._compared_text import as_text
 from tracesim.evaluators._options import check_bool, check_int
-from tracesim.evaluators._text import as_text
 
 __all__ = ["ExactMatch", "JsonTooLongError"]
 

@@ -15,21 +15,24 @@ answer in ``details["raw"]``: never a fake score.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from tracesim._errors import ConfigError
 from tracesim.evaluators._base import DEFAULT, Measurement, _Default
+from tracesim.evaluators._compared_text import as_text
 from tracesim.evaluators._judge_parse import Refusal, parse_verdict
 from tracesim.evaluators._model import ModelCaller, ModelCallError
-from tracesim.evaluators._model_eval import ModelEvaluator, Unparseable, model_settings
+from tracesim.evaluators._model_connection import ModelConnection, connection_for
+from tracesim.evaluators._model_evaluator import ModelEvaluator, Unparseable
 from tracesim.evaluators._options import check_max_chars
-from tracesim.evaluators._text import as_text
 
 __all__ = ["SIMILARITY_RUBRIC", "LLMJudge", "LLMSimilarity"]
 
 DEFAULT_JUDGE_MODEL = "gpt-4o-mini"
 _STRUCTURED = ("json_schema", "json_object", "none")
 _RAW_KEPT = 4000  # characters of an unreadable answer kept in details
+_REQUEST_TIMEOUT_S = 60.0  # request_timeout_s when not given (the default in the signatures)
 
 SIMILARITY_RUBRIC = """\
 Rate how close in meaning the response is to the reference answer, as an answer to the \
@@ -50,16 +53,35 @@ class LLMJudge(ModelEvaluator):
             ``"pass_fail"`` (score 1.0 or 0.0, threshold 1).
         include_input: Show the model the traced call's input (the question).
         include_expected: Show it the expected output; then calls without one are skipped.
-        model, base_url, api_key: The chat model (any OpenAI-compatible server); Azure OpenAI
-            with ``azure_endpoint`` + ``api_version`` (``model`` is the deployment).
+        connection: The chat model, its server and the limits of the calls, as one
+            `ModelConnection` (or a mapping of its fields); the same connection can serve
+            several evaluators. Its ``model`` defaults to ``gpt-4o-mini``, its
+            ``request_timeout_s`` to 60 s. Instead of it, its fields may be given as the
+            keywords below; giving both with different values is a `tracesim.ConfigError`.
+        model: The chat model (with Azure OpenAI, the deployment); ``gpt-4o-mini`` by default.
+        base_url: Any OpenAI-compatible server; the ``openai`` client's default when omitted.
+        api_key: Its key; ``OPENAI_API_KEY`` when omitted.
+        azure_endpoint: An Azure OpenAI resource instead of ``base_url``, with ``api_version``.
+        api_version: The Azure OpenAI API version, e.g. ``"2024-10-21"``.
         structured: ``"json_schema"`` (default; falls back to ``"json_object"``, then to plain
             text, when the server refuses it), ``"json_object"`` or ``"none"``.
         temperature: 0 by default, for repeatable grades.
         max_chars: Each text shown to the model (question, response, reference) is cut to its
             first ``max_chars`` (20,000) code points, which bounds a grade's tokens and cost
             (``details.truncated_to`` says so).
-        request_timeout_s, max_retries, rpm, tpm, cache_dir, max_response_bytes: See
-            `SemanticSimilarity`.
+        max_tokens: The longest answer asked for (at least 16).
+        request_timeout_s: Bounds each request whole (60 s; see `ModelConnection`).
+        max_retries: Retries of a failed request (see `ModelConnection`).
+        rpm: Requests per minute to the endpoint (see `ModelConnection`).
+        tpm: Tokens per minute to the endpoint (see `ModelConnection`).
+        cache_dir: Where answers are kept on disk (see `ModelConnection`).
+        max_response_bytes: The largest response body read (see `ModelConnection`).
+        name: The result's name (the type name by default).
+        threshold: The pass mark on the scale (``None``: no pass/fail).
+        sample_rate: The share of calls graded, 0 to 1.
+        timeout_s: Bounds the whole grade, retries included (default: twice
+            ``request_timeout_s`` plus 10 s).
+        max_concurrency: Grades in flight at once.
 
     The result's ``explanation`` is the model's reason; ``details`` hold the model, token
     usage, requests, retries, whether the answer came from the cache, where the score was read
@@ -72,6 +94,9 @@ class LLMJudge(ModelEvaluator):
         ...                  base_url="http://127.0.0.1:9/v1", api_key="k")
         >>> judge.threshold, judge.requires_expected
         (1.0, False)
+        >>> server = ModelConnection(model="m", base_url="http://127.0.0.1:9/v1", api_key="k")
+        >>> LLMJudge("Is it polite?", connection=server).connection == judge.connection
+        True
     """
 
     type_name = "llm_judge"
@@ -85,6 +110,7 @@ class LLMJudge(ModelEvaluator):
         scale: tuple[int, int] | str = (1, 5),
         include_input: bool = True,
         include_expected: bool = False,
+        connection: ModelConnection | Mapping[str, Any] | None = None,
         model: str | None = None,
         base_url: str | None = None,
         api_key: str | None = None,
@@ -139,23 +165,25 @@ class LLMJudge(ModelEvaluator):
         self.temperature = float(temperature)
         self.max_tokens = max_tokens
         self.max_chars = check_max_chars(key, max_chars)
-        self.model = model or DEFAULT_JUDGE_MODEL
-        self._caller = ModelCaller(
-            model_settings(
-                key,
-                self.model,
-                base_url=base_url,
-                api_key=api_key,
-                azure_endpoint=azure_endpoint,
-                api_version=api_version,
-                request_timeout_s=request_timeout_s,
-                max_retries=max_retries,
-                rpm=rpm,
-                tpm=tpm,
-                cache_dir=cache_dir,
-                max_response_bytes=max_response_bytes,
-            )
+        flat = {
+            "model": model or None,  # an empty model name has always meant the default
+            "base_url": base_url,
+            "api_key": api_key,
+            "azure_endpoint": azure_endpoint,
+            "api_version": api_version,
+            "request_timeout_s": request_timeout_s,
+            "max_retries": max_retries,
+            "rpm": rpm,
+            "tpm": tpm,
+            "cache_dir": cache_dir,
+            "max_response_bytes": max_response_bytes,
+        }
+        self.connection = connection_for(
+            key, connection, flat, default_model=DEFAULT_JUDGE_MODEL, default_timeout_s=_REQUEST_TIMEOUT_S
         )
+        """The model, its endpoint and the limits of the calls (defaults filled in)."""
+        self.model: str = self.connection.model or DEFAULT_JUDGE_MODEL
+        self._caller = ModelCaller(self.connection._settings())
 
     # ------------------------------------------------------------ the prompt
 
@@ -260,10 +288,22 @@ class LLMSimilarity(LLMJudge):
     temperature 0, answering ``{"reason", "score"}``. Each text is cut to its first
     ``max_chars`` (20,000) code points.
 
+    Args:
+        rubric: The grading instructions (`SIMILARITY_RUBRIC` by default).
+        include_input: Show the model the traced call's input (the question).
+        connection: The chat model and its server, as one `ModelConnection`; or its fields
+            as keywords (``model``, ``base_url``, ``api_key``, ``azure_endpoint``,
+            ``api_version``, ``request_timeout_s``, ``max_retries``, ``rpm``, ``tpm``,
+            ``cache_dir``, ``max_response_bytes``), as `LLMJudge` takes them.
+
+    The other keywords are `LLMJudge`'s.
+
     Example:
         >>> judge = LLMSimilarity(model="m", base_url="http://127.0.0.1:9/v1", api_key="k")
         >>> judge.threshold, judge.scale, judge.requires_expected
         (3.0, (1, 5), True)
+        >>> LLMSimilarity(connection=judge.connection).model
+        'm'
     """
 
     type_name = "llm_similarity"
@@ -274,6 +314,7 @@ class LLMSimilarity(LLMJudge):
         *,
         rubric: str = SIMILARITY_RUBRIC,
         include_input: bool = True,
+        connection: ModelConnection | Mapping[str, Any] | None = None,
         model: str | None = None,
         base_url: str | None = None,
         api_key: str | None = None,
@@ -300,6 +341,7 @@ class LLMSimilarity(LLMJudge):
             scale=(1, 5),
             include_input=include_input,
             include_expected=True,
+            connection=connection,
             model=model,
             base_url=base_url,
             api_key=api_key,

@@ -10,9 +10,9 @@ from typing import Any
 
 from tracesim.evaluators import _nltk_data
 from tracesim.evaluators._base import Evaluator, Measurement
+from tracesim.evaluators._compared_text import cut_texts
 from tracesim.evaluators._ngrams import sentence_bleu4, sentence_gleu
 from tracesim.evaluators._options import check_bool, check_max_chars, require_number
-from tracesim.evaluators._text import cut_texts
 from tracesim.evaluators._tokenize import AzureTokenizer
 
 __all__ = ["Bleu", "Gleu", "Meteor"]

@@ -9,11 +9,12 @@ from typing import Any
 
 from rapidfuzz.distance import LCSseq
 
+from tracesim.evaluators._arithmetic import count_into
 from tracesim.evaluators._base import DEFAULT, Evaluator, Measurement, _Default
+from tracesim.evaluators._compared_text import cut_texts
+from tracesim.evaluators._gil_free import int_score, warm_up
 from tracesim.evaluators._options import check_bool, check_choice, check_max_chars, require_number
 from tracesim.evaluators._rouge_lsum import summary_level_lcs
-from tracesim.evaluators._text import count_into, cut_texts
-from tracesim.evaluators._unlocked import int_score, warm_up
 
 __all__ = ["ROUGE_TYPES", "Rouge"]
 

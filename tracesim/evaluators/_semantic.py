@@ -7,21 +7,23 @@ import math
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
 from tracesim._errors import ConfigError
 from tracesim.evaluators._base import DEFAULT, Measurement, _Default
+from tracesim.evaluators._compared_text import cut_texts
 from tracesim.evaluators._model import ModelCaller
-from tracesim.evaluators._model_eval import ModelEvaluator, model_settings
+from tracesim.evaluators._model_connection import ModelConnection, connection_for
+from tracesim.evaluators._model_evaluator import ModelEvaluator
 from tracesim.evaluators._options import check_max_chars
-from tracesim.evaluators._text import cut_texts
 
 __all__ = ["SemanticSimilarity"]
 
 DEFAULT_OPENAI_MODEL = "text-embedding-3-small"
+_REQUEST_TIMEOUT_S = 30.0  # request_timeout_s when not given (the default in the signature)
 Embed = Callable[[list[str]], Any]
 
 
@@ -78,11 +80,43 @@ class SemanticSimilarity(ModelEvaluator):
     ``details.truncated_to`` says so).
     ``details`` record the backend, model, tokens, requests, retries and cache hits.
 
+    Args:
+        backend: ``"openai"``, ``"local"`` or a callable ``embed(texts) -> vectors``.
+        connection: For ``backend="openai"``: the embedding model, its server and the limits
+            of the calls, as one `ModelConnection` (or a mapping of its fields), which several
+            evaluators can share. Its ``model`` defaults to ``text-embedding-3-small``, its
+            ``request_timeout_s`` to 30 s; Azure OpenAI is not taken here. Instead of it, its
+            fields may be given as the keywords below; giving both with different values is
+            a `tracesim.ConfigError`.
+        model: The embedding model: of the server (``openai``), of WordLlama (``local``), or
+            a name for a callable's results.
+        base_url: Any OpenAI-compatible server; the ``openai`` client's default when omitted.
+        api_key: Its key; ``OPENAI_API_KEY`` when omitted.
+        dimensions: Ask for vectors of this size (``openai``), or pick a local model's size.
+        request_timeout_s: Bounds each request whole (30 s; see `ModelConnection`).
+        max_retries: Retries of a failed request (see `ModelConnection`).
+        rpm: Requests per minute to the endpoint (see `ModelConnection`).
+        tpm: Tokens per minute to the endpoint (see `ModelConnection`).
+        cache_dir: Where embeddings are kept on disk (see `ModelConnection`).
+        max_response_bytes: The largest response body read (see `ModelConnection`).
+        cache_size: Embeddings kept in memory by text (0 keeps none).
+        max_chars: Each text is cut to its first ``max_chars`` code points.
+        name: The result's name (the type name by default).
+        threshold: The pass mark, -1 to 1 (``None``: no pass/fail).
+        sample_rate: The share of calls scored, 0 to 1.
+        timeout_s: Bounds the whole evaluation, retries included (default with ``openai``:
+            twice ``request_timeout_s`` plus 10 s).
+        max_concurrency: Evaluations in flight at once.
+
     Example:
         >>> import numpy as np
         >>> letters = lambda texts: [np.array([t.count("a"), t.count("b")], float) for t in texts]
         >>> SemanticSimilarity(backend=letters).evaluate("aab", "ab").score
         0.9486832980505138
+        >>> shared = ModelConnection(base_url="http://127.0.0.1:9/v1", api_key="k", rpm=600)
+        >>> embedder = SemanticSimilarity(connection=shared)
+        >>> embedder.model, embedder.connection.request_timeout_s
+        ('text-embedding-3-small', 30.0)
     """
 
     type_name = "semantic"
@@ -93,6 +127,7 @@ class SemanticSimilarity(ModelEvaluator):
         self,
         *,
         backend: str | Embed = "openai",
+        connection: ModelConnection | Mapping[str, Any] | None = None,
         model: str | None = None,
         base_url: str | None = None,
         api_key: str | None = None,
@@ -131,6 +166,12 @@ class SemanticSimilarity(ModelEvaluator):
         self._vectors = _Vectors(cache_size)
         self._caller: ModelCaller | None = None
         self._embed: Embed | None = None
+        self.connection: ModelConnection | None = None
+        """The endpoint and call limits of the ``openai`` backend (defaults filled in); else None."""
+        if connection is not None and backend != "openai":
+            raise ConfigError(
+                "semantic.connection", connection, "None unless backend='openai' (it calls no server)"
+            )
         if callable(backend):
             self.backend = "callable"
             self._embed = backend
@@ -139,20 +180,32 @@ class SemanticSimilarity(ModelEvaluator):
             self.async_backend = inspect.iscoroutinefunction(backend) or inspect.iscoroutinefunction(method)
         elif backend == "openai":
             self.backend = "openai"
-            self.model = model or DEFAULT_OPENAI_MODEL
-            settings = model_settings(
+            flat = {
+                "model": model or None,  # an empty model name has always meant the default
+                "base_url": base_url,
+                "api_key": api_key,
+                "request_timeout_s": request_timeout_s,
+                "max_retries": max_retries,
+                "rpm": rpm,
+                "tpm": tpm,
+                "cache_dir": cache_dir,
+                "max_response_bytes": max_response_bytes,
+            }
+            self.connection = connection_for(
                 "semantic",
-                self.model,
-                base_url=base_url,
-                api_key=api_key,
-                request_timeout_s=request_timeout_s,
-                max_retries=max_retries,
-                rpm=rpm,
-                tpm=tpm,
-                cache_dir=cache_dir,
-                max_response_bytes=max_response_bytes,
+                connection,
+                flat,
+                default_model=DEFAULT_OPENAI_MODEL,
+                default_timeout_s=_REQUEST_TIMEOUT_S,
             )
-            self._caller = ModelCaller(settings)
+            if self.connection.azure_endpoint:
+                raise ConfigError(
+                    "semantic.connection.azure_endpoint",
+                    self.connection.azure_endpoint,
+                    "None: SemanticSimilarity calls an OpenAI-compatible base_url, not Azure OpenAI",
+                )
+            self.model = self.connection.model or DEFAULT_OPENAI_MODEL
+            self._caller = ModelCaller(self.connection._settings())
         elif backend == "local":
             from tracesim.evaluators._wordllama import local_embedder  # nothing loads until the first call
 

@@ -8,8 +8,8 @@ from collections import Counter
 from typing import Any
 
 from tracesim.evaluators._base import Evaluator, Measurement
+from tracesim.evaluators._compared_text import cut_texts
 from tracesim.evaluators._options import check_max_chars
-from tracesim.evaluators._text import cut_texts
 
 __all__ = ["COSINE_MAX_CHARS", "TfidfCosine", "tfidf_cosine"]
 

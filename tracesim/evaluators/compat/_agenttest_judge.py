@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tracesim.evaluators._judge import LLMJudge as _CoreJudge
+from tracesim.evaluators._model_connection import ModelConnection
 from tracesim.evaluators.compat._agenttest_more import (
     Check,
     check_cases,
@@ -173,10 +174,11 @@ class LLMJudge:
         self.model: str = options.get("model") or defaults[0]
         self.base_url: str | None = base_url or defaults[1]
         self.threshold: float = options.get("threshold", 0.7)
+        connection = ModelConnection(
+            model=self.model, base_url=self.base_url, api_key=_api_key(self.provider, options.get("api_key"))
+        )
         self._settings = {
-            "model": self.model,
-            "base_url": self.base_url,
-            "api_key": _api_key(self.provider, options.get("api_key")),
+            "connection": connection,
             "temperature": options.get("temperature", 0.0),
             "max_tokens": options.get("max_tokens", 1000),
         }

@@ -22,8 +22,8 @@ from functools import cache
 from typing import Any
 
 from tracesim.evaluators import _nltk_data
+from tracesim.evaluators._compared_text import cut_texts
 from tracesim.evaluators._rouge import ROUGE_TYPES, Rouge
-from tracesim.evaluators._text import cut_texts
 from tracesim.evaluators.compat._agenttest_result import EvaluationResult, failure, outcome
 
 __all__ = ["Metric", "Metrics"]

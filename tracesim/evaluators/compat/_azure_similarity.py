@@ -20,7 +20,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from tracesim.evaluators._judge import LLMSimilarity
-from tracesim.evaluators._model_eval import ModelEvaluator
+from tracesim.evaluators._model_connection import ModelConnection
+from tracesim.evaluators._model_evaluator import ModelEvaluator
 from tracesim.evaluators._result import EvalResult
 from tracesim.evaluators.compat._azure_errors import (
     ErrorBlame,
@@ -137,7 +138,7 @@ class SimilarityEvaluator:
             )
         self.model = options["model"]
         # Azure takes any threshold (0 and 10 too); it is applied to the answer here, not by the judge.
-        self._answer = _Answer(LLMSimilarity(threshold=None, **options))
+        self._answer = _Answer(LLMSimilarity(threshold=None, connection=ModelConnection(**options)))
 
     def __call__(
         self,

@@ -17,9 +17,10 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from tracesim.evaluators._edit import LevenshteinDistance
-from tracesim.evaluators._overlap import Jaccard
+from tracesim.evaluators._levenshtein import LevenshteinDistance
+from tracesim.evaluators._model_connection import ModelConnection
 from tracesim.evaluators._semantic import SemanticSimilarity
+from tracesim.evaluators._word_overlap import Jaccard
 
 __all__ = ["AgentaEvaluationError", "levenshtein_distance", "semantic_similarity", "similarity_match"]
 
@@ -114,7 +115,7 @@ def levenshtein_distance(output: Any, correct_answer: Any, *, threshold: float |
 def _semantic(model: str, base_url: str | None, api_key: str | None) -> SemanticSimilarity:
     # one evaluator per model and endpoint: its embedding cache spans calls (a correct
     # answer is embedded once)
-    return SemanticSimilarity(model=model, base_url=base_url, api_key=api_key)
+    return SemanticSimilarity(connection=ModelConnection(model=model, base_url=base_url, api_key=api_key))
 
 
 def semantic_similarity(

@@ -28,10 +28,10 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from tracesim.evaluators._edit import DISTANCE_MAX_CHARS, edit_distance
-from tracesim.evaluators._overlap import WORDS_MAX_CHARS
-from tracesim.evaluators._text import cut_texts
+from tracesim.evaluators._compared_text import cut_texts
+from tracesim.evaluators._levenshtein import DISTANCE_MAX_CHARS, edit_distance
 from tracesim.evaluators._tfidf import COSINE_MAX_CHARS, tfidf_cosine
+from tracesim.evaluators._word_overlap import WORDS_MAX_CHARS
 from tracesim.evaluators.compat._agenttest_judge import CRITERIA, LLMJudge
 from tracesim.evaluators.compat._agenttest_more import (
     CONTAINS_OPTIONS,

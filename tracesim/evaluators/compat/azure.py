@@ -46,8 +46,8 @@ from typing import Any
 
 from tracesim.evaluators._base import Evaluator
 from tracesim.evaluators._nltk_metrics import Bleu, Gleu, Meteor
-from tracesim.evaluators._overlap import F1Score
 from tracesim.evaluators._rouge import ROUGE_TYPES, Rouge
+from tracesim.evaluators._word_overlap import F1Score
 from tracesim.evaluators.compat._azure_errors import (
     ErrorBlame,
     ErrorCategory,

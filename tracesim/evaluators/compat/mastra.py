@@ -17,8 +17,8 @@ import re
 from array import array
 from typing import Any
 
-from tracesim.evaluators._dice import DICE_MAX_CHARS, dice_bigrams
-from tracesim.evaluators._text import cut_texts
+from tracesim.evaluators._compared_text import cut_texts
+from tracesim.evaluators._content_similarity import DICE_MAX_CHARS, dice_bigrams
 
 __all__ = ["ContentSimilarityMetric"]
 

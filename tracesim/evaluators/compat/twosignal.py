@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracesim.evaluators._edit import Levenshtein as _CoreLevenshtein
+from tracesim.evaluators._levenshtein import Levenshtein as _CoreLevenshtein
 from tracesim.evaluators._options import require_number
 
 __all__ = ["Levenshtein"]

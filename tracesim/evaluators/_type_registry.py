@@ -28,7 +28,7 @@ def _ensure_builtins() -> None:
     """Register the catalogue on first use (keeps ``import tracesim.evaluators`` cheap)."""
     if _builtin_names:
         return
-    from tracesim.evaluators._catalogue import BUILTIN_TYPES
+    from tracesim.evaluators._builtin_types import BUILTIN_TYPES
 
     with _lock:
         for type_name, factory in BUILTIN_TYPES.items():

@@ -6,10 +6,11 @@ from typing import Any
 
 from rapidfuzz.distance import Levenshtein as _Lev
 
+from tracesim.evaluators._arithmetic import round_half_up
 from tracesim.evaluators._base import Evaluator, Measurement
+from tracesim.evaluators._compared_text import cut_texts
+from tracesim.evaluators._gil_free import int_score, warm_up
 from tracesim.evaluators._options import check_bool, check_int, check_max_chars
-from tracesim.evaluators._text import cut_texts, round_half_up
-from tracesim.evaluators._unlocked import int_score, warm_up
 
 __all__ = ["DISTANCE_MAX_CHARS", "Levenshtein", "LevenshteinDistance", "edit_distance"]
 

@@ -6,9 +6,10 @@ import operator
 from itertools import repeat
 from typing import Any
 
+from tracesim.evaluators._arithmetic import count_into
 from tracesim.evaluators._base import Evaluator, Measurement
+from tracesim.evaluators._compared_text import cut_texts
 from tracesim.evaluators._options import check_bool, check_max_chars
-from tracesim.evaluators._text import count_into, cut_texts
 
 __all__ = ["DICE_MAX_CHARS", "ContentSimilarity", "dice_bigrams"]
 

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from tracesim.evaluators._base import Evaluator
-from tracesim.evaluators._dice import ContentSimilarity
-from tracesim.evaluators._edit import Levenshtein, LevenshteinDistance
+from tracesim.evaluators._content_similarity import ContentSimilarity
 from tracesim.evaluators._exact import ExactMatch
 from tracesim.evaluators._judge import LLMJudge, LLMSimilarity
+from tracesim.evaluators._levenshtein import Levenshtein, LevenshteinDistance
 from tracesim.evaluators._nltk_metrics import Bleu, Gleu, Meteor
-from tracesim.evaluators._overlap import F1Score, Jaccard
 from tracesim.evaluators._rouge import Rouge
 from tracesim.evaluators._semantic import SemanticSimilarity
 from tracesim.evaluators._tfidf import TfidfCosine
+from tracesim.evaluators._word_overlap import F1Score, Jaccard
 
 __all__ = ["BUILTIN_TYPES"]
 
