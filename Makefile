@@ -37,8 +37,15 @@ $(VENV)/.installed-core: pyproject.toml hatch_build.py tracesim/_redact/_probe.c
 	$(BIN)/pip install -q -e .
 	touch $@
 
-$(VENV)/.installed-test: pyproject.toml hatch_build.py tracesim/_redact/_probe.c | $(BIN)/python
-	$(BIN)/pip install -q -e '.[test,docs,embeddings,openai,anthropic,langchain,dask]'
+# The integrations are distributions of their own (integrations/<name>/), installed editable from
+# the checkout: the extras openai, anthropic and langchain require them at tracesim's version, and
+# pip takes the local ones given here.
+INTEGRATIONS := openai anthropic langchain pytest
+
+$(VENV)/.installed-test: pyproject.toml hatch_build.py tracesim/_redact/_probe.c \
+		$(foreach name,$(INTEGRATIONS),integrations/$(name)/pyproject.toml) | $(BIN)/python
+	$(BIN)/pip install -q -e '.[test,docs,embeddings,openai,anthropic,langchain,dask]' \
+		$(foreach name,$(INTEGRATIONS),-e integrations/$(name))
 	touch $@ $(VENV)/.installed-core
 
 demo: $(VENV)/.installed-core

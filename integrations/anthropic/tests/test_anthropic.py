@@ -11,8 +11,8 @@ import pytest
 from llm_server import MESSAGES, LLMServer, Reply
 
 import tracesim
-from tracesim.exporters import load_spans
 from tracesim.testing import capture_spans
+from tracesim.tracefile import load_spans
 
 pytest.importorskip("anthropic", reason="the 'anthropic' extra is not installed")
 pytest.importorskip(

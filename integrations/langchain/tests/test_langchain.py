@@ -12,8 +12,8 @@ from llm_server import CHAT, LLMServer
 from pydantic import SecretStr
 
 import tracesim
-from tracesim.exporters import SpanRecord, load_spans
 from tracesim.testing import capture_spans
+from tracesim.tracefile import SpanRecord, load_spans
 
 pytest.importorskip(
     "opentelemetry.instrumentation.genai.langchain",

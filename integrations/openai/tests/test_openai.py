@@ -13,8 +13,8 @@ from llm_server import CHAT, LLMServer, Reply
 from openai.types.chat import ChatCompletionFunctionToolParam, ChatCompletionMessageParam
 
 import tracesim
-from tracesim.exporters import load_spans
 from tracesim.testing import capture_spans
+from tracesim.tracefile import load_spans
 
 pytest.importorskip(
     "opentelemetry.instrumentation.genai.openai",

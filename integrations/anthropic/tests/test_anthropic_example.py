@@ -1,0 +1,24 @@
+"""The distribution's example.py runs as it is: its agent's model call is a span under the agent's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from llm_server import LLMServer
+
+from tracesim.tracefile import load_spans
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "example.py"
+
+
+def test_the_example_traces_the_model_call_under_its_agent(
+    llm_server: LLMServer, run_python: Any, tmp_path: Path
+) -> None:
+    llm_server.judge = lambda request: "Warsaw."
+    env = {"ANTHROPIC_BASE_URL": llm_server.root_url, "ANTHROPIC_API_KEY": "test"}
+    done = run_python(EXAMPLE.read_text(encoding="utf-8"), cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "Warsaw."
+    spans = {span.name: span for span in load_spans(tmp_path / ".tracesim" / "traces.jsonl")}
+    assert spans["chat claude-sonnet-4-5"].parent_span_id == spans["answer"].span_id

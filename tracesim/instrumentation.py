@@ -1,0 +1,298 @@
+"""What an integration builds on: tracesim's public API for plugging instrumentations in.
+
+An *integration* is a separate distribution (``tracesim-openai``, ``tracesim-anthropic``,
+``tracesim-langchain``, or one of your own) that turns another library's calls into spans in
+tracesim's traces. It imports only this module (and tracesim's other public names), and
+registers one object under the entry-point group `ENTRY_POINT_GROUP`; tracesim finds it there
+when ``tracesim.instrument_<name>()`` or ``configure(instrument=[...])`` asks for it by name.
+
+The module is named for what its users write: instrumentation, as in OpenTelemetry's
+``opentelemetry.instrumentation`` packages. It is kept to what an integration needs:
+
+- `Integration`: what the registered object provides (``instrument`` / ``uninstrument``).
+- `GenAIIntegration`: that object for any instrumentation built on OpenTelemetry's
+  ``opentelemetry-util-genai`` (the OpenAI, Anthropic and LangChain ones).
+- `CurrentProvider`: the tracer provider to hand an instrumentation, which follows tracesim's
+  current configuration and stays quiet when tracing is suppressed.
+- `MissingIntegrationError`: raised when an integration, or what it instruments, is not
+  installed; the message names the extra to install.
+
+A distribution registers its integration in its ``pyproject.toml``::
+
+    [project.entry-points."tracesim.integrations"]
+    openai = "tracesim_openai:integration"
+
+Example:
+    >>> from tracesim.instrumentation import ENTRY_POINT_GROUP, GenAIIntegration, Integration
+    >>> def load() -> type:
+    ...     from opentelemetry.instrumentation.genai.openai import OpenAIInstrumentor
+    ...     return OpenAIInstrumentor
+    >>> integration = GenAIIntegration("openai", load)
+    >>> isinstance(integration, Integration), ENTRY_POINT_GROUP
+    (True, 'tracesim.integrations')
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace as otel_trace
+from opentelemetry.util.types import Attributes
+
+from tracesim import _runtime
+from tracesim._capture import capture_value
+from tracesim._errors import TracesimError
+from tracesim._guard import internal_error
+from tracesim._untraced import in_model_call
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "CurrentProvider",
+    "GenAIIntegration",
+    "Integration",
+    "MissingIntegrationError",
+]
+
+ENTRY_POINT_GROUP = "tracesim.integrations"
+"""The entry-point group integrations register in: the name is the one users write
+(``instrument_openai()``, ``instrument=["openai"]``, the extra ``tracesim[openai]``), the
+object an `Integration`."""
+
+# What the completion hook receives -> the GenAI attribute it is written to.
+_CONTENT_ATTRIBUTES = (
+    ("inputs", "gen_ai.input.messages"),
+    ("outputs", "gen_ai.output.messages"),
+    ("system_instruction", "gen_ai.system_instructions"),
+    ("tool_definitions", "gen_ai.tool.definitions"),
+)
+
+_SUPPRESS = getattr(otel_context, "_SUPPRESS_INSTRUMENTATION_KEY", "suppress_instrumentation")
+
+
+class MissingIntegrationError(TracesimError, ImportError):
+    """An integration, or what it instruments, is not installed; the message names the extra.
+
+    Example:
+        >>> str(MissingIntegrationError("openai"))
+        "tracesim's openai integration needs its extra: pip install 'tracesim[openai]'"
+    """
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"tracesim's {name} integration needs its extra: pip install 'tracesim[{name}]'")
+
+
+@runtime_checkable
+class Integration(Protocol):
+    """What a distribution registers under `ENTRY_POINT_GROUP`: one switch for one library.
+
+    Example:
+        >>> class Nothing:
+        ...     def instrument(self, capture: bool | None) -> bool:
+        ...         return True
+        ...     def uninstrument(self) -> None:
+        ...         pass
+        >>> isinstance(Nothing(), Integration)
+        True
+    """
+
+    def instrument(self, capture: bool | None) -> bool:
+        """Turn tracing of the library on; False when it was on already.
+
+        ``capture`` overrides tracesim's ``capture`` setting for this library's content (None
+        follows it). Raises `MissingIntegrationError` when what it needs is not installed.
+        """
+        ...
+
+    def uninstrument(self) -> None:
+        """Turn tracing of the library off (nothing to do when it was off)."""
+        ...
+
+
+class CurrentProvider(otel_trace.TracerProvider):
+    """Hands out tracers that start spans with the current tracesim configuration's provider.
+
+    An instrumentation asks for its tracer once, when it is installed; tracesim's configuration
+    may change later (``configure()`` again, ``shutdown()``). So each span resolves the provider
+    of the configuration current at that moment. It also honours OpenTelemetry's suppression key
+    and tracesim's own model-call marker, which some instrumentations ignore: an evaluator's
+    request to a model is not the user's traffic.
+
+    Example:
+        >>> tracer = CurrentProvider().get_tracer("some.instrumentation")
+        >>> tracer.start_span("call").is_recording()  # tracesim not configured: nothing recorded
+        False
+    """
+
+    def get_tracer(
+        self,
+        instrumenting_module_name: str,
+        instrumenting_library_version: str | None = None,
+        schema_url: str | None = None,
+        attributes: Attributes | None = None,
+    ) -> otel_trace.Tracer:
+        """A tracer named like the instrumentation, resolved against tracesim's provider per span."""
+        return _CurrentTracer(
+            (instrumenting_module_name, instrumenting_library_version, schema_url, attributes)
+        )
+
+
+def _suppressed(context: otel_context.Context | None) -> bool:
+    return bool(
+        otel_context.get_value(_SUPPRESS, context) or otel_context.get_value(_SUPPRESS)
+    ) or in_model_call(context)
+
+
+class _CurrentTracer(otel_trace.Tracer):
+    def __init__(self, identity: tuple[Any, ...]) -> None:
+        self._identity = identity
+        self._cached: tuple[Any, otel_trace.Tracer] | None = None
+
+    def _tracer(self) -> otel_trace.Tracer:
+        runtime = _runtime.current
+        provider: Any = runtime.provider if runtime is not None and runtime.enabled else None
+        if provider is None:
+            return otel_trace.NoOpTracer()
+        cached = self._cached
+        if cached is None or cached[0] is not provider:
+            name, version, schema_url, attributes = self._identity
+            cached = (provider, provider.get_tracer(name, version, schema_url, attributes))
+            self._cached = cached
+        return cached[1]
+
+    def start_span(
+        self,
+        name: str,
+        context: otel_context.Context | None = None,
+        kind: otel_trace.SpanKind = otel_trace.SpanKind.INTERNAL,
+        attributes: Attributes = None,
+        links: Sequence[otel_trace.Link] | None = None,
+        start_time: int | None = None,
+        record_exception: bool = True,
+        set_status_on_exception: bool = True,
+    ) -> otel_trace.Span:
+        if _suppressed(context):
+            return otel_trace.NonRecordingSpan(otel_trace.get_current_span(context).get_span_context())
+        return self._tracer().start_span(
+            name, context, kind, attributes, links, start_time, record_exception, set_status_on_exception
+        )
+
+    @contextlib.contextmanager  # the API types it with a private context manager class
+    def start_as_current_span(  # type: ignore[override]
+        self,
+        name: str,
+        context: otel_context.Context | None = None,
+        kind: otel_trace.SpanKind = otel_trace.SpanKind.INTERNAL,
+        attributes: Attributes = None,
+        links: Sequence[otel_trace.Link] | None = None,
+        start_time: int | None = None,
+        record_exception: bool = True,
+        set_status_on_exception: bool = True,
+        end_on_exit: bool = True,
+    ) -> Iterator[otel_trace.Span]:
+        span = self.start_span(
+            name, context, kind, attributes, links, start_time, record_exception, set_status_on_exception
+        )
+        with otel_trace.use_span(
+            span,
+            end_on_exit=end_on_exit,
+            record_exception=record_exception,
+            set_status_on_exception=set_status_on_exception,
+        ) as current:
+            yield current
+
+
+class GenAIIntegration:
+    """An `Integration` for an instrumentation built on ``opentelemetry-util-genai``.
+
+    The OpenTelemetry project's GenAI instrumentations (OpenAI, Anthropic, LangChain) share one
+    library, which takes a tracer provider and a *completion hook*. This hands every one of them
+    the same two: `CurrentProvider`, so spans follow tracesim's current configuration, and a
+    hook that writes the messages (``gen_ai.input.messages``, ``gen_ai.output.messages``,
+    ``gen_ai.system_instructions``, ``gen_ai.tool.definitions``) on the span when tracesim
+    captures values, bounded like every captured value. Content is set from code, never through
+    the instrumentation's environment variable, so ``capture`` means the same everywhere.
+
+    ``name`` is the integration's name (its extra). ``load`` imports and returns the
+    instrumentor class, on first use: an ImportError from it becomes `MissingIntegrationError`.
+    ``options`` go to the instrumentor's ``instrument()`` as they are. The instrumentor is
+    installed at most once.
+
+    Example:
+        >>> def load() -> type:
+        ...     raise ImportError("not installed")
+        >>> example = GenAIIntegration("example", load)
+        >>> example.uninstrument()  # off already: nothing to do
+        >>> try:
+        ...     example.instrument(capture=None)
+        ... except MissingIntegrationError as exc:
+        ...     print(exc)
+        tracesim's example integration needs its extra: pip install 'tracesim[example]'
+    """
+
+    def __init__(self, name: str, load: Callable[[], Any], options: Mapping[str, Any] | None = None) -> None:
+        self.name = name
+        self.capture: bool | None = None  # None: follow tracesim's capture setting
+        self._load = load
+        self._options = dict(options or {})
+        self._lock = threading.Lock()
+        self._instrumentor: Any = None
+
+    def instrument(self, capture: bool | None) -> bool:
+        """Turn the instrumentation on (False if it already was); ``capture`` applies either way.
+
+        Raises:
+            MissingIntegrationError: ``load`` raised ImportError.
+        """
+        with self._lock:
+            self.capture = capture
+            if self._instrumentor is not None:
+                return False
+            try:
+                instrumentor = self._load()()
+            except ImportError:
+                raise MissingIntegrationError(self.name) from None
+            hook = _Content(self)
+            instrumentor.instrument(tracer_provider=CurrentProvider(), completion_hook=hook, **self._options)
+            self._instrumentor = instrumentor
+            return True
+
+    def uninstrument(self) -> None:
+        """Turn the instrumentation off; calls made afterwards are not traced."""
+        with self._lock:
+            if self._instrumentor is not None:
+                self._instrumentor.uninstrument()
+                self._instrumentor = None
+
+
+class _Content:
+    """The completion hook: writes the messages on the span when tracesim captures content."""
+
+    def __init__(self, integration: GenAIIntegration) -> None:
+        self._integration = integration
+
+    def on_completion(self, *, span: Any = None, **content: Any) -> None:
+        try:
+            self._write(span, content)
+        except Exception:  # the instrumentation would only log it on its own logger, every call
+            internal_error(f"{self._integration.name} integration content")
+
+    def _write(self, span: Any, content: Mapping[str, Any]) -> None:
+        runtime = _runtime.current
+        if span is None or runtime is None or not span.is_recording():
+            return
+        if not runtime.capture.enabled or self._integration.capture is False:
+            return
+        for key, attribute in _CONTENT_ATTRIBUTES:
+            value = content.get(key)
+            if value:
+                text = capture_value([_plain(item) for item in value], runtime.capture).text
+                span.set_attribute(attribute, text)
+
+
+def _plain(item: Any) -> Any:
+    return dataclasses.asdict(item) if dataclasses.is_dataclass(item) and not isinstance(item, type) else item
