@@ -1,7 +1,8 @@
-"""The distribution's example.py runs as it is: its agent's model call is a span under the agent's."""
+"""The example and the README snippet run as they are: the agent's model call is a span under its own."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ from llm_server import LLMServer
 from tracesim.tracefile import load_spans
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "example.py"
+README = EXAMPLE.with_name("README.md")
 
 
 def test_the_example_traces_the_model_call_under_its_agent(
@@ -22,3 +24,11 @@ def test_the_example_traces_the_model_call_under_its_agent(
     assert done.stdout.strip() == "Warsaw."
     spans = {span.name: span for span in load_spans(tmp_path / ".tracesim" / "traces.jsonl")}
     assert spans["chat claude-sonnet-4-5"].parent_span_id == spans["answer"].span_id
+
+
+def test_the_readme_snippets_run(run_python: Any, tmp_path: Path) -> None:
+    snippets = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.DOTALL)
+    assert snippets
+    for snippet in snippets:
+        done = run_python(snippet, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr

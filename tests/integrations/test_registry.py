@@ -1,0 +1,58 @@
+"""tracesim finds an integration by its entry point; without one, the error names the extra.
+
+``tracesim.instrument_openai()`` and ``configure(instrument=["openai"])`` look the integration
+up under the ``tracesim.integrations`` entry points (the ``tracesim-openai`` distribution, which
+``pip install 'tracesim[openai]'`` brings). These pin what happens when it is not there.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import tracesim
+from tracesim.instrumentation import ENTRY_POINT_GROUP, MissingIntegrationError
+from tracesim.integrations import _registry
+
+NAMES = ["openai", "anthropic", "langchain"]
+
+
+@pytest.fixture
+def nothing_registered(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No distribution registers any integration, and none was found before."""
+    monkeypatch.setattr(_registry, "_found", {})
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda **selection: [])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_an_uninstalled_integration_names_its_extra(name: str, nothing_registered: None) -> None:
+    with pytest.raises(MissingIntegrationError, match=rf"pip install 'tracesim\[{name}\]'"):
+        getattr(tracesim, f"instrument_{name}")()
+    with pytest.raises(MissingIntegrationError, match=rf"tracesim\[{name}\]"):
+        tracesim.configure(exporters=["console"], instrument=[name])
+    getattr(tracesim, f"uninstrument_{name}")()  # never on: nothing to do, no error
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_each_name_finds_its_distributions_integration(name: str) -> None:
+    package = pytest.importorskip(f"tracesim_{name}", reason=f"tracesim-{name} is not installed")
+    (entry_point,) = importlib.metadata.entry_points(group=ENTRY_POINT_GROUP, name=name)
+    assert entry_point.value == f"tracesim_{name}:integration"
+    assert _registry.find(name) is package.integration
+
+
+def test_a_registered_integration_that_cannot_be_imported_is_missing(run_python: Any, tmp_path: Path) -> None:
+    pytest.importorskip("tracesim_openai", reason="tracesim-openai is not installed")
+    code = (
+        "import sys\nsys.modules['tracesim_openai'] = None\n"
+        "import tracesim\n"
+        "try:\n    tracesim.instrument_openai()\n"
+        "except ImportError as exc:\n    print(type(exc).__name__, type(exc.__cause__).__name__, exc)\n"
+    )
+    done = run_python(code, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[:2] == ["MissingIntegrationError", "ModuleNotFoundError"]
+    assert "pip install 'tracesim[openai]'" in done.stdout
