@@ -2,17 +2,18 @@
 
 ``@agent_test`` moved with the pytest plugin to its own distribution, ``tracesim-pytest``
 (``pip install 'tracesim[pytest]'``); a suite moved from AgentTest imports
-``from tracesim_pytest import agent_test``. This module is kept for one release: it warns
-(`DeprecationWarning`) and forwards; without the distribution it raises an `ImportError` that
-says what to install.
+``from tracesim_pytest import agent_test``. This module is kept for one release: what is
+taken from here warns (`DeprecationWarning`) and forwards; without the distribution,
+importing it raises an `ImportError` that says what to install.
 """
 
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 try:
-    from tracesim_pytest.agenttest import SPEC_ATTRIBUTE, AgentTestSpec, agent_test
+    from tracesim_pytest import agenttest as _agenttest
 except ModuleNotFoundError as exc:
     if not (exc.name or "").startswith("tracesim_pytest"):
         raise
@@ -21,11 +22,16 @@ except ModuleNotFoundError as exc:
         "pip install 'tracesim[pytest]', then from tracesim_pytest import agent_test"
     ) from exc
 
-warnings.warn(
-    "tracesim.integrations.agenttest is deprecated and goes in the next release: "
-    "from tracesim_pytest import agent_test",
-    DeprecationWarning,
-    stacklevel=2,
-)
+_DEPRECATED = ("SPEC_ATTRIBUTE", "AgentTestSpec", "agent_test")  # what old code imported from here
 
-__all__ = ["SPEC_ATTRIBUTE", "AgentTestSpec", "agent_test"]
+
+def __getattr__(name: str) -> Any:
+    if name in _DEPRECATED:
+        warnings.warn(
+            "tracesim.integrations.agenttest is deprecated and goes in the next release: "
+            "from tracesim_pytest import agent_test",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(_agenttest, name)
+    raise AttributeError(f"module 'tracesim.integrations.agenttest' has no attribute {name!r}")
