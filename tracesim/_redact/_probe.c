@@ -631,7 +631,7 @@ error:
 
 /* ---------------------------------------------------------------- the capture's size check */
 
-/* Whether a value is small enough to serialise whole: `_size` of tracesim/_capture/_size.py,
+/* Whether a value is small enough to serialise whole: `_is_small_python` of tracesim/_capture/_size.py,
  * step for step, for values made of the exact JSON types (dict, list, tuple, str, int, float,
  * bool, None). It returns None when it meets any other type: Python then decides, from the
  * start. No Python code runs during the walk (only lengths of exact built-in types are read),
@@ -748,7 +748,7 @@ static PyObject *small(PyObject *module, PyObject *const *args, Py_ssize_t nargs
 
 static PyMethodDef module_methods[] = {
     {"small", (PyCFunction)(void (*)(void))small, METH_FASTCALL,
-     "small(value, chars, nodes) -> bool, or None: tracesim._capture._size._size for values of the "
+     "small(value, chars, nodes) -> bool, or None: tracesim._capture._size.is_small for values of the "
      "exact JSON types (None when another type is met: ask Python)."},
     {NULL, NULL, 0, NULL},
 };
