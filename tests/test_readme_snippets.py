@@ -1,7 +1,11 @@
-"""Every ```python block of the README runs as written: in a fresh interpreter, in an empty folder.
+"""The ```python blocks of the README and the guides run as written: in a fresh interpreter, an empty folder.
 
-A block runs as a script unless the HTML comment on the line before its fence says otherwise:
+Every block of the README and of the guides made from it (``RUN_EVERY_BLOCK``) runs; in the other
+pages of docs/, whose blocks are fragments or run by their own tests (tests/experiments,
+tests/batch, tests/report), only the blocks marked to run do. The HTML comment on the line before
+a fence (invisible on GitHub and on the site) says how a block runs:
 
+- no comment: as a script (on a ``RUN_EVERY_BLOCK`` page); ``<!-- snippet: run -->`` elsewhere.
 - ``<!-- snippet: pytest -->``: the block is a test file; pytest runs it and its tests pass.
 - ``<!-- snippet: skip reason=... -->``: it needs something the test cannot start here (an OTLP
   collector...); the reason names it. Rather make a snippet self-contained than skip it.
@@ -10,7 +14,7 @@ What a snippet says it does is checked too: a line ``print(...)  # TEXT`` must p
 ```console block right after a snippet that starts ``$ tracesim show`` must be what ``tracesim
 show`` prints in that folder afterwards, but for durations, trace ids and times. Shell blocks are
 not run. The programs in examples/ are run by test_docs.py; the README's YAML rules are compiled by
-test_rules_on_any_span.py.
+test_rules_on_any_span.py, the guides' by test_docs.py.
 """
 
 from __future__ import annotations
@@ -25,7 +29,25 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+REPO = Path(__file__).resolve().parents[1]
+README = REPO / "README.md"
+DOCS = REPO / "docs"
+# The README and the guides cut from it: every python block runs. Other pages run marked blocks.
+RUN_EVERY_BLOCK = frozenset(
+    {
+        "README.md",
+        "docs/index.md",
+        "docs/getting-started.md",
+        "docs/tracing.md",
+        "docs/online-scoring.md",
+        "docs/llm-calls.md",
+        "docs/backends.md",
+        "docs/configuration.md",
+        "docs/performance.md",
+        "docs/development.md",
+    }
+)
+PAGES = [README, *sorted(DOCS.rglob("*.md"))]
 TIMEOUT_S = 300  # a fresh interpreter importing tracesim and its evaluators, on a busy machine
 
 _FENCE = re.compile(r"^(?P<indent> *)```(?P<lang>[\w-]*)\s*$")
@@ -41,6 +63,7 @@ class Block:
     end: int  # of the closing fence
     marker: str | None  # what the <!-- snippet: ... --> right before the fence says
     heading: str
+    page: str = "README.md"  # relative to the repository
 
 
 @dataclass(frozen=True)
@@ -51,10 +74,10 @@ class Snippet:
     @property
     def id(self) -> str:
         slug = re.sub(r"[^a-z0-9]+", "-", self.block.heading.lower()).strip("-")
-        return f"{slug}-line{self.block.line}"
+        return f"{self.block.page}:{slug}-line{self.block.line}"
 
 
-def read_blocks(text: str) -> list[Block]:
+def read_blocks(text: str, page: str = "README.md") -> list[Block]:
     """Every fenced block, with the marker before it and the heading it is under."""
     lines = text.splitlines()
     blocks: list[Block] = []
@@ -73,18 +96,23 @@ def read_blocks(text: str) -> list[Block]:
         marker = _MARKER.match(lines[index - 1]) if index else None
         code = textwrap.dedent("\n".join(lines[index + 1 : end])) + "\n"
         blocks.append(
-            Block(opening["lang"], code, index + 1, end + 1, marker["what"] if marker else None, heading)
+            Block(
+                opening["lang"], code, index + 1, end + 1, marker["what"] if marker else None, heading, page
+            )
         )
         index = end + 1
     return blocks
 
 
-def read_snippets(text: str) -> list[Snippet]:
-    blocks = read_blocks(text)
+def read_snippets(text: str, page: str = "README.md") -> list[Snippet]:
+    """The python blocks of one page that run: all of them, or on a marked-only page the marked ones."""
+    blocks = read_blocks(text, page)
     lines = text.splitlines()
     snippets = []
     for position, block in enumerate(blocks):
         if block.lang != "python":
+            continue
+        if page not in RUN_EVERY_BLOCK and block.marker is None:
             continue
         following = blocks[position + 1] if position + 1 < len(blocks) else None
         console = None
@@ -95,7 +123,11 @@ def read_snippets(text: str) -> list[Snippet]:
     return snippets
 
 
-SNIPPETS = read_snippets(README.read_text(encoding="utf-8"))
+def _name(path: Path) -> str:
+    return path.relative_to(REPO).as_posix()
+
+
+SNIPPETS = [s for path in PAGES for s in read_snippets(path.read_text(encoding="utf-8"), _name(path))]
 
 
 def _environment() -> dict[str, str]:
@@ -139,29 +171,36 @@ def _normalise(text: str) -> list[str]:
 
 
 def test_the_readme_has_snippets_and_every_marker_is_understood() -> None:
-    assert len(SNIPPETS) >= 3, "the README's python blocks were not found"
-    text = README.read_text(encoding="utf-8")
-    python_fences = {block.line - 1 for block in read_blocks(text) if block.lang == "python"}
-    for number, line in enumerate(text.splitlines(), start=1):
-        marker = _MARKER.match(line)
-        if marker is None:
-            assert "snippet:" not in line or "<!--" not in line, f"README line {number}: a malformed marker"
-            continue
-        assert number in python_fences, f"README line {number}: a marker not right before a ```python fence"
-        what = marker["what"]
-        assert what == "pytest" or re.fullmatch(r"skip reason=\S.*", what), (
-            f"README line {number}: {what!r}; expected 'pytest' or 'skip reason=THE RESOURCE IT NEEDS'"
-        )
+    assert len(SNIPPETS) >= 3, "the python blocks of the README and the guides were not found"
+    assert any(s.block.page == "README.md" for s in SNIPPETS), "the README's quickstart was not found"
+    for path in PAGES:
+        page = _name(path)
+        text = path.read_text(encoding="utf-8")
+        python_fences = {block.line - 1 for block in read_blocks(text, page) if block.lang == "python"}
+        for number, line in enumerate(text.splitlines(), start=1):
+            marker = _MARKER.match(line)
+            if marker is None:
+                assert "snippet:" not in line or "<!--" not in line, (
+                    f"{page} line {number}: a malformed marker"
+                )
+                continue
+            assert number in python_fences, (
+                f"{page} line {number}: a marker not right before a ```python fence"
+            )
+            what = marker["what"]
+            assert what in ("pytest", "run") or re.fullmatch(r"skip reason=\S.*", what), (
+                f"{page} line {number}: {what!r}; expected 'pytest', 'run' or 'skip reason=WHAT IT NEEDS'"
+            )
 
 
 @pytest.mark.parametrize("snippet", SNIPPETS, ids=[s.id for s in SNIPPETS])
 def test_the_snippet_runs_as_written(snippet: Snippet, tmp_path: Path) -> None:
     block = snippet.block
     if block.marker and block.marker.startswith("skip"):
-        pytest.skip(f"README line {block.line}: {block.marker}")
+        pytest.skip(f"{block.page} line {block.line}: {block.marker}")
     folder = tmp_path / "snippet"
     folder.mkdir()
-    where = f"README.md line {block.line} ({block.heading})"
+    where = f"{block.page} line {block.line} ({block.heading})"
     if block.marker == "pytest":
         (folder / "test_readme_snippet.py").write_text(block.code, encoding="utf-8")
         result = _run(["-m", "pytest", "-q", "-p", "no:cacheprovider", "test_readme_snippet.py"], folder)
@@ -184,5 +223,5 @@ def test_the_snippet_runs_as_written(snippet: Snippet, tmp_path: Path) -> None:
         assert shown.returncode == 0, shown.stderr
         written = snippet.console.code.split("\n", 1)[1]
         assert _normalise(shown.stdout) == _normalise(written), (
-            f"README.md line {snippet.console.line} is not what `tracesim show` prints:\n{shown.stdout}"
+            f"{block.page} line {snippet.console.line} is not what `tracesim show` prints:\n{shown.stdout}"
         )
