@@ -181,7 +181,7 @@ def pipeline(mode: str) -> tuple[Callable[[int], int], Callable[[], tuple[int | 
 
 def spans_in_file(path: Path) -> tuple[int, int]:
     """The application's spans in the trace file and its rotated copies, and the drops recorded."""
-    from tracesim.exporters import load_spans, rotated_files
+    from tracesim.tracefile import load_spans, rotated_files
 
     spans = load_spans([p for p in rotated_files(path, 50) if p.exists()])
     records = [s for s in spans if s.name == RECORD]

@@ -195,7 +195,7 @@ def received(endpoint: str | None) -> int:
 
 def spans_in_files(path: Path) -> int:
     """Spans in the trace file and its rotated copies (one ``"spanId"`` key per span; no links here)."""
-    from tracesim.exporters import rotated_files
+    from tracesim.tracefile import rotated_files
 
     count = 0
     for file in rotated_files(path, BACKUPS):

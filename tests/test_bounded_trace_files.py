@@ -104,7 +104,7 @@ def test_report_skips_long_and_deep_lines_and_counts_the_rest(hostile_trace: Pat
 
 
 def test_read_jsonl_warns_of_each_bad_line_and_yields_the_rest(tmp_path: Path) -> None:
-    from tracesim.exporters import TraceFileWarning, read_jsonl
+    from tracesim.tracefile import TraceFileWarning, read_jsonl
 
     path = tmp_path / "traces.jsonl"
     with path.open("wb") as handle:

@@ -12,7 +12,7 @@ import pytest
 
 from tracesim import _demo
 from tracesim.cli import main
-from tracesim.exporters import load_spans
+from tracesim.tracefile import load_spans
 
 
 def _tracesim(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -25,8 +25,9 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from tracesim.cli import main
-from tracesim.exporters import ConsoleExporter, spans_from_request
-from tracesim.exporters._otlp_decode import readable_spans, request_to_protobuf
+from tracesim.exporters import ConsoleExporter
+from tracesim.tracefile import spans_from_request
+from tracesim.tracefile._sdk_spans import readable_spans, request_to_protobuf
 
 
 @pytest.fixture(scope="module")
@@ -272,10 +273,10 @@ def test_eval_results_to_stdout_stay_strict_json(
 @pytest.mark.parametrize(
     "module",
     [
-        "tracesim.exporters._records",
-        "tracesim.exporters._safe_text",
-        "tracesim.exporters._tree",
-        "tracesim.exporters._replay_ledger",
+        "tracesim.tracefile._span_records",
+        "tracesim._terminal",
+        "tracesim.tracefile._trees",
+        "tracesim.batch._ledger",
         "tracesim.cli._eval_io",
     ],
 )

@@ -25,9 +25,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
 from opentelemetry.trace import Status, StatusCode
 
 from tracesim import _semconv as sc
+from tracesim._terminal import visible
 from tracesim.cli import main
 from tracesim.exporters import ConsoleExporter, JsonlExporter
-from tracesim.exporters._safe_text import visible
 
 PAYLOADS = {**TERMINAL_PAYLOADS, **{f"markup-{i}": markup for i, markup in enumerate(MARKUP_PAYLOADS)}}
 

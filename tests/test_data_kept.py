@@ -24,8 +24,8 @@ import pytest
 import tracesim
 from tracesim._scoring._selection import sample_unit
 from tracesim.evaluators import ExactMatch, evaluator
-from tracesim.exporters import SpanRecord
 from tracesim.testing import capture_spans
+from tracesim.tracefile import SpanRecord
 
 
 def _results(span: SpanRecord) -> dict[str, SpanRecord | Any]:

@@ -27,7 +27,8 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 import tracesim
 from tracesim.cli import main
-from tracesim.exporters import ConsoleExporter, JsonlExporter, load_spans
+from tracesim.exporters import ConsoleExporter, JsonlExporter
+from tracesim.tracefile import load_spans
 
 RECORD = "tracesim.export.dropped"
 COUNT = "tracesim.export.dropped_spans"

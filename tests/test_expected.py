@@ -12,8 +12,8 @@ import pytest
 
 import tracesim
 from tracesim.evaluators import ExactMatch
-from tracesim.exporters import SpanRecord, load_spans
 from tracesim.testing import CapturedSpans, capture_spans
+from tracesim.tracefile import SpanRecord, load_spans
 
 
 @pytest.fixture

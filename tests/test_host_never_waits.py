@@ -18,8 +18,8 @@ import pytest
 
 import tracesim
 from tracesim.evaluators import ExactMatch, evaluator
-from tracesim.exporters import load_spans
 from tracesim.testing import capture_spans
+from tracesim.tracefile import load_spans
 
 
 def test_a_hung_evaluator_does_not_stop_scoring_of_other_functions(caplog: pytest.LogCaptureFixture) -> None:

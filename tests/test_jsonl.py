@@ -15,7 +15,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 import tracesim
-from tracesim.exporters import JsonlExporter, TraceFileWarning, load_spans, read_jsonl, rotated_files
+from tracesim.exporters import JsonlExporter
+from tracesim.tracefile import TraceFileWarning, load_spans, read_jsonl, rotated_files
 
 RunPython = Callable[..., "subprocess.CompletedProcess[str]"]
 

@@ -20,7 +20,8 @@ from tracesim._pricing import (
     openinference_usage,
     read_usage,
 )
-from tracesim.exporters import JsonlExporter, RedactingExporter, Redaction, load_spans
+from tracesim.exporters import JsonlExporter, RedactingExporter, Redaction
+from tracesim.tracefile import load_spans
 
 GEN_AI_CHAT = {
     "gen_ai.operation.name": "chat",

@@ -5,10 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import tracesim
+import tracesim.batch
 import tracesim.evaluators
 import tracesim.exporters
 import tracesim.testing
+import tracesim.tracefile
 
 
 def test_top_level_names_are_pinned() -> None:
@@ -49,7 +53,15 @@ def test_top_level_names_are_pinned() -> None:
 
 
 def test_every_exported_name_exists_and_is_documented() -> None:
-    for module in (tracesim, tracesim.evaluators, tracesim.exporters, tracesim.experiments, tracesim.testing):
+    modules = (
+        tracesim,
+        tracesim.evaluators,
+        tracesim.exporters,
+        tracesim.experiments,
+        tracesim.testing,
+        tracesim.tracefile,
+    )
+    for module in modules:
         for name in module.__all__:
             value = getattr(module, name)
             if name != "__version__":
@@ -73,7 +85,7 @@ def test_import_tracesim_loads_only_what_a_traced_call_needs(run_python: Any, tm
         "tracesim.experiments",
         "tracesim.integrations",
         "tracesim.evaluators",
-        "tracesim.exporters._replay",
+        "tracesim.batch._replay",
         "opentelemetry.exporter.otlp.proto.http",
         "opentelemetry.sdk.trace",  # loaded by configure(), with its resource detectors (psutil)
         "psutil",
@@ -99,3 +111,43 @@ def test_import_tracesim_loads_only_what_a_traced_call_needs(run_python: Any, tm
     assert callable(tracesim.instrument_openai)
     assert set(tracesim.__all__) <= set(dir(tracesim)) | {"__version__"}
     assert tracesim.exporters.JsonlExporter.__name__ == "JsonlExporter"
+
+
+def test_exporters_lists_only_what_leaves_the_process() -> None:
+    assert sorted(tracesim.exporters.__all__) == [
+        "ConsoleExporter",
+        "JsonlExporter",
+        "RedactingExporter",
+        "Redaction",
+        "SpoolStats",
+        "SpoolingExporter",
+        "otlp_exporter",
+    ]
+    assert sorted(tracesim.tracefile.__all__) == [
+        "EventRecord",
+        "LinkRecord",
+        "SpanRecord",
+        "TraceFileWarning",
+        "load_spans",
+        "read_jsonl",
+        "render_trees",
+        "rotated_files",
+        "spans_from_request",
+    ]
+
+
+@pytest.mark.parametrize("name", sorted(tracesim.exporters.MOVED))
+def test_a_moved_name_still_imports_from_exporters_with_a_deprecation_warning(name: str) -> None:
+    new_home = {"tracesim.tracefile": tracesim.tracefile, "tracesim.batch": tracesim.batch}[
+        tracesim.exporters.MOVED[name]
+    ]
+    with pytest.warns(DeprecationWarning, match=rf"tracesim\.exporters\.{name} moved to {new_home.__name__}"):
+        exec(f"from tracesim.exporters import {name} as old", namespace := {})  # the old import line
+    assert namespace["old"] is getattr(new_home, name)
+    with pytest.warns(DeprecationWarning, match="moved to"):
+        assert getattr(tracesim.exporters, name) is getattr(new_home, name)  # warns on every use
+
+
+def test_an_unknown_name_is_still_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
+        tracesim.exporters.nothing_here  # noqa: B018

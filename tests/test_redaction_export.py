@@ -23,8 +23,9 @@ from opentelemetry.trace import Link
 import tracesim
 from tracesim._redact import PATTERN_GROUPS, Redactor
 from tracesim.evaluators import Evaluator, Measurement
-from tracesim.exporters import ConsoleExporter, load_spans
+from tracesim.exporters import ConsoleExporter
 from tracesim.exporters._redacting import Redaction
+from tracesim.tracefile import load_spans
 
 # One secret of each kind the built-in patterns promise to catch, with a fragment that must
 # never appear anywhere in the output (the secret's distinctive body).

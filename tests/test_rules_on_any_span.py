@@ -23,8 +23,8 @@ import tracesim
 from tracesim import _runtime
 from tracesim._errors import ConfigError
 from tracesim.evaluators import Evaluator, ExactMatch
-from tracesim.exporters import SpanRecord, load_spans
 from tracesim.testing import capture_spans
+from tracesim.tracefile import SpanRecord, load_spans
 
 pytest.importorskip(
     "opentelemetry.instrumentation.genai.openai",

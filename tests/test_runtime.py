@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 import tracesim
-from tracesim.exporters import ConsoleExporter, load_spans
+from tracesim.exporters import ConsoleExporter
+from tracesim.tracefile import load_spans
 
 RunPython = Callable[..., "subprocess.CompletedProcess[str]"]
 

@@ -14,8 +14,8 @@ import pytest
 
 import tracesim
 from tracesim.evaluators import EvalResult, ExactMatch, Levenshtein, evaluator
-from tracesim.exporters import SpanRecord
 from tracesim.testing import CapturedSpans, capture_spans
+from tracesim.tracefile import SpanRecord
 
 
 def results(span: SpanRecord) -> dict[str, dict[str, Any]]:
@@ -481,7 +481,7 @@ def test_bad_evaluators_fail_at_decoration_time() -> None:
 
 
 def test_evaluation_results_as_otlp_log_records(tmp_path: Any) -> None:
-    from tracesim.exporters import read_jsonl
+    from tracesim.tracefile import read_jsonl
 
     @tracesim.trace(evaluators=[ExactMatch()], expected="ok")
     def f() -> str:
@@ -490,7 +490,7 @@ def test_evaluation_results_as_otlp_log_records(tmp_path: Any) -> None:
     tracesim.configure(jsonl_path="t.jsonl", evaluation_log_events=True)
     f()
     assert tracesim.force_flush()
-    (span,) = [s for s in __import__("tracesim").exporters.load_spans(tmp_path / "t.jsonl") if s.name == "f"]
+    (span,) = [s for s in __import__("tracesim").tracefile.load_spans(tmp_path / "t.jsonl") if s.name == "f"]
     (request,) = read_jsonl(tmp_path / "t.logs.jsonl")
     (record,) = request["resourceLogs"][0]["scopeLogs"][0]["logRecords"]
     assert record["eventName"] == "gen_ai.evaluation.result"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tracesim.exporters import load_spans
+from tracesim.tracefile import load_spans
 
 
 def _run(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -28,7 +28,7 @@ import tracesim
 from tracesim import _semconv as sc
 from tracesim.cli import main
 from tracesim.exporters import JsonlExporter
-from tracesim.exporters._tree import MAX_ATTRIBUTES
+from tracesim.tracefile._trees import MAX_ATTRIBUTES
 
 HEADER = re.compile(r"trace ([0-9a-f]{32})  (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)")
 

@@ -43,6 +43,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from typing import IO, Any, TextIO, TypeVar, cast
 
+from tracesim import _redaction_in_force
 from tracesim._redact import PATTERN_GROUPS, Redactor
 
 __all__ = [
@@ -94,11 +95,9 @@ def redactor() -> Redactor:
         >>> redactor().redact("Bearer abcdef0123456789abcdef", "x")
         'Bearer [REDACTED:token]'
     """
-    from tracesim import _runtime
-
-    runtime = _runtime.current
-    if runtime is not None and runtime.redaction is not None:
-        return runtime.redaction.redactor
+    redaction = _redaction_in_force.current  # set by the runtime, which this module stands below
+    if redaction is not None:
+        return redaction.redactor
     global _fallback
     fallback = _fallback
     if fallback is None:  # two threads may both build it: the same patterns, no lock held

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
 
-from tracesim import _guard
+from tracesim import _guard, _redaction_in_force
 from tracesim._attributes import CONTEXT_KEY as _ATTRIBUTES_KEY
 from tracesim._capture import CaptureOptions, make_options
 from tracesim._config import Settings, resolve
@@ -424,6 +424,7 @@ def build(settings: Settings) -> Runtime:
             queue_size=settings.scoring_queue_size,
             workers=settings.scoring_workers,
             sinks=sinks,
+            redaction=redaction,
         )
     runtime = Runtime(settings, tracer, processors, capture, scoring, rules, sinks, exporters)
     runtime.provider = provider
@@ -561,6 +562,7 @@ def install(runtime: Runtime | None) -> Runtime | None:
     global current, _was_configured, _atexit_registered
     with _lock:
         previous, current = current, runtime
+        _redaction_in_force.set_current(runtime.redaction if runtime is not None else None)
         _pipeline().processors = runtime.processors if runtime is not None else ()
         _guard.set_raise(runtime is not None and runtime.settings.internal_errors == "raise")
         if runtime is not None:

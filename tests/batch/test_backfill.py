@@ -20,8 +20,7 @@ from tracesim.batch import Spans, backfill, score
 from tracesim.batch._backfill import LEDGER
 from tracesim.cli import main
 from tracesim.evaluators import Evaluator, Measurement, register, unregister
-from tracesim.exporters import load_spans
-from tracesim.exporters._jsonl import TraceFileWarning
+from tracesim.tracefile import TraceFileWarning, load_spans
 
 
 def scored(tmp_path: Path, evaluators: tuple[str, ...] = ("exact", "levenshtein:threshold=0.5")) -> Path:

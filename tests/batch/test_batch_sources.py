@@ -110,10 +110,10 @@ def test_globs_read_every_file_in_order(tmp_path: Path) -> None:
 
 
 def test_spans_selected_by_name_and_kind_keep_their_ids(tmp_path: Path) -> None:
-    from tracesim.exporters import load_spans
+    from tracesim.tracefile import load_spans
 
     path = traced_file(tmp_path)
-    with pytest.warns(tracesim.exporters.TraceFileWarning):
+    with pytest.warns(tracesim.tracefile.TraceFileWarning):
         spans = {s.span_id: s for s in load_spans(path)}
     records = all_records(Spans(str(path), name="answer", kind="agent", block_bytes=300))
     good = [r for r in records if r[-1] is None]

@@ -13,7 +13,7 @@ import pytest
 
 from tracesim.cli._experiment import main
 from tracesim.experiments import ExperimentReport
-from tracesim.exporters import load_spans
+from tracesim.tracefile import load_spans
 
 CASES = [
     {"id": "poland", "question": "capital of Poland", "expected": "Warsaw"},

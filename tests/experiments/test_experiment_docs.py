@@ -16,7 +16,7 @@ import pytest
 
 from tracesim.cli._experiment import main
 from tracesim.experiments import ExperimentReport
-from tracesim.exporters import load_spans
+from tracesim.tracefile import load_spans
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "experiments"

@@ -13,7 +13,7 @@ import pytest
 import tracesim
 from tracesim.evaluators import ExactMatch, Levenshtein, evaluator
 from tracesim.experiments import Case, Dataset, ExperimentReport
-from tracesim.exporters import load_spans
+from tracesim.tracefile import load_spans
 
 ANSWERS = {
     "Where was Marie Curie born?": "Marie Curie was born in Warsaw.",

@@ -28,7 +28,8 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from tracesim.exporters import JsonlExporter, _jsonl, load_spans, read_jsonl
+from tracesim.exporters import JsonlExporter, _jsonl
+from tracesim.tracefile import load_spans, read_jsonl
 
 Spans = Callable[..., list[ReadableSpan]]
 

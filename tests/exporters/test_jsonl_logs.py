@@ -21,8 +21,8 @@ from opentelemetry.sdk._logs.export import (
 )
 from opentelemetry.sdk.resources import Resource
 
-from tracesim.exporters import read_jsonl, rotated_files
 from tracesim.exporters._jsonl_logs import JsonlLogExporter
+from tracesim.tracefile import read_jsonl, rotated_files
 
 Records = Callable[..., list[ReadableLogRecord]]
 SUCCESS = LogRecordExportResult.SUCCESS

@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Link, NonRecordingSpan, SpanContext, TraceFlags, TraceState
 
-from tracesim.exporters._otlp_decode import readable_spans, request_to_protobuf
+from tracesim.tracefile._sdk_spans import readable_spans, request_to_protobuf
 
 
 @pytest.fixture

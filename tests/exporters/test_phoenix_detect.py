@@ -174,7 +174,7 @@ def test_the_exporters_credentials_never_go_to_a_phoenix_url_named_apart(
 def test_replayed_annotations_that_failed_are_sent_by_the_next_run(
     fake_phoenix: FakePhoenixApi, tmp_path: Path
 ) -> None:
-    from tracesim.exporters import replay
+    from tracesim.batch import replay
 
     path = write_scored_file(tmp_path / "scored.jsonl", {"exact": 1.0, "odd": math.nan})
 

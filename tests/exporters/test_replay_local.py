@@ -14,8 +14,9 @@ from opentelemetry.sdk.trace import ReadableSpan
 from test_redaction_export import SECRETS
 
 from tracesim import _outputs
+from tracesim.batch import replay
 from tracesim.cli import main
-from tracesim.exporters import JsonlExporter, replay
+from tracesim.exporters import JsonlExporter
 
 if TYPE_CHECKING:
     from otlp_sink import OtlpSink

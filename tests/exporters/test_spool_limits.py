@@ -20,7 +20,8 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcess
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from otlp_sink import refused_url
 
-from tracesim.exporters import SpoolingExporter, load_spans, otlp_exporter
+from tracesim.exporters import SpoolingExporter, otlp_exporter
+from tracesim.tracefile import load_spans
 
 if TYPE_CHECKING:
     from otlp_sink import OtlpSink

@@ -11,8 +11,8 @@ pytest.importorskip("pandas", reason="backfill reads batch results (the 'dask' e
 
 import tracesim
 from tracesim import _semconv as sc
-from tracesim.batch import Spans, backfill, score
-from tracesim.exporters import load_spans, replay
+from tracesim.batch import Spans, backfill, replay, score
+from tracesim.tracefile import load_spans
 
 QUESTIONS = {"Where was Curie born?": "Warsaw", "Capital of France?": "Paris", "2+2?": "4"}
 ANSWERS = {"Where was Curie born?": "Warsaw", "Capital of France?": "Lyon", "2+2?": "4"}

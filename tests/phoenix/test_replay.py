@@ -12,8 +12,10 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from tracesim import _semconv as sc
+from tracesim.batch import replay
 from tracesim.cli import main
-from tracesim.exporters import JsonlExporter, load_spans, replay
+from tracesim.exporters import JsonlExporter
+from tracesim.tracefile import load_spans
 
 
 def _write_trace_file(path: Path, project: str) -> None:

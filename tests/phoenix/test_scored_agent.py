@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 import tracesim
+from tracesim.batch import replay
 from tracesim.evaluators import ExactMatch, Levenshtein
-from tracesim.exporters import load_spans, replay
+from tracesim.tracefile import load_spans
 
 GOLDEN = {"Where was Marie Curie born?": "Marie Curie was born in Warsaw."}
 

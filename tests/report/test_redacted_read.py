@@ -22,7 +22,7 @@ import tracesim
 from tracesim import _semconv as sc
 from tracesim._report import print_report, read_report, render_html
 from tracesim._report._redacted import RedactedAttributes, redacted_spans
-from tracesim.exporters import SpanRecord
+from tracesim.tracefile import SpanRecord
 
 from .tracefiles import T0_NS, TraceWriter, result
 

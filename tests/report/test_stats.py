@@ -10,7 +10,7 @@ import pytest
 
 from tracesim import _semconv as sc
 from tracesim._report import NONE_GROUP, EvaluatorStats, Report, SpanStats, read_report, summarize
-from tracesim.exporters import TraceFileWarning, load_spans
+from tracesim.tracefile import TraceFileWarning, load_spans
 
 from .tracefiles import TraceWriter, result, write_known
 

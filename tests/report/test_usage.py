@@ -24,7 +24,7 @@ import pytest
 
 import tracesim
 from tracesim.cli import main
-from tracesim.exporters import load_spans
+from tracesim.tracefile import load_spans
 
 from .test_html import check_structure
 from .tracefiles import TraceWriter, write_llm_known

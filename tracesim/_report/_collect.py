@@ -24,8 +24,8 @@ from typing import Any, Literal
 from tracesim import _semconv as sc
 from tracesim._pricing import Usage, has_usage, read_usage
 from tracesim._report._redacted import Texts
-from tracesim.exporters import SpanRecord
-from tracesim.exporters._tree import export_drops
+from tracesim.tracefile import SpanRecord
+from tracesim.tracefile._trees import export_drops
 
 __all__ = [
     "NONE_GROUP",
@@ -141,7 +141,7 @@ class Grouper:
     agent span above it. Non-string values are written as JSON (``true``, ``3``).
 
     Example:
-        >>> from tracesim.exporters import SpanRecord
+        >>> from tracesim.tracefile import SpanRecord
         >>> root = SpanRecord("t", "r", None, "answer", "INTERNAL", 0, 2, {"user.id": "ann"})
         >>> bot = {"service.name": "bot"}
         >>> child = SpanRecord("t", "c", "r", "retrieve", "INTERNAL", 0, 1, {}, resource=bot)

@@ -17,7 +17,7 @@ from tracesim import _semconv as sc
 from tracesim._conventions import span_input, span_output
 from tracesim._report._collect import Judged, _finite, _status, evaluator_name
 from tracesim._report._redacted import Texts
-from tracesim.exporters import LinkRecord, SpanRecord
+from tracesim.tracefile import LinkRecord, SpanRecord
 
 __all__ = ["CASES", "Case", "ErrorType", "Judged", "error_types", "worst_cases"]
 
@@ -72,7 +72,7 @@ def worst_cases(
     Every text a case shows is taken through ``text`` (`Texts`) whole, then cut.
 
     Example:
-        >>> from tracesim.exporters import SpanRecord
+        >>> from tracesim.tracefile import SpanRecord
         >>> def judged(score, passed):
         ...     span = SpanRecord("t" * 32, f"{int(score * 10):016d}", None, "answer", "INTERNAL", 0, 1,
         ...                       {"input.value": "q", "output.value": f"a{score}"})
@@ -112,8 +112,8 @@ def error_types(spans: Iterable[SpanRecord], *, text: Texts | None = None) -> tu
     Types, messages and span names are taken through ``text`` (`Texts`) before they are grouped.
 
     Example:
-        >>> from tracesim.exporters import SpanRecord
-        >>> from tracesim.exporters._records import EventRecord
+        >>> from tracesim.tracefile import SpanRecord
+        >>> from tracesim.tracefile._span_records import EventRecord
         >>> boom = EventRecord("exception", 5, {"exception.type": "TimeoutError",
         ...                                     "exception.message": "slow"})
         >>> t = "t" * 32

@@ -8,7 +8,7 @@ from rich.text import Text
 
 from tracesim._report._model import Report
 from tracesim._report._text import print_table
-from tracesim.exporters._safe_text import visible
+from tracesim._terminal import visible
 
 __all__ = ["print_drill_down"]
 

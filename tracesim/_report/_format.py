@@ -12,7 +12,7 @@ from html import escape
 
 from tracesim._pricing import format_usd
 from tracesim._report._model import TraceUsage, UsageStats
-from tracesim.exporters._safe_text import visible
+from tracesim._terminal import visible
 
 __all__ = [
     "DASH",

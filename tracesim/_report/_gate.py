@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from tracesim._report._model import Report
-from tracesim.exporters._safe_text import visible
+from tracesim._terminal import visible
 
 __all__ = ["Gate", "GateResult", "check_gates", "decide", "gate_line", "parse_gate"]
 

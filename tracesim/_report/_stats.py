@@ -39,7 +39,7 @@ from tracesim._report._model import (
 from tracesim._report._redacted import Texts
 from tracesim._report._timeline import timeline
 from tracesim._report._usage import llm_usage
-from tracesim.exporters import SpanRecord, TraceFileWarning, load_spans
+from tracesim.tracefile import SpanRecord, TraceFileWarning, load_spans
 
 __all__ = ["TOP", "read_report", "summarize"]
 
@@ -113,7 +113,7 @@ def read_report(
     """Load trace files and summarise them (see `summarize` for ``prices`` and ``top``).
 
     Lines that cannot be read (a torn last line after a crash) are skipped; their
-    `~tracesim.exporters.TraceFileWarning` messages are kept in `Report.warnings` instead of
+    `~tracesim.tracefile.TraceFileWarning` messages are kept in `Report.warnings` instead of
     being raised as warnings.
 
     With ``redact``, every text the report takes from the files, and the warnings, pass the

@@ -28,7 +28,7 @@ from tracesim._report._format import (
     format_score,
 )
 from tracesim._report._model import EvaluatorStats, LLMUsage, Report, SpanStats, TraceUsage, UsageStats
-from tracesim.exporters._safe_text import visible
+from tracesim._terminal import visible
 
 __all__ = [
     "PIPE_WIDTH",

@@ -30,7 +30,7 @@ def llm_usage(collected: Collected, prices: PriceTable, top: int) -> LLMUsage | 
 
     Example:
         >>> from tracesim._report._collect import collect
-        >>> from tracesim.exporters import SpanRecord
+        >>> from tracesim.tracefile import SpanRecord
         >>> attrs = {"gen_ai.request.model": "gpt-4o-mini", "gen_ai.usage.input_tokens": 2000,
         ...          "gen_ai.usage.output_tokens": 500}
         >>> spans = [SpanRecord("t", "s", None, "chat", "CLIENT", 0, 1, attrs)]

@@ -197,7 +197,7 @@ class ForeignScoring:
         if output is None:
             self._no_output(span.name, attributes)
             for evaluator in chosen.evaluators:
-                write(held, _not_scored(evaluator), self.capture, end_ns)
+                write(held, _not_scored(evaluator), self.capture, end_ns, redaction=self.pipeline.redaction)
             held.end()
             return
         text = span_input(attributes)

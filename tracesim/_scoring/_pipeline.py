@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     import asyncio
 
     from tracesim.evaluators import EvalResult, Evaluator
+    from tracesim.exporters import Redaction
 
 __all__ = ["Job", "ScoringPipeline", "ScoringStats"]
 
@@ -60,8 +61,11 @@ class ScoringPipeline:
         queue_size: int,
         workers: int,
         sinks: Sequence[Any] = (),
+        redaction: Redaction | None = None,
     ) -> None:
         self.tracer = tracer
+        self.redaction = redaction
+        """The configuration's redaction, for the names in result attribute keys (see `key_name`)."""
         self.capture = capture
         self.inline = mode == "inline"
         self.sample_rate = sample_rate
@@ -330,7 +334,7 @@ class ScoringPipeline:
                 job.done.add(evaluator.name)
                 late = job.ended
                 if not late:
-                    write(job.handle.otel_span, result, self.capture, job.end_ns)
+                    write(job.handle.otel_span, result, self.capture, job.end_ns, redaction=self.redaction)
                 job.pending -= 1
                 last = job.pending == 0
                 end_now = last and not job.ended
@@ -338,7 +342,14 @@ class ScoringPipeline:
                     job.ended = True
             self._count(result, late)
             if late:
-                emit_carrier(self.tracer, job.handle.span_context, result, self.capture, at_ns=job.end_ns)
+                emit_carrier(
+                    self.tracer,
+                    job.handle.span_context,
+                    result,
+                    self.capture,
+                    at_ns=job.end_ns,
+                    redaction=self.redaction,
+                )
             for sink in self.sinks:
                 kind = getattr(evaluator, "annotator_kind", "CODE")
                 sink.submit(job.handle.span_context, result, kind, expected=job.expected)

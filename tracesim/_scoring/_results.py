@@ -17,12 +17,14 @@ from opentelemetry import trace as otel_trace
 from opentelemetry.trace import Link, NonRecordingSpan, SpanContext
 from opentelemetry.util.types import AttributeValue
 
+from tracesim import _redaction_in_force
 from tracesim import _semconv as sc
 from tracesim._capture import CaptureOptions, capture_value
 from tracesim._redact import Redactor
 
 if TYPE_CHECKING:
     from tracesim.evaluators import EvalResult
+    from tracesim.exporters import Redaction
 
 __all__ = ["emit_carrier", "end_time_of", "key_name", "render"]
 
@@ -30,12 +32,12 @@ _BUILT_IN = Redactor()  # the names' redaction when no configuration runs
 
 
 def render(
-    result: EvalResult, capture: CaptureOptions
+    result: EvalResult, capture: CaptureOptions, *, redaction: Redaction | None = None
 ) -> tuple[dict[str, AttributeValue], dict[str, AttributeValue]]:
-    """The event attributes and the flat span attributes for one result."""
+    """The event attributes and the flat span attributes for one result (``redaction``: see `key_name`)."""
     event: dict[str, AttributeValue] = {sc.EVALUATION_NAME: result.name, sc.EVALUATION_STATUS: result.status}
     flat: dict[str, AttributeValue] = {}
-    name = key_name(result.name)
+    name = key_name(result.name, redaction)
     if result.score is not None:
         event[sc.EVALUATION_SCORE_VALUE] = float(result.score)
         flat[sc.eval_score(name)] = float(result.score)
@@ -63,30 +65,37 @@ def render(
     return event, flat
 
 
-def key_name(name: str) -> str:
+def key_name(name: str, redaction: Redaction | None = None) -> str:
     """``name`` as it may stand in the attribute keys ``tracesim.eval.<name>.*``: redacted like
     the ``gen_ai.evaluation.name`` value beside it (the export pass redacts values, not keys,
     and a score's name is free text: ``tracesim.score(span, name=...)``).
 
-    With the running configuration's redaction (its hook included); before `configure`, or
-    after `shutdown`, with every built-in pattern. Short names are looked up in a cache.
+    With ``redaction``, the one the caller's configuration exports through (the scoring pipeline
+    and the sinks hand theirs in); when none is handed in, the running configuration's (its hook
+    included, found in `tracesim._redaction_in_force`); before `configure`, or after `shutdown`,
+    with every built-in pattern.
 
     Example:
         >>> key_name("user_rating"), key_name("marie@curie.org")
         ('user_rating', '[REDACTED:email]')
     """
-    from tracesim import _runtime  # here: the runtime imports the scoring package
-
-    runtime = _runtime.current
-    redaction = runtime.redaction if runtime is not None else None
+    if redaction is None:
+        redaction = _redaction_in_force.current
     if redaction is not None:
         return redaction.text(name, sc.EVALUATION_NAME)
     return _BUILT_IN.redact(name, sc.EVALUATION_NAME)
 
 
-def write(span: otel_trace.Span, result: EvalResult, capture: CaptureOptions, timestamp: int | None) -> None:
-    """Record ``result`` on a span that is still open."""
-    event, flat = render(result, capture)
+def write(
+    span: otel_trace.Span,
+    result: EvalResult,
+    capture: CaptureOptions,
+    timestamp: int | None,
+    *,
+    redaction: Redaction | None = None,
+) -> None:
+    """Record ``result`` on a span that is still open (``redaction``: see `key_name`)."""
+    event, flat = render(result, capture, redaction=redaction)
     span.add_event(sc.EVALUATION_EVENT, event, timestamp=timestamp)
     span.set_attributes(flat)
 
@@ -98,6 +107,8 @@ def emit_carrier(
     capture: CaptureOptions,
     attributes: Mapping[str, AttributeValue] | None = None,
     at_ns: int | None = None,
+    *,
+    redaction: Redaction | None = None,
 ) -> SpanContext:
     """Record ``result`` on a new carrier span linked to (and parented by) ``target``.
 
@@ -105,7 +116,7 @@ def emit_carrier(
     else now. Backends such as Phoenix take a trace's latency from the earliest start to the
     latest end of all its spans, so a carrier placed at the moment feedback arrives would
     stretch a 200 ms trace to minutes; inside the target's time it changes nothing. The
-    result's event keeps the real time it was recorded.
+    result's event keeps the real time it was recorded. ``redaction``: see `key_name`.
     """
     now = time.time_ns()
     placed = at_ns if at_ns is not None and 0 < at_ns <= now else now
@@ -118,7 +129,7 @@ def emit_carrier(
         attributes=span_attributes,
         start_time=placed,
     )
-    write(span, result, capture, now)
+    write(span, result, capture, now, redaction=redaction)
     span.end(end_time=placed)
     return span.get_span_context()
 

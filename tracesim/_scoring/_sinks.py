@@ -62,7 +62,7 @@ def result_sinks(
     if settings.evaluation_log_events:
         sinks.append(LogEventSink(settings, provider, capture, redaction))
     if phoenix := phoenix_target(settings):
-        from tracesim.exporters._replay import env_headers
+        from tracesim.exporters._otlp import env_headers
 
         url, detect = phoenix
         headers = settings.otlp_headers
@@ -142,7 +142,9 @@ class LogEventSink:
         from tracesim.exporters._redacting import redacted_attributes
 
         try:
-            attributes = redacted_attributes(self._redaction, render(result, self._capture)[0])
+            attributes = redacted_attributes(
+                self._redaction, render(result, self._capture, redaction=self._redaction)[0]
+            )
             self._logger.emit(
                 timestamp=time.time_ns(),
                 context=otel_trace.set_span_in_context(NonRecordingSpan(target)),

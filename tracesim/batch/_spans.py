@@ -35,7 +35,7 @@ from tracesim.batch._files import open_binary
 if TYPE_CHECKING:
     from tracesim._scoring._selection import Rule
     from tracesim.batch._sources import Chunk, Part
-    from tracesim.exporters import SpanRecord
+    from tracesim.tracefile import SpanRecord
 
 __all__ = ["read_spans", "span_record"]
 
@@ -51,7 +51,7 @@ def read_spans(part: Part, rule: Rule, chunk: Chunk) -> None:
     not rows: they are tracesim's records of spans its export queue dropped (their count is in
     ``tracesim report``), not spans of the traced program.
     """
-    from tracesim.exporters import spans_from_request
+    from tracesim.tracefile import spans_from_request
 
     block = part.block
     with open_binary(part.path) as handle:
@@ -110,7 +110,7 @@ def span_record(span: SpanRecord) -> tuple[tuple[Any, Any, Any], str | None]:
     """The ``(output, expected, input)`` of a span, and why it cannot be scored (or None).
 
     Example:
-        >>> from tracesim.exporters import SpanRecord
+        >>> from tracesim.tracefile import SpanRecord
         >>> span = SpanRecord("0" * 32, "1" * 16, None, "answer", "INTERNAL", 0, 1,
         ...                   {"input.value": "Capital?", "output.value": "Paris",
         ...                    "tracesim.expected.value": "Paris"})

@@ -136,7 +136,7 @@ class BatchReport:
         from rich.console import Console
         from rich.text import Text
 
-        from tracesim.exporters._safe_text import visible
+        from tracesim._terminal import visible
 
         console = console or Console(file=_outputs.stream(sys.stdout))
         errors = errors or sys.stderr
@@ -161,7 +161,7 @@ def print_table(tallies: dict[str, Tally], rows: int, console: Any) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from tracesim.exporters._safe_text import visible
+    from tracesim._terminal import visible
 
     table = Table(title=f"tracesim eval: {rows} rows scored", title_justify="left")
     costed = any(tally.tokens for tally in tallies.values())  # a model judged: show its cost

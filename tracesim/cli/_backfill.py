@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from tracesim.batch import SourceError, backfill
-    from tracesim.exporters._replay import parse_headers
+    from tracesim.exporters._otlp import parse_headers
 
     err = Console(file=_outputs.stream(sys.stderr), highlight=False)
     if args.to is None and args.phoenix is None:
@@ -87,6 +87,6 @@ def _plain(text: str) -> str:
     redacting stream behind the console)."""
     from rich.markup import escape
 
-    from tracesim.exporters._safe_text import visible
+    from tracesim._terminal import visible
 
     return escape(visible(_outputs.text(text)))

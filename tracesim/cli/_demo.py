@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
     import tracesim
     from tracesim import _demo, _runtime
     from tracesim._outputs import echo
-    from tracesim.exporters import load_spans, render_trees
+    from tracesim.tracefile import load_spans, render_trees
 
     tracesim.configure(service_name="tracesim-demo", exporters=args.exporters, jsonl_path=args.path)
     runtime = _runtime.current

@@ -30,7 +30,7 @@ _MAX_DEPTH = 64
 
 def visible(text: str) -> str:
     """Text from the data file or the command line, safe to print (control characters shown)."""
-    from tracesim.exporters._safe_text import visible as make_visible
+    from tracesim._terminal import visible as make_visible
 
     return make_visible(text)
 

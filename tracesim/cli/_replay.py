@@ -32,7 +32,7 @@ from tracesim import _outputs
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from tracesim.exporters import ReplayReport
+    from tracesim.batch import ReplayReport
 
 __all__ = ["add_arguments", "run"]
 
@@ -95,9 +95,9 @@ def run(args: argparse.Namespace) -> int:
     """Replay the files and print a summary."""
     from rich.console import Console
 
+    from tracesim.batch import replay
     from tracesim.cli._where import default_trace_file, missing_file_message
-    from tracesim.exporters import replay
-    from tracesim.exporters._replay import parse_headers
+    from tracesim.exporters._otlp import parse_headers
 
     err = Console(file=_outputs.stream(sys.stderr), highlight=False)
     if not args.files:
@@ -141,7 +141,7 @@ def _plain(text: str) -> str:
     redacting stream behind the console)."""
     from rich.markup import escape
 
-    from tracesim.exporters._safe_text import visible
+    from tracesim._terminal import visible
 
     return escape(visible(_outputs.text(text)))
 

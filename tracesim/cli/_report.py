@@ -78,7 +78,7 @@ def _gate(spec: str) -> Any:
 def run(args: argparse.Namespace) -> int:
     """Read the files, print the report, write the page, check the gates."""
     from tracesim._report import TOP, check_gates, gate_line, print_report, read_report, render_html
-    from tracesim.exporters._safe_text import json_for_terminal, visible
+    from tracesim._terminal import json_for_terminal, visible
 
     prices, problem = configured_prices(args.config)
     if problem is not None:
@@ -190,7 +190,7 @@ def _console() -> Console:
 
 
 def _usage_error(message: str) -> int:
-    from tracesim.exporters._safe_text import visible
+    from tracesim._terminal import visible
 
     _outputs.echo(f"tracesim report: error: {visible(message)}", file=sys.stderr)
     return _EXIT_USAGE

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tracesim._pricing import PriceTable
-    from tracesim.exporters import SpanRecord
+    from tracesim.tracefile import SpanRecord
 
 __all__ = [
     "Since",
@@ -183,8 +183,8 @@ def run(args: argparse.Namespace) -> int:
 
     from tracesim._outputs import echo
     from tracesim._report._redacted import redacted_spans
-    from tracesim.exporters import render_trees
-    from tracesim.exporters._tree import by_trace, export_drops_line, without_export_drops
+    from tracesim.tracefile import render_trees
+    from tracesim.tracefile._trees import by_trace, export_drops_line, without_export_drops
 
     prices, problem = configured_prices(args.config)
     if problem is not None:
@@ -255,8 +255,8 @@ def _load(args: argparse.Namespace) -> list[SpanRecord] | str:
     from pathlib import Path
 
     from tracesim._outputs import echo
-    from tracesim.exporters import TraceFileWarning, load_spans
-    from tracesim.exporters._safe_text import visible
+    from tracesim._terminal import visible
+    from tracesim.tracefile import TraceFileWarning, load_spans
 
     files = list(args.files)
     if args.failed and Path(args.failed).is_file():
@@ -332,8 +332,8 @@ def _described(args: argparse.Namespace, spans: Sequence[SpanRecord]) -> list[st
     """The filters given, as the summary line names them."""
     import shlex
 
-    from tracesim.exporters._safe_text import visible
-    from tracesim.exporters._tree import format_time
+    from tracesim._terminal import visible
+    from tracesim.tracefile._trees import format_time
 
     said = []
     if args.trace:
@@ -391,7 +391,7 @@ def _usage_error(message: str) -> int:
     import sys
 
     from tracesim._outputs import echo
-    from tracesim.exporters._safe_text import visible
+    from tracesim._terminal import visible
 
     echo(f"tracesim show: {visible(message)}", file=sys.stderr)
     return 2

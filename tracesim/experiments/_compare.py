@@ -130,7 +130,7 @@ class Comparison:
         return "\n".join(self._lines())
 
     def _lines(self) -> Iterator[str]:
-        from tracesim.exporters._safe_text import visible
+        from tracesim._terminal import visible
 
         yield visible(f"{self.run} compared with baseline {self.baseline} (tolerance {self.tolerance:g})")
         for change in self.metrics:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from tracesim._capture import dumps
 from tracesim._report._format import DASH, format_duration, format_rate, format_score
-from tracesim.exporters._safe_text import visible
+from tracesim._terminal import visible
 
 if TYPE_CHECKING:
     from tracesim.experiments._report import ExperimentReport

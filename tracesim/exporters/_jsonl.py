@@ -1,49 +1,27 @@
-"""The local trace file: OTLP/JSON lines, size-based rotation, and a tolerant reader.
+"""The local trace file's writer: OTLP/JSON lines, appended with size-based rotation.
 
 Each line is one ``ExportTraceServiceRequest`` in the OTLP/JSON encoding, the format the
 OpenTelemetry Collector's file exporter writes, so a file can be replayed to any OTLP/HTTP
 endpoint unchanged. Encoding is done by the official ``opentelemetry-exporter-otlp-json-common``
 package; appending whole lines (rotation, several processes, a full disk) is `LineFile`'s job;
-this module adds the exporter over it and a reader that survives any bad line.
+this module adds the exporter over it. Reading a trace file back is `tracesim.tracefile`'s job.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from opentelemetry.exporter.otlp.json.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from tracesim import _inputs, _outputs
 from tracesim._guard import internal_error
-from tracesim.exporters._linefile import (
-    DEFAULT_BACKLOG_BYTES,
-    DEFAULT_BACKUPS,
-    DEFAULT_MAX_BYTES,
-    LineFile,
-    rotated_files,
-)
-from tracesim.exporters._records import SpanRecord, spans_from_request
+from tracesim.exporters._linefile import DEFAULT_BACKLOG_BYTES, DEFAULT_BACKUPS, DEFAULT_MAX_BYTES, LineFile
 
-__all__ = [
-    "JsonlExporter",
-    "TraceFileWarning",
-    "check_writable",
-    "encode_line",
-    "load_spans",
-    "read_jsonl",
-    "rotated_files",
-]
-
-
-class TraceFileWarning(UserWarning):
-    """A line of a trace file could not be read and was skipped."""
+__all__ = ["JsonlExporter", "check_writable", "encode_line"]
 
 
 def encode_line(spans: Sequence[ReadableSpan]) -> bytes:
@@ -152,63 +130,3 @@ def check_writable(path: str | os.PathLike[str]) -> str | None:
     except OSError as exc:
         return f"cannot open {p} for appending ({exc.strerror or exc})"
     return None
-
-
-def read_jsonl(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
-    """Yield each ``ExportTraceServiceRequest`` of a trace file as a dict.
-
-    A line that is not a JSON object (for example the torn last line of a process that
-    crashed while writing, one longer than 64 MiB, or one nested more than 256 levels deep)
-    is skipped with a `TraceFileWarning` naming the file, the line and the limit, and reading
-    goes on. A long line is read past in blocks, never held whole.
-
-    Example:
-        >>> from tracesim.exporters import read_jsonl
-        >>> for request in read_jsonl(".tracesim/traces.jsonl"):  # doctest: +SKIP
-        ...     print(len(request["resourceSpans"]))
-    """
-    for _, request in _numbered_requests(path):
-        yield request
-
-
-def _numbered_requests(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, Any]]]:
-    for number, request in _inputs.json_records(path):
-        if isinstance(request, _inputs.InputError):
-            _skip(path, number, _why(request))
-        elif not isinstance(request, dict):
-            _skip(path, number, "unreadable line: not a JSON object")
-        else:
-            yield number, request
-
-
-def _why(error: _inputs.InputError) -> str:
-    """What `_skip` says of a line `tracesim._inputs` could not read."""
-    if error.limit == "nesting":
-        return "a line of " + error.problem
-    return error.problem if error.limit is not None else "unreadable line: " + error.problem
-
-
-def _skip(path: str | os.PathLike[str], number: int, what: str) -> None:
-    warnings.warn(_outputs.text(f"{path}:{number}: skipped {what}"), TraceFileWarning, stacklevel=3)
-
-
-def load_spans(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> list[SpanRecord]:
-    """Read every span of one or more trace files, in file order.
-
-    A line whose structure is not OTLP/JSON, whatever the decoder finds wrong with it, is
-    skipped whole with a `TraceFileWarning` naming the file and line.
-
-    Example:
-        >>> from tracesim.exporters import load_spans
-        >>> names = [s.name for s in load_spans(".tracesim/traces.jsonl")]  # doctest: +SKIP
-    """
-    if isinstance(paths, (str, os.PathLike)):
-        paths = [paths]
-    spans: list[SpanRecord] = []
-    for path in paths:
-        for number, request in _numbered_requests(path):
-            try:
-                spans.extend(list(spans_from_request(request)))  # all of a line, or none
-            except Exception as exc:  # any damage in one line must not stop the reading
-                _skip(path, number, f"a request that is not OTLP/JSON ({exc!r})")
-    return spans

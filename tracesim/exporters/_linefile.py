@@ -19,18 +19,18 @@ from collections import deque
 from pathlib import Path
 
 from tracesim._guard import CauseLog, os_cause
+from tracesim.tracefile._reading import DEFAULT_BACKUPS, rotated_files
 
 try:  # POSIX: serialise appends and rotation between processes sharing one file
     import fcntl
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["DEFAULT_BACKLOG_BYTES", "DEFAULT_BACKUPS", "DEFAULT_MAX_BYTES", "LineFile", "rotated_files"]
+__all__ = ["DEFAULT_BACKLOG_BYTES", "DEFAULT_BACKUPS", "DEFAULT_MAX_BYTES", "LineFile"]
 
 _logger = logging.getLogger("tracesim")
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
-DEFAULT_BACKUPS = 5
 DEFAULT_BACKLOG_BYTES = 16 * 1024 * 1024
 # Other processes may rotate the file between our open and our lock; past this many reopens
 # for one line something is wrong, and the line waits in memory like any other failed one.
@@ -299,17 +299,6 @@ def _torn_line_end(fd: int, info: os.stat_result) -> bytes:
     except OSError:  # opened write-only: the reader skips what it cannot parse
         return b""
     return b"" if last == b"\n" else b"\n"
-
-
-def rotated_files(path: str | os.PathLike[str], backups: int = DEFAULT_BACKUPS) -> list[Path]:
-    """The current file and its rotated copies, newest first: ``traces.jsonl, traces.1.jsonl, ...``.
-
-    Example:
-        >>> [p.name for p in rotated_files("traces.jsonl", 2)]
-        ['traces.jsonl', 'traces.1.jsonl', 'traces.2.jsonl']
-    """
-    p = Path(path)
-    return [p] + [p.with_name(f"{p.stem}.{i}{p.suffix}") for i in range(1, backups + 1)]
 
 
 _live: weakref.WeakSet[LineFile] = weakref.WeakSet()

@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from typing import Literal
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse
 
 from opentelemetry.sdk.trace.export import SpanExporter
 
 from tracesim._errors import ConfigError
 
-__all__ = ["OtlpProtocol", "otlp_exporter"]
+__all__ = ["OtlpProtocol", "env_headers", "otlp_exporter", "parse_headers"]
 
 OtlpProtocol = Literal["http/protobuf", "grpc"]
 PROTOCOLS: tuple[str, ...] = ("http/protobuf", "grpc")
@@ -92,3 +92,21 @@ def _traces_url(endpoint: str) -> str:
     if parsed.path in ("", "/"):
         return endpoint.rstrip("/") + "/v1/traces"
     return endpoint
+
+
+def env_headers() -> dict[str, str]:
+    """Headers from ``OTEL_EXPORTER_OTLP_TRACES_HEADERS`` / ``OTEL_EXPORTER_OTLP_HEADERS``."""
+    raw = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_HEADERS") or os.environ.get(
+        "OTEL_EXPORTER_OTLP_HEADERS", ""
+    )
+    return parse_headers(raw)
+
+
+def parse_headers(raw: str) -> dict[str, str]:
+    """Parse ``k=v,k2=v2`` (values URL-decoded, as the OTLP variables specify)."""
+    headers: dict[str, str] = {}
+    for item in raw.split(","):
+        if "=" in item:
+            key, value = item.split("=", 1)
+            headers[key.strip()] = unquote(value.strip())
+    return headers

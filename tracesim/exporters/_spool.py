@@ -25,7 +25,6 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from tracesim._errors import ConfigError
 from tracesim._guard import CauseLog, internal_error, os_cause
-from tracesim.exporters._otlp_decode import readable_spans
 from tracesim.exporters._spool_store import (
     Encoded,
     SpoolEntry,
@@ -34,6 +33,7 @@ from tracesim.exporters._spool_store import (
     claim,
     encode_batch,
 )
+from tracesim.tracefile._sdk_spans import readable_spans
 
 __all__ = ["SpoolStats", "SpoolingExporter"]
 

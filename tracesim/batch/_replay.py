@@ -37,17 +37,17 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
-from urllib.parse import unquote
 
 import httpx
 
 from tracesim import _inputs
-from tracesim.exporters._otlp_decode import request_to_protobuf
-from tracesim.exporters._records import spans_from_request
-from tracesim.exporters._replay_ledger import Ledger, ledger_path
+from tracesim.batch._ledger import Ledger, ledger_path
+from tracesim.exporters._otlp import env_headers
+from tracesim.tracefile._sdk_spans import request_to_protobuf
+from tracesim.tracefile._span_records import spans_from_request
 
 if TYPE_CHECKING:
-    from tracesim.exporters._replay_annotations import ReplayAnnotations
+    from tracesim.batch._replay_annotations import ReplayAnnotations
 
 __all__ = ["ReplayReport", "default_endpoint", "replay"]
 
@@ -127,24 +127,6 @@ def traces_url(endpoint: str) -> str:
     return endpoint
 
 
-def env_headers() -> dict[str, str]:
-    """Headers from ``OTEL_EXPORTER_OTLP_TRACES_HEADERS`` / ``OTEL_EXPORTER_OTLP_HEADERS``."""
-    raw = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_HEADERS") or os.environ.get(
-        "OTEL_EXPORTER_OTLP_HEADERS", ""
-    )
-    return parse_headers(raw)
-
-
-def parse_headers(raw: str) -> dict[str, str]:
-    """Parse ``k=v,k2=v2`` (values URL-decoded, as the OTLP variables specify)."""
-    headers: dict[str, str] = {}
-    for item in raw.split(","):
-        if "=" in item:
-            key, value = item.split("=", 1)
-            headers[key.strip()] = unquote(value.strip())
-    return headers
-
-
 def replay(
     paths: Iterable[str | os.PathLike[str]],
     *,
@@ -173,7 +155,7 @@ def replay(
             when the endpoint is Phoenix, True always (the endpoint is Phoenix), False never.
 
     Example:
-        >>> from tracesim.exporters import replay
+        >>> from tracesim.batch import replay
         >>> report = replay([".tracesim/traces.jsonl"], endpoint="http://127.0.0.1:6006")  # doctest: +SKIP
         >>> report.ok, report.spans  # doctest: +SKIP
         (True, 42)
@@ -183,8 +165,8 @@ def replay(
     all_headers = {**env_headers(), **(headers or {})}
     sender = _Sender(url, all_headers, encoding, timeout_s, max_attempts, report)
     if annotations is not False:
+        from tracesim.batch._replay_annotations import ReplayAnnotations
         from tracesim.exporters._phoenix import phoenix_base_url
-        from tracesim.exporters._replay_annotations import ReplayAnnotations
 
         sender.annotations = ReplayAnnotations(phoenix_base_url(url), all_headers, detect=annotations is None)
     ledgers: dict[Path, Ledger] = {}

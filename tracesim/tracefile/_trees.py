@@ -30,8 +30,8 @@ from tracesim import _pricing
 from tracesim import _semconv as sc
 from tracesim._conventions import span_input, span_output
 from tracesim._pricing import PriceTable, Usage, format_usd, price_hint, read_usage
-from tracesim.exporters._records import SpanRecord
-from tracesim.exporters._safe_text import visible
+from tracesim._terminal import visible
+from tracesim.tracefile._span_records import SpanRecord
 
 __all__ = [
     "MAX_ATTRIBUTES",
@@ -111,7 +111,7 @@ def build_forest(spans: Iterable[SpanRecord]) -> list[tuple[SpanRecord, list[Any
     start trees of their own instead of being lost or recursing without end.
 
     Example:
-        >>> from tracesim.exporters import SpanRecord
+        >>> from tracesim.tracefile import SpanRecord
         >>> a = SpanRecord("t", "a", "b", "a", "INTERNAL", 0, 1, {})
         >>> b = SpanRecord("t", "b", "a", "b", "INTERNAL", 0, 1, {})  # a and b: each other's parent
         >>> [(root.name, [kid.name for kid, _ in kids]) for root, kids in build_forest([a, b])]
@@ -151,7 +151,7 @@ def export_drops(span: SpanRecord) -> int | None:
     without a whole count is the application's own.
 
     Example:
-        >>> from tracesim.exporters import SpanRecord
+        >>> from tracesim.tracefile import SpanRecord
         >>> attributes = {"tracesim.export.dropped_spans": 12}
         >>> export_drops(SpanRecord("t", "s", None, "tracesim.export.dropped", "INTERNAL", 0, 1, attributes))
         12
@@ -216,7 +216,7 @@ def render_trees(
     the text ends with one line saying how many spans were dropped (`export_drops_line`).
 
     Example:
-        >>> from tracesim.exporters import SpanRecord
+        >>> from tracesim.tracefile import SpanRecord
         >>> llm = {"gen_ai.request.model": "gpt-4o-mini", "gen_ai.usage.input_tokens": 1200,
         ...        "gen_ai.usage.output_tokens": 80, "user.id": "u-7"}
         >>> print(render_trees([SpanRecord("t", "a", None, "chat", "CLIENT", 0, 10**6, llm)]))
@@ -263,7 +263,7 @@ def by_trace(spans: Iterable[SpanRecord]) -> list[tuple[str, list[SpanRecord]]]:
     Traces that start at the same time keep the order in which they were first seen.
 
     Example:
-        >>> from tracesim.exporters import SpanRecord
+        >>> from tracesim.tracefile import SpanRecord
         >>> spans = [SpanRecord(t, s, None, s, "INTERNAL", start, start + 1, {})
         ...          for t, s, start in [("t1", "a", 5), ("t2", "b", 3), ("t1", "c", 4)]]
         >>> [(tid, [s.name for s in members]) for tid, members in by_trace(spans)]

@@ -75,7 +75,7 @@ class SpanRecord:
     Python values (``str``, ``int``, ``float``, ``bool``, ``bytes``, lists, dicts).
 
     Example:
-        >>> from tracesim.exporters import load_spans
+        >>> from tracesim.tracefile import load_spans
         >>> spans = load_spans(".tracesim/traces.jsonl")  # doctest: +SKIP
         >>> [s.name for s in spans if s.parent_span_id is None]  # doctest: +SKIP
         ['answer']

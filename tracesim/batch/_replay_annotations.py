@@ -19,8 +19,8 @@ from typing import Any
 from opentelemetry.trace import SpanContext, TraceFlags
 
 from tracesim import _semconv as sc
-from tracesim.exporters._records import SpanRecord, spans_from_request
-from tracesim.exporters._replay_ledger import Ledger
+from tracesim.batch._ledger import Ledger
+from tracesim.tracefile._span_records import SpanRecord, spans_from_request
 
 __all__ = ["ReplayAnnotations", "results_in"]
 
