@@ -12,14 +12,15 @@ import os
 import openai
 
 import tracesim
-from tracesim.evaluators import LLMSimilarity
+from tracesim.evaluators import LLMSimilarity, ModelConnection
 
 MODEL = os.environ.get("AGENT_MODEL", "gpt-4o-mini")
 
 tracesim.configure(service_name="support-bot", instrument=["openai"])  # every openai call is a span
-judge = LLMSimilarity(
-    model=os.environ.get("JUDGE_MODEL", MODEL), max_concurrency=8, cache_dir=".tracesim/judge"
-)
+# The judge's model, its server (OPENAI_BASE_URL by default) and the limits of its calls, as one
+# object that other model-backed evaluators can share; answers are kept on disk, paid for once.
+judge_model = ModelConnection(model=os.environ.get("JUDGE_MODEL", MODEL), cache_dir=".tracesim/judge")
+judge = LLMSimilarity(connection=judge_model, max_concurrency=8)
 client = openai.OpenAI()
 
 GOLDEN = {

@@ -10,7 +10,7 @@ import pytest
 from llm_server import CHAT, EMBEDDINGS, LLMServer
 
 from tracesim.evaluators import LLMSimilarity, SemanticSimilarity
-from tracesim.evaluators._model._calls import _caches
+from tracesim.evaluators._model._caller import _caches
 
 
 @pytest.fixture(autouse=True)

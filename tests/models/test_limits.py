@@ -45,7 +45,7 @@ def test_the_retry_budget_is_earned_by_requests() -> None:
 def test_a_failing_backend_gets_a_bounded_number_of_retries(
     server: LLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("tracesim.evaluators._model._calls._BACKOFF_BASE_S", 0.01)  # short waits, same count
+    monkeypatch.setattr("tracesim.evaluators._model._caller._BACKOFF_BASE_S", 0.01)  # short waits, same count
     server.script(CHAT, *[Reply.status(500)] * 1000)
     judge = LLMSimilarity(base_url=server.base_url, api_key="k", model="budget-test", max_retries=4)
     results = [judge.evaluate(f"answer {i}", "reference", input="q") for i in range(30)]

@@ -14,8 +14,8 @@ façades with those tools' own interfaces. Build evaluators directly or from con
 from tracesim.evaluators._base import DEFAULT, Evaluator, Measurement
 from tracesim.evaluators._compared_text import as_text
 from tracesim.evaluators._content_similarity import ContentSimilarity
-from tracesim.evaluators._decorator import AsyncFunctionEvaluator, FunctionEvaluator, evaluator
 from tracesim.evaluators._exact import ExactMatch
+from tracesim.evaluators._function_evaluator import AsyncFunctionEvaluator, FunctionEvaluator, evaluator
 from tracesim.evaluators._judge import LLMJudge, LLMSimilarity
 from tracesim.evaluators._levenshtein import Levenshtein, LevenshteinDistance
 from tracesim.evaluators._model_connection import ModelConnection

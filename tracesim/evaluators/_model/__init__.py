@@ -20,7 +20,7 @@ Example:
     600
 """
 
-from tracesim.evaluators._model._calls import (
+from tracesim.evaluators._model._caller import (
     ModelCaller,
     ModelCallError,
     ModelSettings,
