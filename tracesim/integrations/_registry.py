@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import cast
 
+from tracesim._config import INTEGRATIONS
 from tracesim.instrumentation import ENTRY_POINT_GROUP, Integration, MissingIntegrationError
 
 __all__ = ["INSTRUMENTORS", "find", "instrument", "uninstrument"]
@@ -78,9 +79,7 @@ def _instrumentor(name: str) -> Callable[[], bool]:
     return turn_on
 
 
-INSTRUMENTORS: dict[str, Callable[[], bool]] = {
-    name: _instrumentor(name) for name in ("openai", "anthropic", "langchain")
-}
+INSTRUMENTORS: dict[str, Callable[[], bool]] = {name: _instrumentor(name) for name in INTEGRATIONS}
 """Each integration's name (the tracesim extra to install) -> the function that turns it on."""
 
 
