@@ -37,9 +37,9 @@ $(VENV)/.installed-core: pyproject.toml hatch_build.py tracesim/_redact/_probe.c
 	$(BIN)/pip install -q -e .
 	touch $@
 
-# The integrations are distributions of their own (integrations/<name>/), installed editable from
-# the checkout: the extras openai, anthropic and langchain require them at tracesim's version, and
-# pip takes the local ones given here.
+# The integrations and the pytest plugin are distributions of their own (integrations/<name>/),
+# installed editable from the checkout: the extras openai, anthropic and langchain require
+# tracesim-<name> at tracesim's version, and pip takes the local ones given here.
 INTEGRATIONS := openai anthropic langchain pytest
 
 $(VENV)/.installed-test: pyproject.toml hatch_build.py tracesim/_redact/_probe.c \
