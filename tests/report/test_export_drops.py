@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tracesim._report import read_report, render_html
-from tracesim._report._text import scoring_notes
+from tracesim._report._terminal_report import scoring_notes
 from tracesim.cli import main
 
 from .tracefiles import TraceWriter

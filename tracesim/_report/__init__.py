@@ -20,7 +20,7 @@ from tracesim._report._collect import NONE_GROUP
 from tracesim._report._gate import Gate, GateResult, check_gates, decide, gate_line, parse_gate
 from tracesim._report._html import render_html
 from tracesim._report._math import histogram, histogram_edges, percentile
-from tracesim._report._model import (
+from tracesim._report._report_data import (
     SCHEMA,
     CallScore,
     EvaluatorStats,
@@ -40,7 +40,7 @@ from tracesim._report._model import (
     UsageStats,
 )
 from tracesim._report._stats import TOP, read_report, summarize
-from tracesim._report._text import print_report, summary_line
+from tracesim._report._terminal_report import print_report, summary_line
 
 __all__ = [
     "NONE_GROUP",

@@ -6,8 +6,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from tracesim._report._model import Report
-from tracesim._report._text import print_table
+from tracesim._report._report_data import Report
+from tracesim._report._tables import print_table
 from tracesim._terminal import visible
 
 __all__ = ["print_drill_down"]

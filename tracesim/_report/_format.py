@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from html import escape
 
 from tracesim._pricing import format_usd
-from tracesim._report._model import TraceUsage, UsageStats
+from tracesim._report._report_data import TraceUsage, UsageStats
 from tracesim._terminal import visible
 
 __all__ = [

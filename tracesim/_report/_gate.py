@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from tracesim._report._model import Report
+from tracesim._report._report_data import Report
 from tracesim._terminal import visible
 
 __all__ = ["Gate", "GateResult", "check_gates", "decide", "gate_line", "parse_gate"]

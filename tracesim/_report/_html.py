@@ -20,7 +20,7 @@ from tracesim._report._format import (
     html_text,
 )
 from tracesim._report._gate import GateResult
-from tracesim._report._model import (
+from tracesim._report._report_data import (
     CallScore,
     EvaluatorStats,
     LLMCall,
@@ -30,7 +30,7 @@ from tracesim._report._model import (
     UsageStats,
 )
 from tracesim._report._svg import DECISION_COLOURS, LATENCY_COLOURS, latency_chart, score_histogram
-from tracesim._report._text import (
+from tracesim._report._terminal_report import (
     calls_title,
     scoring_columns,
     scoring_notes,

@@ -6,7 +6,7 @@ import math
 from bisect import bisect_right
 from collections.abc import Sequence
 
-from tracesim._report._model import Histogram
+from tracesim._report._report_data import Histogram
 
 __all__ = ["histogram", "histogram_edges", "percentile"]
 

@@ -27,7 +27,8 @@ from tracesim._report._collect import Collected, Judged, ResultSample, SpanSampl
 from tracesim._report._drill import error_types, worst_cases
 from tracesim._report._format import iso_utc
 from tracesim._report._math import histogram, histogram_edges, percentile
-from tracesim._report._model import (
+from tracesim._report._redacted import Texts
+from tracesim._report._report_data import (
     EvaluatorStats,
     LatencyStats,
     Report,
@@ -36,7 +37,6 @@ from tracesim._report._model import (
     StatusCounts,
     Totals,
 )
-from tracesim._report._redacted import Texts
 from tracesim._report._timeline import timeline
 from tracesim._report._usage import llm_usage
 from tracesim.tracefile import SpanRecord, TraceFileWarning, load_spans

@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable, Sequence
 
 from tracesim._report._format import format_duration, html_text
-from tracesim._report._model import EvaluatorStats, SpanStats
+from tracesim._report._report_data import EvaluatorStats, SpanStats
 
 __all__ = ["DECISION_COLOURS", "LATENCY_COLOURS", "latency_chart", "score_histogram"]
 

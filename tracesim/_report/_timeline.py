@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from tracesim._report._collect import Collected, ResultSample, SpanSample
 from tracesim._report._format import iso_utc
 from tracesim._report._math import percentile
-from tracesim._report._model import Timeline, TimelineEvaluator, TimelineSpan
+from tracesim._report._report_data import Timeline, TimelineEvaluator, TimelineSpan
 
 __all__ = ["MAX_BUCKETS", "MIN_WINDOW_S", "bucket_width", "timeline"]
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from tracesim._report._format import format_count, format_duration, format_rate, format_score, html_text
-from tracesim._report._model import EvaluatorStats, Timeline, TimelineEvaluator, TimelineSpan
+from tracesim._report._report_data import EvaluatorStats, Timeline, TimelineEvaluator, TimelineSpan
 from tracesim._report._timeline_text import bucket_labels, timeline_title
 
 __all__ = ["SPAN_CHARTS", "timeline_section"]

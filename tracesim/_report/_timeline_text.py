@@ -12,8 +12,8 @@ from rich.table import Table
 from rich.text import Text
 
 from tracesim._report._format import DASH, format_count, format_duration, format_rate, format_score
-from tracesim._report._model import Timeline, TimelineEvaluator
-from tracesim._report._text import print_table
+from tracesim._report._report_data import Timeline, TimelineEvaluator
+from tracesim._report._tables import print_table
 from tracesim._terminal import visible
 
 __all__ = ["bucket_labels", "print_timeline", "timeline_title", "width_text"]

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from tracesim._pricing import PriceTable
 from tracesim._report._collect import CallSample, Collected, ResultSample
-from tracesim._report._model import CallScore, LLMCall, LLMUsage, TraceUsage, UsageStats
+from tracesim._report._report_data import CallScore, LLMCall, LLMUsage, TraceUsage, UsageStats
 
 __all__ = ["UNKNOWN_MODEL", "llm_usage"]
 

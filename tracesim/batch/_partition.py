@@ -26,7 +26,8 @@ from tracesim.batch._summary import MAX_EXAMPLES, PartSummary, Tally, tokens_of
 if TYPE_CHECKING:
     import pandas as pd  # type: ignore[import-untyped,unused-ignore]
 
-    from tracesim.batch._sources import Chunk, Part, Records, Spans
+    from tracesim.batch._parts import Chunk, Part
+    from tracesim.batch._sources import Records, Spans
 
 __all__ = ["Job", "Sink", "run_part"]
 

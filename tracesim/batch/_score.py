@@ -27,7 +27,7 @@ from tracesim.batch._summary import BatchReport, Tally
 if TYPE_CHECKING:
     from distributed import Client
 
-    from tracesim.batch._sources import Part
+    from tracesim.batch._parts import Part
 
 __all__ = ["ADDRESS_ENV", "score"]
 

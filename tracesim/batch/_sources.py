@@ -13,17 +13,18 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from tracesim import _inputs
 from tracesim.batch._files import Block, expand, line_blocks, open_binary, read_block
+from tracesim.batch._parts import Chunk, Part
 from tracesim.batch._records import Columns, json_rows
 
 if TYPE_CHECKING:
     from tracesim._scoring._selection import Rule
 
-__all__ = ["Chunk", "Part", "Records", "SourceError", "Spans", "id_text"]
+__all__ = ["Records", "SourceError", "Spans", "id_text"]
 
 Format = Literal["jsonl", "csv", "parquet"]
 PathLike = str | os.PathLike[str]
@@ -42,36 +43,6 @@ _PARQUET_ROWS = 10_000
 
 class SourceError(ValueError):
     """A source that cannot be read at all (no file, no output column): raised before scoring."""
-
-
-@dataclass(frozen=True)
-class Part:
-    """One unit of work: a block of lines of a file, or a slice of a Parquet row group."""
-
-    path: str
-    format: str
-    block: Block
-    rows: int | None
-    """Records in the part, when known before reading it (for the progress bar)."""
-    header: tuple[str, ...] = ()
-    """The header of a CSV file (only its first block holds it)."""
-    group: int = 0
-    """The row group of a Parquet part, whose rows ``block.start`` to ``block.stop`` it is."""
-
-
-@dataclass
-class Chunk:
-    """The records of one part: keys per column, what to score, and why a bad row is bad."""
-
-    keys: dict[str, list[Any]]
-    triples: list[tuple[Any, Any, Any]] = field(default_factory=list)
-    bad: list[str | None] = field(default_factory=list)
-
-    def add(self, keys: Sequence[Any], triple: tuple[Any, Any, Any], bad: str | None = None) -> None:
-        for column, value in zip(self.keys.values(), keys, strict=True):
-            column.append(value)
-        self.triples.append(triple)
-        self.bad.append(bad)
 
 
 def id_text(value: Any) -> str | None:

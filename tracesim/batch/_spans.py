@@ -34,7 +34,7 @@ from tracesim.batch._files import open_binary
 
 if TYPE_CHECKING:
     from tracesim._scoring._selection import Rule
-    from tracesim.batch._sources import Chunk, Part
+    from tracesim.batch._parts import Chunk, Part
     from tracesim.tracefile import SpanRecord
 
 __all__ = ["read_spans", "span_record"]

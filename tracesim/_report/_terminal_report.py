@@ -13,12 +13,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rich.console import Console
-from rich.measure import Measurement
-from rich.segment import Segments
 from rich.table import Table
 from rich.text import Text
 
 from tracesim._pricing import format_usd, price_hint
+from tracesim._report._drill_text import print_drill_down
 from tracesim._report._format import (
     DASH,
     format_cost,
@@ -27,14 +26,15 @@ from tracesim._report._format import (
     format_rate,
     format_score,
 )
-from tracesim._report._model import EvaluatorStats, LLMUsage, Report, SpanStats, TraceUsage, UsageStats
+from tracesim._report._report_data import EvaluatorStats, LLMUsage, Report, SpanStats, TraceUsage, UsageStats
+from tracesim._report._tables import print_table
+from tracesim._report._timeline_text import print_timeline
 from tracesim._terminal import visible
 
 __all__ = [
     "PIPE_WIDTH",
     "calls_title",
     "print_report",
-    "print_table",
     "scoring_notes",
     "status_line",
     "summary_line",
@@ -48,7 +48,6 @@ PIPE_WIDTH = 200
 
 _DECISION_LABELS = frozenset({"pass", "fail"})
 _TOP_LABELS = 3
-_UNBOUNDED = 1_000_000  # wider than any table: measures a table's natural width
 
 
 def summary_line(report: Report) -> str:
@@ -152,43 +151,11 @@ def print_report(report: Report, console: Console) -> None:
         console.print(Text(status_line(report)), soft_wrap=True)
     if report.evaluators:
         print_table(console, evaluator_table(report.evaluators, report.group_by if grouped else None))
-    # these modules print their tables with print_table, so they import this one
-    from tracesim._report._drill_text import print_drill_down
-    from tracesim._report._timeline_text import print_timeline
-
     if report.timeline is not None:
         print_timeline(report.timeline, console)
     if report.llm_usage is not None:
         print_usage(report.llm_usage, console)
     print_drill_down(report, console)
-
-
-def print_table(console: Console, table: Table) -> None:
-    """Print ``table``: within a terminal's width, or at its natural width into a pipe or file.
-
-    A terminal would wrap a line wider than itself and break the table's frame, so there rich
-    fits the table to the width. A pipe has no width: a CI log keeps every cell whole.
-
-    Example:
-        >>> import io
-        >>> from rich.console import Console
-        >>> table = Table("evaluator", "pass rate")
-        >>> table.add_row("levenshtein_against_the_golden_answers", "56.3%")
-        >>> console = Console(file=io.StringIO(), width=30)
-        >>> print_table(console, table)
-        >>> "│ levenshtein_against_the_golden_answers │ 56.3%     │" in console.file.getvalue()
-        True
-    """
-    if console.is_terminal:
-        console.print(table)
-        return
-    natural = Measurement.get(console, console.options.update_width(_UNBOUNDED), table).maximum
-    if natural <= console.width:
-        console.print(table)
-        return
-    # console.print caps any width at the console's: render at the natural width, print uncropped.
-    lines = console.render(table, console.options.update_width(natural))
-    console.print(Segments(lines), crop=False)
 
 
 def usage_line(usage: LLMUsage) -> str:
