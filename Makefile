@@ -44,7 +44,7 @@ INTEGRATIONS := openai anthropic langchain pytest
 
 $(VENV)/.installed-test: pyproject.toml hatch_build.py tracesim/_redact/_probe.c \
 		$(foreach name,$(INTEGRATIONS),integrations/$(name)/pyproject.toml) | $(BIN)/python
-	$(BIN)/pip install -q -e '.[test,docs,embeddings,openai,anthropic,langchain,dask]' \
+	$(BIN)/pip install -q -e '.[test,docs,embeddings,openai,anthropic,langchain,pytest,dask]' \
 		$(foreach name,$(INTEGRATIONS),-e integrations/$(name))
 	touch $@ $(VENV)/.installed-core
 

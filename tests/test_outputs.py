@@ -41,6 +41,11 @@ from tracesim.evaluators import Evaluator, Measurement, register, unregister
 from tracesim.experiments import Case, Dataset, ExperimentReport
 
 ROOT = Path(tracesim.__file__).parent
+# The integrations' own distributions, whose outputs tracesim redacts too (through the public
+# `tracesim.plugin_support`): each package folder, scanned as tracesim's modules are.
+INTEGRATION_PACKAGES = [ROOT.parent / "integrations" / "pytest" / "tracesim_pytest"]
+# Calls whose result is redacted text: tracesim's private writer, and its public face for plugins.
+_REDACTING = ("_outputs.", "tracesim._outputs.", "plugin_support.redact_", "tracesim.plugin_support.redact_")
 
 # -- the structural guard ------------------------------------------------------------------------
 
@@ -190,7 +195,7 @@ def _redacted_args(call: ast.Call, *, first: bool = False) -> bool:
     of a `tracesim._outputs` call."""
     return all(
         isinstance(arg, ast.Constant)
-        or (isinstance(arg, ast.Call) and _dotted(arg.func).startswith(("_outputs.", "tracesim._outputs.")))
+        or (isinstance(arg, ast.Call) and _dotted(arg.func).startswith(_REDACTING))
         for arg in (call.args[:1] if first else call.args)
     )
 
@@ -215,9 +220,10 @@ def scan_source(source: str, module: str) -> list[RawWrite]:
 
 
 def _modules() -> Iterator[tuple[str, Path]]:
-    for path in sorted(ROOT.rglob("*.py")):
-        parts = path.relative_to(ROOT.parent).with_suffix("").parts
-        yield ".".join(parts[:-1] if parts[-1] == "__init__" else parts), path
+    for package in (ROOT, *INTEGRATION_PACKAGES):
+        for path in sorted(package.rglob("*.py")):
+            parts = path.relative_to(package.parent).with_suffix("").parts
+            yield ".".join(parts[:-1] if parts[-1] == "__init__" else parts), path
 
 
 def unexplained(found: list[RawWrite]) -> list[RawWrite]:
