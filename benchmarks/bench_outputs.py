@@ -25,7 +25,7 @@ from pathlib import Path
 from tracesim.evaluators import EvalResult
 from tracesim.experiments import ExperimentReport
 from tracesim.experiments._html import render_html
-from tracesim.experiments._report import CaseResult, EvaluatorInfo
+from tracesim.experiments._rows import CaseResult, EvaluatorInfo
 from tracesim.experiments._text import render_text
 
 WORDS = ["the", "quick", "brown", "fox", "Paris", "is", "capital", "of", "France", "Warsaw", "café", "東京"]

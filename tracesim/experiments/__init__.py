@@ -18,11 +18,13 @@ and HTML files, and `compare` against a baseline run for CI.
 
 from typing import TYPE_CHECKING, Any
 
-from tracesim.experiments._dataset import Case, Dataset, DatasetError
+from tracesim.experiments._case import Case, DatasetError
+from tracesim.experiments._dataset import Dataset
 
 if TYPE_CHECKING:
     from tracesim.experiments._compare import CaseChange, Change, Comparison
-    from tracesim.experiments._report import CaseResult, EvaluatorInfo, ExperimentReport
+    from tracesim.experiments._report import ExperimentReport
+    from tracesim.experiments._rows import CaseResult, EvaluatorInfo
     from tracesim.experiments._stats import CaseSummary, EvaluatorSummary, ScoreStats, pass_at_k, pass_hat_k
 
 # `tracesim` re-exports Case and Dataset, so this package is imported with it: the report
@@ -31,8 +33,8 @@ _LAZY = {
     "CaseChange": "_compare",
     "Change": "_compare",
     "Comparison": "_compare",
-    "CaseResult": "_report",
-    "EvaluatorInfo": "_report",
+    "CaseResult": "_rows",
+    "EvaluatorInfo": "_rows",
     "ExperimentReport": "_report",
     "CaseSummary": "_stats",
     "EvaluatorSummary": "_stats",

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from tracesim.experiments._case_ids import ID_KEY_ENV, is_redacted, written_ids
 
 if TYPE_CHECKING:
-    from tracesim.experiments._report import ExperimentReport
+    from tracesim.experiments._run_view import RunView
     from tracesim.experiments._stats import CaseSummary
 
 __all__ = ["CaseChange", "Change", "Comparison", "compare"]
@@ -178,9 +178,7 @@ class Comparison:
         }
 
 
-def compare(
-    run: ExperimentReport, baseline: ExperimentReport, *, tolerance: float = 0.0, per_case: bool = True
-) -> Comparison:
+def compare(run: RunView, baseline: RunView, *, tolerance: float = 0.0, per_case: bool = True) -> Comparison:
     """Set ``run`` against ``baseline`` (see `ExperimentReport.compare`)."""
     if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not tolerance >= 0:
         raise ValueError(f"tolerance must be a number of 0 or more, got {tolerance!r}")
@@ -281,11 +279,11 @@ def _match(count: int) -> str:
     return "matches" if count == 1 else "match"
 
 
-def _error_rate(report: ExperimentReport) -> float | None:
+def _error_rate(report: RunView) -> float | None:
     return report.errors / len(report.rows) if report.rows else None
 
 
-def _label(report: ExperimentReport) -> str:
+def _label(report: RunView) -> str:
     when = f", {report.started_at[:19]}" if report.started_at else ""
     return f"{report.name!r} ({report.dataset}{when})"
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tracesim import _inputs
-from tracesim.experiments._dataset import DatasetError
+from tracesim.experiments._case import DatasetError
 
 __all__ = ["FORMATS", "read_records"]
 

@@ -16,7 +16,7 @@ from tracesim._version import __version__
 from tracesim.experiments._text import preview, summary_line
 
 if TYPE_CHECKING:
-    from tracesim.experiments._report import ExperimentReport
+    from tracesim.experiments._run_view import RunView
     from tracesim.experiments._stats import CaseSummary
 
 __all__ = ["render_html"]
@@ -41,7 +41,7 @@ footer { margin-top: 2.5rem; color: #777; font-size: 12px; }
 _TEXT_CHARS = 600  # per input / output cell: the page stays readable; the JSON file has everything
 
 
-def render_html(report: ExperimentReport) -> str:
+def render_html(report: RunView) -> str:
     """The whole page as a string.
 
     Example:
@@ -80,7 +80,7 @@ def render_html(report: ExperimentReport) -> str:
     )
 
 
-def _cards(report: ExperimentReport) -> str:
+def _cards(report: RunView) -> str:
     cards = [
         ("cases", str(len(report.cases))),
         ("runs", str(len(report.rows))),
@@ -98,7 +98,7 @@ def _cards(report: ExperimentReport) -> str:
     return f'<div class="cards">{inner}</div>'
 
 
-def _evaluator_table(report: ExperimentReport) -> str:
+def _evaluator_table(report: RunView) -> str:
     headers = ["evaluator", "type", "mean", "pass rate", "passed", "failed", "errors", "skipped", "threshold"]
     rows = []
     for info in report.evaluators:
@@ -110,7 +110,7 @@ def _evaluator_table(report: ExperimentReport) -> str:
     return _table(headers, rows, numeric_from=2, row_attrs=[""] * len(rows))
 
 
-def _case_table(report: ExperimentReport, cases: Sequence[CaseSummary]) -> str:
+def _case_table(report: RunView, cases: Sequence[CaseSummary]) -> str:
     names = [e.name for e in report.evaluators]
     k = report.repeat
     headers = ["case", "result", *names]

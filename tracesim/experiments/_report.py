@@ -10,13 +10,13 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tracesim import _outputs
-from tracesim._capture import to_jsonable
+from tracesim.experiments._rows import CaseResult, EvaluatorInfo
 from tracesim.experiments._stats import (
     CaseSummary,
     EvaluatorSummary,
@@ -28,140 +28,11 @@ from tracesim.experiments._stats import (
 if TYPE_CHECKING:
     # Imported when used: the evaluators package loads the metrics' libraries, and
     # ``import tracesim`` (which re-exports Dataset) must stay fast.
-    from tracesim.evaluators import EvalResult
     from tracesim.experiments._compare import Comparison
 
-__all__ = ["SCHEMA", "CaseResult", "EvaluatorInfo", "ExperimentReport"]
+__all__ = ["SCHEMA", "ExperimentReport"]
 
 SCHEMA = "tracesim.experiment/1"
-
-
-@dataclass(frozen=True)
-class CaseResult:
-    """One run of the task on one case: what went in, what came out, how it scored.
-
-    ``error`` is ``"Type: message"`` when the task raised (or ran past ``timeout_s``); the
-    evaluators did not run then. ``trace_id`` is the run's trace when tracesim was configured.
-
-    Example:
-        >>> from tracesim.evaluators import ExactMatch
-        >>> row = CaseResult("q1", 0, "2+2", "4", "4", {"exact": ExactMatch().evaluate("4", "4")}, 0.01)
-        >>> row.passed, row.score("exact")
-        (True, 1.0)
-    """
-
-    case_id: str
-    repeat: int
-    input: Any
-    expected: Any
-    output: Any
-    scores: Mapping[str, EvalResult]
-    duration_s: float
-    error: str | None = None
-    error_type: str | None = None
-    trace_id: str | None = None
-    span_id: str | None = None
-    metadata: Mapping[str, Any] = field(default_factory=dict)
-
-    @property
-    def passed(self) -> bool | None:
-        """False when the task failed, an evaluator failed or errored; True when one passed and
-        none failed; None when no evaluator decided (skipped, or no threshold)."""
-        if self.error is not None:
-            return False
-        decided = False
-        for result in self.scores.values():
-            if result.status == "error" or result.passed is False:
-                return False
-            decided = decided or result.passed is True
-        return True if decided else None
-
-    def score(self, name: str) -> float | None:
-        """The score evaluator ``name`` gave, or None (skipped, errored, not run)."""
-        result = self.scores.get(name)
-        return None if result is None else result.score
-
-    def to_dict(self) -> dict[str, Any]:
-        """The row as JSON-ready data (values converted as tracesim captures them)."""
-        return {
-            "case_id": self.case_id,
-            "repeat": self.repeat,
-            "input": to_jsonable(self.input),
-            "expected": to_jsonable(self.expected),
-            "output": to_jsonable(self.output),
-            "metadata": to_jsonable(dict(self.metadata)),
-            "scores": {name: to_jsonable(r.model_dump(mode="json")) for name, r in self.scores.items()},
-            "passed": self.passed,
-            "duration_s": self.duration_s,
-            "error": self.error,
-            "error_type": self.error_type,
-            "trace_id": self.trace_id,
-            "span_id": self.span_id,
-        }
-
-    def redacted(self, names: Mapping[str, str] | None = None) -> CaseResult:
-        """This row with every string in it redacted (`tracesim._outputs`), values as JSON data.
-
-        ``names`` gives the evaluators' names as written (`ExperimentReport.redacted` keeps
-        two names apart that redact to the same text); by default each name redacted, kept
-        apart by `tracesim._outputs.distinct`.
-        """
-        written = names if names is not None else _outputs.distinct(self.scores)
-        strings = {
-            "case_id": self.case_id,
-            "input": to_jsonable(self.input),
-            "expected": to_jsonable(self.expected),
-            "output": to_jsonable(self.output),
-            "error": self.error,
-            "error_type": self.error_type,
-            "metadata": to_jsonable(dict(self.metadata)),
-        }
-        return replace(
-            self,
-            **_cleaned(strings),
-            scores={written[name]: _redacted_result(r, written[name]) for name, r in self.scores.items()},
-        )
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> CaseResult:
-        """A row read back from `to_dict` data."""
-        from tracesim.evaluators import EvalResult
-
-        return cls(
-            case_id=str(data["case_id"]),
-            repeat=int(data.get("repeat", 0)),
-            input=data.get("input"),
-            expected=data.get("expected"),
-            output=data.get("output"),
-            scores={name: EvalResult.model_validate(r) for name, r in data.get("scores", {}).items()},
-            duration_s=float(data.get("duration_s") or 0.0),
-            error=data.get("error"),
-            error_type=data.get("error_type"),
-            trace_id=data.get("trace_id"),
-            span_id=data.get("span_id"),
-            metadata=data.get("metadata") or {},
-        )
-
-
-@dataclass(frozen=True)
-class EvaluatorInfo:
-    """What a comparison needs to know about an evaluator: its threshold and direction.
-
-    Example:
-        >>> from tracesim.evaluators import LevenshteinDistance
-        >>> EvaluatorInfo.of(LevenshteinDistance(threshold=3)).higher_is_better
-        False
-    """
-
-    name: str
-    type: str
-    threshold: float | None
-    higher_is_better: bool = True
-
-    @classmethod
-    def of(cls, evaluator: Any) -> EvaluatorInfo:
-        """The description of an `Evaluator`."""
-        return cls(evaluator.name, evaluator.type_name, evaluator.threshold, bool(evaluator.higher_is_better))
 
 
 @dataclass(frozen=True)
@@ -405,18 +276,6 @@ class ExperimentReport:
             return cls.from_dict(data)
         except ValueError as exc:  # the shape check above
             raise ValueError(f"{os.fspath(path)}: {exc}") from None
-
-
-def _redacted_result(result: EvalResult, name: str) -> EvalResult:
-    """``result`` named ``name``, its label, explanation, details and error redacted."""
-    strings = {key: getattr(result, key) for key in ("label", "explanation", "error", "error_type")}
-    update = _cleaned({**strings, "details": to_jsonable(result.details)})
-    return result.model_copy(update={**update, "name": name})
-
-
-def _cleaned(fields: dict[str, Any]) -> dict[str, Any]:
-    """The fields' values redacted by `tracesim._outputs.clean`; their names, ours, kept as they are."""
-    return dict(zip(fields, _outputs.clean(list(fields.values())), strict=True))
 
 
 def _distinct(names: Iterable[str]) -> dict[str, str]:

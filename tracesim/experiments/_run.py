@@ -45,12 +45,13 @@ from tracesim._semconv import (
     EXPERIMENT_RUN_ID,
 )
 from tracesim._tracing._span import Span, error_type, finish, start, static_attributes
-from tracesim.experiments._report import CaseResult, EvaluatorInfo, ExperimentReport
+from tracesim.experiments._report import ExperimentReport
+from tracesim.experiments._rows import CaseResult, EvaluatorInfo
 
 if TYPE_CHECKING:
     from tracesim._runtime import Runtime
     from tracesim.evaluators import EvalResult, Evaluator
-    from tracesim.experiments._dataset import Case, Dataset
+    from tracesim.experiments._case import Case, Cases
 
 __all__ = ["Experiment", "evaluate_sync"]
 
@@ -60,7 +61,7 @@ OnRow = Callable[[CaseResult], None]
 
 
 def evaluate_sync(
-    dataset: Dataset,
+    dataset: Cases,
     task: Callable[[Any], Any],
     evaluators: Sequence[Any],
     max_concurrency: int,
@@ -97,7 +98,7 @@ def evaluate_sync(
 class Experiment:
     """A validated experiment, ready to run."""
 
-    dataset: Dataset
+    dataset: Cases
     task: Callable[[Any], Any]
     evaluators: tuple[Evaluator, ...]
     max_concurrency: int
@@ -108,7 +109,7 @@ class Experiment:
     @classmethod
     def build(
         cls,
-        dataset: Dataset,
+        dataset: Cases,
         task: Callable[[Any], Any],
         evaluators: Sequence[Any],
         max_concurrency: int,

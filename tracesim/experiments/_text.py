@@ -14,7 +14,7 @@ from tracesim._report._format import DASH, format_duration, format_rate, format_
 from tracesim._terminal import visible
 
 if TYPE_CHECKING:
-    from tracesim.experiments._report import ExperimentReport
+    from tracesim.experiments._run_view import RunView
     from tracesim.experiments._stats import CaseSummary
 
 __all__ = ["preview", "render_text", "summary_line", "text_table"]
@@ -54,7 +54,7 @@ def text_table(headers: Sequence[str], rows: Sequence[Sequence[str]], numeric: s
     return lines
 
 
-def summary_line(report: ExperimentReport) -> str:
+def summary_line(report: RunView) -> str:
     """One sentence: what ran, how long, how many passed."""
     runs = (
         f"{len(report.cases)} cases × {report.repeat} runs"
@@ -69,12 +69,12 @@ def summary_line(report: ExperimentReport) -> str:
     )
 
 
-def render_text(report: ExperimentReport, *, max_cases: int | None = None, width: int = 40) -> str:
+def render_text(report: RunView, *, max_cases: int | None = None, width: int = 40) -> str:
     """The whole text report."""
     return "\n".join(_lines(report, max_cases, width))
 
 
-def _lines(report: ExperimentReport, max_cases: int | None, width: int) -> Iterator[str]:
+def _lines(report: RunView, max_cases: int | None, width: int) -> Iterator[str]:
     yield summary_line(report)
     if report.repeat > 1:
         k = report.repeat
@@ -104,7 +104,7 @@ def _lines(report: ExperimentReport, max_cases: int | None, width: int) -> Itera
 
 
 def _case_table(
-    report: ExperimentReport, cases: Sequence[CaseSummary], width: int
+    report: RunView, cases: Sequence[CaseSummary], width: int
 ) -> tuple[list[str], list[list[str]], set[int]]:
     names = [e.name for e in report.evaluators]
     repeated = report.repeat > 1
