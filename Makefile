@@ -61,7 +61,7 @@ typecheck: $(VENV)/.installed-test
 # The site: guides from docs/, the API reference from the docstrings. --strict turns every
 # warning (a broken link, a reference that does not resolve) into a failure.
 docs: $(VENV)/.installed-test
-	$(BIN)/mkdocs build --strict --site-dir site
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 # Real components the tests use, outside tracesim's venv: Arize Phoenix (its own cached venv,
 # about 855 MB, built once; TRACESIM_SKIP_PHOENIX=1 builds nothing and skips its tests) and
