@@ -241,3 +241,28 @@ def test_the_compat_facades_build_a_connection() -> None:
     assert embedder.connection == ModelConnection(
         model="text-embedding-3-small", base_url="http://127.0.0.1:9/v1", api_key="k", request_timeout_s=30.0
     )
+
+
+@pytest.mark.parametrize("kind", [LLMJudge, LLMSimilarity, SemanticSimilarity])
+def test_an_unknown_keyword_is_still_a_type_error(kind: type) -> None:
+    extra: dict[str, Any] = {"rubric": "Is it right?"} if kind is LLMJudge else {}
+    with pytest.raises(TypeError, match="'base_ur'"):
+        kind(**extra, base_ur="http://127.0.0.1:9/v1")
+
+
+def test_semantic_similarity_takes_no_azure_keywords() -> None:
+    with pytest.raises(TypeError, match="'azure_endpoint'"):
+        SemanticSimilarity(azure_endpoint="https://x.openai.azure.com", api_version="2024-10-21")  # type: ignore[call-arg]
+
+
+def test_from_config_takes_the_flat_keywords_and_names_a_misspelt_one(server: LLMServer) -> None:
+    built = from_config({"type": "semantic", "base_url": server.base_url, "rpm": 60, "max_retries": 1})
+    assert isinstance(built, SemanticSimilarity)
+    assert built.connection == ModelConnection(
+        model="text-embedding-3-small", base_url=server.base_url, rpm=60, max_retries=1, request_timeout_s=30
+    )
+    with pytest.raises(ConfigError) as info:
+        from_config({"type": "llm_judge", "rubric": "Is it right?", "base_ur": server.base_url})
+    assert info.value.setting == "llm_judge.base_ur"
+    assert "did you mean 'base_url'?" in info.value.accepted
+    assert "connection" in info.value.accepted

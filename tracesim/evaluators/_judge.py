@@ -14,18 +14,25 @@ answer in ``details["raw"]``: never a fake score.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from tracesim._errors import ConfigError
 from tracesim.evaluators._base import DEFAULT, Measurement, _Default
 from tracesim.evaluators._compared_text import as_text
 from tracesim.evaluators._judge_parse import Refusal, parse_verdict
 from tracesim.evaluators._model import ModelCaller, ModelCallError
-from tracesim.evaluators._model_connection import ModelConnection, connection_for
+from tracesim.evaluators._model_connection import (
+    JUDGE_KEYWORDS,
+    ConnectionKeywords,
+    ModelConnection,
+    connection_for,
+)
 from tracesim.evaluators._model_evaluator import ModelEvaluator, Unparseable
 from tracesim.evaluators._options import check_max_chars
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["SIMILARITY_RUBRIC", "LLMJudge", "LLMSimilarity"]
 
@@ -56,32 +63,38 @@ class LLMJudge(ModelEvaluator):
         connection: The chat model, its server and the limits of the calls, as one
             `ModelConnection` (or a mapping of its fields); the same connection can serve
             several evaluators. Its ``model`` defaults to ``gpt-4o-mini``, its
-            ``request_timeout_s`` to 60 s. Instead of it, its fields may be given as the
-            keywords below; giving both with different values is a `tracesim.ConfigError`.
-        model: The chat model (with Azure OpenAI, the deployment); ``gpt-4o-mini`` by default.
-        base_url: Any OpenAI-compatible server; the ``openai`` client's default when omitted.
-        api_key: Its key; ``OPENAI_API_KEY`` when omitted.
-        azure_endpoint: An Azure OpenAI resource instead of ``base_url``, with ``api_version``.
-        api_version: The Azure OpenAI API version, e.g. ``"2024-10-21"``.
+            ``request_timeout_s`` to 60 s. Its fields may be given as keywords instead (see
+            Other Parameters); a keyword whose value differs from the connection's is a
+            `tracesim.ConfigError`.
         structured: ``"json_schema"`` (default; falls back to ``"json_object"``, then to plain
             text, when the server refuses it), ``"json_object"`` or ``"none"``.
         temperature: 0 by default, for repeatable grades.
+        max_tokens: The longest answer asked for (at least 16).
         max_chars: Each text shown to the model (question, response, reference) is cut to its
             first ``max_chars`` (20,000) code points, which bounds a grade's tokens and cost
             (``details.truncated_to`` says so).
-        max_tokens: The longest answer asked for (at least 16).
-        request_timeout_s: Bounds each request whole (60 s; see `ModelConnection`).
-        max_retries: Retries of a failed request (see `ModelConnection`).
-        rpm: Requests per minute to the endpoint (see `ModelConnection`).
-        tpm: Tokens per minute to the endpoint (see `ModelConnection`).
-        cache_dir: Where answers are kept on disk (see `ModelConnection`).
-        max_response_bytes: The largest response body read (see `ModelConnection`).
         name: The result's name (the type name by default).
         threshold: The pass mark on the scale (``None``: no pass/fail).
         sample_rate: The share of calls graded, 0 to 1.
         timeout_s: Bounds the whole grade, retries included (default: twice
             ``request_timeout_s`` plus 10 s).
         max_concurrency: Grades in flight at once.
+
+    Other Parameters:
+        model (str | None): The chat model (with Azure OpenAI, the deployment); ``gpt-4o-mini``
+            by default.
+        base_url (str | None): Any OpenAI-compatible server; the ``openai`` client's default
+            when omitted.
+        api_key (str | None): Its key; ``OPENAI_API_KEY`` when omitted.
+        azure_endpoint (str | None): An Azure OpenAI resource instead of ``base_url``, with
+            ``api_version``.
+        api_version (str | None): The Azure OpenAI API version, e.g. ``"2024-10-21"``.
+        request_timeout_s (float): Bounds each request whole (60 s).
+        max_retries (int): Retries of a failed request (4).
+        rpm (float | None): Requests per minute to the endpoint.
+        tpm (float | None): Tokens per minute to the endpoint.
+        cache_dir (str | os.PathLike[str] | None): Where answers are kept on disk.
+        max_response_bytes (int | None): The largest response body read.
 
     The result's ``explanation`` is the model's reason; ``details`` hold the model, token
     usage, requests, retries, whether the answer came from the cache, where the score was read
@@ -101,6 +114,7 @@ class LLMJudge(ModelEvaluator):
 
     type_name = "llm_judge"
     default_threshold: ClassVar[float | None] = None
+    _keyword_options: ClassVar[tuple[str, ...]] = JUDGE_KEYWORDS  # taken by **connection_keywords
     _caller: ModelCaller
 
     def __init__(
@@ -111,26 +125,16 @@ class LLMJudge(ModelEvaluator):
         include_input: bool = True,
         include_expected: bool = False,
         connection: ModelConnection | Mapping[str, Any] | None = None,
-        model: str | None = None,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        azure_endpoint: str | None = None,
-        api_version: str | None = None,
         structured: str = "json_schema",
         temperature: float = 0.0,
         max_tokens: int = 400,
         max_chars: int | None = 20_000,
-        request_timeout_s: float = 60.0,
-        max_retries: int = 4,
-        rpm: float | None = None,
-        tpm: float | None = None,
-        cache_dir: str | os.PathLike[str] | None = None,
-        max_response_bytes: int | None = None,
         name: str | None = None,
         threshold: float | _Default | None = DEFAULT,
         sample_rate: float = 1.0,
         timeout_s: float | None = None,
         max_concurrency: int | None = None,
+        **connection_keywords: Unpack[ConnectionKeywords],
     ) -> None:
         key = self.type_name
         if not isinstance(rubric, str) or not rubric.strip():
@@ -165,21 +169,13 @@ class LLMJudge(ModelEvaluator):
         self.temperature = float(temperature)
         self.max_tokens = max_tokens
         self.max_chars = check_max_chars(key, max_chars)
-        flat = {
-            "model": model or None,  # an empty model name has always meant the default
-            "base_url": base_url,
-            "api_key": api_key,
-            "azure_endpoint": azure_endpoint,
-            "api_version": api_version,
-            "request_timeout_s": request_timeout_s,
-            "max_retries": max_retries,
-            "rpm": rpm,
-            "tpm": tpm,
-            "cache_dir": cache_dir,
-            "max_response_bytes": max_response_bytes,
-        }
         self.connection = connection_for(
-            key, connection, flat, default_model=DEFAULT_JUDGE_MODEL, default_timeout_s=_REQUEST_TIMEOUT_S
+            key,
+            connection,
+            connection_keywords,
+            default_model=DEFAULT_JUDGE_MODEL,
+            default_timeout_s=_REQUEST_TIMEOUT_S,
+            accepted=JUDGE_KEYWORDS,
         )
         """The model, its endpoint and the limits of the calls (defaults filled in)."""
         self.model: str = self.connection.model or DEFAULT_JUDGE_MODEL
@@ -315,26 +311,16 @@ class LLMSimilarity(LLMJudge):
         rubric: str = SIMILARITY_RUBRIC,
         include_input: bool = True,
         connection: ModelConnection | Mapping[str, Any] | None = None,
-        model: str | None = None,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        azure_endpoint: str | None = None,
-        api_version: str | None = None,
         structured: str = "json_schema",
         temperature: float = 0.0,
         max_tokens: int = 400,
         max_chars: int | None = 20_000,
-        request_timeout_s: float = 60.0,
-        max_retries: int = 4,
-        rpm: float | None = None,
-        tpm: float | None = None,
-        cache_dir: str | os.PathLike[str] | None = None,
-        max_response_bytes: int | None = None,
         name: str | None = None,
         threshold: float | _Default | None = DEFAULT,
         sample_rate: float = 1.0,
         timeout_s: float | None = None,
         max_concurrency: int | None = None,
+        **connection_keywords: Unpack[ConnectionKeywords],
     ) -> None:
         super().__init__(
             rubric,
@@ -342,26 +328,16 @@ class LLMSimilarity(LLMJudge):
             include_input=include_input,
             include_expected=True,
             connection=connection,
-            model=model,
-            base_url=base_url,
-            api_key=api_key,
-            azure_endpoint=azure_endpoint,
-            api_version=api_version,
             structured=structured,
             temperature=temperature,
             max_tokens=max_tokens,
             max_chars=max_chars,
-            request_timeout_s=request_timeout_s,
-            max_retries=max_retries,
-            rpm=rpm,
-            tpm=tpm,
-            cache_dir=cache_dir,
-            max_response_bytes=max_response_bytes,
             name=name,
             threshold=threshold,
             sample_rate=sample_rate,
             timeout_s=timeout_s,
             max_concurrency=max_concurrency,
+            **connection_keywords,
         )
 
 

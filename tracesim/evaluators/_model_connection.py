@@ -12,13 +12,21 @@ import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from tracesim._errors import ConfigError
 from tracesim.evaluators._model import ModelSettings
 from tracesim.evaluators._options import check_int, check_number
 
-__all__ = ["CONNECTION_FIELDS", "ModelConnection", "connection_for"]
+__all__ = [
+    "CONNECTION_FIELDS",
+    "EMBEDDING_KEYWORDS",
+    "JUDGE_KEYWORDS",
+    "ConnectionKeywords",
+    "EmbeddingConnectionKeywords",
+    "ModelConnection",
+    "connection_for",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -106,6 +114,44 @@ CONNECTION_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Mo
 """The names of `ModelConnection`'s fields: also the evaluators' flat keywords for them."""
 
 
+class ConnectionKeywords(TypedDict, total=False):
+    """`ModelConnection`'s fields as the flat keywords of `LLMJudge` and `LLMSimilarity`.
+
+    Each keyword means what the field of the same name means; ``request_timeout_s`` is a
+    number here (leave it out for the evaluator's default).
+    """
+
+    model: str | None
+    base_url: str | None
+    api_key: str | None
+    azure_endpoint: str | None
+    api_version: str | None
+    request_timeout_s: float
+    max_retries: int
+    rpm: float | None
+    tpm: float | None
+    cache_dir: str | os.PathLike[str] | None
+    max_response_bytes: int | None
+
+
+class EmbeddingConnectionKeywords(TypedDict, total=False):
+    """`ModelConnection`'s fields as the flat keywords of `SemanticSimilarity` (``model`` is its
+    own parameter; Azure OpenAI is not taken)."""
+
+    base_url: str | None
+    api_key: str | None
+    request_timeout_s: float
+    max_retries: int
+    rpm: float | None
+    tpm: float | None
+    cache_dir: str | os.PathLike[str] | None
+    max_response_bytes: int | None
+
+
+JUDGE_KEYWORDS: tuple[str, ...] = tuple(ConnectionKeywords.__annotations__)
+EMBEDDING_KEYWORDS: tuple[str, ...] = tuple(EmbeddingConnectionKeywords.__annotations__)
+
+
 def _checked(prefix: str, values: Mapping[str, Any]) -> dict[str, Any]:
     """The connection fields in ``values``, checked and normalised; errors name ``prefix.field``.
 
@@ -150,14 +196,15 @@ def connection_for(
     *,
     default_model: str,
     default_timeout_s: float,
+    accepted: tuple[str, ...] = CONNECTION_FIELDS,
 ) -> ModelConnection:
     """An evaluator's connection, ``model`` and ``request_timeout_s`` filled in with its defaults.
 
     ``connection`` is the object given (or a mapping of its fields, as from a config file);
-    ``flat`` the evaluator's flat keywords for the same fields. Without a connection they
-    build it, and a bad value is named ``owner.key`` as it always was. With one, a flat
-    keyword set to something other than its default and other than the connection's value
-    is a conflict: `ConfigError` names it.
+    ``flat`` the flat keywords the caller gave for the same fields (``accepted`` names those
+    it takes: another name is a `TypeError`, as for any unknown keyword). Without a
+    connection they build it, and a bad value is named ``owner.key``. With one, a flat
+    keyword whose value differs from the connection's is a conflict: `ConfigError` names it.
 
     Example:
         >>> connection_for("llm_judge", None, {"rpm": 30}, default_model="m", default_timeout_s=60.0).rpm
@@ -169,13 +216,16 @@ def connection_for(
         ...
         tracesim._errors.ConfigError: invalid value for setting 'llm_judge.base_url': ...
     """
-    defaults: dict[str, Any] = dict.fromkeys(CONNECTION_FIELDS)
-    defaults.update(max_retries=4, request_timeout_s=default_timeout_s)
+    for key in flat:
+        if key not in accepted:
+            raise TypeError(f"{owner} got an unexpected keyword argument {key!r}")
+    given = dict(flat)
+    if "model" in given:
+        given["model"] = given["model"] or None  # an empty model name has always meant the default
     if connection is None:
-        given = {key: value for key, value in flat.items() if key in defaults}
-        if given.get("request_timeout_s", default_timeout_s) is None:
-            # a flat ``request_timeout_s=None`` was always refused: None means "the default" only
-            # inside a ModelConnection
+        if "request_timeout_s" in given and given["request_timeout_s"] is None:
+            # None means "the evaluator's default" only inside a ModelConnection; as a keyword
+            # it was always refused
             check_number(f"{owner}.request_timeout_s", None, low=0.0, low_open=True)
         built = ModelConnection(**_checked(owner, given))
     else:
@@ -186,9 +236,9 @@ def connection_for(
         request_timeout_s=default_timeout_s if built.request_timeout_s is None else built.request_timeout_s,
     )
     if connection is not None:
-        for key, value in flat.items():
-            if _same(value, defaults[key]) or _same(value, getattr(filled, key)):
-                continue
+        for key, value in given.items():
+            if (value is None and key != "request_timeout_s") or _same(value, getattr(filled, key)):
+                continue  # None is the keyword's default: not a second value
             shown = "<hidden>" if key == "api_key" else value
             raise ConfigError(
                 f"{owner}.{key}",

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import inspect
 import math
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -16,9 +15,17 @@ from tracesim._errors import ConfigError
 from tracesim.evaluators._base import DEFAULT, Measurement, _Default
 from tracesim.evaluators._compared_text import cut_texts
 from tracesim.evaluators._model import ModelCaller
-from tracesim.evaluators._model_connection import ModelConnection, connection_for
+from tracesim.evaluators._model_connection import (
+    EMBEDDING_KEYWORDS,
+    EmbeddingConnectionKeywords,
+    ModelConnection,
+    connection_for,
+)
 from tracesim.evaluators._model_evaluator import ModelEvaluator
 from tracesim.evaluators._options import check_max_chars
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["SemanticSimilarity"]
 
@@ -85,20 +92,12 @@ class SemanticSimilarity(ModelEvaluator):
         connection: For ``backend="openai"``: the embedding model, its server and the limits
             of the calls, as one `ModelConnection` (or a mapping of its fields), which several
             evaluators can share. Its ``model`` defaults to ``text-embedding-3-small``, its
-            ``request_timeout_s`` to 30 s; Azure OpenAI is not taken here. Instead of it, its
-            fields may be given as the keywords below; giving both with different values is
-            a `tracesim.ConfigError`.
+            ``request_timeout_s`` to 30 s; Azure OpenAI is not taken here. Its fields may be
+            given as keywords instead (see Other Parameters); a keyword whose value differs
+            from the connection's is a `tracesim.ConfigError`.
         model: The embedding model: of the server (``openai``), of WordLlama (``local``), or
             a name for a callable's results.
-        base_url: Any OpenAI-compatible server; the ``openai`` client's default when omitted.
-        api_key: Its key; ``OPENAI_API_KEY`` when omitted.
         dimensions: Ask for vectors of this size (``openai``), or pick a local model's size.
-        request_timeout_s: Bounds each request whole (30 s; see `ModelConnection`).
-        max_retries: Retries of a failed request (see `ModelConnection`).
-        rpm: Requests per minute to the endpoint (see `ModelConnection`).
-        tpm: Tokens per minute to the endpoint (see `ModelConnection`).
-        cache_dir: Where embeddings are kept on disk (see `ModelConnection`).
-        max_response_bytes: The largest response body read (see `ModelConnection`).
         cache_size: Embeddings kept in memory by text (0 keeps none).
         max_chars: Each text is cut to its first ``max_chars`` code points.
         name: The result's name (the type name by default).
@@ -107,6 +106,17 @@ class SemanticSimilarity(ModelEvaluator):
         timeout_s: Bounds the whole evaluation, retries included (default with ``openai``:
             twice ``request_timeout_s`` plus 10 s).
         max_concurrency: Evaluations in flight at once.
+
+    Other Parameters:
+        base_url (str | None): Any OpenAI-compatible server; the ``openai`` client's default
+            when omitted.
+        api_key (str | None): Its key; ``OPENAI_API_KEY`` when omitted.
+        request_timeout_s (float): Bounds each request whole (30 s).
+        max_retries (int): Retries of a failed request (4).
+        rpm (float | None): Requests per minute to the endpoint.
+        tpm (float | None): Tokens per minute to the endpoint.
+        cache_dir (str | os.PathLike[str] | None): Where embeddings are kept on disk.
+        max_response_bytes (int | None): The largest response body read (see `ModelConnection`).
 
     Example:
         >>> import numpy as np
@@ -121,6 +131,7 @@ class SemanticSimilarity(ModelEvaluator):
 
     type_name = "semantic"
     default_threshold = None
+    _keyword_options: ClassVar[tuple[str, ...]] = EMBEDDING_KEYWORDS  # taken by **connection_keywords
     score_range = (-1.0, 1.0)
 
     def __init__(
@@ -129,15 +140,7 @@ class SemanticSimilarity(ModelEvaluator):
         backend: str | Embed = "openai",
         connection: ModelConnection | Mapping[str, Any] | None = None,
         model: str | None = None,
-        base_url: str | None = None,
-        api_key: str | None = None,
         dimensions: int | None = None,
-        request_timeout_s: float = 30.0,
-        max_retries: int = 4,
-        rpm: float | None = None,
-        tpm: float | None = None,
-        cache_dir: str | os.PathLike[str] | None = None,
-        max_response_bytes: int | None = None,
         cache_size: int = 4096,
         max_chars: int | None = 20_000,
         name: str | None = None,
@@ -145,6 +148,7 @@ class SemanticSimilarity(ModelEvaluator):
         sample_rate: float = 1.0,
         timeout_s: float | None = None,
         max_concurrency: int | None = None,
+        **connection_keywords: Unpack[EmbeddingConnectionKeywords],
     ) -> None:
         super().__init__(
             name=name,
@@ -168,6 +172,9 @@ class SemanticSimilarity(ModelEvaluator):
         self._embed: Embed | None = None
         self.connection: ModelConnection | None = None
         """The endpoint and call limits of the ``openai`` backend (defaults filled in); else None."""
+        for key in connection_keywords:
+            if key not in EMBEDDING_KEYWORDS:
+                raise TypeError(f"semantic got an unexpected keyword argument {key!r}")
         if connection is not None and backend != "openai":
             raise ConfigError(
                 "semantic.connection", connection, "None unless backend='openai' (it calls no server)"
@@ -180,23 +187,16 @@ class SemanticSimilarity(ModelEvaluator):
             self.async_backend = inspect.iscoroutinefunction(backend) or inspect.iscoroutinefunction(method)
         elif backend == "openai":
             self.backend = "openai"
-            flat = {
-                "model": model or None,  # an empty model name has always meant the default
-                "base_url": base_url,
-                "api_key": api_key,
-                "request_timeout_s": request_timeout_s,
-                "max_retries": max_retries,
-                "rpm": rpm,
-                "tpm": tpm,
-                "cache_dir": cache_dir,
-                "max_response_bytes": max_response_bytes,
-            }
+            flat: dict[str, Any] = dict(connection_keywords)
+            if model is not None:
+                flat["model"] = model
             self.connection = connection_for(
                 "semantic",
                 connection,
                 flat,
                 default_model=DEFAULT_OPENAI_MODEL,
                 default_timeout_s=_REQUEST_TIMEOUT_S,
+                accepted=(*EMBEDDING_KEYWORDS, "model"),
             )
             if self.connection.azure_endpoint:
                 raise ConfigError(

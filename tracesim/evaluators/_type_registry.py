@@ -126,6 +126,8 @@ def _accepted_options(factory: Factory) -> tuple[list[str], bool]:
     except (TypeError, ValueError):
         return [], True
     names = [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    # the flat connection keywords of the model-backed evaluators, taken through **keywords
+    names += [key for key in getattr(factory, "_keyword_options", ()) if key not in names]
     takes_shared = any(p.kind is p.VAR_KEYWORD for p in params)
     return names, takes_shared
 
