@@ -176,9 +176,8 @@ class SemanticSimilarity(ModelEvaluator):
             if key not in EMBEDDING_KEYWORDS:
                 raise TypeError(f"semantic got an unexpected keyword argument {key!r}")
         if connection is not None and backend != "openai":
-            raise ConfigError(
-                "semantic.connection", connection, "None unless backend='openai' (it calls no server)"
-            )
+            accepted = "None unless backend='openai' (a local or callable backend calls no server)"
+            raise ConfigError("semantic.connection", connection, accepted)
         if callable(backend):
             self.backend = "callable"
             self._embed = backend
