@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import glob
 import hashlib
-import json
 import math
 import os
 import time
@@ -40,6 +39,7 @@ from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
 from tracesim import _inputs, _outputs
 from tracesim import _semconv as sc
 from tracesim.batch._frame import FIELDS
+from tracesim.batch._ledger import Ledger
 
 if TYPE_CHECKING:
     from opentelemetry.trace import SpanContext
@@ -136,11 +136,14 @@ def backfill(
         raise FileNotFoundError(f"{root} holds no results (part-*.parquet or part-*.jsonl files)")
     targets = _targets(to, phoenix, headers, annotation_wait_s)
     report = BackfillReport(root, destinations=[t.name for t in targets])
-    ledger = _Ledger(os.path.join(root, LEDGER))
+    # One entry per part and destination: {"destination", "part", "sha256", "at"}, synced at once.
+    ledger = Ledger(os.path.join(root, LEDGER), field="destination", keys=("part", "sha256"), durable=True)
     try:
         for path in parts:
             digest = _digest(path)
-            pending = [t for t in targets if force or not ledger.has(t.name, path, digest)]
+            pending = [
+                t for t in targets if force or not ledger.holds(t.name, os.path.basename(path), digest)
+            ]
             if not pending:
                 report.already_sent += 1
                 continue
@@ -156,7 +159,7 @@ def backfill(
 
 
 def _send_part(
-    path: str, digest: str, targets: list[_Target], ledger: _Ledger, report: BackfillReport
+    path: str, digest: str, targets: list[_Target], ledger: Ledger, report: BackfillReport
 ) -> None:
     from tracesim.batch._sources import SourceError
 
@@ -179,7 +182,7 @@ def _send_part(
             report.carriers += len(results)
         else:
             report.annotations += len(results)
-        ledger.add(target.name, path, digest)
+        ledger.write(target.name, [(os.path.basename(path), digest)], at=time.time())
 
 
 def _results(frame: Any, report: BackfillReport) -> Iterator[Scored]:
@@ -416,46 +419,3 @@ class _PlannedIds(IdGenerator):
 
     def generate_trace_id(self) -> int:
         return self._random.generate_trace_id()  # never used: carriers join the scored span's trace
-
-
-# ---------------------------------------------------------------- the ledger
-
-
-class _Ledger:
-    """Which part (by path and content digest) reached which destination: one JSON line each.
-
-    Destinations are their redacted names; a line an older tracesim wrote with the name in the
-    clear is read redacted, so it still matches. A line torn by a crash, or over the input limits
-    (64 KiB, 256 levels: not a line tracesim wrote), is skipped: that part is sent again, as
-    ``tracesim replay``'s ledger does (a ledger is tracesim's own file: a bad line costs a re-send,
-    never the run).
-    """
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self._done: set[tuple[str, str, str]] = set()
-        try:
-            entries = _inputs.json_records(path, limit=_inputs.MAX_LEDGER_LINE_BYTES, what="ledger lines")
-            for _, entry in entries:
-                self._add(entry)
-        except FileNotFoundError:
-            pass
-
-    def _add(self, entry: Any) -> None:
-        # A line torn by a crash or over a limit (not a line tracesim wrote): that part is sent again.
-        if isinstance(entry, dict):
-            destination, part, digest = entry.get("destination"), entry.get("part"), entry.get("sha256")
-            if isinstance(destination, str) and isinstance(part, str) and isinstance(digest, str):
-                self._done.add((_outputs.text(destination), part, digest))
-
-    def has(self, destination: str, part: str, digest: str) -> bool:
-        return (destination, os.path.basename(part), digest) in self._done
-
-    def add(self, destination: str, part: str, digest: str) -> None:
-        name = os.path.basename(part)
-        entry = {"destination": destination, "part": name, "sha256": digest, "at": time.time()}
-        with _outputs.open_text(self.path, "a") as handle:
-            handle.write(json.dumps(entry) + "\n")  # one write: redacted whole
-            handle.flush()
-            os.fsync(handle.fileno())
-        self._done.add((destination, name, digest))

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import httpx
 
 from tracesim import _inputs
-from tracesim.batch._ledger import Ledger, ledger_path
+from tracesim.batch._ledger import ReplayLedger, ledger_path
 from tracesim.exporters._otlp import env_headers
 from tracesim.tracefile._sdk_spans import request_to_protobuf
 from tracesim.tracefile._span_records import spans_from_request
@@ -169,13 +169,13 @@ def replay(
         from tracesim.exporters._phoenix import phoenix_base_url
 
         sender.annotations = ReplayAnnotations(phoenix_base_url(url), all_headers, detect=annotations is None)
-    ledgers: dict[Path, Ledger] = {}
+    ledgers: dict[Path, ReplayLedger] = {}
     try:
         for path in map(Path, paths):
             report.files += 1
             family = ledger_path(path)
             if family not in ledgers:
-                ledgers[family] = Ledger(family, sender.url, force=force)
+                ledgers[family] = ReplayLedger(family, sender.url, force=force)
                 if sender.annotations is not None:
                     sender.annotations.open_ledger(family, force=force)
             ledgers[family].load_legacy(path)
@@ -191,7 +191,7 @@ def _replay_file(
     path: Path,
     sender: _Sender,
     batch_size: int,
-    ledger: Ledger,
+    ledger: ReplayLedger,
     report: ReplayReport,
     on_progress: Callable[[int], None] | None,
 ) -> None:
@@ -216,7 +216,7 @@ def _replay_file(
 def _flush(
     batch: list[_Line],
     sender: _Sender,
-    ledger: Ledger,
+    ledger: ReplayLedger,
     report: ReplayReport,
     on_progress: Callable[[int], None] | None,
 ) -> None:

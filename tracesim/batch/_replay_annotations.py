@@ -19,7 +19,7 @@ from typing import Any
 from opentelemetry.trace import SpanContext, TraceFlags
 
 from tracesim import _semconv as sc
-from tracesim.batch._ledger import Ledger
+from tracesim.batch._ledger import ReplayLedger
 from tracesim.tracefile._span_records import SpanRecord, spans_from_request
 
 __all__ = ["ReplayAnnotations", "results_in"]
@@ -108,13 +108,13 @@ class ReplayAnnotations:
         # The files were redacted when written; the pass again costs little and covers files
         # written with patterns since widened.
         self._sink = PhoenixSink(base_url, headers, Redaction(), max_wait_for_span_s=wait_s, detect=detect)
-        self._ledgers: dict[Path, Ledger] = {}
+        self._ledgers: dict[Path, ReplayLedger] = {}
         self._annotated: dict[Path, list[str]] = {}
 
     def open_ledger(self, family: Path, *, force: bool) -> None:
         """Read which lines of the file family ``family`` were annotated in Phoenix before."""
         if family not in self._ledgers:
-            self._ledgers[family] = Ledger(family, self.key, force=force)
+            self._ledgers[family] = ReplayLedger(family, self.key, force=force)
             self._annotated[family] = []
 
     def add(self, family: Path, key: str, raw: bytes, request: Mapping[str, Any]) -> None:
