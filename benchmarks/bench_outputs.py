@@ -24,9 +24,9 @@ from pathlib import Path
 
 from tracesim.evaluators import EvalResult
 from tracesim.experiments import ExperimentReport
-from tracesim.experiments._html import render_html
+from tracesim.experiments._html_view import render_html
 from tracesim.experiments._rows import CaseResult, EvaluatorInfo
-from tracesim.experiments._text import render_text
+from tracesim.experiments._text_view import render_text
 
 WORDS = ["the", "quick", "brown", "fox", "Paris", "is", "capital", "of", "France", "Warsaw", "café", "東京"]
 SECRETS = [

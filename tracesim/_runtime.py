@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
     from opentelemetry.sdk.trace.export import SpanExporter
 
-    from tracesim._scoring._foreign import ForeignScoring
+    from tracesim._scoring._held_spans import ForeignScoring
     from tracesim.exporters import Redaction
 
 __all__ = [
@@ -105,7 +105,7 @@ class Runtime:
         # Rules also score spans other instrumentations make (held from export until scored).
         self.foreign: ForeignScoring | None = None
         if scoring and self.rules:
-            from tracesim._scoring._foreign import ForeignScoring
+            from tracesim._scoring._held_spans import ForeignScoring
 
             self.foreign = ForeignScoring(self.rules, scoring, capture)
 

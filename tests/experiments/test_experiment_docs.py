@@ -24,9 +24,9 @@ MODULES = [
     "tracesim.experiments",
     *(
         f"tracesim.experiments._{name}"
-        for name in ("case_ids", "compare", "dataset", "files", "html", "report", "run")
+        for name in ("case", "case_ids", "compare", "dataset", "files", "html_view", "report", "rows", "run")
     ),
-    *(f"tracesim.experiments._{name}" for name in ("stats", "text")),
+    *(f"tracesim.experiments._{name}" for name in ("stats", "text_view")),
     "tracesim.cli._experiment",
 ]
 _FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)

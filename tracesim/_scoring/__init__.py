@@ -8,7 +8,9 @@
 - `_expect`: where expected outputs come from (values, callables, `Golden`, ``expect()``).
 - `_results`: how a result is written (span event, flat attributes, carrier span).
 - `_sinks`: optional extra destinations for results (OTLP log records, Phoenix annotations).
+- `_held_spans`: rules on spans other instrumentations made, each held until it is scored.
 
 The pipeline knows spans only through OpenTelemetry's API and the `Job` it is given; its
-tracer is injected by the runtime.
+tracer and its redaction (for the names in result attribute keys) are handed in by the runtime,
+which this package never imports.
 """

@@ -127,7 +127,7 @@ class ExperimentReport:
 
         Secrets are redacted (see `redacted`): the text is safe to print or keep.
         """
-        from tracesim.experiments._text import render_text
+        from tracesim.experiments._text_view import render_text
 
         return _outputs.text(render_text(self.redacted(), max_cases=max_cases, width=width))
 
@@ -137,7 +137,7 @@ class ExperimentReport:
     def to_html(self, path: str | os.PathLike[str]) -> Path:
         """Write a self-contained HTML page (no scripts, nothing fetched), secrets redacted
         (see `redacted`), and return its path."""
-        from tracesim.experiments._html import render_html
+        from tracesim.experiments._html_view import render_html
 
         target = Path(path)
         _outputs.write_text(target, render_html(self.redacted()))

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from tracesim._report._format import DASH, format_duration, format_rate, format_score, html_text
 from tracesim._version import __version__
-from tracesim.experiments._text import preview, summary_line
+from tracesim.experiments._text_view import preview, summary_line
 
 if TYPE_CHECKING:
     from tracesim.experiments._run_view import RunView
