@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from tracesim.exporters._redacting import Redaction
+    from tracesim.exporters._redacting import Redaction  # not the package: its face imports _outputs
 
 __all__ = ["current", "set_current"]
 

@@ -24,7 +24,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from tracesim import _runtime
 from tracesim._config import resolve
-from tracesim.tracefile._span_records import SpanRecord, spans_from_request
+from tracesim.tracefile import SpanRecord, spans_from_request
 
 __all__ = ["CapturedSpans", "capture_spans"]
 

@@ -20,8 +20,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from tracesim import _outputs
-from tracesim.tracefile import SpanRecord
-from tracesim.tracefile._span_records import EventRecord, LinkRecord
+from tracesim.tracefile import EventRecord, LinkRecord, SpanRecord
 
 __all__ = ["RedactedAttributes", "Texts", "redacted_spans"]
 

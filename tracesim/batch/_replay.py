@@ -43,8 +43,8 @@ import httpx
 from tracesim import _inputs
 from tracesim.batch._ledger import ReplayLedger, ledger_path
 from tracesim.exporters._otlp import env_headers
+from tracesim.tracefile import spans_from_request
 from tracesim.tracefile._sdk_spans import request_to_protobuf
-from tracesim.tracefile._span_records import spans_from_request
 
 if TYPE_CHECKING:
     from tracesim.batch._replay_annotations import ReplayAnnotations

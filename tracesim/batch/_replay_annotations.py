@@ -20,7 +20,7 @@ from opentelemetry.trace import SpanContext, TraceFlags
 
 from tracesim import _semconv as sc
 from tracesim.batch._ledger import ReplayLedger
-from tracesim.tracefile._span_records import SpanRecord, spans_from_request
+from tracesim.tracefile import SpanRecord, spans_from_request
 
 __all__ = ["ReplayAnnotations", "results_in"]
 
@@ -101,7 +101,7 @@ class ReplayAnnotations:
         self, base_url: str, headers: Mapping[str, str], *, detect: bool, wait_s: float = 30.0
     ) -> None:
         from tracesim._scoring._sinks import PhoenixSink
-        from tracesim.exporters._redacting import Redaction
+        from tracesim.exporters import Redaction
 
         self.key = f"phoenix-annotations:{base_url}"
         self._wait_s = wait_s

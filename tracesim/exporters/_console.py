@@ -17,8 +17,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from tracesim._guard import warn_once
-from tracesim.tracefile._span_records import SpanRecord, spans_from_request
-from tracesim.tracefile._trees import render_trees
+from tracesim.tracefile import SpanRecord, render_trees, spans_from_request
 
 __all__ = ["ConsoleExporter"]
 
