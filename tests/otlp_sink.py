@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from tracesim.exporters._otlp_decode import request_to_protobuf
+from tracesim.tracefile._sdk_spans import request_to_protobuf
 
 
 class OtlpSink:

@@ -50,7 +50,7 @@ from tracesim._semconv import (
     EVALUATION_THRESHOLD,
     SPAN_KIND,
 )
-from tracesim.exporters._safe_text import visible
+from tracesim._terminal import visible
 
 if TYPE_CHECKING:
     from tracesim.evaluators import Evaluator

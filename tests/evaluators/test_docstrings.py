@@ -30,7 +30,6 @@ MODULES = sorted(
 # Modules with nothing to show in an example, and why.
 NO_EXAMPLES = {
     "tracesim.evaluators._builtin_types": "a table of the built-in classes; each class has its own examples",
-    "tracesim.evaluators._model_eval": "a forwarder to _model_evaluator for importers outside evaluators/",
 }
 # Public names (of tracesim.evaluators and the compat modules) without an example, and why.
 NO_OWN_EXAMPLE = {}

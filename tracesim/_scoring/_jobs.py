@@ -254,7 +254,7 @@ def timeout(evaluator: Evaluator, limit_s: float | None = None) -> EvalResult:
     ``limit_s``: the limit the caller used for an evaluator without ``timeout_s`` of its own.
     """
     from tracesim.evaluators import EvalResult
-    from tracesim.evaluators._model_eval import describe_timeout
+    from tracesim.evaluators._model_evaluator import describe_timeout
 
     return EvalResult(
         name=evaluator.name,

@@ -157,7 +157,7 @@ async def _gather(wanted: list[tuple[int, Evaluator]], rows: Sequence[Triple]) -
 
 def _timed_out(ev: Evaluator) -> EvalResult:
     from tracesim.evaluators import EvalResult
-    from tracesim.evaluators._model_eval import describe_timeout
+    from tracesim.evaluators._model_evaluator import describe_timeout
 
     message = describe_timeout(ev)
     error_result = getattr(ev, "_error_result", None)
