@@ -645,3 +645,22 @@ def test_inputs_dense_with_candidates_are_handled(text: str) -> None:
 
 def test_docstring_examples() -> None:
     assert doctest.testmod(tracesim._redact, optionflags=doctest.ELLIPSIS).failed == 0
+
+
+def test_key_locator_before_python_3_11_finds_what_the_possessive_one_finds() -> None:
+    """Python 3.10 has no possessive `*+`: the lookahead-and-backreference form used there must
+    match exactly where and what the 3.11 form matches (a run that gives nothing back)."""
+    from tracesim._redact._keys import SKIP_BACK
+
+    skip = re.escape(SKIP_BACK)
+    names = "password|api_key|token|key"
+    possessive = re.compile(rf":[{skip}]*+(?P<name>{names})")
+    emulated = re.compile(rf":(?=(?P<run>[{skip}]*))(?P=run)(?P<name>{names})")
+    pieces = [":", " ", "\t", "]", '"', "'", "\\", "password", "api_key", "key", "token", "x", "=", "ke"]
+    rng = __import__("random").Random(7)
+    texts = ["".join(rng.choice(pieces) for _ in range(rng.randrange(1, 12))) for _ in range(5000)]
+    texts += [': "password', ":  ]key", ":\\\\'token", ": x password", ":: key"]
+    for text in texts:
+        for start in range(len(text)):
+            a, b = possessive.match(text, start), emulated.match(text, start)
+            assert (a and (a.span(), a["name"])) == (b and (b.span(), b["name"])), (text, start)

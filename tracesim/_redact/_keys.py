@@ -11,6 +11,7 @@ then matched forwards, in the order the reference scan (`_KeyValues.full`) would
 from __future__ import annotations
 
 import re
+import sys
 
 from tracesim._redact._scan import (
     _CUT_MARK,
@@ -158,8 +159,11 @@ class _KeyValues(_Rule[dict[str, list[int]]]):
         # run of those characters that never gives any back (a superset, each name found is then
         # matched forwards); optional parts one by one cost `re` three times as much per separator.
         skip = re.escape(SKIP_BACK)
+        # `*+` (possessive) is Python 3.11's; before it, a lookahead captures the run and a
+        # backreference consumes it, which gives nothing back either (the same matches).
+        run = f"[{skip}]*+" if sys.version_info >= (3, 11) else f"(?=(?P<run>[{skip}]*))(?P=run)"
         self.locators = [
-            (separator, re.compile(rf"{separator}[{skip}]*+(?P<name>{names})")) for separator in ":=>"
+            (separator, re.compile(rf"{separator}{run}(?P<name>{names})")) for separator in ":=>"
         ]
 
     def probe(self, target: str) -> dict[str, list[int]] | None:
