@@ -82,8 +82,15 @@ class MissingIntegrationError(TracesimError, ImportError):
         "tracesim's openai integration needs its extra: pip install 'tracesim[openai]'"
     """
 
-    def __init__(self, name: str) -> None:
-        super().__init__(f"tracesim's {name} integration needs its extra: pip install 'tracesim[{name}]'")
+    def __init__(self, name: str, conflict: str | None = None) -> None:
+        if conflict is None:
+            message = f"tracesim's {name} integration needs its extra: pip install 'tracesim[{name}]'"
+        else:  # installed, at a version its instrumentation does not support
+            message = (
+                f"tracesim's {name} integration cannot instrument what is installed ({conflict}): "
+                f"install a supported version, e.g. pip install -U 'tracesim[{name}]'"
+            )
+        super().__init__(message)
 
 
 @runtime_checkable
@@ -246,7 +253,8 @@ class GenAIIntegration:
         """Turn the instrumentation on (False if it already was); ``capture`` applies either way.
 
         Raises:
-            MissingIntegrationError: ``load`` raised ImportError.
+            MissingIntegrationError: ``load`` raised ImportError, or the instrumented library is
+                installed at a version the instrumentation does not support.
         """
         with self._lock:
             self.capture = capture
@@ -256,8 +264,19 @@ class GenAIIntegration:
                 instrumentor = self._load()()
             except ImportError:
                 raise MissingIntegrationError(self.name) from None
+            # present whenever an instrumentor loaded (every instrumentation depends on it)
+            from opentelemetry.instrumentation.dependencies import DependencyConflictError
+
             hook = _Content(self)
-            instrumentor.instrument(tracer_provider=CurrentProvider(), completion_hook=hook, **self._options)
+            try:  # a version conflict would otherwise only be logged, and nothing instrumented
+                instrumentor.instrument(
+                    tracer_provider=CurrentProvider(),
+                    completion_hook=hook,
+                    raise_exception_on_conflict=True,
+                    **self._options,
+                )
+            except DependencyConflictError as exc:
+                raise MissingIntegrationError(self.name, str(exc.conflict)) from None
             self._instrumentor = instrumentor
             return True
 

@@ -56,3 +56,34 @@ def test_a_registered_integration_that_cannot_be_imported_is_missing(run_python:
     assert done.returncode == 0, done.stderr
     assert done.stdout.split()[:2] == ["MissingIntegrationError", "ModuleNotFoundError"]
     assert "pip install 'tracesim[openai]'" in done.stdout
+
+
+def test_an_unsupported_installed_version_is_an_error_not_a_silent_no_op() -> None:
+    """OpenTelemetry's instrumentors check the instrumented library's version and, on a
+    conflict, only log it and instrument nothing; tracesim says so, naming what is installed."""
+    from collections.abc import Collection
+
+    from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
+
+    from tracesim.instrumentation import GenAIIntegration
+
+    instrumented: list[str] = []
+
+    class NeedsAFutureOpenAI(BaseInstrumentor):  # type: ignore[misc]
+        def instrumentation_dependencies(self) -> Collection[str]:
+            return ("openai >= 999",)
+
+        def _instrument(self, **kwargs: Any) -> None:
+            instrumented.append("on")
+
+        def _uninstrument(self, **kwargs: Any) -> None:
+            pass
+
+    integration = GenAIIntegration("future", lambda: NeedsAFutureOpenAI)
+    with pytest.raises(MissingIntegrationError) as raised:
+        integration.instrument(capture=None)
+    message = str(raised.value)
+    assert "openai >= 999" in message
+    assert "pip install -U 'tracesim[future]'" in message
+    assert instrumented == []
+    assert integration._instrumentor is None
