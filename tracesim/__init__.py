@@ -25,6 +25,7 @@ from tracesim._version import __version__
 install_log_redaction()  # tracesim's own log lines are redacted like everything it writes
 
 if TYPE_CHECKING:  # imported when first used: a traced call needs neither (import time)
+    from tracesim._export_queue import ExportStats
     from tracesim.experiments import Case, Dataset
     from tracesim.integrations import (
         instrument_anthropic,

@@ -27,6 +27,7 @@ class _Default:
 
 
 DEFAULT: Final = _Default()
+"""Pass for ``threshold`` (and the like) to mean "the evaluator's own default"; ``None`` means none."""
 
 #: ``error_type`` of a result whose metric gave a score that cannot be reported.
 INVALID_SCORE: Final = "invalid_score"

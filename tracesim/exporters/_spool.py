@@ -67,7 +67,8 @@ class SpoolingExporter(SpanExporter):
         max_in_memory: Batches that may wait in memory for the sender.
         backpressure_s: While the backend answers, how long the export thread waits for
             room in memory before it writes a batch to disk instead (0: at once).
-        initial_backoff_s / max_backoff_s: Re-send backoff, doubled after each failure.
+        initial_backoff_s: The first re-send backoff, doubled after each failure.
+        max_backoff_s: The longest re-send backoff.
         max_rejections: A batch that fails this many times while the backend answers an empty
             export (a health probe) is deleted as rejected, so one bad batch cannot block
             the others forever.

@@ -61,6 +61,7 @@ __all__ = [
 ]
 
 METHODS = ("cosine", "levenshtein", "jaccard", "exact")
+"""The ``method`` values AgentTest's ``string_similarity`` accepts."""
 CONFIG_KEYS = ("method", "threshold")
 """The keys AgentTest's ``string_similarity`` reads from its config (tracesim: also ``similarity_config``)."""
 
