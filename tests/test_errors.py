@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 
 import tracesim
-from tracesim import _guard
+from tracesim import _internal_errors
 from tracesim.testing import CapturedSpans, capture_spans
 
 
@@ -194,7 +194,7 @@ def test_an_internal_failure_is_logged_once_and_the_call_still_runs(
     assert captured.spans == []
     records = [r for r in caplog.records if "internal error" in r.getMessage()]
     assert len(records) == 1  # logged once, not per call
-    assert _guard.counts["trace: start"] >= 2
+    assert _internal_errors.counts["trace: start"] >= 2
 
 
 def test_internal_failures_raise_under_tracesims_own_tests(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -19,7 +19,7 @@ from test_redaction_export import SECRETS
 
 import tracesim
 from tracesim import _outputs
-from tracesim._guard import CauseLog, WarnOnce
+from tracesim._internal_errors import CauseLog, WarnOnce
 
 PEM = (
     "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj\n"

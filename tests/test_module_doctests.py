@@ -17,7 +17,7 @@ import pytest
         "tracesim._inputs._yaml",
         "tracesim._export_queue",
         "tracesim._errors",
-        "tracesim._guard",
+        "tracesim._internal_errors",
     ],
 )
 def test_the_docstring_examples_run(module: str) -> None:

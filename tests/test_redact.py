@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tracesim._redact
-from tracesim import _guard
+from tracesim import _internal_errors
 from tracesim._capture import cut
 from tracesim._redact import MARGIN, PATTERN_GROUPS, Redactor, safe_cut
 from tracesim._redact._keys import _BACKWARDS, _KEYS, ANCHORS, _key_label, _KeyValues
@@ -294,9 +294,9 @@ def test_a_failing_hook_is_warned_about_once(
 @pytest.fixture
 def raising() -> Iterator[None]:
     """Internal errors raise (as under tracesim's own configured runs), so a bug cannot hide."""
-    _guard.set_raise(True)
+    _internal_errors.set_raise(True)
     yield
-    _guard.set_raise(False)
+    _internal_errors.set_raise(False)
 
 
 FRAGMENTS = st.sampled_from(

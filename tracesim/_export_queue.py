@@ -50,7 +50,7 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, TraceFlags
 
 from tracesim import _semconv as sc
-from tracesim._guard import WarnOnce
+from tracesim._internal_errors import WarnOnce
 from tracesim._version import __version__
 
 __all__ = [

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
 
-from tracesim import _guard, _redaction_in_force
+from tracesim import _internal_errors, _redaction_in_force
 from tracesim._attributes import CONTEXT_KEY as _ATTRIBUTES_KEY
 from tracesim._capture import CaptureOptions, make_options
 from tracesim._config import Settings, resolve
@@ -136,7 +136,7 @@ class Runtime:
         try:
             return foreign.offer(span, self._forward)
         except Exception:
-            _guard.internal_error("scoring: a span of another instrumentation")
+            _internal_errors.internal_error("scoring: a span of another instrumentation")
             return False
 
     def _forward(self, span: ReadableSpan) -> None:
@@ -405,7 +405,7 @@ def build(settings: Settings) -> Runtime:
     # Each exporter gets every span: with `shared`, a span is redacted once for all of them.
     shared = [RedactingExporter(e, redaction=redaction, shared=True) for e in exporters]
     # Each exporter's queue counts what it drops; a full queue is logged once per configuration.
-    warnings = _guard.WarnOnce()
+    warnings = _internal_errors.WarnOnce()
     processors = [
         _processor(exporter, settings, scored, warnings, type(raw).__name__)
         for exporter, raw in zip(shared, exporters, strict=True)
@@ -471,7 +471,7 @@ def _exporter(item: Any, settings: Settings) -> SpanExporter:
 
 
 def _processor(
-    exporter: SpanExporter, settings: Settings, scored: bool, warnings: _guard.WarnOnce, name: str
+    exporter: SpanExporter, settings: Settings, scored: bool, warnings: _internal_errors.WarnOnce, name: str
 ) -> SpanProcessor:
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
@@ -564,7 +564,7 @@ def install(runtime: Runtime | None) -> Runtime | None:
         previous, current = current, runtime
         _redaction_in_force.set_current(runtime.redaction if runtime is not None else None)
         _pipeline().processors = runtime.processors if runtime is not None else ()
-        _guard.set_raise(runtime is not None and runtime.settings.internal_errors == "raise")
+        _internal_errors.set_raise(runtime is not None and runtime.settings.internal_errors == "raise")
         if runtime is not None:
             _was_configured = True
             if not _atexit_registered:

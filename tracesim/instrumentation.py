@@ -47,7 +47,7 @@ from opentelemetry.util.types import Attributes
 from tracesim import _runtime
 from tracesim._capture import capture_value
 from tracesim._errors import TracesimError
-from tracesim._guard import internal_error
+from tracesim._internal_errors import internal_error
 from tracesim._untraced import in_model_call
 
 __all__ = [

@@ -30,7 +30,7 @@ from tracesim import _semconv as sc
 from tracesim._capture._json_text import bounded_json, dumps, int_text
 from tracesim._capture._jsonable import exact_str, to_jsonable
 from tracesim._capture._size import is_small
-from tracesim._guard import warn_once
+from tracesim._internal_errors import warn_once
 from tracesim._redact import MARGIN, safe_cut
 
 __all__ = [

@@ -16,7 +16,7 @@ from typing import Any
 
 from tracesim._capture._jsonable import MAX_DEPTH, describe, exact_str, key_text, stand_in, to_jsonable
 from tracesim._capture._size import SMALL_NODES, is_small
-from tracesim._guard import warn_once
+from tracesim._internal_errors import warn_once
 
 # An array with more elements is recorded as its shape, dtype and first values.
 _ARRAY_WHOLE = SMALL_NODES

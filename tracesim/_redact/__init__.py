@@ -37,7 +37,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tracesim._guard import internal_error, warn_once
+from tracesim._internal_errors import internal_error, warn_once
 from tracesim._redact._keys import ANCHORS, KEY_WORDS, SKIP_BACK, _KeyValues
 from tracesim._redact._native import load
 from tracesim._redact._rules import _TOKENS, _URL_PARTS, _Emails, _Schemes, _Tokens, _Urls

@@ -23,7 +23,7 @@ import os
 import re
 from typing import Any, NamedTuple
 
-from tracesim._guard import warn_once
+from tracesim._internal_errors import warn_once
 
 __all__ = ["Needle", "characters", "literals", "load", "run_after"]
 

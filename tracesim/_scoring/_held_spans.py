@@ -22,7 +22,7 @@ from opentelemetry.trace import SpanContext
 from tracesim import _semconv as sc
 from tracesim._capture import CaptureOptions, captured_attributes
 from tracesim._conventions import span_input, span_kinds, span_output
-from tracesim._guard import WarnOnce
+from tracesim._internal_errors import WarnOnce
 from tracesim._scoring._expect import NOT_SET
 from tracesim._scoring._jobs import Job
 from tracesim._scoring._results import write

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from opentelemetry import trace as otel_trace
 
 from tracesim._capture import is_small
-from tracesim._guard import warn_once
+from tracesim._internal_errors import warn_once
 from tracesim._scoring._expect import NOT_SET
 
 if TYPE_CHECKING:

@@ -26,7 +26,7 @@ from opentelemetry import trace as otel_trace
 
 from tracesim import _semconv as sc
 from tracesim._capture import CaptureOptions
-from tracesim._guard import WarnOnce, internal_error
+from tracesim._internal_errors import WarnOnce, internal_error
 from tracesim._scoring._expect import NOT_SET, resolve_expected
 from tracesim._scoring._jobs import Job, Run, ScoringStats, checked, failure, timeout, unresponsive
 from tracesim._scoring._results import emit_carrier, write

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, ParamSpec, TypeVar, overload
 
 from tracesim import _runtime
-from tracesim._guard import internal_error
+from tracesim._internal_errors import internal_error
 from tracesim._scoring._expect import NOT_SET as _NOT_SET
 from tracesim._tracing._calls import Meta, begin, succeed
 from tracesim._tracing._span import finish

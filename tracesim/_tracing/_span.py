@@ -18,7 +18,7 @@ from tracesim import _runtime
 from tracesim import _semconv as sc
 from tracesim._capture import CaptureOptions, capture_value, captured_attributes
 from tracesim._errors import ConfigError
-from tracesim._guard import internal_error
+from tracesim._internal_errors import internal_error
 from tracesim._scoring._expect import NOT_SET as _NOT_SET
 from tracesim._scoring._expect import release_expected, take_expected
 from tracesim._scoring._jobs import Job, snapshot

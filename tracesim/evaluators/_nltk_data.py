@@ -73,7 +73,7 @@ def report_missing(packages: Sequence[str], needed_by: str) -> MissingNLTKDataEr
     if not packages:
         return None
     error = MissingNLTKDataError(packages, needed_by)
-    from tracesim._guard import warn_once
+    from tracesim._internal_errors import warn_once
 
     warn_once(
         f"nltk-data:{needed_by}:{','.join(packages)}",

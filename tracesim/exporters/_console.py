@@ -16,7 +16,7 @@ from opentelemetry.exporter.otlp.json.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from tracesim._guard import warn_once
+from tracesim._internal_errors import warn_once
 from tracesim.tracefile import SpanRecord, render_trees, spans_from_request
 
 __all__ = ["ConsoleExporter"]

@@ -18,7 +18,7 @@ from opentelemetry.exporter.otlp.json.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from tracesim._guard import internal_error
+from tracesim._internal_errors import internal_error
 from tracesim.exporters._linefile import DEFAULT_BACKLOG_BYTES, DEFAULT_BACKUPS, DEFAULT_MAX_BYTES, LineFile
 
 __all__ = ["JsonlExporter", "check_writable", "encode_line"]

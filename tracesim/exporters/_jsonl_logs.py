@@ -10,7 +10,7 @@ from opentelemetry.exporter.otlp.json.common._log_encoder import encode_logs
 from opentelemetry.sdk._logs import ReadableLogRecord
 from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
 
-from tracesim._guard import internal_error
+from tracesim._internal_errors import internal_error
 from tracesim.exporters._linefile import DEFAULT_BACKLOG_BYTES, DEFAULT_BACKUPS, DEFAULT_MAX_BYTES, LineFile
 
 __all__ = ["JsonlLogExporter"]

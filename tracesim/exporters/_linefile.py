@@ -18,7 +18,7 @@ import weakref
 from collections import deque
 from pathlib import Path
 
-from tracesim._guard import CauseLog, os_cause
+from tracesim._internal_errors import CauseLog, os_cause
 from tracesim.tracefile._reading import DEFAULT_BACKUPS, rotated_files
 
 try:  # POSIX: serialise appends and rotation between processes sharing one file

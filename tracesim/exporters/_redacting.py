@@ -31,7 +31,7 @@ from opentelemetry.trace import Link, Status
 from opentelemetry.util.types import AttributeValue
 
 from tracesim._capture import cut
-from tracesim._guard import internal_error
+from tracesim._internal_errors import internal_error
 from tracesim._pricing import INPUT_KEYS, Price, PriceTable, openinference_usage
 from tracesim._redact import PATTERN_GROUPS, Redactor
 

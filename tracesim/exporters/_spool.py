@@ -24,7 +24,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from tracesim._errors import ConfigError
-from tracesim._guard import CauseLog, internal_error, os_cause
+from tracesim._internal_errors import CauseLog, internal_error, os_cause
 from tracesim.exporters._spool_store import (
     Encoded,
     SpoolEntry,

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tracesim import _outputs
-from tracesim._guard import warn_once
+from tracesim._internal_errors import warn_once
 
 __all__ = ["DiskCache", "cache_key"]
 
