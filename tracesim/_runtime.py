@@ -30,13 +30,13 @@ from tracesim._capture import CaptureOptions, make_options
 from tracesim._config import Settings, resolve
 from tracesim._conventions import KIND_OF_OPERATION
 from tracesim._errors import ConfigError
+from tracesim._own_model_calls import MODEL_CALL_KEY
 from tracesim._redact import Redactor
 from tracesim._scoring import _selection
 from tracesim._scoring._pipeline import ScoringPipeline
 from tracesim._scoring._selection import Plan, Rule, compile_rules, plan
 from tracesim._scoring._sinks import result_sinks
 from tracesim._semconv import LLM_COUNTED_IN_PARENT, SPAN_KINDS
-from tracesim._untraced import MODEL_CALL_KEY
 from tracesim._version import __version__
 
 if TYPE_CHECKING:

@@ -48,7 +48,7 @@ from tracesim import _runtime
 from tracesim._capture import capture_value
 from tracesim._errors import TracesimError
 from tracesim._internal_errors import internal_error
-from tracesim._untraced import in_model_call
+from tracesim._own_model_calls import in_model_call
 
 __all__ = [
     "ENTRY_POINT_GROUP",

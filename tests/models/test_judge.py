@@ -187,7 +187,7 @@ def test_a_span_started_inside_a_model_call_is_not_exported() -> None:
     """An instrumentation that ignores the suppression key: tracesim's pipeline still drops its span."""
     from opentelemetry import trace as otel_trace
 
-    from tracesim._untraced import detach, untraced
+    from tracesim._own_model_calls import detach, untraced
 
     with capture_spans() as captured:
         tracer = otel_trace.get_tracer("ignores-suppression")

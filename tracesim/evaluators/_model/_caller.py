@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tracesim._untraced import detach, untraced
+from tracesim._own_model_calls import detach, untraced
 from tracesim.evaluators._model._cache import DiskCache, cache_key
 from tracesim.evaluators._model._limits import RateLimiter, RetryBudget
 from tracesim.evaluators._model._loop import on_model_loop

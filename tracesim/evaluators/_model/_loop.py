@@ -9,7 +9,7 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-from tracesim._untraced import MODEL_CALL_KEY, in_model_call, untraced
+from tracesim._own_model_calls import MODEL_CALL_KEY, in_model_call, untraced
 
 __all__ = ["MODEL_CALL_KEY", "in_model_call", "run_sync", "submit", "untraced"]
 
