@@ -28,8 +28,8 @@ from tracesim import _internal_errors, _redaction_in_force
 from tracesim._attributes import CONTEXT_KEY as _ATTRIBUTES_KEY
 from tracesim._capture import CaptureOptions, make_options
 from tracesim._config import Settings, resolve
-from tracesim._conventions import KIND_OF_OPERATION
 from tracesim._errors import ConfigError
+from tracesim._foreign_spans import KIND_OF_OPERATION
 from tracesim._own_model_calls import MODEL_CALL_KEY
 from tracesim._redact import Redactor
 from tracesim._scoring import _selection

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tracesim import _semconv as sc
-from tracesim._conventions import span_input, span_output
+from tracesim._foreign_spans import span_input, span_output
 from tracesim._report._collect import Judged, _finite, _status, evaluator_name
 from tracesim._report._redacted import Texts
 from tracesim.tracefile import LinkRecord, SpanRecord

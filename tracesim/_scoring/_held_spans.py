@@ -3,7 +3,7 @@
 Another instrumentation (OpenAI's, LangChain's...) ends its spans itself, before any
 evaluator could run, and an ended span cannot take attributes. So a span a rule selects is
 held when it ends: its input and output are read from the conventions it carries
-(`_conventions`), a scoring job runs as for tracesim's own spans, and the results are written
+(`_foreign_spans`), a scoring job runs as for tracesim's own spans, and the results are written
 on a `HeldSpan` that collects them. When the last result is in (or ``max_defer_s`` passes),
 the span goes on to the exporters with them, its times unchanged. The scoring pipeline
 does not know the difference: it sees a span that is still open.
@@ -21,7 +21,7 @@ from opentelemetry.trace import SpanContext
 
 from tracesim import _semconv as sc
 from tracesim._capture import CaptureOptions, captured_attributes
-from tracesim._conventions import span_input, span_kinds, span_output
+from tracesim._foreign_spans import span_input, span_kinds, span_output
 from tracesim._internal_errors import WarnOnce
 from tracesim._scoring._expect import NOT_SET
 from tracesim._scoring._jobs import Job

@@ -101,7 +101,7 @@ def _unread(part: Part, number: int) -> tuple[Any, ...]:
 
 
 def _kinds(span: SpanRecord) -> tuple[str | None, ...]:
-    from tracesim._conventions import span_kinds
+    from tracesim._foreign_spans import span_kinds
 
     return span_kinds(span.attributes)
 
@@ -117,7 +117,7 @@ def span_record(span: SpanRecord) -> tuple[tuple[Any, Any, Any], str | None]:
         >>> span_record(span)
         (('Paris', 'Paris', 'Capital?'), None)
     """
-    from tracesim._conventions import span_input, span_output
+    from tracesim._foreign_spans import span_input, span_output
 
     attributes = span.attributes
     output = span_output(attributes)

@@ -28,7 +28,7 @@ from opentelemetry.semconv.attributes.exception_attributes import (
 
 from tracesim import _pricing
 from tracesim import _semconv as sc
-from tracesim._conventions import span_input, span_output
+from tracesim._foreign_spans import span_input, span_output
 from tracesim._pricing import PriceTable, Usage, format_usd, price_hint, read_usage
 from tracesim._terminal import visible
 from tracesim.tracefile._span_records import SpanRecord
@@ -68,7 +68,7 @@ _SHOWN = frozenset(
     }
 )
 # tracesim's own attributes, and the messages other instrumentations record, previewed as in/out
-# (see tracesim._conventions).
+# (see tracesim._foreign_spans).
 _HIDDEN_PREFIXES = (
     "tracesim.",
     "gen_ai.input.messages",
