@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tracesim._config import FileRule
 from tracesim._errors import ConfigError
 from tracesim._foreign_spans import KIND_OF_OPERATION
-from tracesim._parsers import FileRule
 from tracesim._scoring._expect import NOT_SET, Golden
 
 __all__ = ["GENAI_OPERATIONS", "Plan", "Rule", "build_evaluators", "compile_rules", "sample_unit"]

@@ -19,12 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from tracesim import _parsers as parse
+from tracesim._config import _parsers as parse
+from tracesim._config._parsers import FileRule
 from tracesim._errors import ConfigError, did_you_mean
 from tracesim._pricing import Price, PriceError, parse_prices
 from tracesim._redact import PATTERN_GROUPS
 
-__all__ = ["SETTINGS", "Redactor", "Settings", "resolve", "resolve_setting"]
+__all__ = ["SETTINGS", "FileRule", "Redactor", "Settings", "resolve", "resolve_setting"]
 
 EXPORTER_NAMES = parse.EXPORTER_NAMES
 REDACT_PATTERNS = PATTERN_GROUPS
