@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tracesim import _demo
+from tracesim import _demo_agent
 from tracesim.cli import main
 from tracesim.tracefile import load_spans
 
@@ -36,7 +36,7 @@ def test_demo_writes_every_call_with_input_output_and_the_right_tree(tmp_path: P
     spans = load_spans(path)
     roots = [s for s in spans if s.parent_span_id is None]
     assert [r.attributes["input.value"] for r in sorted(roots, key=lambda s: s.start_time_unix_nano)] == list(
-        _demo.QUESTIONS
+        _demo_agent.QUESTIONS
     )
     by_id = {s.span_id: s for s in spans}
     for span in spans:
@@ -59,8 +59,8 @@ def test_demo_writes_every_call_with_input_output_and_the_right_tree(tmp_path: P
         results = {e.attributes["gen_ai.evaluation.name"]: e.attributes for e in events}
         assert set(results) == {"levenshtein", "rouge", "f1"}
         question = root.attributes["input.value"]
-        if question in _demo.GOLDEN:
-            assert root.attributes["tracesim.expected.value"] == _demo.GOLDEN[question]
+        if question in _demo_agent.GOLDEN:
+            assert root.attributes["tracesim.expected.value"] == _demo_agent.GOLDEN[question]
             assert all(r["tracesim.evaluation.status"] == "ok" for r in results.values())
         else:
             assert all(r["tracesim.evaluation.status"] == "skipped" for r in results.values())
@@ -89,7 +89,7 @@ def test_show_prints_the_trees_of_a_file(tmp_path: Path) -> None:
     assert lines[4] == "│  expected: 9"
     assert lines[5] == "│  scores: ✓ f1 1 pass  ✓ levenshtein 1 pass  ✓ rouge 1 pass"  # by name
     assert lines[6].startswith("└─ calculator  TOOL  ")
-    n = len(_demo.QUESTIONS)
+    n = len(_demo_agent.QUESTIONS)
     assert lines[-2:] == [
         "",
         f"showing 1 of {n} traces (filters: --last 1; {n - 1} earlier matching traces left out)",
@@ -111,7 +111,7 @@ def test_show_reports_a_missing_file_and_a_torn_line(tmp_path: Path) -> None:
     torn = _tracesim("show", "--no-details", cwd=tmp_path)
     assert torn.returncode == 0
     assert "torn last line" in torn.stderr
-    assert torn.stdout.count("answer  AGENT") == len(_demo.QUESTIONS)
+    assert torn.stdout.count("answer  AGENT") == len(_demo_agent.QUESTIONS)
 
 
 def test_the_command_lists_its_subcommands(tmp_path: Path) -> None:

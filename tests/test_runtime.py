@@ -95,7 +95,7 @@ def state():
 before = state()
 import tracesim
 after = state()
-print(before == after, "tracesim._demo" in sys.modules)
+print(before == after, "tracesim._demo_agent" in sys.modules)
 """
     result = run_python(code, cwd=tmp_path)
     assert result.stdout.strip() == "True False", result.stderr

@@ -24,7 +24,7 @@ def run(args: argparse.Namespace) -> int:
     import time
 
     import tracesim
-    from tracesim import _demo, _runtime
+    from tracesim import _demo_agent, _runtime
     from tracesim._outputs import echo
     from tracesim.tracefile import load_spans, render_trees
 
@@ -34,11 +34,11 @@ def run(args: argparse.Namespace) -> int:
     settings = runtime.settings
     golden = os.path.join(os.path.dirname(os.path.abspath(settings.jsonl_path)), "demo-golden.jsonl")
     os.makedirs(os.path.dirname(golden), exist_ok=True)
-    _demo.write_golden(golden)
-    agent = _demo.scored_agent(golden)
+    _demo_agent.write_golden(golden)
+    agent = _demo_agent.scored_agent(golden)
 
     started = time.perf_counter()
-    pairs = _demo.run_demo(agent)
+    pairs = _demo_agent.run_demo(agent)
     answered = time.perf_counter() - started
     tracesim.force_flush()
     scored = time.perf_counter() - started
