@@ -23,9 +23,8 @@ from dataclasses import fields
 from pathlib import Path
 
 from tracesim.evaluators import EvalResult
-from tracesim.experiments import ExperimentReport
+from tracesim.experiments import CaseResult, EvaluatorInfo, ExperimentReport
 from tracesim.experiments._html_view import render_html
-from tracesim.experiments._rows import CaseResult, EvaluatorInfo
 from tracesim.experiments._text_view import render_text
 
 WORDS = ["the", "quick", "brown", "fox", "Paris", "is", "capital", "of", "France", "Warsaw", "café", "東京"]

@@ -285,9 +285,9 @@ def test_the_guard_finds_a_planted_raw_write(kind: str) -> None:
 
 
 def test_the_guard_finds_a_raw_write_planted_in_a_real_module() -> None:
-    path = ROOT / "experiments" / "_report.py"
+    path = ROOT / "experiments" / "_experiment_report.py"
     source = path.read_text(encoding="utf-8") + "\n\ndef planted(path):\n    Path(path).write_text('x')\n"
-    found = unexplained(scan_source(source, "tracesim.experiments._report"))
+    found = unexplained(scan_source(source, "tracesim.experiments._experiment_report"))
     assert [(w.function, w.what) for w in found] == [("planted", ".write_text()")]
 
 

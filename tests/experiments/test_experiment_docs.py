@@ -24,7 +24,17 @@ MODULES = [
     "tracesim.experiments",
     *(
         f"tracesim.experiments._{name}"
-        for name in ("case", "case_ids", "compare", "dataset", "files", "html_view", "report", "rows", "run")
+        for name in (
+            "case",
+            "case_ids",
+            "case_results",
+            "compare",
+            "dataset",
+            "dataset_files",
+            "experiment_report",
+            "html_view",
+            "run",
+        )
     ),
     *(f"tracesim.experiments._{name}" for name in ("stats", "text_view")),
     "tracesim.cli._experiment",

@@ -22,9 +22,9 @@ from tracesim.experiments._case import Case, DatasetError
 from tracesim.experiments._dataset import Dataset
 
 if TYPE_CHECKING:
+    from tracesim.experiments._case_results import CaseResult, EvaluatorInfo
     from tracesim.experiments._compare import CaseChange, Change, Comparison
-    from tracesim.experiments._report import ExperimentReport
-    from tracesim.experiments._rows import CaseResult, EvaluatorInfo
+    from tracesim.experiments._experiment_report import ExperimentReport
     from tracesim.experiments._stats import CaseSummary, EvaluatorSummary, ScoreStats, pass_at_k, pass_hat_k
 
 # `tracesim` re-exports Case and Dataset, so this package is imported with it: the report
@@ -33,9 +33,9 @@ _LAZY = {
     "CaseChange": "_compare",
     "Change": "_compare",
     "Comparison": "_compare",
-    "CaseResult": "_rows",
-    "EvaluatorInfo": "_rows",
-    "ExperimentReport": "_report",
+    "CaseResult": "_case_results",
+    "EvaluatorInfo": "_case_results",
+    "ExperimentReport": "_experiment_report",
     "CaseSummary": "_stats",
     "EvaluatorSummary": "_stats",
     "ScoreStats": "_stats",

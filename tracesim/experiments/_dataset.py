@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from tracesim.experiments._case import Case, DatasetError, _check_id, derived_id
 
 if TYPE_CHECKING:
-    from tracesim.experiments._report import ExperimentReport
+    from tracesim.experiments._experiment_report import ExperimentReport
 
 __all__ = ["Dataset"]
 
@@ -85,7 +85,7 @@ class Dataset:
             >>> dataset["add"].input, dataset["add"].expected  # doctest: +SKIP
             ('2+2', '4')
         """
-        from tracesim.experiments._files import read_records
+        from tracesim.experiments._dataset_files import read_records
 
         fields = Fields(input, expected, id)
         source = os.fspath(path)

@@ -45,8 +45,8 @@ from tracesim._semconv import (
     EXPERIMENT_RUN_ID,
 )
 from tracesim._tracing._span import Span, error_type, finish, start, static_attributes
-from tracesim.experiments._report import ExperimentReport
-from tracesim.experiments._rows import CaseResult, EvaluatorInfo
+from tracesim.experiments._case_results import CaseResult, EvaluatorInfo
+from tracesim.experiments._experiment_report import ExperimentReport
 
 if TYPE_CHECKING:
     from tracesim._runtime import Runtime

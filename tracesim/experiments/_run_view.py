@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from tracesim.experiments._rows import CaseResult, EvaluatorInfo
+    from tracesim.experiments._case_results import CaseResult, EvaluatorInfo
     from tracesim.experiments._stats import CaseSummary, EvaluatorSummary
 
 __all__ = ["RunView"]

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from tracesim.experiments._rows import CaseResult, EvaluatorInfo
+    from tracesim.experiments._case_results import CaseResult, EvaluatorInfo
 
 __all__ = ["CaseSummary", "EvaluatorSummary", "ScoreStats", "pass_at_k", "pass_hat_k"]
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tracesim import _outputs
-from tracesim.experiments._rows import CaseResult, EvaluatorInfo
+from tracesim.experiments._case_results import CaseResult, EvaluatorInfo
 from tracesim.experiments._stats import (
     CaseSummary,
     EvaluatorSummary,
