@@ -8,8 +8,8 @@ import importlib
 import pytest
 
 MODULES = [
-    "_collect", "_drill", "_drill_text", "_format", "_gate", "_html", "_math", "_report_data", "_redacted",
-    "_stats", "_svg", "_tables", "_terminal_report", "_timeline", "_timeline_html", "_timeline_text",
+    "_aggregate", "_collect", "_drill", "_drill_text", "_format", "_gate", "_html", "_math", "_report_data",
+    "_redacted", "_svg", "_tables", "_terminal_report", "_timeline", "_timeline_html", "_timeline_text",
     "_usage",
 ]  # fmt: skip
 

@@ -16,6 +16,7 @@ holds the tokens and cost of LLM calls (`LLMUsage`), priced with a
 and latency over time (`Timeline`, for files spanning ten minutes or more).
 """
 
+from tracesim._report._aggregate import TOP, read_report, summarize
 from tracesim._report._collect import NONE_GROUP
 from tracesim._report._gate import Gate, GateResult, check_gates, decide, gate_line, parse_gate
 from tracesim._report._html import render_html
@@ -39,7 +40,6 @@ from tracesim._report._report_data import (
     TraceUsage,
     UsageStats,
 )
-from tracesim._report._stats import TOP, read_report, summarize
 from tracesim._report._terminal_report import print_report, summary_line
 
 __all__ = [
