@@ -15,8 +15,7 @@ from tracesim._attributes import attributes
 from tracesim._errors import ConfigError, TracesimError
 from tracesim._outputs import install_log_redaction
 from tracesim._runtime import NotConfiguredWarning
-from tracesim._scoring._expect import Golden, expect
-from tracesim._scoring._jobs import ScoringStats
+from tracesim._scoring import Golden, ScoringStats, expect
 from tracesim._tracing._context import ContextThreadPoolExecutor, propagate_context
 from tracesim._tracing._decorator import trace
 from tracesim._tracing._span import Span, current_span, last_span, span

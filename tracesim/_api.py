@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from tracesim import _runtime
 from tracesim._config import Redactor
-from tracesim._scoring._jobs import ScoringStats
+from tracesim._scoring import ScoringStats
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace.export import SpanExporter
@@ -155,7 +155,7 @@ def score(
         >>> tracesim.score(s, name="user_rating", value=1.0, label="helpful")
     """
     from tracesim import _semconv as sc
-    from tracesim._scoring._results import emit_carrier, end_time_of, target_context
+    from tracesim._scoring import emit_carrier, end_time_of, target_context
     from tracesim.evaluators import EvalResult
 
     context = target_context(target)

@@ -32,10 +32,7 @@ from tracesim._errors import ConfigError
 from tracesim._foreign_spans import KIND_OF_OPERATION
 from tracesim._own_model_calls import MODEL_CALL_KEY
 from tracesim._redact import Redactor
-from tracesim._scoring import _selection
-from tracesim._scoring._pipeline import ScoringPipeline
-from tracesim._scoring._selection import Plan, Rule, compile_rules, plan
-from tracesim._scoring._sinks import result_sinks
+from tracesim._scoring import Plan, Rule, ScoringPipeline, compile_rules, evaluators_seen, plan, result_sinks
 from tracesim._semconv import LLM_COUNTED_IN_PARENT, SPAN_KINDS
 from tracesim._version import __version__
 
@@ -44,7 +41,7 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
     from opentelemetry.sdk.trace.export import SpanExporter
 
-    from tracesim._scoring._held_spans import ForeignScoring
+    from tracesim._scoring import ForeignScoring
     from tracesim.exporters import Redaction
 
 __all__ = [
@@ -105,7 +102,7 @@ class Runtime:
         # Rules also score spans other instrumentations make (held from export until scored).
         self.foreign: ForeignScoring | None = None
         if scoring and self.rules:
-            from tracesim._scoring._held_spans import ForeignScoring
+            from tracesim._scoring import ForeignScoring
 
             self.foreign = ForeignScoring(self.rules, scoring, capture)
 
@@ -401,7 +398,7 @@ def build(settings: Settings) -> Runtime:
         Redactor(settings.redact_patterns, settings.redact), settings.max_value_chars, prices=settings.prices
     )
     exporters = [_exporter(item, settings) for item in settings.exporters]
-    scored = bool(rules) or _selection.EVALUATORS_SEEN
+    scored = bool(rules) or evaluators_seen()
     # Each exporter gets every span: with `shared`, a span is redacted once for all of them.
     shared = [RedactingExporter(e, redaction=redaction, shared=True) for e in exporters]
     # Each exporter's queue counts what it drops; a full queue is logged once per configuration.

@@ -160,7 +160,7 @@ def build_evaluators(specs: Any, where: str) -> tuple[Evaluator, ...]:
         >>> [e.name for e in build_evaluators(["levenshtein", {"type": "exact"}], "my_plugin")]
         ['levenshtein', 'exact']
     """
-    from tracesim._scoring._selection import build_evaluators as build
+    from tracesim._scoring import build_evaluators as build
 
     return build(specs, where)
 

@@ -13,4 +13,59 @@
 The pipeline knows spans only through OpenTelemetry's API and the `Job` it is given; its
 tracer and its redaction (for the names in result attribute keys) are handed in by the runtime,
 which this package never imports.
+
+This module is the package's face: the rest of tracesim imports what it uses from here. Every
+module it imports is loaded by ``import tracesim`` anyway; `ForeignScoring` (rules on other
+instrumentations' spans) loads on first use, since only configured rules need it.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tracesim._scoring._expect import NOT_SET, Golden, expect, release_expected, take_expected
+from tracesim._scoring._jobs import Job, ScoringStats, checked, failure, snapshot, timeout
+from tracesim._scoring._pipeline import ScoringPipeline
+from tracesim._scoring._results import emit_carrier, end_time_of, target_context, write
+from tracesim._scoring._selection import Plan, Rule, build_evaluators, compile_rules, evaluators_seen, plan
+from tracesim._scoring._sinks import PhoenixSink, result_sinks
+
+if TYPE_CHECKING:
+    from tracesim._scoring._held_spans import ForeignScoring
+
+__all__ = [
+    "NOT_SET",
+    "ForeignScoring",
+    "Golden",
+    "Job",
+    "PhoenixSink",
+    "Plan",
+    "Rule",
+    "ScoringPipeline",
+    "ScoringStats",
+    "build_evaluators",
+    "checked",
+    "compile_rules",
+    "emit_carrier",
+    "end_time_of",
+    "evaluators_seen",
+    "expect",
+    "failure",
+    "plan",
+    "release_expected",
+    "result_sinks",
+    "snapshot",
+    "take_expected",
+    "target_context",
+    "timeout",
+    "write",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ForeignScoring":
+        from tracesim._scoring._held_spans import ForeignScoring
+
+        globals()[name] = ForeignScoring
+        return ForeignScoring
+    raise AttributeError(f"module 'tracesim._scoring' has no attribute {name!r}")

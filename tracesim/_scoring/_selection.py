@@ -26,6 +26,11 @@ EVALUATORS_SEEN = False
 """True once any traced function or span was given evaluators: scoring can end spans in bursts."""
 
 
+def evaluators_seen() -> bool:
+    """Whether any traced function or span has been given evaluators yet (`EVALUATORS_SEEN`)."""
+    return EVALUATORS_SEEN
+
+
 def build_evaluators(specs: Sequence[Any], where: str) -> tuple[Any, ...]:
     """Evaluator objects from instances, config mappings or ``"type:option=value"`` strings.
 

@@ -14,8 +14,8 @@ from typing import Any
 
 from tracesim import _runtime
 from tracesim._internal_errors import internal_error
-from tracesim._scoring._expect import NOT_SET as _NOT_SET
-from tracesim._scoring._selection import Plan, build_evaluators
+from tracesim._scoring import NOT_SET as _NOT_SET
+from tracesim._scoring import Plan, build_evaluators
 from tracesim._tracing._span import Span, adopt_plan, finish, score, start, static_attributes
 
 __all__ = ["Binder", "Meta", "begin", "span_name", "succeed"]

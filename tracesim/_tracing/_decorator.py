@@ -13,7 +13,7 @@ from typing import Any, ParamSpec, TypeVar, overload
 
 from tracesim import _runtime
 from tracesim._internal_errors import internal_error
-from tracesim._scoring._expect import NOT_SET as _NOT_SET
+from tracesim._scoring import NOT_SET as _NOT_SET
 from tracesim._tracing._calls import Meta, begin, succeed
 from tracesim._tracing._span import finish
 from tracesim._tracing._streams import wrap_async_generator, wrap_generator

@@ -22,7 +22,7 @@ from tracesim import _runtime
 from tracesim import _semconv as sc
 from tracesim._capture import captured_attributes
 from tracesim._internal_errors import internal_error
-from tracesim._scoring._expect import NOT_SET as _NOT_SET
+from tracesim._scoring import NOT_SET as _NOT_SET
 from tracesim._tracing._calls import Meta, begin
 from tracesim._tracing._span import Span, finish, score
 

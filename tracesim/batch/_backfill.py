@@ -314,7 +314,7 @@ class _Carriers(_Target):
         self._capture = make_options(True, 32 * 1024)
 
     def send(self, results: Sequence[Scored]) -> None:
-        from tracesim._scoring._results import emit_carrier
+        from tracesim._scoring import emit_carrier
 
         for start in range(0, len(results), _EXPORT_CHUNK):
             for target, result, end_ns in results[start : start + _EXPORT_CHUNK]:
@@ -343,7 +343,7 @@ class _Annotations(_Target):
     kind = "annotations"
 
     def __init__(self, base_url: str, headers: Mapping[str, str] | None, wait_s: float) -> None:
-        from tracesim._scoring._sinks import PhoenixSink
+        from tracesim._scoring import PhoenixSink
 
         self.name = _outputs.text(f"phoenix:{base_url.rstrip('/')}")
         self._sink = PhoenixSink(base_url, headers, configured_redaction(), max_wait_for_span_s=wait_s)

@@ -100,7 +100,7 @@ class ReplayAnnotations:
     def __init__(
         self, base_url: str, headers: Mapping[str, str], *, detect: bool, wait_s: float = 30.0
     ) -> None:
-        from tracesim._scoring._sinks import PhoenixSink
+        from tracesim._scoring import PhoenixSink
         from tracesim.exporters import Redaction
 
         self.key = f"phoenix-annotations:{base_url}"

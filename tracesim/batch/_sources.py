@@ -22,7 +22,7 @@ from tracesim.batch._parts import Chunk, Part
 from tracesim.batch._records import Columns, json_rows
 
 if TYPE_CHECKING:
-    from tracesim._scoring._selection import Rule
+    from tracesim._scoring import Rule
 
 __all__ = ["Records", "SourceError", "Spans", "id_text"]
 
@@ -245,7 +245,7 @@ class Spans:
         self.rule()  # a bad kind or attribute fails here, before any file is read
 
     def rule(self) -> Rule:
-        from tracesim._scoring._selection import compile_rules
+        from tracesim._scoring import compile_rules
 
         spec: dict[str, Any] = {"match": self.name, "evaluators": []}
         if self.kind is not None:

@@ -33,7 +33,7 @@ from tracesim._semconv import (
 from tracesim.batch._files import open_binary
 
 if TYPE_CHECKING:
-    from tracesim._scoring._selection import Rule
+    from tracesim._scoring import Rule
     from tracesim.batch._parts import Chunk, Part
     from tracesim.tracefile import SpanRecord
 

@@ -33,9 +33,7 @@ from opentelemetry.util.types import AttributeValue
 from tracesim import _runtime
 from tracesim._errors import ConfigError
 from tracesim._internal_errors import internal_error
-from tracesim._scoring._jobs import checked, failure, timeout
-from tracesim._scoring._results import write
-from tracesim._scoring._selection import build_evaluators
+from tracesim._scoring import build_evaluators, checked, failure, timeout, write
 from tracesim._semconv import (
     EXPERIMENT_CASE_ID,
     EXPERIMENT_DATASET,
