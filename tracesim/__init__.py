@@ -16,9 +16,15 @@ from tracesim._errors import ConfigError, TracesimError
 from tracesim._outputs import install_log_redaction
 from tracesim._runtime import NotConfiguredWarning
 from tracesim._scoring import Golden, ScoringStats, expect
-from tracesim._tracing._context import ContextThreadPoolExecutor, propagate_context
-from tracesim._tracing._decorator import trace
-from tracesim._tracing._span import Span, current_span, last_span, span
+from tracesim._tracing import (
+    ContextThreadPoolExecutor,
+    Span,
+    current_span,
+    last_span,
+    propagate_context,
+    span,
+    trace,
+)
 from tracesim._version import __version__
 
 install_log_redaction()  # tracesim's own log lines are redacted like everything it writes

@@ -42,7 +42,7 @@ from tracesim._semconv import (
     EXPERIMENT_REPEAT,
     EXPERIMENT_RUN_ID,
 )
-from tracesim._tracing._span import Span, error_type, finish, start, static_attributes
+from tracesim._tracing import Span, error_type, finish, start, static_attributes
 from tracesim.experiments._case_results import CaseResult, EvaluatorInfo
 from tracesim.experiments._experiment_report import ExperimentReport
 
