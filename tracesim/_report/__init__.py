@@ -14,13 +14,18 @@ The pieces: `summarize` (spans to a `Report`), `read_report` (files to a `Report
 holds the tokens and cost of LLM calls (`LLMUsage`), priced with a
 `~tracesim._pricing.PriceTable` given to `read_report`/`summarize`; `Report.timeline` the scores
 and latency over time (`Timeline`, for files spanning ten minutes or more).
+
+This module is the package's face: ``tracesim show``, ``tracesim report`` and the experiment
+views also import from here the formatting, redaction and naming helpers they share with it.
 """
 
 from tracesim._report._aggregate import TOP, read_report, summarize
-from tracesim._report._collect import NONE_GROUP
+from tracesim._report._collect import NONE_GROUP, UNNAMED
+from tracesim._report._format import DASH, format_duration, format_rate, format_score, html_text
 from tracesim._report._gate import Gate, GateResult, check_gates, decide, gate_line, parse_gate
 from tracesim._report._html import render_html
 from tracesim._report._math import histogram, histogram_edges, percentile
+from tracesim._report._redacted import redacted_spans
 from tracesim._report._report_data import (
     SCHEMA,
     CallScore,
@@ -40,12 +45,15 @@ from tracesim._report._report_data import (
     TraceUsage,
     UsageStats,
 )
-from tracesim._report._terminal_report import print_report, summary_line
+from tracesim._report._terminal_report import PIPE_WIDTH, print_report, summary_line
 
 __all__ = [
+    "DASH",
     "NONE_GROUP",
+    "PIPE_WIDTH",
     "SCHEMA",
     "TOP",
+    "UNNAMED",
     "CallScore",
     "EvaluatorStats",
     "Gate",
@@ -66,13 +74,18 @@ __all__ = [
     "UsageStats",
     "check_gates",
     "decide",
+    "format_duration",
+    "format_rate",
+    "format_score",
     "gate_line",
     "histogram",
     "histogram_edges",
+    "html_text",
     "parse_gate",
     "percentile",
     "print_report",
     "read_report",
+    "redacted_spans",
     "render_html",
     "summarize",
     "summary_line",

@@ -180,7 +180,7 @@ def _console() -> Console:
     """
     from rich.console import Console
 
-    from tracesim._report._terminal_report import PIPE_WIDTH
+    from tracesim._report import PIPE_WIDTH
 
     if sys.stdout.isatty():  # rich reads the terminal's size (or COLUMNS)
         return Console(file=_outputs.stream(sys.stdout), highlight=False, soft_wrap=False)

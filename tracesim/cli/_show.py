@@ -182,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from tracesim._outputs import echo
-    from tracesim._report._redacted import redacted_spans
+    from tracesim._report import redacted_spans
     from tracesim.tracefile import render_trees
     from tracesim.tracefile._trees import by_trace, export_drops_line, without_export_drops
 
@@ -360,7 +360,7 @@ def _evaluations(spans: Sequence[SpanRecord]) -> Iterator[tuple[str, str, bool]]
     feedback) also counts for the trace of the span it evaluates, wherever the carrier is.
     """
     from tracesim import _semconv as sc
-    from tracesim._report._collect import UNNAMED
+    from tracesim._report import UNNAMED
 
     carrier_kind = sc.SPAN_KINDS["evaluator"][0]
     for span in spans:

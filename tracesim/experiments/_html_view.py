@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from tracesim._report._format import DASH, format_duration, format_rate, format_score, html_text
+from tracesim._report import DASH, format_duration, format_rate, format_score, html_text
 from tracesim._version import __version__
 from tracesim.experiments._text_view import preview, summary_line
 

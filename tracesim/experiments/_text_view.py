@@ -10,7 +10,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tracesim._capture import dumps
-from tracesim._report._format import DASH, format_duration, format_rate, format_score
+from tracesim._report import DASH, format_duration, format_rate, format_score
 from tracesim._terminal import visible
 
 if TYPE_CHECKING:
