@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from tracesim import _outputs
-from tracesim.batch._summary import Tally, print_table, tokens_of
+from tracesim.batch import Tally
+from tracesim.batch._summary import print_table, tokens_of
 from tracesim.cli._eval_io import (
     BadRow,
     Columns,
@@ -148,7 +149,7 @@ def _warm_up() -> int:
 
 def _score_chunk(chunk: list[Row | BadRow]) -> list[tuple[str, Summary | None]]:
     """Score rows; return each row's JSON line and (name, status, score, passed) per evaluator."""
-    from tracesim.batch._rows import score_rows
+    from tracesim.batch import score_rows
 
     # the core every engine shares: the same numbers as `--engine dask` and tracesim.batch
     rows = [row for row in chunk if len(row) == 5]

@@ -19,7 +19,8 @@ from collections import deque
 from pathlib import Path
 
 from tracesim._internal_errors import CauseLog, os_cause
-from tracesim.tracefile._reading import DEFAULT_BACKUPS, rotated_files
+from tracesim.tracefile import rotated_files
+from tracesim.tracefile._reading import DEFAULT_BACKUPS
 
 try:  # POSIX: serialise appends and rotation between processes sharing one file
     import fcntl
