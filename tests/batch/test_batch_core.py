@@ -172,7 +172,7 @@ def test_the_public_names_are_pinned_and_documented() -> None:
         "tracesim.batch",
         "tracesim.batch._frame",
         "tracesim.batch._records",
-        "tracesim.batch._rows",
+        "tracesim.batch._score_rows",
         "tracesim.batch._sources",
         "tracesim.batch._spans",
         "tracesim.batch._summary",

@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING, Any
 
 from tracesim.batch._backfill import BackfillReport, backfill
 from tracesim.batch._frame import FIELDS, result_schema, score_frame
-from tracesim.batch._rows import EvaluatorSpec, build_evaluators, score_rows
 from tracesim.batch._score import score
+from tracesim.batch._score_rows import EvaluatorSpec, build_evaluators, score_rows
 from tracesim.batch._sources import Records, SourceError, Spans
 from tracesim.batch._summary import BatchReport, Tally
 

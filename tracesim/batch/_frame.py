@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tracesim import _outputs
-from tracesim.batch._rows import EvaluatorSpec, build_evaluators, score_rows
+from tracesim.batch._score_rows import EvaluatorSpec, build_evaluators, score_rows
 
 if TYPE_CHECKING:
     import pandas as pd  # type: ignore[import-untyped,unused-ignore]

@@ -20,7 +20,7 @@ from tracesim import _outputs
 from tracesim.batch._files import is_url
 from tracesim.batch._frame import FIELDS, pandas, result_schema, scored_frame
 from tracesim.batch._records import reason_of
-from tracesim.batch._rows import EvaluatorSpec, build_evaluators
+from tracesim.batch._score_rows import EvaluatorSpec, build_evaluators
 from tracesim.batch._summary import MAX_EXAMPLES, PartSummary, Tally, tokens_of
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from tracesim import _outputs
 from tracesim.batch._files import is_url
 from tracesim.batch._partition import Job, OutputFormat, Sink, run_part
-from tracesim.batch._rows import EvaluatorSpec, build_evaluators
+from tracesim.batch._score_rows import EvaluatorSpec, build_evaluators
 from tracesim.batch._sources import PathLike, Records, Spans
 from tracesim.batch._summary import BatchReport, Tally
 
