@@ -69,7 +69,6 @@ INSTRUMENTED = {
     "tracesim-openai": "openai",
     "tracesim-anthropic": "anthropic",
     "tracesim-langchain": "langchain-core",
-    "tracesim-pytest": "pytest",
 }
 PIP_TIMEOUT = 600
 
@@ -211,7 +210,15 @@ def test_the_core_extras_name_each_integration_at_tracesims_version(installed: I
     core = installed.wheels["tracesim"]
     for name in INTEGRATIONS:
         in_extra = [req for req in core.requirements if req.marker and req.marker.evaluate({"extra": name})]
-        assert [str(req) for req in in_extra] == [f'tracesim-{name}=={VERSION}; extra == "{name}"']
+        host = ['pytest>=8; extra == "pytest"'] if name == "pytest" else []  # the plugin's host
+        expected = [f'tracesim-{name}=={VERSION}; extra == "{name}"', *host]
+        assert sorted(str(req) for req in in_extra) == sorted(expected)
+    # For one release the core requires the pytest plugin itself (its old paths keep working).
+    always = {
+        str(canonicalize_name(req.name)): str(req.specifier) for req in core.requirements if not req.marker
+    }
+    assert always["tracesim-pytest"] == f"=={VERSION}"
+    assert "pytest" not in always
 
 
 def test_each_integration_requires_its_tracesim_and_pins_its_instrumentation_exactly(
@@ -234,6 +241,9 @@ def test_each_integration_requires_its_tracesim_and_pins_its_instrumentation_exa
             if other == "opentelemetry-util-genai":
                 genai_pins.add(str(requirement.specifier))
     assert len(genai_pins) == 1, f"the integrations must share one opentelemetry-util-genai: {genai_pins}"
+    # The pytest plugin requires its tracesim alone: pytest, its host, comes with tracesim[pytest].
+    plugin = installed.wheels["tracesim-pytest"].requirements
+    assert [str(req) for req in plugin if not req.marker] == [f"tracesim=={VERSION}"]
 
 
 def test_an_integration_wheel_holds_its_package_alone(installed: Installed) -> None:
@@ -263,8 +273,10 @@ def test_each_extra_pulls_its_integration_and_its_pinned_instrumentation(install
             )
         assert "tracesim-anthropic" not in listed
         assert "tracesim-langchain" not in listed
-    assert "tracesim-pytest" not in installed.after_openai
-    assert installed.after_pytest["tracesim-pytest"] == VERSION
+    # tracesim brings its pytest plugin for one release, without pytest; the extra brings pytest.
+    assert installed.after_openai["tracesim-pytest"] == installed.after_pytest["tracesim-pytest"] == VERSION
+    assert "pytest" not in installed.after_openai
+    assert "pytest" in installed.after_pytest
 
 
 # Run by the venv's python, in an empty directory: what a user's script sees.
