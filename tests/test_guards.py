@@ -264,7 +264,7 @@ CHAT = [
 
 @pytest.mark.parametrize("convention", [_openinference, _openllmetry, _genai])
 def test_the_input_of_a_foreign_span_is_its_last_user_message(convention: Any) -> None:
-    """Guard: ``_conventions.py`` span_input reading the first user message of a flat convention
+    """Guard: ``_foreign_spans.py`` span_input reading the first user message of a flat convention
     (``users[-1]`` -> ``users[0]``), or of GenAI messages (``users[-1:]`` -> ``users[:1]``)."""
     assert _inputs_read(convention(CHAT)) == ["Capital of Poland?"]
 

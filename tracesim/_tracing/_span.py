@@ -20,10 +20,9 @@ from tracesim._capture import CaptureOptions, capture_value, captured_attributes
 from tracesim._errors import ConfigError
 from tracesim._internal_errors import internal_error
 from tracesim._scoring import NOT_SET as _NOT_SET
-from tracesim._scoring import Plan, build_evaluators, release_expected, take_expected
+from tracesim._scoring import Job, Plan, build_evaluators, release_expected, snapshot, take_expected
 
 # tests/test_layout.py checks its graph reader on this edge, so Job comes from its module
-from tracesim._scoring._jobs import Job, snapshot
 
 if TYPE_CHECKING:
     from tracesim._runtime import Runtime
