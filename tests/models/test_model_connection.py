@@ -152,6 +152,22 @@ def test_flat_keywords_are_checked_by_the_same_rules_under_the_evaluators_name(
         with pytest.raises(ConfigError) as info:
             kind(**extra, **{key: value})
         assert info.value.setting == f"{owner}.{key}"
+    # As a keyword the timeout has no "default" value (None is ModelConnection's): not offered
+    with pytest.raises(ConfigError) as info:
+        kind(**extra, request_timeout_s=0)
+    assert info.value.accepted == "a number > 0"
+    with pytest.raises(ConfigError) as info:
+        ModelConnection(request_timeout_s=0)
+    assert info.value.accepted == "a number > 0, or null"
+
+
+@pytest.mark.parametrize("kind", [LLMJudge, LLMSimilarity, SemanticSimilarity])
+def test_an_unknown_keyword_names_the_signature_it_was_given_to(kind: type) -> None:
+    extra: dict[str, Any] = {"rubric": "Is it right?"} if kind is LLMJudge else {}
+    with pytest.raises(
+        TypeError, match=rf"^{kind.__name__}\.__init__\(\) got an unexpected keyword argument 'bogus'$"
+    ):
+        kind(**extra, bogus=1)
 
 
 @pytest.mark.parametrize(

@@ -176,6 +176,7 @@ class LLMJudge(ModelEvaluator):
             default_model=DEFAULT_JUDGE_MODEL,
             default_timeout_s=_REQUEST_TIMEOUT_S,
             accepted=JUDGE_KEYWORDS,
+            caller=f"{type(self).__name__}.__init__()",
         )
         """The model, its endpoint and the limits of the calls (defaults filled in)."""
         self.model: str = self.connection.model or DEFAULT_JUDGE_MODEL

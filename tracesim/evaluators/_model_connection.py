@@ -169,7 +169,13 @@ def _checked(prefix: str, values: Mapping[str, Any]) -> dict[str, Any]:
     if "request_timeout_s" in values:
         timeout = values["request_timeout_s"]
         checked["request_timeout_s"] = check_number(
-            f"{prefix}.request_timeout_s", timeout, low=0.0, low_open=True, allow_none=True
+            # None ("the evaluator's default") is a ModelConnection field's value only: as an
+            # evaluator's keyword it was always refused, so its error must not offer it
+            f"{prefix}.request_timeout_s",
+            timeout,
+            low=0.0,
+            low_open=True,
+            allow_none=prefix == "ModelConnection",
         )
     if "max_retries" in values:
         checked["max_retries"] = check_int(f"{prefix}.max_retries", values["max_retries"], low=0)
@@ -197,12 +203,14 @@ def connection_for(
     default_model: str,
     default_timeout_s: float,
     accepted: tuple[str, ...] = CONNECTION_FIELDS,
+    caller: str | None = None,
 ) -> ModelConnection:
     """An evaluator's connection, ``model`` and ``request_timeout_s`` filled in with its defaults.
 
     ``connection`` is the object given (or a mapping of its fields, as from a config file);
     ``flat`` the flat keywords the caller gave for the same fields (``accepted`` names those
-    it takes: another name is a `TypeError`, as for any unknown keyword). Without a
+    it takes: another name is a `TypeError`, as for any unknown keyword, naming ``caller``, the
+    signature the keywords were given to, e.g. ``LLMJudge.__init__()``). Without a
     connection they build it, and a bad value is named ``owner.key``. With one, a flat
     keyword whose value differs from the connection's is a conflict: `ConfigError` names it.
 
@@ -218,15 +226,11 @@ def connection_for(
     """
     for key in flat:
         if key not in accepted:
-            raise TypeError(f"{owner} got an unexpected keyword argument {key!r}")
+            raise TypeError(f"{caller or owner} got an unexpected keyword argument {key!r}")
     given = dict(flat)
     if "model" in given:
         given["model"] = given["model"] or None  # an empty model name has always meant the default
     if connection is None:
-        if "request_timeout_s" in given and given["request_timeout_s"] is None:
-            # None means "the evaluator's default" only inside a ModelConnection; as a keyword
-            # it was always refused
-            check_number(f"{owner}.request_timeout_s", None, low=0.0, low_open=True)
         built = ModelConnection(**_checked(owner, given))
     else:
         built = _as_connection(owner, connection)

@@ -174,7 +174,8 @@ class SemanticSimilarity(ModelEvaluator):
         """The endpoint and call limits of the ``openai`` backend (defaults filled in); else None."""
         for key in connection_keywords:
             if key not in EMBEDDING_KEYWORDS:
-                raise TypeError(f"semantic got an unexpected keyword argument {key!r}")
+                signature = f"{type(self).__name__}.__init__()"
+                raise TypeError(f"{signature} got an unexpected keyword argument {key!r}")
         if connection is not None and backend != "openai":
             accepted = "None unless backend='openai' (a local or callable backend calls no server)"
             raise ConfigError("semantic.connection", connection, accepted)
@@ -196,6 +197,7 @@ class SemanticSimilarity(ModelEvaluator):
                 default_model=DEFAULT_OPENAI_MODEL,
                 default_timeout_s=_REQUEST_TIMEOUT_S,
                 accepted=(*EMBEDDING_KEYWORDS, "model"),
+                caller=f"{type(self).__name__}.__init__()",
             )
             if self.connection.azure_endpoint:
                 raise ConfigError(
