@@ -4,7 +4,8 @@ An *integration* is a separate distribution (``tracesim-openai``, ``tracesim-ant
 ``tracesim-langchain``, or one of your own) that turns another library's calls into spans in
 tracesim's traces. It imports only this module (and tracesim's other public names), and
 registers one object under the entry-point group `ENTRY_POINT_GROUP`; tracesim finds it there
-when ``tracesim.instrument_<name>()`` or ``configure(instrument=[...])`` asks for it by name.
+when ``configure(instrument=[...])`` or ``TRACESIM_INSTRUMENT`` names it (for tracesim's own
+integrations also ``tracesim.instrument_<name>()``).
 
 The module is named for what its users write: instrumentation, as in OpenTelemetry's
 ``opentelemetry.instrumentation`` packages. It is kept to what an integration needs:
@@ -46,6 +47,7 @@ from opentelemetry.util.types import Attributes
 
 from tracesim import _runtime
 from tracesim._capture import capture_value
+from tracesim._config import INTEGRATIONS_GROUP
 from tracesim._errors import TracesimError
 from tracesim._internal_errors import internal_error
 from tracesim._own_model_calls import in_model_call
@@ -58,7 +60,7 @@ __all__ = [
     "MissingIntegrationError",
 ]
 
-ENTRY_POINT_GROUP = "tracesim.integrations"
+ENTRY_POINT_GROUP = INTEGRATIONS_GROUP
 """The entry-point group integrations register in: the name is the one users write
 (``instrument_openai()``, ``instrument=["openai"]``, the extra ``tracesim[openai]``), the
 object an `Integration`."""

@@ -87,3 +87,55 @@ def test_an_unsupported_installed_version_is_an_error_not_a_silent_no_op() -> No
     assert "pip install -U 'tracesim[future]'" in message
     assert instrumented == []
     assert integration._instrumentor is None
+
+
+# A third-party integration: a module and the metadata of a distribution that registers it.
+THIRD_PARTY = """
+import json, os
+STATE = os.environ["STATE_FILE"]
+
+class Integration:
+    def instrument(self, capture):
+        with open(STATE, "a") as f:
+            f.write(json.dumps(["on", capture]) + "\\n")
+        return True
+
+    def uninstrument(self):
+        with open(STATE, "a") as f:
+            f.write(json.dumps(["off"]) + "\\n")
+
+integration = Integration()
+"""
+
+
+def test_configure_turns_on_any_installed_integration_by_its_registered_name(
+    run_python: Any, tmp_path: Path
+) -> None:
+    """An integration of one's own is a distribution registering under the entry-point group:
+    ``configure(instrument=[...])`` takes its name as it takes tracesim's; an unregistered name
+    stays a ConfigError naming what is accepted."""
+    site = tmp_path / "site"
+    (site / "mylib_tracing-1.0.dist-info").mkdir(parents=True)
+    (site / "mylib_tracing.py").write_text(THIRD_PARTY, encoding="utf-8")
+    (site / "mylib_tracing-1.0.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: mylib-tracing\nVersion: 1.0\n", encoding="utf-8"
+    )
+    (site / "mylib_tracing-1.0.dist-info" / "entry_points.txt").write_text(
+        f"[{ENTRY_POINT_GROUP}]\nmylib = mylib_tracing:integration\n", encoding="utf-8"
+    )
+    state = tmp_path / "state.jsonl"
+    code = (
+        "import tracesim\n"
+        "tracesim.configure(service_name='t', exporters='none', instrument=['mylib'])\n"
+        "try:\n"
+        "    tracesim.configure(service_name='t', exporters='none', instrument=['nosuchlib'])\n"
+        "except tracesim.ConfigError as exc:\n"
+        "    print(exc.setting, '|', exc.accepted)\n"
+    )
+    done = run_python(code, cwd=tmp_path, env={"PYTHONPATH": str(site), "STATE_FILE": str(state)})
+    assert done.returncode == 0, done.stderr
+    assert state.read_text(encoding="utf-8").splitlines() == ['["on", null]']
+    setting, accepted = done.stdout.strip().split(" | ")
+    assert setting == "instrument"
+    assert "openai, anthropic, langchain" in accepted
+    assert ENTRY_POINT_GROUP in accepted

@@ -46,6 +46,8 @@ class Redactor(Protocol):
 
 
 INTEGRATIONS = ("openai", "anthropic", "langchain")
+# The entry-point group integrations register in (tracesim.instrumentation.ENTRY_POINT_GROUP)
+INTEGRATIONS_GROUP = "tracesim.integrations"
 """Libraries `configure(instrument=...)` can trace."""
 
 
@@ -249,8 +251,9 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "instrument",
-        parse.names_of(INTEGRATIONS),
-        f"a list of {', '.join(INTEGRATIONS)}, or 'none'",
+        parse.integration_names(INTEGRATIONS, INTEGRATIONS_GROUP),
+        f"a list of {', '.join(INTEGRATIONS)} or the name of an installed integration "
+        f"(registered under the {INTEGRATIONS_GROUP} entry points), or 'none'",
         "libraries whose calls become spans (each needs its extra, e.g. tracesim[openai])",
         ("TRACESIM_INSTRUMENT",),
     ),

@@ -111,6 +111,31 @@ def names_of(options: Sequence[str]) -> Callable[[Any], tuple[str, ...]]:
     return parse
 
 
+def integration_names(builtin: Sequence[str], group: str) -> Callable[[Any], tuple[str, ...]]:
+    """Names of integrations: tracesim's own (``builtin``), or any name an installed distribution
+    registers under the entry-point ``group`` (looked up only for a name not built in, so the
+    common case reads no package metadata)."""
+
+    def parse(value: Any) -> tuple[str, ...]:
+        items = value.split(",") if isinstance(value, str) else value
+        if not isinstance(items, (list, tuple)):
+            raise ValueError
+        names = tuple(str(i).strip() for i in items if str(i).strip())
+        if tuple(n.lower() for n in names) in (("none",), ()):
+            return ()
+        names = tuple(n.lower() if n.lower() in builtin else n for n in names)
+        unknown = [n for n in names if n not in builtin]
+        if unknown:
+            from importlib.metadata import entry_points
+
+            registered = {entry_point.name for entry_point in entry_points(group=group)}
+            if any(n not in registered for n in unknown):
+                raise ValueError
+        return names
+
+    return parse
+
+
 def exporters(value: Any) -> tuple[Any, ...]:
     from opentelemetry.sdk.trace.export import SpanExporter
 
