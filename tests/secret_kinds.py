@@ -1,9 +1,9 @@
 """One secret of each kind tracesim promises to redact, shared by the tests of its outputs.
 
 Each kind maps to ``(secret, fragment)``: the fragment is the secret's distinctive body, which
-must appear nowhere in what tracesim writes, escaped or not. The key, bearer, e-mail and URL
-password are the ones the span tests plant (`test_redaction_export.SECRETS`); a PEM block is
-added. (Not named ``secrets``: the tests' folder is on ``sys.path`` and would hide the standard
+must appear nowhere in what tracesim writes, escaped or not. `SECRETS` is the table the span
+tests plant (``tests/redact``); `KINDS` takes its key, bearer, e-mail and URL password and adds a
+PEM block. (Not named ``secrets``: the tests' folder is on ``sys.path`` and would hide the standard
 library's module.)
 
 Example:
@@ -13,9 +13,26 @@ Example:
 
 from __future__ import annotations
 
-from test_redaction_export import SECRETS as _SPAN_SECRETS
+__all__ = ["KINDS", "PEM", "SECRETS", "leaked"]
 
-__all__ = ["KINDS", "PEM", "leaked"]
+# One secret of each kind the built-in patterns promise to catch, with a fragment that must
+# never appear anywhere in the output (the secret's distinctive body).
+SECRETS: dict[str, tuple[str, str]] = {
+    "email": ("marie.curie@sorbonne.fr", "marie.curie@sorbonne"),
+    "openai": ("sk-proj-Abc123Def456Ghi789Jkl012Mno345", "Abc123Def456Ghi789"),
+    "github_pat": (
+        "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRS",
+        "abcdefghijklmnopqrstuvwxyz",
+    ),
+    "aws_temporary": ("ASIAIOSFODNN7EXAMPLE", "IOSFODNN7EXAMPLE"),
+    "aws_secret": ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI"),
+    "url_password": ("postgres://admin:hunter2pass@localhost/db", "hunter2pass"),
+    "escaped_json": ('{"arguments": "{\\"api_key\\": \\"abc123secretvalue\\"}"}', "abc123secretvalue"),
+    "bearer": (
+        "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.abcdefghijk",
+        "eyJzdWIiOiIxMjM0NTY3ODkwIn0",
+    ),
+}
 
 PEM = (
     "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAq7BFUpkGp3+XQ0qfT8wLVkGwvD3f\n"
@@ -23,10 +40,10 @@ PEM = (
 )
 
 KINDS: dict[str, tuple[str, str]] = {
-    "openai": _SPAN_SECRETS["openai"],
-    "bearer": _SPAN_SECRETS["bearer"],
-    "email": _SPAN_SECRETS["email"],
-    "url_password": _SPAN_SECRETS["url_password"],
+    "openai": SECRETS["openai"],
+    "bearer": SECRETS["bearer"],
+    "email": SECRETS["email"],
+    "url_password": SECRETS["url_password"],
     "pem": (PEM, "MIIEowIBAAKCAQEAq7BF"),
 }
 

@@ -15,7 +15,7 @@ and Arrow writers (``to_parquet``, ``to_csv``, a frame's ``to_json``, ``write_ta
 argparse's help to a raw stream and rich consoles not built on ``tracesim._outputs.stream``.
 What it cannot see: a stream reached through another name (``out = sys.stdout; out.write(...)``)
 and writers of other libraries reached another way (a logging handler: the ``tracesim`` logger's
-filter redacts every record, see ``tests/test_log_redaction.py``); the writer table covers those
+filter redacts every record, see ``tests/redact/test_log_redaction.py``); the writer table covers those
 outputs by what they wrote.
 """
 

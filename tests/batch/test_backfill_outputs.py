@@ -14,7 +14,7 @@ pytest.importorskip("pandas", reason="the batch tests need the 'dask' extra (pan
 
 from batchdata import traced_file
 from otlp_sink import OtlpSink, refused_url
-from test_redaction_export import SECRETS
+from secret_kinds import SECRETS
 
 from tracesim.batch import Spans, backfill, score
 from tracesim.batch._backfill import LEDGER

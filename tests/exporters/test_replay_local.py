@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import pytest
 from _scored import write_scored_file
 from opentelemetry.sdk.trace import ReadableSpan
-from test_redaction_export import SECRETS
+from secret_kinds import SECRETS
 
 from tracesim import _outputs
 from tracesim.batch import replay

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Iterator
 
 import pytest
-from test_redaction_export import SECRETS
+from secret_kinds import SECRETS
 
 import tracesim
 from tracesim import _outputs

@@ -19,6 +19,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from opentelemetry import trace as otel_trace
 from opentelemetry.trace import Link
+from secret_kinds import SECRETS
 
 import tracesim
 from tracesim._redact import PATTERN_GROUPS, Redactor
@@ -26,25 +27,6 @@ from tracesim.evaluators import Evaluator, Measurement
 from tracesim.exporters import ConsoleExporter
 from tracesim.exporters._redacting import Redaction
 from tracesim.tracefile import load_spans
-
-# One secret of each kind the built-in patterns promise to catch, with a fragment that must
-# never appear anywhere in the output (the secret's distinctive body).
-SECRETS: dict[str, tuple[str, str]] = {
-    "email": ("marie.curie@sorbonne.fr", "marie.curie@sorbonne"),
-    "openai": ("sk-proj-Abc123Def456Ghi789Jkl012Mno345", "Abc123Def456Ghi789"),
-    "github_pat": (
-        "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRS",
-        "abcdefghijklmnopqrstuvwxyz",
-    ),
-    "aws_temporary": ("ASIAIOSFODNN7EXAMPLE", "IOSFODNN7EXAMPLE"),
-    "aws_secret": ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI"),
-    "url_password": ("postgres://admin:hunter2pass@localhost/db", "hunter2pass"),
-    "escaped_json": ('{"arguments": "{\\"api_key\\": \\"abc123secretvalue\\"}"}', "abc123secretvalue"),
-    "bearer": (
-        "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.abcdefghijk",
-        "eyJzdWIiOiIxMjM0NTY3ODkwIn0",
-    ),
-}
 
 
 def _configure(tmp_path: Path, **settings: Any) -> Path:
