@@ -176,7 +176,7 @@ def test_a_baseline_within_the_limits_still_compares(workdir: Path) -> None:
 @pytest.fixture
 def scored(tmp_path: Path) -> Path:
     pytest.importorskip("pandas", reason="backfill needs the 'dask' extra (pandas)")
-    sys.path.insert(0, str(Path(__file__).parent / "batch"))
+    sys.path.insert(0, str(Path(__file__).parents[1] / "batch"))
     try:
         from batchdata import traced_file
     finally:
@@ -218,7 +218,7 @@ def test_a_torn_backfill_ledger_line_still_costs_only_a_resend(scored: Path) -> 
 
 
 def test_replay_skips_trace_lines_over_the_limits_naming_them_and_sends_the_rest(tmp_path: Path) -> None:
-    sys.path.insert(0, str(Path(__file__).parent))
+    sys.path.insert(0, str(Path(__file__).parents[1]))
     try:
         from otlp_sink import OtlpSink
     finally:
