@@ -318,7 +318,7 @@ def test_the_readme_rules_compile(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     (tmp_path / "golden.jsonl").write_text(json.dumps({"question": "q", "expected": "a"}) + "\n")
     from tracesim._scoring._selection import compile_rules
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     blocks = [b.split("```", 1)[0] for b in readme.split("```yaml")[1:]]
     rules = [yaml.safe_load(_dedent(b))["evaluators"] for b in blocks if b.lstrip().startswith("evaluators:")]
     assert rules, "the README shows rules"
