@@ -11,13 +11,19 @@ are bad rows naming the limit, with eval's wording, and the worker's peak memory
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
-from test_bounded_trace_files import _BOUND_MB, _LONG, child
 
 from tracesim.batch._records import Columns
 from tracesim.cli._eval_io import read_rows
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "tracefile"))
+try:
+    from test_bounded_trace_files import _BOUND_MB, _LONG, child
+finally:
+    sys.path.pop(0)
 
 SCORE = """
 import json, resource, sys

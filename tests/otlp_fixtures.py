@@ -1,4 +1,7 @@
-"""Fixtures of the exporter tests: the scripted OTLP/HTTP endpoint (``tests/otlp_sink.py``)."""
+"""Fixtures of the exporter and replay tests: the scripted OTLP/HTTP endpoint (``tests/otlp_sink.py``).
+
+``tests/conftest.py`` imports them, so tests/exporters and tests/batch (replay) both reach them.
+"""
 
 from __future__ import annotations
 
