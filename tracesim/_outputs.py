@@ -9,7 +9,7 @@ module, which run the same redaction over it: the running configuration's (its
 patterns of ``tracesim.yaml`` and the environment. Values are not cut here: an output keeps
 what its writer chose to keep, less the secrets.
 
-A test (``tests/test_outputs.py``) holds the structure: no module of tracesim writes a file or
+A test (``tests/outputs/test_outputs.py``) holds the structure: no module of tracesim writes a file or
 a stream by other means than these, and every writer is tried with a secret of every kind in
 every field.
 
