@@ -18,6 +18,7 @@ import pytest
         "tracesim._export_queue",
         "tracesim._errors",
         "tracesim._internal_errors",
+        "tracesim.runs",
     ],
 )
 def test_the_docstring_examples_run(module: str) -> None:
