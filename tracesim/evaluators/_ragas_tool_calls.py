@@ -1,0 +1,189 @@
+"""Tool-call scores that give the same numbers as ragas' ``ToolCallAccuracy`` and ``ToolCallF1``.
+
+``tool_call_accuracy``: are the tool names the expected sequence, and what share of the expected
+arguments did each call get right (values compared as ``str()``)? ``tool_call_f1``: the F1 of the
+*sets* of (name, arguments) of the two sides, so repeated calls count once. Both read the run's
+tool calls (every call, failed ones too, as ragas reads the calls a model made).
+
+Example:
+    >>> from tracesim.evaluators._ragas_tool_calls import ToolCallAccuracy, ToolCallF1
+    >>> actual = [{"name": "weather", "arguments": {"city": "Paris", "days": 3}}]
+    >>> expected = [{"name": "weather", "arguments": {"city": "Paris", "days": "3"}}]
+    >>> ToolCallAccuracy().evaluate(actual, expected).score, ToolCallF1().evaluate(actual, expected).score
+    (1.0, 0.0)
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tracesim.evaluators._base import Measurement
+from tracesim.evaluators._options import check_bool
+from tracesim.evaluators._run_checks import RunEvaluator, actual_calls, call_data, plain
+from tracesim.runs import ToolCall
+
+__all__ = ["ToolCallAccuracy", "ToolCallF1"]
+
+
+def _sort_key(call: ToolCall) -> tuple[str, ...]:
+    """ragas' order for ``strict_order=False``: name, then each argument name and ``str`` of its value."""
+    arguments = plain(call.arguments)
+    if not isinstance(arguments, dict):
+        return (call.name, str(arguments))
+    key = [call.name]
+    for name in sorted(arguments):
+        key += [name, str(arguments[name])]
+    return tuple(key)
+
+
+def _argument_score(got: Any, want: Any) -> tuple[float, list[str], list[str]]:
+    """The share of expected arguments ``got`` has with an equal ``str()``; the keys missing and
+    the keys whose values differ. Text arguments score 1 only against equal text."""
+    if isinstance(got, str) or isinstance(want, str):
+        same = isinstance(got, str) and isinstance(want, str) and got == want
+        return (1.0 if same else 0.0), [], ([] if same else ["(arguments as text)"])
+    if not want:
+        return (1.0 if not got else 0.0), [], []
+    missing = [key for key in want if key not in got]
+    wrong = [key for key in want if key in got and str(got[key]) != str(want[key])]
+    return (len(want) - len(missing) - len(wrong)) / len(want), missing, wrong
+
+
+class ToolCallAccuracy(RunEvaluator):
+    """How accurately the run made the expected tool calls, from 0.0 to 1.0.
+
+    The run's tool names must be the expected sequence (``strict_order``, the default) or the
+    same multiset (``strict_order=False``, where both sides are first sorted by name, argument
+    names and ``str`` of the values); otherwise the score is 0.0. The calls are then paired in
+    order and each pair scores the share of the expected arguments whose values are equal as
+    ``str()`` (so ``1`` equals ``"1"`` but not ``1.0``, and nested mappings in another key order
+    differ); ``{}`` against ``{}`` scores 1, expected ``{}`` against any argument 0. The score is
+    the sum over the number of expected calls. Both sides empty score 1.0, one empty 0.0.
+    Arguments that are text (not a JSON object) score 1 only against the same text. The same
+    numbers as ragas' ``ToolCallAccuracy``; the details name the mismatched pairs, and the
+    missing and extra calls when the names do not line up.
+
+    Example:
+        >>> actual = [{"name": "b", "arguments": {"x": 1}}, {"name": "a", "arguments": {"x": 2}}]
+        >>> expected = [{"name": "a", "arguments": {"x": 2}}, {"name": "b", "arguments": {"x": 1}}]
+        >>> ToolCallAccuracy().evaluate(actual, expected).score
+        0.0
+        >>> ToolCallAccuracy(strict_order=False).evaluate(actual, expected).score
+        1.0
+    """
+
+    type_name = "tool_call_accuracy"
+
+    def __init__(self, *, strict_order: bool = True, **shared: Any) -> None:
+        self.strict_order = check_bool(f"{self.type_name}.strict_order", strict_order)
+        super().__init__(**shared)
+
+    def measure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
+        got: Sequence[ToolCall] = actual_calls(output)
+        want: Sequence[ToolCall] = self._expected(expected)
+        details: dict[str, Any] = {"strict_order": self.strict_order}
+        if not got or not want:
+            details["missing"] = [call_data(call) for call in want]
+            details["extra"] = [call_data(call) for call in got]
+            return Measurement(1.0 if not got and not want else 0.0, details)
+        if not self.strict_order:
+            got, want = sorted(got, key=_sort_key), sorted(want, key=_sort_key)
+        got_names, want_names = [call.name for call in got], [call.name for call in want]
+        aligned = got_names == want_names if self.strict_order else sorted(got_names) == sorted(want_names)
+        details["aligned"] = aligned
+        if not aligned:
+            details["expected_names"], details["actual_names"] = want_names, got_names
+            details["missing"] = _unmatched_by_name(want, got)
+            details["extra"] = _unmatched_by_name(got, want)
+            return Measurement(0.0, details, "the tool names do not line up with the expected ones")
+        total = 0.0
+        mismatched = []
+        for position, (actual, wanted) in enumerate(zip(got, want, strict=True)):
+            got_arguments, want_arguments = plain(actual.arguments), plain(wanted.arguments)
+            score, missing, wrong = _argument_score(got_arguments, want_arguments)
+            total += score
+            if score < 1.0:
+                entry: dict[str, Any] = {
+                    "position": position,
+                    "name": wanted.name,
+                    "score": score,
+                    "expected": want_arguments,
+                    "actual": got_arguments,
+                    "missing_keys": missing,
+                    "mismatched_keys": wrong,
+                }
+                if isinstance(got_arguments, str) or isinstance(want_arguments, str):
+                    entry["compared_as_text"] = True
+                mismatched.append(entry)
+        details["mismatched"] = mismatched
+        return Measurement(total / len(want), details)
+
+
+def _unmatched_by_name(calls: Sequence[ToolCall], others: Sequence[ToolCall]) -> list[dict[str, Any]]:
+    """The calls of ``calls`` whose name ``others`` lacks (counting repeats), in order."""
+    pool = Counter(call.name for call in others)
+    unmatched = []
+    for call in calls:
+        if pool[call.name]:
+            pool[call.name] -= 1
+        else:
+            unmatched.append(call_data(call))
+    return unmatched
+
+
+def _hashable(value: Any) -> Any:
+    """``value`` as ragas hashes it: mappings as frozensets of pairs, lists as tuples."""
+    if isinstance(value, Mapping):
+        return frozenset((key, _hashable(item)) for key, item in value.items())
+    if isinstance(value, (list, tuple)):
+        return tuple(_hashable(item) for item in value)
+    if isinstance(value, (set, frozenset)):
+        return frozenset(_hashable(item) for item in value)
+    return value
+
+
+class ToolCallF1(RunEvaluator):
+    """The F1 of the run's tool calls against the expected ones, as sets, rounded to 4 decimals.
+
+    A call is its name and arguments; both sides become *sets*, so a call made twice counts once
+    (and values Python holds equal, like ``1`` and ``1.0``, are the same). Precision is the share
+    of the run's distinct calls that were expected, recall the share of the distinct expected
+    calls that were made. Both sides empty score 0.0. Text arguments match only the same text.
+    The same numbers as ragas' ``ToolCallF1``; the details list the missing and extra calls.
+
+    Example:
+        >>> search = {"name": "search", "arguments": {"q": "a"}}
+        >>> result = ToolCallF1().evaluate([search, search], [search, {"name": "open"}])
+        >>> result.score, result.details["missing"]
+        (0.6667, [{'name': 'open', 'arguments': {}}])
+    """
+
+    type_name = "tool_call_f1"
+    default_threshold = 0.5
+
+    def measure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
+        got = _distinct(actual_calls(output))
+        want = _distinct(self._expected(expected))
+        matched = got.keys() & want.keys()
+        true_positives = len(matched)
+        precision = true_positives / len(got) if got else 0.0
+        recall = true_positives / len(want) if want else 0.0
+        f1 = 0.0 if precision + recall == 0 else 2 * precision * recall / (precision + recall)
+        details = {
+            "precision": precision,
+            "recall": recall,
+            "matched": true_positives,
+            "missing": [call for key, call in want.items() if key not in got],
+            "extra": [call for key, call in got.items() if key not in want],
+        }
+        return Measurement(round(f1, 4), details)
+
+
+def _distinct(calls: Sequence[ToolCall]) -> dict[Any, dict[str, Any]]:
+    """The distinct (name, arguments) of ``calls``, first seen first, each with its call's data."""
+    distinct: dict[Any, dict[str, Any]] = {}
+    for call in calls:
+        distinct.setdefault((call.name, _hashable(plain(call.arguments))), call_data(call))
+    return distinct

@@ -1,0 +1,431 @@
+"""Run checks that give the same verdicts as pydantic-evals' span-tree evaluators.
+
+``tool_names`` (pydantic-evals ``ToolCorrectness``), ``trajectory`` (``TrajectoryMatch``),
+``tool_arguments`` (``ArgumentCorrectness``) and ``run_budget`` (``MaxToolCalls``, with limits on
+LLM calls, tokens, cost and seconds added). pydantic-evals reads the tool calls of a span tree
+in start order and leaves out the calls that failed unless ``include_failed`` is set; here the
+calls come from a `tracesim.runs.Run` (or a plain list of tool calls) in the same order, and a
+call failed when it (or the tool step that ran it) has an error.
+
+The module also holds the helpers every run evaluator uses to read its two sides: the actual
+calls (a `Run`, a list of calls or JSON text of one) and the expected calls (an `Expected` or a
+list).
+
+Example:
+    >>> from tracesim.evaluators._run_checks import Trajectory
+    >>> Trajectory(order="in_order").evaluate(
+    ...     [{"name": "search"}, {"name": "fetch"}, {"name": "answer"}],
+    ...     [{"name": "search"}, {"name": "answer"}],
+    ... ).score
+    0.8
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from tracesim._errors import ConfigError
+from tracesim.evaluators._base import Evaluator, Measurement
+from tracesim.evaluators._options import check_bool, check_choice, check_int, check_number
+from tracesim.evaluators._result import EvalResult
+from tracesim.runs import Expected, Run, ToolCall, _thawed, parse_arguments, tool_calls
+
+__all__ = ["RunBudget", "ToolArguments", "ToolNames", "Trajectory"]
+
+_NO_EXPECTED_CALLS = "no expected tool calls to compare against"
+
+
+# -- reading the two sides ----------------------------------------------------------------
+
+
+def actual_calls(output: Any, *, include_failed: bool = True) -> list[ToolCall]:
+    """The tool calls of ``output`` in start order: a `Run`'s, or a list of calls (or JSON text of
+    one) checked by `tracesim.runs.tool_calls`. Calls that failed are left out unless
+    ``include_failed``.
+
+    Example:
+        >>> calls = [{"name": "a"}, {"name": "b", "error": "timeout"}]
+        >>> [call.name for call in actual_calls(calls, include_failed=False)]
+        ['a']
+    """
+    if isinstance(output, Run):
+        failed_steps = {
+            id(step.tool_call)
+            for step in output.steps
+            if step.kind == "tool" and step.tool_call and step.error
+        }
+        calls = [(call, call.error is not None or id(call) in failed_steps) for call in output.tool_calls]
+    else:
+        calls = [(call, call.error is not None) for call in tool_calls(output, "output")]
+    return [call for call, failed in calls if include_failed or not failed]
+
+
+def expected_calls(expected: Any) -> tuple[ToolCall, ...] | None:
+    """The expected tool calls: an `Expected`'s (None when it names none), or a list of calls."""
+    if isinstance(expected, Expected):
+        return None if expected.tool_calls is None else tuple(expected.tool_calls)
+    return tool_calls(expected, "expected")
+
+
+def plain(arguments: Any) -> Any:
+    """A call's arguments as plain JSON-like data (read-only views thawed)."""
+    return _thawed(arguments)
+
+
+def call_data(call: ToolCall) -> dict[str, Any]:
+    """A call as JSON-like details: its name and arguments."""
+    return {"name": call.name, "arguments": plain(call.arguments)}
+
+
+class RunEvaluator(Evaluator):
+    """Base of the run evaluators: ``scores_runs`` set, and an `Expected` without tool calls skips."""
+
+    scores_runs: ClassVar[bool] = True
+    score_range = (0.0, 1.0)
+    default_threshold = 1.0
+
+    def evaluate(self, output: Any, expected: Any, *, input: Any = None) -> EvalResult:
+        """Score the run ``output`` against ``expected`` (skipped when no tool calls are expected)."""
+        if self.requires_expected and isinstance(expected, Expected) and expected.tool_calls is None:
+            return EvalResult(
+                name=self.name, threshold=self.threshold, status="skipped", explanation=_NO_EXPECTED_CALLS
+            )
+        return super().evaluate(output, expected, input=input)
+
+    def _expected(self, expected: Any) -> tuple[ToolCall, ...]:
+        calls = expected_calls(expected)
+        if calls is None:  # reached only when evaluate() is bypassed
+            raise ValueError(_NO_EXPECTED_CALLS)
+        return calls
+
+
+def _count_map(counter: Counter[str]) -> dict[str, int]:
+    return {name: counter[name] for name in sorted(counter)}
+
+
+# -- tool_names ---------------------------------------------------------------------------
+
+
+class ToolNames(RunEvaluator):
+    """1.0 when the run called exactly the expected tools, counted by name, in any order.
+
+    The expected calls' names are a multiset: ``["search", "search"]`` needs two ``search``
+    calls. A missing name fails; an extra call fails unless ``allow_extra``. Names are compared
+    as they are (no case or whitespace folding). Calls that failed are left out unless
+    ``include_failed``. The same verdicts as pydantic-evals' ``ToolCorrectness``; details list
+    the missing and extra names with their counts.
+
+    Example:
+        >>> result = ToolNames().evaluate([{"name": "search"}, {"name": "fetch"}], [{"name": "search"}])
+        >>> result.score, result.details["extra"]
+        (0.0, {'fetch': 1})
+        >>> calls = [{"name": "search"}, {"name": "fetch"}]
+        >>> ToolNames(allow_extra=True).evaluate(calls, [{"name": "search"}]).score
+        1.0
+    """
+
+    type_name = "tool_names"
+
+    def __init__(self, *, allow_extra: bool = False, include_failed: bool = False, **shared: Any) -> None:
+        key = self.type_name
+        self.allow_extra = check_bool(f"{key}.allow_extra", allow_extra)
+        self.include_failed = check_bool(f"{key}.include_failed", include_failed)
+        super().__init__(**shared)
+
+    def measure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
+        actual = Counter(call.name for call in actual_calls(output, include_failed=self.include_failed))
+        wanted = Counter(call.name for call in self._expected(expected))
+        missing, extra = wanted - actual, actual - wanted
+        passed = not missing and (not extra or self.allow_extra)
+        details: dict[str, Any] = {
+            "missing": _count_map(missing),
+            "extra": _count_map(extra),
+            "allow_extra": self.allow_extra,
+            "include_failed": self.include_failed,
+        }
+        problems = []
+        if missing:
+            problems.append(
+                "missing " + ", ".join(f"{name!r} x{n}" for name, n in details["missing"].items())
+            )
+        if extra and not self.allow_extra:
+            problems.append(
+                "unexpected " + ", ".join(f"{name!r} x{n}" for name, n in details["extra"].items())
+            )
+        return Measurement(1.0 if passed else 0.0, details, "; ".join(problems) or None)
+
+
+# -- trajectory ---------------------------------------------------------------------------
+
+TRAJECTORY_ORDERS = ("exact", "in_order", "any_order")
+
+
+def lcs_length(first: list[str], second: list[str]) -> int:
+    """The length of the longest common subsequence of two name sequences.
+
+    Example:
+        >>> lcs_length(["a", "b", "c", "d"], ["a", "c", "x", "d"])
+        3
+    """
+    if not first or not second:
+        return 0
+    previous = [0] * (len(second) + 1)
+    for item in first:
+        current = [0]
+        for j, other in enumerate(second):
+            current.append(previous[j] + 1 if item == other else max(previous[j + 1], current[j]))
+        previous = current
+    return previous[-1]
+
+
+def _f1(precision: float, recall: float) -> float:
+    return 0.0 if precision + recall == 0 else 2 * precision * recall / (precision + recall)
+
+
+class Trajectory(RunEvaluator):
+    """How well the run's sequence of tool names follows the expected one (names only).
+
+    ``order``: ``exact`` (the default) scores 1.0 when the two name lists are equal, else 0.0;
+    ``in_order`` scores the F1 of the longest common subsequence (precision over the actual
+    calls, recall over the expected ones); ``any_order`` the F1 of the multiset overlap. Two
+    empty trajectories score 1.0 in every mode, one empty one 0.0. Calls that failed are left
+    out unless ``include_failed``. The same numbers as pydantic-evals' ``TrajectoryMatch``
+    (whose default order is ``in_order``; here it is ``exact``).
+
+    Example:
+        >>> calls = [{"name": "fetch"}, {"name": "search"}]
+        >>> Trajectory(order="any_order").evaluate(calls, [{"name": "search"}, {"name": "fetch"}]).score
+        1.0
+        >>> Trajectory().evaluate(calls, [{"name": "search"}, {"name": "fetch"}]).score
+        0.0
+    """
+
+    type_name = "trajectory"
+
+    def __init__(self, *, order: str = "exact", include_failed: bool = False, **shared: Any) -> None:
+        key = self.type_name
+        self.order = check_choice(f"{key}.order", order, TRAJECTORY_ORDERS)
+        self.include_failed = check_bool(f"{key}.include_failed", include_failed)
+        super().__init__(**shared)
+
+    def measure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
+        actual = [call.name for call in actual_calls(output, include_failed=self.include_failed)]
+        wanted = [call.name for call in self._expected(expected)]
+        missing = _count_map(Counter(wanted) - Counter(actual))
+        extra = _count_map(Counter(actual) - Counter(wanted))
+        details: dict[str, Any] = {
+            "order": self.order,
+            "expected": wanted,
+            "actual": actual,
+            "missing": missing,
+            "extra": extra,
+        }
+        if self.order == "exact":
+            return Measurement(1.0 if actual == wanted else 0.0, details)
+        if not actual and not wanted:
+            return Measurement(1.0, details, "both trajectories are empty")
+        if self.order == "any_order":
+            common = sum((Counter(wanted) & Counter(actual)).values())
+            details["overlap"] = common
+        else:
+            common = lcs_length(actual, wanted)
+            details["lcs"] = common
+        precision = common / len(actual) if actual else 0.0
+        recall = common / len(wanted) if wanted else 0.0
+        details["precision"], details["recall"] = precision, recall
+        return Measurement(_f1(precision, recall), details)
+
+
+# -- tool_arguments -----------------------------------------------------------------------
+
+ARGUMENT_MATCHES = ("subset", "exact")
+
+
+class ToolArguments(RunEvaluator):
+    """1.0 when one call of ``tool`` got the expected ``arguments``.
+
+    The call checked is the ``occurrence``-th call of ``tool`` (0-based; ``"first"`` and
+    ``"last"`` work too) among the run's calls, failed ones left out unless ``include_failed``.
+    ``match="subset"`` (the default) needs each expected top-level key present with an equal
+    value (Python ``==``, so ``1 == 1.0``; nested values are compared whole); ``"exact"`` also
+    fails on keys that were not expected. Arguments that are not a JSON object (kept as text)
+    fail, and the details say so. The expectation is in the options, so no expected value is
+    needed. The same verdicts as pydantic-evals' ``ArgumentCorrectness``.
+
+    Example:
+        >>> check = ToolArguments(tool="lookup", arguments={"city": "Warsaw"})
+        >>> check.evaluate([{"name": "lookup", "arguments": {"city": "Warsaw", "unit": "C"}}], None).score
+        1.0
+        >>> result = ToolArguments(tool="lookup", arguments={"city": "Warsaw"}, match="exact").evaluate(
+        ...     [{"name": "lookup", "arguments": {"city": "Warsaw", "unit": "C"}}], None
+        ... )
+        >>> result.score, result.details["extra_keys"]
+        (0.0, ['unit'])
+    """
+
+    type_name = "tool_arguments"
+    requires_expected = False
+
+    def __init__(
+        self,
+        *,
+        tool: str,
+        arguments: Mapping[str, Any] | str,
+        match: str = "subset",
+        occurrence: int | str = 0,
+        include_failed: bool = False,
+        **shared: Any,
+    ) -> None:
+        key = self.type_name
+        if not isinstance(tool, str) or not tool:
+            raise ConfigError(f"{key}.tool", tool, "the tool's name, a non-empty string")
+        self.tool = tool
+        parsed = parse_arguments(arguments) if isinstance(arguments, (str, Mapping)) else arguments
+        if not isinstance(parsed, dict):
+            raise ConfigError(f"{key}.arguments", arguments, "a mapping of argument names to values")
+        self.arguments: dict[str, Any] = parsed
+        self.match = check_choice(f"{key}.match", match, ARGUMENT_MATCHES)
+        self.occurrence: int | str
+        if isinstance(occurrence, str):
+            if occurrence not in ("first", "last"):
+                raise ConfigError(f"{key}.occurrence", occurrence, "a 0-based index, 'first' or 'last'")
+            self.occurrence = occurrence
+        else:
+            self.occurrence = int(check_int(f"{key}.occurrence", occurrence, low=0) or 0)
+        self.include_failed = check_bool(f"{key}.include_failed", include_failed)
+        super().__init__(**shared)
+
+    def measure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
+        calls = [
+            call
+            for call in actual_calls(output, include_failed=self.include_failed)
+            if call.name == self.tool
+        ]
+        details: dict[str, Any] = {
+            "tool": self.tool,
+            "occurrence": self.occurrence,
+            "match": self.match,
+            "calls_of_tool": len(calls),
+        }
+        if not calls:
+            return Measurement(0.0, details, f"no calls of {self.tool!r}")
+        occurrence = self.occurrence
+        index = 0 if occurrence == "first" else len(calls) - 1 if occurrence == "last" else int(occurrence)
+        if index >= len(calls):
+            return Measurement(
+                0.0, details, f"{self.tool!r} was called {len(calls)} time(s); no occurrence {index}"
+            )
+        call = calls[index]
+        got = plain(call.arguments)
+        details["actual"] = got
+        if not isinstance(got, dict):
+            details["arguments_text"] = True
+            return Measurement(0.0, details, f"the arguments of {self.tool!r} are text, not a JSON object")
+        missing = [key for key in self.arguments if key not in got]
+        mismatched = {
+            key: {"expected": value, "actual": got[key]}
+            for key, value in self.arguments.items()
+            if key in got and got[key] != value
+        }
+        extra = [key for key in got if key not in self.arguments] if self.match == "exact" else []
+        details.update(missing_keys=missing, mismatched=mismatched, extra_keys=extra)
+        passed = not missing and not mismatched and not extra
+        return Measurement(1.0 if passed else 0.0, details)
+
+
+# -- run_budget ---------------------------------------------------------------------------
+
+_COUNT_LIMITS = ("max_tool_calls", "max_llm_calls", "max_tokens")
+_AMOUNT_LIMITS = ("max_cost_usd", "max_duration_s")
+
+
+class RunBudget(RunEvaluator):
+    """1.0 when the run stayed within every limit given, else 0.0.
+
+    Limits (give at least one; each is inclusive, as in pydantic-evals' ``MaxToolCalls``):
+    ``max_tool_calls`` (failed calls count unless ``include_failed=False``, as there),
+    ``max_llm_calls``, ``max_tokens`` (input and output), ``max_cost_usd`` and
+    ``max_duration_s``. The details give each limit's value and the run's, and for each broken
+    one by how much it was exceeded. A limit the run cannot tell (cost or duration unknown, or
+    anything but tool calls when the output is a plain list of calls) is not checked, and the
+    details say it is unknown. No expected value is needed.
+
+    Example:
+        >>> from tracesim.runs import Run, Step
+        >>> run = Run(steps=(Step(kind="llm", name="chat", input_tokens=900, output_tokens=300),))
+        >>> result = RunBudget(max_tokens=1000, max_llm_calls=2).evaluate(run, None)
+        >>> result.score, result.details["exceeded"]
+        (0.0, {'max_tokens': {'limit': 1000, 'actual': 1200, 'over': 200}})
+    """
+
+    type_name = "run_budget"
+    requires_expected = False
+
+    def __init__(
+        self,
+        *,
+        max_tool_calls: int | None = None,
+        max_llm_calls: int | None = None,
+        max_tokens: int | None = None,
+        max_cost_usd: float | None = None,
+        max_duration_s: float | None = None,
+        include_failed: bool = True,
+        **shared: Any,
+    ) -> None:
+        key = self.type_name
+        given = {
+            "max_tool_calls": max_tool_calls,
+            "max_llm_calls": max_llm_calls,
+            "max_tokens": max_tokens,
+            "max_cost_usd": max_cost_usd,
+            "max_duration_s": max_duration_s,
+        }
+        self.limits: dict[str, float] = {}
+        for option in _COUNT_LIMITS:
+            value = check_int(f"{key}.{option}", given[option], low=0, allow_none=True)
+            if value is not None:
+                self.limits[option] = value
+        for option in _AMOUNT_LIMITS:
+            amount = check_number(f"{key}.{option}", given[option], low=0.0, allow_none=True)
+            if amount is not None:
+                self.limits[option] = amount
+        if not self.limits:
+            accepted = "at least one of " + ", ".join(_COUNT_LIMITS + _AMOUNT_LIMITS)
+            raise ConfigError(f"{key}.max_tool_calls", None, accepted)
+        self.include_failed = check_bool(f"{key}.include_failed", include_failed)
+        super().__init__(**shared)
+
+    def _usage(self, output: Any) -> dict[str, float | None]:
+        tools = len(actual_calls(output, include_failed=self.include_failed))
+        if not isinstance(output, Run):
+            return {"max_tool_calls": tools}
+        return {
+            "max_tool_calls": tools,
+            "max_llm_calls": output.llm_calls,
+            "max_tokens": output.tokens,
+            "max_cost_usd": output.cost_usd,
+            "max_duration_s": output.duration_s,
+        }
+
+    def measure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
+        usage = self._usage(output)
+        checked: dict[str, Any] = {}
+        exceeded: dict[str, Any] = {}
+        unknown: list[str] = []
+        for option, limit in self.limits.items():
+            actual = usage.get(option)
+            if actual is None or (isinstance(actual, float) and math.isnan(actual)):
+                unknown.append(option)
+                continue
+            checked[option] = {"limit": limit, "actual": actual}
+            if actual > limit:
+                exceeded[option] = {"limit": limit, "actual": actual, "over": actual - limit}
+        details = {"limits": checked, "exceeded": exceeded, "unknown": unknown}
+        explanation = "; ".join(
+            f"{option}: {info['actual']:g} > {info['limit']:g} (over by {info['over']:g})"
+            for option, info in exceeded.items()
+        )
+        return Measurement(0.0 if exceeded else 1.0, details, explanation or None)
