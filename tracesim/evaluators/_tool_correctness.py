@@ -1,0 +1,250 @@
+"""``tool_correctness``: how much of the expected tool calling a run did, from 0 to 1.
+
+Gives the numbers of deepeval's ``ToolCorrectnessMetric`` (deepeval 4.3.1), its deterministic
+part: the package's score is the lower of a tool-calling score and a tool-selection score, and
+the selection score is 1 unless a list of available tools is judged by a model, which is out of
+scope here. So the score is the tool-calling score, computed as the package computes it (the
+same float operations in the same order, so the same floats).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from tracesim._errors import ConfigError
+from tracesim.evaluators._base import DEFAULT, Evaluator, Measurement, _Default
+from tracesim.evaluators._options import check_bool
+from tracesim.evaluators._result import EvalResult
+from tracesim.evaluators._trajectory_match import expected_calls, output_calls
+from tracesim.runs import Expected, ToolCall
+
+__all__ = ["ToolCorrectness"]
+
+PARAMS = ("input_parameters", "output")
+
+
+class ToolCorrectness(Evaluator):
+    """The share of expected tool calls the run made (0…1), as deepeval's ToolCorrectnessMetric.
+
+    By default each expected call, in order, takes the unmatched actual call of its name that
+    earns the most credit (the first on ties); the score is the credit summed over the expected
+    calls divided by their number. Credit is 1 for the name alone; with ``params`` holding
+    ``input_parameters`` it is the share of equal argument keys over the union of both calls'
+    keys (nested objects earn their own share); with ``output`` a different output earns 0.
+    ``consider_ordering``: the weighted longest common subsequence over the number of expected
+    calls. ``exact_match``: 1 only if the lists agree position by position (names, and the
+    ``params`` compared whole), else 0. Extra calls never lower the score. As in the package,
+    matched calls are remembered by (name, arguments, output), so two identical actual calls
+    count once. No expected calls: 1 when none were made, else 0. ``strict_mode``: the
+    threshold is 1 and any score below 1 becomes 0. Arguments that are text (not a JSON
+    object) earn credit only when equal as text; ``details["arguments_as_text"]`` names them.
+
+    Example:
+        >>> expected = [{"name": "search", "arguments": {"q": "warsaw", "n": 3}}, {"name": "answer"}]
+        >>> actual = [{"name": "search", "arguments": {"q": "warsaw", "n": 5}}]
+        >>> ToolCorrectness().evaluate(actual, expected).score
+        0.5
+        >>> result = ToolCorrectness(params=["input_parameters"]).evaluate(actual, expected)
+        >>> result.score, result.details["missing"]
+        (0.25, [{'name': 'answer', 'arguments': {}}])
+    """
+
+    type_name = "tool_correctness"
+    default_threshold = 0.5
+    score_range = (0.0, 1.0)
+    scores_runs: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        *,
+        consider_ordering: bool = False,
+        exact_match: bool = False,
+        params: Sequence[str] = (),
+        strict_mode: bool = False,
+        threshold: float | _Default | None = DEFAULT,
+        **shared: Any,
+    ) -> None:
+        key = self.type_name
+        self.consider_ordering = check_bool(f"{key}.consider_ordering", consider_ordering)
+        self.exact_match = check_bool(f"{key}.exact_match", exact_match)
+        self.strict_mode = check_bool(f"{key}.strict_mode", strict_mode)
+        accepted = "a list of any of 'input_parameters', 'output'"
+        if isinstance(params, str) or not isinstance(params, Sequence):
+            raise ConfigError(f"{key}.params", params, accepted)
+        for item in params:
+            if item not in PARAMS:
+                raise ConfigError(f"{key}.params", item, accepted)
+        self.params = tuple(dict.fromkeys(params))
+        self._arguments = "input_parameters" in self.params
+        self._output = "output" in self.params
+        if self.strict_mode:
+            if not isinstance(threshold, _Default) and threshold != 1:
+                raise ConfigError(f"{key}.threshold", threshold, "1 (or nothing) with strict_mode")
+            threshold = 1.0
+        super().__init__(threshold=threshold, **shared)
+
+    def evaluate(self, output: Any, expected: Any, *, input: Any = None) -> EvalResult:
+        """Score ``output`` (a `Run` or a list of calls) against the expected calls."""
+        if isinstance(expected, Expected) and expected.tool_calls is None:
+            return EvalResult(
+                name=self.name,
+                threshold=self.threshold,
+                status="skipped",
+                explanation="no expected tool calls",
+            )
+        return super().evaluate(output, expected, input=input)
+
+    def measure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
+        called = list(output_calls(output))
+        wanted = list(expected_calls(expected) or ())
+        details: dict[str, Any] = {
+            "method": "exact_match"
+            if self.exact_match
+            else "ordering"
+            if self.consider_ordering
+            else "any_order",
+            "params": list(self.params),
+        }
+        pairs: list[tuple[int, int, float]] = []
+        if self.exact_match:
+            score = self._exact(called, wanted, details)
+        elif self.consider_ordering:
+            if not wanted:
+                score = 0.0 if called else 1.0
+            else:
+                score = self._ordered(called, wanted, pairs) / len(wanted)
+        else:
+            score = self._greedy(called, wanted, pairs)
+        if not self.exact_match:
+            matched_wanted = {i for i, _, _ in pairs}
+            matched_called = {j for _, j, _ in pairs}
+            details["matched"] = [
+                {"expected": i, "actual": j, "name": wanted[i].name, "credit": credit}
+                for i, j, credit in pairs
+            ]
+            details["missing"] = [call.as_dict() for i, call in enumerate(wanted) if i not in matched_wanted]
+            details["extra"] = [call.as_dict() for j, call in enumerate(called) if j not in matched_called]
+            details["partial"] = [
+                {"expected": wanted[i].as_dict(), "actual": called[j].as_dict(), "credit": credit}
+                for i, j, credit in pairs
+                if credit < 1
+            ]
+        if self.strict_mode and score < 1:
+            score = 0.0
+        texts = sorted({call.name for call in (*called, *wanted) if call.arguments_text})
+        if texts:
+            details["arguments_as_text"] = texts
+        return Measurement(float(score), details)
+
+    def _credit(self, want: ToolCall, got: ToolCall) -> float:
+        credit = 1.0
+        if self._arguments:
+            credit *= _share(want.arguments, got.arguments)
+        if self._output and want.output != got.output:
+            credit = 0.0
+        return credit
+
+    def _exact(self, called: list[ToolCall], wanted: list[ToolCall], details: dict[str, Any]) -> float:
+        if len(called) != len(wanted):
+            details["lengths"] = {"actual": len(called), "expected": len(wanted)}
+            return 0.0
+        for position, (got, want) in enumerate(zip(called, wanted, strict=True)):
+            if (
+                got.name != want.name
+                or (self._arguments and got.arguments != want.arguments)
+                or (self._output and got.output != want.output)
+            ):
+                details["first_difference"] = {
+                    "position": position,
+                    "actual": got.as_dict(),
+                    "expected": want.as_dict(),
+                }
+                return 0.0
+        return 1.0
+
+    def _greedy(
+        self, called: list[ToolCall], wanted: list[ToolCall], pairs: list[tuple[int, int, float]]
+    ) -> float:
+        total = 0.0
+        taken: list[ToolCall] = []  # compared by (name, arguments, output), as the package's set
+        for i, want in enumerate(wanted):
+            best = 0.0
+            best_index = -1
+            for j, got in enumerate(called):
+                if any(_same(got, other) for other in taken):
+                    continue
+                if got.name == want.name:
+                    credit = self._credit(want, got)
+                    if credit > best:
+                        best = credit
+                        best_index = j
+            if best > 0:
+                total += best
+                taken.append(called[best_index])
+                pairs.append((i, best_index, best))
+        if not wanted:
+            return 0.0 if called else 1.0
+        return total / len(wanted)
+
+    def _ordered(
+        self, called: list[ToolCall], wanted: list[ToolCall], pairs: list[tuple[int, int, float]]
+    ) -> float:
+        rows, cols = len(wanted), len(called)
+        table = [[0.0] * (cols + 1) for _ in range(rows + 1)]
+        for i in range(1, rows + 1):
+            want = wanted[i - 1]
+            row, above = table[i], table[i - 1]
+            for j in range(1, cols + 1):
+                got = called[j - 1]
+                if want.name != got.name:
+                    row[j] = max(above[j], row[j - 1])
+                    continue
+                credit = self._credit(want, got)
+                row[j] = max(above[j], row[j - 1], above[j - 1] + credit if credit > 0 else 0)
+        i, j, total = rows, cols, 0.0
+        while i > 0 and j > 0:
+            if table[i][j] == table[i - 1][j]:
+                i -= 1
+            elif table[i][j] == table[i][j - 1]:
+                j -= 1
+            else:
+                gained = table[i][j] - table[i - 1][j - 1]
+                total += gained
+                pairs.append((i - 1, j - 1, gained))
+                i, j = i - 1, j - 1
+        pairs.reverse()
+        return total
+
+    def __repr__(self) -> str:
+        return (
+            f"ToolCorrectness(consider_ordering={self.consider_ordering}, exact_match={self.exact_match}, "
+            f"params={list(self.params)!r}, strict_mode={self.strict_mode}, name={self.name!r}, "
+            f"threshold={self.threshold!r})"
+        )
+
+
+def _same(first: ToolCall, second: ToolCall) -> bool:
+    return bool(
+        first.name == second.name and first.arguments == second.arguments and first.output == second.output
+    )
+
+
+def _share(expected: Any, actual: Any) -> float:
+    """The share of equal keys over the union of keys, nested objects by their own share
+    (as the package adds it up: ``1 / len(union)`` per equal key); text only when equal."""
+    if expected == actual:
+        return 1.0
+    if not isinstance(expected, dict) or not isinstance(actual, dict):
+        return 0.0
+    union = len(expected.keys() | actual.keys())
+    score: float = 0
+    for key in expected:
+        if key not in actual:
+            continue
+        mine, theirs = expected[key], actual[key]
+        if mine == theirs:
+            score += 1 / union
+        elif isinstance(mine, dict) and isinstance(theirs, dict):
+            score += _share(mine, theirs) / union
+    return score
