@@ -11,6 +11,7 @@ import tracesim
 import tracesim.batch
 import tracesim.evaluators
 import tracesim.exporters
+import tracesim.runs
 import tracesim.testing
 import tracesim.tracefile
 
@@ -22,6 +23,7 @@ def test_top_level_names_are_pinned() -> None:
             "ConfigError",
             "ContextThreadPoolExecutor",
             "Dataset",
+            "Expected",
             "ExportStats",
             "Golden",
             "NotConfiguredWarning",
@@ -108,6 +110,7 @@ def test_import_tracesim_loads_only_what_a_traced_call_needs(run_python: Any, tm
     assert done.stdout.split() == ["2", "True"]
     # and every public name is still there when asked for
     assert tracesim.Dataset.__name__ == "Dataset"
+    assert tracesim.Expected is tracesim.runs.Expected  # the same class as tracesim.runs'
     assert callable(tracesim.instrument_openai)
     assert set(tracesim.__all__) <= set(dir(tracesim)) | {"__version__"}
     assert tracesim.exporters.JsonlExporter.__name__ == "JsonlExporter"

@@ -40,10 +40,12 @@ if TYPE_CHECKING:  # imported when first used: a traced call needs neither (impo
         uninstrument_langchain,
         uninstrument_openai,
     )
+    from tracesim.runs import Expected
 
 _LAZY = {
     "Case": "tracesim.experiments",
     "Dataset": "tracesim.experiments",
+    "Expected": "tracesim.runs",
     "ExportStats": "tracesim._export_queue",
     "instrument_anthropic": "tracesim.integrations",
     "instrument_langchain": "tracesim.integrations",
@@ -80,6 +82,7 @@ __all__ = [
     "ConfigError",
     "ContextThreadPoolExecutor",
     "Dataset",
+    "Expected",
     "ExportStats",
     "Golden",
     "NotConfiguredWarning",

@@ -33,6 +33,8 @@ ERROR_TYPE: Final = "error.type"
 # tracesim's own
 EXPECTED_VALUE: Final = "tracesim.expected.value"
 EXPECTED_MIME_TYPE: Final = "tracesim.expected.mime_type"
+EXPECTED_TOOL_CALLS: Final = "tracesim.expected.tool_calls"
+"""The tool calls a `tracesim.Expected` expects, as JSON: ``[{"name": ..., "arguments": {...}}, ...]``."""
 INPUT_ORIGINAL_CHARS: Final = "tracesim.input.original_chars"
 OUTPUT_ORIGINAL_CHARS: Final = "tracesim.output.original_chars"
 EXPECTED_ORIGINAL_CHARS: Final = "tracesim.expected.original_chars"

@@ -12,6 +12,7 @@ from typing_extensions import assert_type
 
 import tracesim
 from tracesim.evaluators import EvalResult, Levenshtein, evaluator
+from tracesim.runs import ToolCall
 from tracesim.testing import CapturedSpans, capture_spans
 
 
@@ -57,6 +58,15 @@ def mentions_paris(output: str, expected: str) -> float:
     return float("paris" in output.lower())
 
 
+@tracesim.trace(
+    kind="agent",
+    evaluators=[Levenshtein()],
+    expected=tracesim.Expected(output="x", tool_calls=[ToolCall("search", {"q": "x"})]),
+)
+def expects_tool_calls(question: str) -> str:
+    return question
+
+
 async def check_async() -> None:
     assert_type(await fetch("https://a"), bytes)
     async for item in astream(2):
@@ -69,6 +79,10 @@ def check() -> None:
     bare(1)  # type: ignore[arg-type]
     bare("q", top=1)  # type: ignore[call-arg]
     assert_type(configured("q"), str)
+    assert_type(expects_tool_calls("q"), str)
+    assert_type(tracesim.Expected(tool_calls=[ToolCall("a")]), tracesim.Expected)
+    with tracesim.expect(tracesim.Expected(output="x")):
+        pass
     assert_type(stream(3), Iterator[str])
     assert_type(Agent().run("q"), str)
     assert_type(Agent.build("n"), Agent)

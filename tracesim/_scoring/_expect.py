@@ -5,6 +5,9 @@ tracesim.expect(value)`` around it > the ``expected=`` of ``@trace``/``span()`` 
 callable taking the traced function's arguments, or a `Golden` dataset) > the ``expected`` of
 a configured evaluator rule. Callables and datasets are resolved by the scoring worker, off
 the caller's path, and only for calls that are sampled for scoring.
+
+Each of them may be a `tracesim.Expected` (an output and/or the tool calls the run should
+make) instead of a plain expected output; `handed` says what each evaluator receives of it.
 """
 
 from __future__ import annotations
@@ -23,8 +26,9 @@ from typing import Any
 
 from tracesim import _inputs
 from tracesim._errors import ConfigError
+from tracesim.runs import NOT_GIVEN, Expected, tool_calls
 
-__all__ = ["Golden", "expect", "resolve_expected"]
+__all__ = ["Golden", "expect", "expected_output", "handed", "resolve_expected"]
 
 _logger = logging.getLogger("tracesim")
 NOT_SET: Any = object()
@@ -35,6 +39,7 @@ _EXPECTED: contextvars.ContextVar[Any] = contextvars.ContextVar("tracesim_expect
 def expect(value: Any) -> Iterator[None]:
     """Give the next scored call inside the block its expected output.
 
+    ``value`` is the expected output, or a `tracesim.Expected` (output and/or tool calls).
     The value goes to the outermost traced call (or span) in the block that has
     evaluators; calls nested inside that one do not see it.
 
@@ -73,7 +78,11 @@ class Golden:
     The file is JSON lines (one object per line) or CSV with a header. ``key`` names the
     traced function's argument to look up (matched against the column of the same name, or
     ``column``), or is a function of the call's arguments returning the lookup value. The
-    expected output is the ``expected_column`` of the matching row. The file is read once,
+    expected output is the ``expected_column`` of the matching row. A row with a
+    ``tool_calls_column`` (JSON text of a list of ``{"name", "arguments"}``, or the list
+    itself in JSON lines) expects those tool calls too: the lookup gives a `tracesim.Expected`
+    of both, and such a row may leave the expected output out (an empty CSV cell when it has
+    tool calls means no expected output). The file is read once,
     and read again when it changes (checked at most once per ``reload_every_s``). A call with
     no matching row has no expected output, so its evaluators report ``skipped``.
 
@@ -85,11 +94,13 @@ class Golden:
         column: The dataset column holding the key (default: ``key`` when it is a name,
             else ``"input"``).
         expected_column: The column holding the expected output.
+        tool_calls_column: The column holding the expected tool calls, when a row has them.
         reload_every_s: How often to check the file for changes.
 
     Raises:
         ConfigError: the file is missing or unreadable, lacks the columns, or is over a limit
-            on input files (256 MiB, 64 MiB a line, JSON nested 256 levels deep).
+            on input files (256 MiB, 64 MiB a line, JSON nested 256 levels deep), or has
+            tool calls that are not a list of ``{"name", "arguments"}`` (naming the file and line).
 
     Example:
         >>> import tracesim
@@ -105,6 +116,7 @@ class Golden:
         *,
         column: str | None = None,
         expected_column: str = "expected",
+        tool_calls_column: str = "expected_tool_calls",
         reload_every_s: float = 1.0,
     ) -> None:
         if not (isinstance(key, str) and key) and not callable(key):
@@ -113,6 +125,7 @@ class Golden:
         self.key = key
         self.column = column or (key if isinstance(key, str) else "input")
         self.expected_column = expected_column
+        self.tool_calls_column = tool_calls_column
         self.reload_every_s = reload_every_s
         self._lock = threading.Lock()
         self._stamp: tuple[int, int] | None = None
@@ -163,10 +176,23 @@ class Golden:
         stat = self.path.stat()
         rows = list(_read_rows(self.path))
         table: dict[str, Any] = {}
-        for number, row in enumerate(rows, start=1):
-            if self.column not in row or self.expected_column not in row:
+        for number, (line, row) in enumerate(rows, start=1):
+            calls = row.get(self.tool_calls_column)
+            has_calls = calls is not None and calls != ""  # an empty CSV cell: no tool calls
+            if self.column not in row or (self.expected_column not in row and not has_calls):
                 raise ValueError(f"row {number} lacks {self.column!r} or {self.expected_column!r}")
-            table[_normalise(row[self.column])] = row[self.expected_column]
+            value = row.get(self.expected_column, NOT_GIVEN)
+            if has_calls:
+                try:
+                    checked = tool_calls(calls, self.tool_calls_column)
+                except ConfigError as exc:
+                    raise _inputs.InputError(
+                        str(self.path),
+                        f"{exc.setting}: expected {exc.accepted}, got {calls!r:.200}",
+                        line=line,
+                    ) from None
+                value = Expected(output=NOT_GIVEN if value == "" else value, tool_calls=checked)
+            table[_normalise(row[self.column])] = value
         self._rows = table
         self._stamp = (stat.st_mtime_ns, stat.st_size)
 
@@ -174,8 +200,9 @@ class Golden:
         return f"Golden({str(self.path)!r}, key={self.key!r}, rows={len(self._rows)})"
 
 
-def _read_rows(path: Path) -> Iterator[Mapping[str, Any]]:
-    """The rows of a dataset file, within the input limits (256 MiB, 64 MiB a line, 256 levels).
+def _read_rows(path: Path) -> Iterator[tuple[int, Mapping[str, Any]]]:
+    """The rows of a dataset file with their line numbers, within the input limits (256 MiB,
+    64 MiB a line, 256 levels).
 
     Raises:
         OSError: the file cannot be read.
@@ -187,7 +214,8 @@ def _read_rows(path: Path) -> Iterator[Mapping[str, Any]]:
         with open(path, newline="", encoding="utf-8") as f:
             reader = csv.DictReader(f)
             try:
-                yield from reader
+                for row in reader:
+                    yield reader.line_num, row
             except csv.Error as exc:  # a field over csv's own limit, a NUL byte
                 raise _inputs.InputError(name, f"not valid CSV ({exc})", line=reader.line_num) from None
         return
@@ -196,7 +224,7 @@ def _read_rows(path: Path) -> Iterator[Mapping[str, Any]]:
             raise row
         if not isinstance(row, dict):
             raise _inputs.InputError(name, "not a JSON object", line=number)
-        yield row
+        yield number, row
 
 
 def _normalise(value: Any) -> str:
@@ -208,7 +236,8 @@ def _normalise(value: Any) -> str:
 def resolve_expected(
     source: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], bound: Mapping[str, Any] | None
 ) -> Any:
-    """The expected output from a declared source: a `Golden`, a callable, or a value."""
+    """The expected value from a declared source: a `Golden`, a callable, or a value (each may
+    give a `tracesim.Expected`)."""
     if source is NOT_SET:
         return NOT_SET
     if isinstance(source, Golden):
@@ -216,3 +245,31 @@ def resolve_expected(
     if callable(source):
         return source(*args, **kwargs)
     return source
+
+
+def handed(evaluator: Any, expected: Any) -> Any:
+    """What ``evaluator`` is given of a call's expected value (None when there is none).
+
+    A run evaluator (``scores_runs = True``) gets a `tracesim.Expected`: the one given, or a
+    plain value as its output. Any other evaluator gets the expected output, and None (so it
+    reports ``skipped``, as without an expected output) when an `Expected` has only tool calls.
+
+    Example:
+        >>> from tracesim.evaluators import ExactMatch
+        >>> handed(ExactMatch(), Expected(output="Paris", tool_calls=[{"name": "search"}]))
+        'Paris'
+        >>> handed(ExactMatch(), Expected(tool_calls=[{"name": "search"}])) is None
+        True
+    """
+    if getattr(evaluator, "scores_runs", False):
+        if expected is None or isinstance(expected, Expected):
+            return expected
+        return Expected(output=expected)
+    return expected_output(expected)
+
+
+def expected_output(expected: Any) -> Any:
+    """The expected output of an expected value: an `Expected`'s output (None when not given)."""
+    if isinstance(expected, Expected):
+        return None if expected.output is NOT_GIVEN else expected.output
+    return expected

@@ -27,12 +27,13 @@ from opentelemetry import trace as otel_trace
 from tracesim import _semconv as sc
 from tracesim._capture import CaptureOptions
 from tracesim._internal_errors import WarnOnce, internal_error
-from tracesim._scoring._expect import NOT_SET, resolve_expected
+from tracesim._scoring._expect import NOT_SET, handed, resolve_expected
 from tracesim._scoring._jobs import Job, Run, ScoringStats, checked, failure, timeout, unresponsive
 from tracesim._scoring._results import emit_carrier, write
 from tracesim._scoring._selection import sample_unit
 from tracesim._scoring._watchdog import Watchdog
 from tracesim._scoring._workqueue import WorkQueue
+from tracesim.runs import NOT_GIVEN, Expected
 
 if TYPE_CHECKING:
     import asyncio
@@ -245,6 +246,8 @@ class ScoringPipeline:
             self._run_cpu(job, cpu[0], expected, value)
 
     def _expected(self, job: Job, arguments: Mapping[str, Any]) -> tuple[Any, BaseException | None]:
+        """The call's expected value (a plain output or an `Expected`; None when there is none),
+        or the error its source raised. Each evaluator is handed its part by `handed`."""
         handle = job.handle
         expected = job.expected
         if expected is NOT_SET:
@@ -270,7 +273,7 @@ class ScoringPipeline:
         if not self.inline:
             self._watchdog.watch(run, evaluator.timeout_s or self.stuck_after_s)
         try:
-            result = evaluator.evaluate(job.output, expected, input=value)
+            result = evaluator.evaluate(job.output, handed(evaluator, expected), input=value)
         except Exception as exc:  # evaluate() handles data errors; this is a broken evaluator
             result = failure(evaluator, exc, "evaluate() raised")
         with self._lock:
@@ -316,7 +319,8 @@ class ScoringPipeline:
             try:
                 # Without a timeout_s of its own, a hung call would hold its slot forever.
                 limit = evaluator.timeout_s or self.stuck_after_s
-                result = await asyncio.wait_for(evaluator.aevaluate(job.output, expected, input=value), limit)
+                given = handed(evaluator, expected)
+                result = await asyncio.wait_for(evaluator.aevaluate(job.output, given, input=value), limit)
             except asyncio.TimeoutError:
                 result = timeout(evaluator, limit)
             except Exception as exc:
@@ -352,7 +356,7 @@ class ScoringPipeline:
                 )
             for sink in self.sinks:
                 kind = getattr(evaluator, "annotator_kind", "CODE")
-                sink.submit(job.handle.span_context, result, kind, expected=job.expected)
+                sink.submit(job.handle.span_context, result, kind, expected=_for_sinks(job.expected))
             if end_now:
                 job.handle.otel_span.end(job.end_ns)
             if last:
@@ -486,3 +490,11 @@ def _serve(loop: asyncio.AbstractEventLoop) -> None:
         loop.run_until_complete(loop.shutdown_asyncgens())
     finally:
         loop.close()
+
+
+def _for_sinks(expected: Any) -> Any:
+    """What result sinks show as the expected output: an `Expected`'s output (NOT_SET when only
+    tool calls are expected), else the value as it is."""
+    if isinstance(expected, Expected):
+        return NOT_SET if expected.output is NOT_GIVEN else expected.output
+    return expected

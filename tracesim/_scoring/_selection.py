@@ -13,6 +13,7 @@ from tracesim._config import FileRule
 from tracesim._errors import ConfigError
 from tracesim._foreign_spans import KIND_OF_OPERATION
 from tracesim._scoring._expect import NOT_SET, Golden
+from tracesim.runs import Expected
 
 __all__ = ["GENAI_OPERATIONS", "Plan", "Rule", "build_evaluators", "compile_rules", "sample_unit"]
 
@@ -134,9 +135,13 @@ def compile_rules(rules: Sequence[Mapping[str, Any]]) -> tuple[Rule, ...]:
     "evaluators": [...], "expected": ...}``; ``match`` (a glob on the span name, default
     ``*``), ``kind``, ``attributes`` and ``expected`` are optional. ``expected`` is one of:
 
-    - ``{"golden": FILE, "key": ARGUMENT}`` (and `Golden`'s ``column``, ``expected_column``):
-      looked up per call. A relative FILE in a config file is read from that file's folder
-      (the rule is a `FileRule`); given to ``configure()``, from the working directory.
+    - ``{"golden": FILE, "key": ARGUMENT}`` (and `Golden`'s ``column``, ``expected_column``,
+      ``tool_calls_column``): looked up per call. A relative FILE in a config file is read
+      from that file's folder (the rule is a `FileRule`); given to ``configure()``, from the
+      working directory.
+    - ``{"output": VALUE, "tool_calls": [{"name": TOOL, "arguments": {...}}, ...]}`` (either
+      key or both): a `tracesim.Expected`; tool calls are checked here, a bad one is a
+      `ConfigError` naming it (``...expected.tool_calls[0].name``).
     - ``{"value": VALUE}``: VALUE, whatever it is (the way to write a mapping).
     - any other value that is not a mapping (``"Paris"``, ``42``, a list): that value, as
       the decorator's ``expected=`` takes it (from ``configure()``, a callable or a `Golden`
@@ -209,7 +214,11 @@ def _attribute_conditions(spec: Any, where: str) -> tuple[tuple[str, Any], ...]:
     return tuple(spec.items())
 
 
-_EXPECTED_FORMS = "a value such as 'Paris' or 42, {golden: FILE, key: ARGUMENT}, or {value: VALUE}"
+_EXPECTED_FORMS = (
+    "a value such as 'Paris' or 42, {golden: FILE, key: ARGUMENT}, or {value: VALUE}; or what a run "
+    "should do: {output: VALUE, tool_calls: [{name: TOOL, arguments: {...}}, ...]} (either or both)"
+)
+_EXPECTED_KEYS = frozenset({"output", "tool_calls"})
 
 
 def _expected_source(spec: Any, where: str, folder: Path | None) -> Any:
@@ -222,6 +231,8 @@ def _expected_source(spec: Any, where: str, folder: Path | None) -> Any:
         return _golden(spec, where, folder)
     if set(spec) == {"value"}:
         return spec["value"]
+    if spec and set(spec) <= _EXPECTED_KEYS:
+        return Expected.of(spec, where)  # bad tool calls: a ConfigError naming where.tool_calls[i]
     raise ConfigError(where, spec, f"{_EXPECTED_FORMS} (a mapping is written {{value: {{...}}}})")
 
 
@@ -237,7 +248,9 @@ def _golden(spec: Mapping[str, Any], where: str, folder: Path | None) -> Any:
     try:
         return Golden(path, key, **options)
     except TypeError as exc:
-        raise ConfigError(where, dict(spec), f"golden, key, column, expected_column ({exc})") from None
+        raise ConfigError(
+            where, dict(spec), f"golden, key, column, expected_column, tool_calls_column ({exc})"
+        ) from None
     except ConfigError as exc:
         raise ConfigError(f"{where}.golden", exc.value, exc.accepted) from None
 

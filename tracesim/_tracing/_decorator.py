@@ -140,7 +140,9 @@ def trace(
             ``{"type": "levenshtein", "threshold": 0.8}``, or ``"rouge:rouge_type=rougeL"``).
         expected: The expected output: a value, a callable taking the function's arguments,
             or a `tracesim.Golden` dataset. ``with tracesim.expect(...)`` and
-            `Span.set_expected` override it per call.
+            `Span.set_expected` override it per call. Any of them may give a
+            `tracesim.Expected` (an output and/or the tool calls the call should make): string
+            evaluators are given its output, evaluators that score runs the whole of it.
 
     Raises:
         ConfigError: ``kind``, ``attributes`` or ``evaluators`` are invalid (at decoration time).

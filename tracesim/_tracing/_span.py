@@ -21,6 +21,7 @@ from tracesim._errors import ConfigError
 from tracesim._internal_errors import internal_error
 from tracesim._scoring import NOT_SET as _NOT_SET
 from tracesim._scoring import Job, Plan, build_evaluators, release_expected, snapshot, take_expected
+from tracesim.runs import NOT_GIVEN, Expected
 
 # tests/test_layout.py checks its graph reader on this edge, so Job comes from its module
 
@@ -113,9 +114,27 @@ class Span:
         self._record(sc.OUTPUT_VALUE, sc.OUTPUT_MIME_TYPE, sc.OUTPUT_ORIGINAL_CHARS, value)
 
     def set_expected(self, value: Any) -> None:
-        """Record the output this call should have produced; evaluators compare against it."""
+        """Record the output this call should have produced; evaluators compare against it.
+
+        ``value`` is the expected output, or a `tracesim.Expected` with an output and/or the
+        tool calls the call should make: its output is recorded as ``tracesim.expected.value``
+        and its tool calls as JSON in ``tracesim.expected.tool_calls``. String evaluators get
+        the output (and skip when there is none); run evaluators get the `Expected`.
+        """
         self._expected = value
-        self._record(sc.EXPECTED_VALUE, sc.EXPECTED_MIME_TYPE, sc.EXPECTED_ORIGINAL_CHARS, value)
+        if not isinstance(value, Expected):
+            self._record(sc.EXPECTED_VALUE, sc.EXPECTED_MIME_TYPE, sc.EXPECTED_ORIGINAL_CHARS, value)
+            return
+        if value.output is not NOT_GIVEN:
+            self._record(sc.EXPECTED_VALUE, sc.EXPECTED_MIME_TYPE, sc.EXPECTED_ORIGINAL_CHARS, value.output)
+        options = self.capture
+        if value.tool_calls is None or options is None:
+            return
+        try:
+            calls = [call.as_dict() for call in value.tool_calls]
+            self._otel.set_attribute(sc.EXPECTED_TOOL_CALLS, capture_value(calls, options).text)
+        except Exception:
+            internal_error("Span.capture")
 
     def set_attribute(self, key: str, value: Any) -> None:
         """Set an attribute; values OpenTelemetry cannot hold are recorded as JSON text.
@@ -386,7 +405,8 @@ class span:
         kind: ``agent``, ``tool``, ``chain`` (default), ``llm``, ``retriever``, ``embedding``
             or ``evaluator``.
         input: Recorded as the span's input.
-        expected: The expected output, for evaluators.
+        expected: The expected output, for evaluators, or a `tracesim.Expected` (output
+            and/or tool calls).
         evaluators: Evaluators scoring the output set with `Span.set_output`.
         attributes: Extra span attributes.
 

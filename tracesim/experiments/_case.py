@@ -17,8 +17,9 @@ from typing import Any, Protocol
 
 from tracesim._capture import to_jsonable
 from tracesim._errors import TracesimError
+from tracesim.runs import NOT_GIVEN, Expected
 
-__all__ = ["Case", "Cases", "DatasetError", "derived_id"]
+__all__ = ["Case", "Cases", "DatasetError", "derived_id", "expected_data"]
 
 _ID_HEX = 10  # 40 bits: a collision is unlikely below millions of cases, and handled anyway
 
@@ -44,7 +45,9 @@ class Case:
 
     ``input`` is any value: the task is called with it as its one argument (a mapping stays
     one mapping; write ``lambda q: answer(**q)`` to spread it). ``expected`` is what the
-    evaluators compare the output with; without it they report ``skipped``. ``id`` names the
+    evaluators compare the output with; without it they report ``skipped``. It may be a
+    `tracesim.Expected` (an output and/or the tool calls the run should make): string
+    evaluators get its output (and skip without one), evaluators that score runs all of it. ``id`` names the
     case in reports and comparisons; when left out the dataset derives one from the input.
 
     Example:
@@ -72,6 +75,25 @@ def _check_id(value: Any, where: str) -> str:
     if not text:
         raise DatasetError(f"{where}: a case id cannot be empty")
     return text
+
+
+def expected_data(value: Any) -> Any:
+    """A case's expected value as JSON-like data, for reports: a `tracesim.Expected` becomes
+    ``{"output": ..., "tool_calls": [...]}`` with only the parts it has.
+
+    Example:
+        >>> from tracesim.runs import Expected
+        >>> expected_data(Expected(tool_calls=[{"name": "search"}]))
+        {'tool_calls': [{'name': 'search', 'arguments': {}}]}
+    """
+    if not isinstance(value, Expected):
+        return to_jsonable(value)
+    data: dict[str, Any] = {}
+    if value.output is not NOT_GIVEN:
+        data["output"] = to_jsonable(value.output)
+    if value.tool_calls is not None:
+        data["tool_calls"] = [to_jsonable(call.as_dict()) for call in value.tool_calls]
+    return data
 
 
 def derived_id(value: Any) -> str:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from tracesim import _outputs
 from tracesim._capture import to_jsonable
+from tracesim.experiments._case import expected_data
 
 if TYPE_CHECKING:
     from tracesim.evaluators import EvalResult
@@ -70,7 +71,7 @@ class CaseResult:
             "case_id": self.case_id,
             "repeat": self.repeat,
             "input": to_jsonable(self.input),
-            "expected": to_jsonable(self.expected),
+            "expected": expected_data(self.expected),
             "output": to_jsonable(self.output),
             "metadata": to_jsonable(dict(self.metadata)),
             "scores": {name: to_jsonable(r.model_dump(mode="json")) for name, r in self.scores.items()},
@@ -93,7 +94,7 @@ class CaseResult:
         strings = {
             "case_id": self.case_id,
             "input": to_jsonable(self.input),
-            "expected": to_jsonable(self.expected),
+            "expected": expected_data(self.expected),
             "output": to_jsonable(self.output),
             "error": self.error,
             "error_type": self.error_type,

@@ -10,12 +10,17 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Se
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from tracesim._errors import ConfigError
 from tracesim.experiments._case import Case, DatasetError, _check_id, derived_id
+from tracesim.runs import NOT_GIVEN, Expected, tool_calls
 
 if TYPE_CHECKING:
     from tracesim.experiments._experiment_report import ExperimentReport
 
 __all__ = ["Dataset"]
+
+TOOL_CALLS_FIELD = "expected_tool_calls"
+"""The field of a dataset record holding the tool calls its run should make."""
 
 
 class Dataset:
@@ -67,18 +72,23 @@ class Dataset:
         Each record (a JSONL line, a CSV row, a YAML or JSON list item) gives the input from
         the ``input`` field (or several fields, as one mapping, when ``input`` is a list of
         names), the expected output from ``expected`` (default: an ``expected`` field when
-        present; when you name a field it must be in every record), the id from ``id`` when
-        present; every other field becomes metadata (a ``metadata`` mapping is merged in). An
-        empty CSV cell in the expected column means no expected output. A YAML file holds a
-        list of records or a mapping with ``cases:`` (and optionally ``name:``).
+        present; when you name a field it must be in every record), the tool calls the run
+        should make from an ``expected_tool_calls`` field when present (a list of ``{"name",
+        "arguments"}``, or JSON text of one, as in a CSV cell: the case's expected value is
+        then a `tracesim.Expected` of both), the id from ``id`` when present; every other field
+        becomes metadata (a ``metadata`` mapping is merged in). An empty CSV cell in the
+        expected column means no expected output, in ``expected_tool_calls`` no tool calls. A
+        YAML file holds a list of records or a mapping with ``cases:`` (and optionally
+        ``name:``).
 
         The file is read within limits, and refused beyond them before it costs more: 256 MiB,
         JSON nested 256 levels, YAML nested 100 levels, YAML aliases adding 100,000 nodes once
         expanded (anchors and ``<<: *defaults`` merges are fine; a recursive alias is refused).
 
         Raises:
-            DatasetError: the file cannot be read, is over a limit, or a record lacks a field;
-                the message names the file, the line and the field or the limit.
+            DatasetError: the file cannot be read, is over a limit, a record lacks a field or
+                has tool calls that are not a list of ``{"name", "arguments"}``; the message
+                names the file, the line and the field (the item) or the limit.
 
         Example:
             >>> dataset = Dataset.from_file("maths.jsonl", input="question")  # doctest: +SKIP
@@ -217,8 +227,17 @@ class Fields:
         expected = record.get(expected_key)
         if blank_is_none and expected == "":
             expected = None
+        calls = record.get(TOOL_CALLS_FIELD)
+        if calls is not None and calls != "":  # an empty CSV cell: no tool calls expected
+            try:
+                checked = tool_calls(calls, TOOL_CALLS_FIELD)
+            except ConfigError as exc:
+                raise DatasetError(
+                    f"{where}: field {exc.setting!r}: expected {exc.accepted}, got {calls!r:.200}"
+                ) from None
+            expected = Expected(output=NOT_GIVEN if expected is None else expected, tool_calls=checked)
         case_id = record.get(self.id)
-        used = {*keys, expected_key, self.id}
+        used = {*keys, expected_key, TOOL_CALLS_FIELD, self.id}
         metadata = {k: v for k, v in record.items() if k not in used and k != "metadata"}
         extra = record.get("metadata")
         if isinstance(extra, Mapping):

@@ -34,6 +34,7 @@ from tracesim import _runtime
 from tracesim._errors import ConfigError
 from tracesim._internal_errors import internal_error
 from tracesim._scoring import build_evaluators, checked, failure, timeout, write
+from tracesim._scoring._expect import expected_output, handed
 from tracesim._semconv import (
     EXPERIMENT_CASE_ID,
     EXPERIMENT_DATASET,
@@ -308,7 +309,8 @@ class _Runner:
         async with self.limits[evaluator.name]:
             try:
                 result = await asyncio.wait_for(
-                    evaluator.aevaluate(output, case.expected, input=case.input), evaluator.timeout_s
+                    evaluator.aevaluate(output, handed(evaluator, case.expected), input=case.input),
+                    evaluator.timeout_s,
                 )
             except asyncio.TimeoutError:
                 return timeout(evaluator)
@@ -356,7 +358,10 @@ class _Runner:
                 for evaluator in self.experiment.evaluators:
                     for sink in runtime.sinks:
                         kind = getattr(evaluator, "annotator_kind", "CODE")
-                        sink.submit(handle.span_context, scores[evaluator.name], kind, expected=case.expected)
+                        shown = expected_output(
+                            case.expected
+                        )  # an Expected's output; tool calls are on the span
+                        sink.submit(handle.span_context, scores[evaluator.name], kind, expected=shown)
         except Exception:
             internal_error("experiment: record a run")
         finish(handle, error, end_ns)  # the span lasts as long as the task ran, scoring excluded
@@ -366,7 +371,8 @@ def _score_sync(evaluators: Sequence[Evaluator], output: Any, case: Case) -> lis
     results = []
     for evaluator in evaluators:
         try:
-            results.append(checked(evaluator, evaluator.evaluate(output, case.expected, input=case.input)))
+            given = handed(evaluator, case.expected)
+            results.append(checked(evaluator, evaluator.evaluate(output, given, input=case.input)))
         except Exception as exc:  # evaluate() catches the metric's errors; this is a broken subclass
             results.append(failure(evaluator, exc, "evaluate()"))
     return results
