@@ -188,7 +188,7 @@ class Golden:
                 except ConfigError as exc:
                     raise _inputs.InputError(
                         str(self.path),
-                        f"{exc.setting}: expected {exc.accepted}, got {calls!r:.200}",
+                        f"{exc.setting}: expected {exc.accepted}, got {exc.value!r:.200}",
                         line=line,
                     ) from None
                 value = Expected(output=NOT_GIVEN if value == "" else value, tool_calls=checked)

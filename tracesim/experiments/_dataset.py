@@ -233,7 +233,7 @@ class Fields:
                 checked = tool_calls(calls, TOOL_CALLS_FIELD)
             except ConfigError as exc:
                 raise DatasetError(
-                    f"{where}: field {exc.setting!r}: expected {exc.accepted}, got {calls!r:.200}"
+                    f"{where}: field {exc.setting!r}: expected {exc.accepted}, got {exc.value!r:.200}"
                 ) from None
             expected = Expected(output=NOT_GIVEN if expected is None else expected, tool_calls=checked)
         case_id = record.get(self.id)
