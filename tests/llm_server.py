@@ -81,6 +81,7 @@ class Reply:
         "truncated",
         "trickle",
         "oversized",
+        "tool_call",
     ] = "ok"
     text: str = ""
     code: int = 200
@@ -89,6 +90,7 @@ class Reply:
     seconds: float = 0.0
     then: Reply | None = None
     size: int = 0
+    tool: str = ""
 
     @classmethod
     def ok(cls) -> Reply:
@@ -99,6 +101,12 @@ class Reply:
     def content(cls, text: str) -> Reply:
         """Answer with this text (chat, Responses, Messages); a forced tool call gets it as its arguments."""
         return cls("content", text=text)
+
+    @classmethod
+    def tool_call(cls, name: str, arguments: str) -> Reply:
+        """Answer a chat request with a call of tool ``name`` (``arguments``: JSON text), whatever
+        its ``tool_choice``: what a model does when it decides to call a tool."""
+        return cls("tool_call", text=arguments, tool=name)
 
     @classmethod
     def status(cls, code: int, *, retry_after: float | None = None, body: Json | None = None) -> Reply:
@@ -300,13 +308,17 @@ class LLMServer:
         if self._closing.is_set():  # accepted while close() was running
             handler.hang_up()
 
-    def _answer(self, path: str, body: Json | None, content: str | None, n: int) -> tuple[int, Json]:
+    def _answer(
+        self, path: str, body: Json | None, content: str | None, n: int, tool: str | None = None
+    ) -> tuple[int, Json]:
         if path in (RESPONSES, MESSAGES):
             text = self.judge(body or {}) if content is None else content
             answer = responses_answer if path == RESPONSES else messages_answer
             return answer(self.model, body or {}, text, n)
         if path in (EMBEDDINGS, CHAT):
-            return self._embeddings(body or {}) if path == EMBEDDINGS else self._chat(body or {}, content, n)
+            if path == EMBEDDINGS:
+                return self._embeddings(body or {})
+            return self._chat(body or {}, content, n, tool)
         return 404, error_body(404, f"no such path: {path}")
 
     def _embeddings(self, body: Json) -> tuple[int, Json]:
@@ -327,14 +339,16 @@ class LLMServer:
         usage = {"prompt_tokens": n_tokens, "total_tokens": n_tokens}
         return 200, {"object": "list", "data": data, "model": self.model, "usage": usage}
 
-    def _chat(self, body: Json, content: str | None, n: int) -> tuple[int, Json]:
+    def _chat(self, body: Json, content: str | None, n: int, tool: str | None = None) -> tuple[int, Json]:
         if not isinstance(body.get("messages"), list):
             return 400, error_body(400, "'messages' must be a list")
         text = self.judge(body) if content is None else content
         message: Json = {"role": "assistant", "content": text}
         finish, choice = "stop", body.get("tool_choice")
-        if isinstance(choice, dict) and choice.get("type") == "function":  # a forced function call
-            call = {"name": str((choice.get("function") or {}).get("name")), "arguments": text}
+        forced = isinstance(choice, dict) and choice.get("type") == "function"
+        if forced or tool:  # a forced function call, or one the script says the model chose
+            name = tool or str((choice.get("function") or {}).get("name"))  # type: ignore[union-attr]
+            call = {"name": name, "arguments": text}
             tool_calls = [{"id": f"call_{n}", "type": "function", "function": call}]
             message, finish = {"role": "assistant", "content": None, "tool_calls": tool_calls}, "tool_calls"
         p, c = sum(len(tokens(message_text(m))) for m in body["messages"]), len(tokens(text))
@@ -455,7 +469,8 @@ class _Handler(BaseHTTPRequestHandler):
             error = reply.body if reply.body is not None else default(reply.code)
             self._send(reply.code, json.dumps(error).encode(), n, headers)
         else:
-            status, answer = llm._answer(path, body, reply.text if reply.kind == "content" else None, n)
+            content = reply.text if reply.kind in ("content", "tool_call") else None
+            status, answer = llm._answer(path, body, content, n, reply.tool or None)
             if SSE in answer or SSE_EVENTS in answer:
                 self._send(status, event_stream(answer), n, {"Content-Type": "text/event-stream"})
             else:
