@@ -24,11 +24,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from opentelemetry.util.types import AttributeValue
+
 from tracesim import _inputs
+from tracesim import _semconv as sc
+from tracesim._capture import CaptureOptions, capture_value, captured_attributes
 from tracesim._errors import ConfigError
 from tracesim.runs import NOT_GIVEN, Expected, tool_calls
 
-__all__ = ["Golden", "expect", "expected_output", "handed", "resolve_expected"]
+__all__ = ["Golden", "expect", "expected_attributes", "expected_output", "handed", "resolve_expected"]
 
 _logger = logging.getLogger("tracesim")
 NOT_SET: Any = object()
@@ -273,3 +277,31 @@ def expected_output(expected: Any) -> Any:
     if isinstance(expected, Expected):
         return None if expected.output is NOT_GIVEN else expected.output
     return expected
+
+
+def expected_attributes(value: Any, options: CaptureOptions) -> dict[str, AttributeValue]:
+    """The span attributes recording an expected value, captured (and cut) like any value.
+
+    A plain value is the expected output (``tracesim.expected.value`` and its MIME type); of
+    an `Expected`, the output when given and the tool calls, as JSON, in
+    ``tracesim.expected.tool_calls``.
+
+    Example:
+        >>> expected_attributes(Expected(tool_calls=[{"name": "search"}]), CaptureOptions())
+        {'tracesim.expected.tool_calls': '[{"name":"search","arguments":{}}]'}
+    """
+    if not isinstance(value, Expected):
+        return captured_attributes(
+            value, sc.EXPECTED_VALUE, sc.EXPECTED_MIME_TYPE, sc.EXPECTED_ORIGINAL_CHARS, options
+        )
+    attributes: dict[str, AttributeValue] = {}
+    if value.output is not NOT_GIVEN:
+        attributes.update(
+            captured_attributes(
+                value.output, sc.EXPECTED_VALUE, sc.EXPECTED_MIME_TYPE, sc.EXPECTED_ORIGINAL_CHARS, options
+            )
+        )
+    if value.tool_calls is not None:
+        calls = [call.as_dict() for call in value.tool_calls]
+        attributes[sc.EXPECTED_TOOL_CALLS] = capture_value(calls, options).text
+    return attributes

@@ -21,7 +21,7 @@ from tracesim._errors import ConfigError
 from tracesim._internal_errors import internal_error
 from tracesim._scoring import NOT_SET as _NOT_SET
 from tracesim._scoring import Job, Plan, build_evaluators, release_expected, snapshot, take_expected
-from tracesim.runs import NOT_GIVEN, Expected
+from tracesim._scoring._expect import expected_attributes
 
 # tests/test_layout.py checks its graph reader on this edge, so Job comes from its module
 
@@ -122,17 +122,11 @@ class Span:
         the output (and skip when there is none); run evaluators get the `Expected`.
         """
         self._expected = value
-        if not isinstance(value, Expected):
-            self._record(sc.EXPECTED_VALUE, sc.EXPECTED_MIME_TYPE, sc.EXPECTED_ORIGINAL_CHARS, value)
-            return
-        if value.output is not NOT_GIVEN:
-            self._record(sc.EXPECTED_VALUE, sc.EXPECTED_MIME_TYPE, sc.EXPECTED_ORIGINAL_CHARS, value.output)
         options = self.capture
-        if value.tool_calls is None or options is None:
+        if options is None:
             return
         try:
-            calls = [call.as_dict() for call in value.tool_calls]
-            self._otel.set_attribute(sc.EXPECTED_TOOL_CALLS, capture_value(calls, options).text)
+            self._otel.set_attributes(expected_attributes(value, options))
         except Exception:
             internal_error("Span.capture")
 
