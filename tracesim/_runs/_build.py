@@ -283,8 +283,10 @@ def _traceloop_arguments(raw: Any) -> Any:
 
 
 def _paired(steps: list[Step]) -> list[Step]:
-    """Give tracesim's own tool steps (no call id, the function's input as arguments) the id and
-    arguments of the earliest earlier request of the same name that no step executed."""
+    """Link tool steps without a call id to the request they executed: the earliest earlier
+    request that no step executed, of the same name and arguments; for tracesim's own tool steps
+    (the function's input as arguments), of the same name, whose arguments they then take.
+    The step takes the request's id, so `Run.tool_calls` counts the call once."""
     executed_ids = {
         step.tool_call.id for step in steps if step.tool_call is not None and step.tool_call.id != _FROM_INPUT
     }
@@ -293,27 +295,26 @@ def _paired(steps: list[Step]) -> list[Step]:
     for step in steps:
         pending.extend(call for call in step.requested if not (call.id and call.id in executed_ids))
         call = step.tool_call
-        if call is None or call.id != _FROM_INPUT:
-            if call is not None and call.id is None:  # matched by name and arguments in Run.tool_calls
-                key = (call.name, _key(call.arguments))
-                pending = _without_first(pending, lambda c, key=key: (c.name, _key(c.arguments)) == key)
+        if call is None or call.id not in (None, _FROM_INPUT):
             result.append(step)
             continue
-        match = next((request for request in pending if request.name == call.name), None)
+        from_input = call.id == _FROM_INPUT
+        key = _key(call.arguments)
+        match = next(
+            (
+                request
+                for request in pending
+                if request.name == call.name and (from_input or _key(request.arguments) == key)
+            ),
+            None,
+        )
         if match is None:
             call = dataclasses.replace(call, id=None)
-        else:  # the model's arguments: the function's input has one argument bare, defaults added
+        else:  # the model's arguments: a function's input has one argument bare, defaults added
             pending.remove(match)
             call = dataclasses.replace(call, id=match.id, arguments=match.arguments)
         result.append(dataclasses.replace(step, tool_call=call))
     return result
-
-
-def _without_first(calls: list[ToolCall], test: Any) -> list[ToolCall]:
-    for index, call in enumerate(calls):
-        if test(call):
-            return calls[:index] + calls[index + 1 :]
-    return calls
 
 
 def _key(arguments: Any) -> str:
