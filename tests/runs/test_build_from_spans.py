@@ -319,3 +319,66 @@ def test_a_rule_scores_a_pydantic_ai_agent_span_by_its_final_result(pydantic_ser
         if event.name == "gen_ai.evaluation.result" and event.attributes
     }
     assert results["exact"]["gen_ai.evaluation.score.value"] == 1.0
+
+
+# -- LangChain, traced by tracesim's LangChain integration --------------------------------------
+
+
+@pytest.fixture
+def langchain_server(server: LLMServer) -> Iterator[LLMServer]:
+    pytest.importorskip("langchain_openai", reason="langchain-openai is not installed")
+    pytest.importorskip(
+        "opentelemetry.instrumentation.genai.langchain", reason="the 'langchain' extra is not installed"
+    )
+    from tracesim.integrations import uninstrument_langchain
+
+    server.reset()
+    tracesim.instrument_langchain()
+    yield server
+    uninstrument_langchain()
+
+
+def test_a_langchain_tool_loop_run_takes_each_calls_arguments_from_its_request(
+    langchain_server: LLMServer,
+) -> None:
+    from langchain_core.messages import BaseMessage, HumanMessage
+    from langchain_core.tools import tool
+    from langchain_openai import ChatOpenAI
+
+    server = langchain_server
+
+    @tool
+    def lookup(city: str) -> str:
+        """The weather in a city."""
+        return "12 C"
+
+    @tracesim.trace(kind="agent")
+    def agent(question: str) -> str:
+        llm = ChatOpenAI(model="gpt-4o-mini", base_url=server.base_url, api_key="test", max_retries=0)  # type: ignore[arg-type]
+        model = llm.bind_tools([lookup])
+        messages: list[BaseMessage] = [HumanMessage(question)]
+        for _ in range(3):
+            answer = model.invoke(messages)
+            messages.append(answer)
+            if not answer.tool_calls:
+                return str(answer.content)
+            messages.extend(lookup.invoke(call) for call in answer.tool_calls)
+        return "gave up"
+
+    server.script(CHAT, Reply.tool_call("lookup", '{"city": "Warsaw"}'), Reply.content("It is 12 C"))
+    with capture_spans() as captured:
+        assert agent("Weather in Warsaw?") == "It is 12 C"
+    spans = captured.otel_spans
+    run = build_run(named(spans, "agent"), spans)
+    assert [(step.kind, step.name) for step in run.steps] == [
+        ("llm", "chat gpt-4o-mini"),
+        ("tool", "lookup"),
+        ("llm", "chat gpt-4o-mini"),
+    ]
+    # LangChain's tool span has the call's id and no arguments: they are the request's
+    tool_step = run.steps[1].tool_call
+    assert tool_step is not None
+    assert tool_step.id == run.steps[0].requested[0].id
+    assert run.tool_calls == (ToolCall("lookup", {"city": "Warsaw"}),)
+    assert run.llm_calls == 2
+    assert run.output == "It is 12 C"

@@ -242,6 +242,9 @@ def _step(span: ReadableSpan, depth: int, limit: int, table: PriceTable) -> Step
 
 
 _FROM_INPUT = "tracesim.input"  # marks a call whose arguments are a function's input (see _paired)
+_UNRECORDED: Any = type("_Unrecorded", (), {"__repr__": lambda self: "<arguments not recorded>"})()
+"""A tool span's arguments when its convention recorded none (LangChain's without content): the
+request's, once paired (see _paired), else ``{}``."""
 
 
 def _executed_call(name: str, attributes: Mapping[str, Any], error: str | None, limit: int) -> ToolCall:
@@ -263,6 +266,8 @@ def _executed_call(name: str, attributes: Mapping[str, Any], error: str | None, 
     output = _first_text(attributes, _TOOL_RESULT_KEYS)
     if from_input and call_id is None:
         call_id = _FROM_INPUT  # replaced by the paired request's id, or None (see _paired)
+    if arguments is None:
+        return ToolCall(name, _UNRECORDED, output=_bounded(output, limit), error=error, id=call_id)
     return ToolCall(
         name, _arguments(arguments, limit), output=_bounded(output, limit), error=error, id=call_id
     )
@@ -283,33 +288,45 @@ def _traceloop_arguments(raw: Any) -> Any:
 
 
 def _paired(steps: list[Step]) -> list[Step]:
-    """Link tool steps without a call id to the request they executed: the earliest earlier
-    request that no step executed, of the same name and arguments; for tracesim's own tool steps
-    (the function's input as arguments), of the same name, whose arguments they then take.
-    The step takes the request's id, so `Run.tool_calls` counts the call once."""
+    """Link tool steps to the request they executed, so `Run.tool_calls` counts each call once.
+
+    A step with a call id and no recorded arguments takes the arguments of the request with that
+    id. A step without an id takes the id of the earliest earlier request that no step executed,
+    of the same name and arguments; tracesim's own tool steps (the function's input as arguments)
+    and steps without recorded arguments match by name alone and take the request's arguments.
+    """
     executed_ids = {
         step.tool_call.id for step in steps if step.tool_call is not None and step.tool_call.id != _FROM_INPUT
     }
+    by_id = {call.id: call for step in steps for call in step.requested if call.id}
     pending: list[ToolCall] = []
     result: list[Step] = []
     for step in steps:
         pending.extend(call for call in step.requested if not (call.id and call.id in executed_ids))
         call = step.tool_call
-        if call is None or call.id not in (None, _FROM_INPUT):
+        if call is None:
             result.append(step)
             continue
-        from_input = call.id == _FROM_INPUT
+        unrecorded = call.arguments is _UNRECORDED
+        if call.id not in (None, _FROM_INPUT):
+            if unrecorded:
+                request = by_id.get(call.id)
+                call = dataclasses.replace(call, arguments={} if request is None else request.arguments)
+                step = dataclasses.replace(step, tool_call=call)
+            result.append(step)
+            continue
+        loose = unrecorded or call.id == _FROM_INPUT
         key = _key(call.arguments)
         match = next(
             (
                 request
                 for request in pending
-                if request.name == call.name and (from_input or _key(request.arguments) == key)
+                if request.name == call.name and (loose or _key(request.arguments) == key)
             ),
             None,
         )
         if match is None:
-            call = dataclasses.replace(call, id=None)
+            call = dataclasses.replace(call, id=None, arguments={} if unrecorded else call.arguments)
         else:  # the model's arguments: a function's input has one argument bare, defaults added
             pending.remove(match)
             call = dataclasses.replace(call, id=match.id, arguments=match.arguments)
