@@ -125,3 +125,30 @@ def test_bad_tool_calls_in_a_case_fail_when_it_is_made() -> None:
     with pytest.raises(tracesim.ConfigError) as info:
         Case("q", expected=Expected(tool_calls=[{"name": 3}]))
     assert info.value.setting.startswith("expected.tool_calls[0]")
+
+
+class AsyncRecorder(Recorder):
+    """The same, scored by the experiment's async path."""
+
+    type_name = "async_recorder"
+
+    async def aevaluate(self, output: Any, expected: Any, *, input: Any = None) -> Any:
+        return self.evaluate(output, expected, input=input)
+
+
+def test_an_async_run_evaluator_gets_the_expected() -> None:
+    recorder = AsyncRecorder()
+    dataset = Dataset([Case("calls", expected=Expected(tool_calls=SEARCH)), Case("plain", expected="Warsaw")])
+    dataset.evaluate(lambda question: "Warsaw", evaluators=[recorder])
+    assert recorder.seen == {"calls": Expected(tool_calls=SEARCH), "plain": Expected(output="Warsaw")}
+
+
+def test_the_report_files_hold_the_expected_tool_calls(tmp_path: Path) -> None:
+    dataset = Dataset([Case("q", expected=Expected(output="Warsaw", tool_calls=SEARCH), id="q")])
+    report = dataset.evaluate(lambda question: "Warsaw", evaluators=[Levenshtein()])
+    saved = report.to_json(tmp_path / "run.json")
+    again = type(report).load(saved)
+    assert again.row("q").expected == {"output": "Warsaw", "tool_calls": SEARCH}
+    page = report.to_html(tmp_path / "run.html").read_text()
+    assert "search" in page
+    assert "NOT_GIVEN" not in page

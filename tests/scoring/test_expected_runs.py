@@ -318,3 +318,70 @@ def test_bad_tool_calls_in_a_golden_row_name_the_file_and_line(
     message = str(info.value)
     assert info.value.setting == "Golden.path"
     assert f"{golden}, line 2: {problem}" in message
+
+
+class AsyncRecorder(Recorder):
+    """The same, scored on the pipeline's asyncio loop."""
+
+    type_name = "async_recorder"
+
+    async def aevaluate(self, output: Any, expected: Any, *, input: Any = None) -> Any:
+        return self.evaluate(output, expected, input=input)
+
+
+def test_an_async_run_evaluator_gets_the_expected_too(captured: CapturedSpans) -> None:
+    recorder = AsyncRecorder()
+    assert recorder.is_async
+
+    @tracesim.trace(evaluators=[recorder], expected="Warsaw")
+    def answer() -> str:
+        return "Warsaw"
+
+    with tracesim.expect(Expected(tool_calls=SEARCH)):
+        answer()
+    answer()
+    assert captured.named("answer")  # both scored and exported
+    assert recorder.seen == [Expected(tool_calls=SEARCH), Expected(output="Warsaw")]
+
+
+def test_a_rules_golden_may_name_its_tool_calls_column(tmp_path: Path) -> None:
+    _golden(tmp_path / "golden.jsonl", [{"question": "q", "answer": "Warsaw", "calls": SEARCH}])
+    (tmp_path / "tracesim.yaml").write_text(
+        "evaluators:\n  - match: answer\n    evaluators: [levenshtein]\n"
+        "    expected: {golden: golden.jsonl, key: question, expected_column: answer,\n"
+        "               tool_calls_column: calls}\n"
+    )
+
+    @tracesim.trace
+    def answer(question: str) -> str:
+        return "Warsaw"
+
+    with capture_spans() as captured:
+        answer("q")
+    span = captured.by_name("answer")
+    assert levenshtein(span) is True
+    assert json.loads(span.attributes["tracesim.expected.tool_calls"]) == SEARCH
+
+
+def test_result_sinks_are_shown_the_expected_output() -> None:
+    from tracesim._scoring._expect import NOT_SET
+    from tracesim._scoring._pipeline import _for_sinks
+
+    assert _for_sinks(Expected(output="Warsaw", tool_calls=SEARCH)) == "Warsaw"
+    assert _for_sinks(Expected(tool_calls=SEARCH)) is NOT_SET  # nothing to show beside the score
+    assert _for_sinks("Warsaw") == "Warsaw"
+    assert _for_sinks(NOT_SET) is NOT_SET
+
+
+def test_expected_tool_calls_are_cut_like_any_captured_value() -> None:
+    many = [{"name": "search", "arguments": {"page": n}} for n in range(200)]
+
+    @tracesim.trace(evaluators=[Recorder()], expected=Expected(tool_calls=many))
+    def answer() -> str:
+        return "Warsaw"
+
+    with capture_spans(max_value_chars=300) as captured:
+        answer()
+    text = captured.by_name("answer").attributes["tracesim.expected.tool_calls"]
+    assert isinstance(text, str)
+    assert len(text) < 400

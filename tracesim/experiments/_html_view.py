@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from tracesim._report import DASH, format_duration, format_rate, format_score, html_text
 from tracesim._version import __version__
+from tracesim.experiments._case import expected_data
 from tracesim.experiments._text_view import preview, summary_line
 
 if TYPE_CHECKING:
@@ -137,7 +138,7 @@ def _case_table(report: RunView, cases: Sequence[CaseSummary]) -> str:
         cells += [
             _td(format_duration(duration), numeric=True),
             _td(preview(run.input, _TEXT_CHARS), wrap=True),
-            _td(preview(run.expected, _TEXT_CHARS), wrap=True),
+            _td(preview(expected_data(run.expected), _TEXT_CHARS), wrap=True),
             f'<td class="text{" error" if run.error else ""}">{html_text(preview(shown, _TEXT_CHARS))}</td>',
             "<td>"
             + "<br>".join(f"<code>{html_text(t)}</code>" for t in trace_ids)
