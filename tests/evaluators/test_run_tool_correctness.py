@@ -82,7 +82,7 @@ def test_details_name_matched_missing_extra_and_partial_calls() -> None:
     result = ToolCorrectness(params=["input_parameters"]).evaluate(actual, expected)
     assert result.score == 0.25
     details = result.details
-    assert details["matched"] == [{"expected": 0, "actual": 0, "name": "search", "credit": 0.5}]
+    assert details["matched"] == [[0, 0, 0.5]]
     assert details["missing"] == [{"name": "answer", "arguments": {}}]
     assert details["extra"] == [{"name": "delete_all", "arguments": {}}]
     assert details["partial"][0]["credit"] == 0.5

@@ -16,8 +16,8 @@ from tracesim._errors import ConfigError
 from tracesim.evaluators._base import DEFAULT, Evaluator, Measurement, _Default
 from tracesim.evaluators._options import check_bool
 from tracesim.evaluators._result import EvalResult
-from tracesim.evaluators._trajectory_match import expected_calls, output_calls
-from tracesim.runs import Expected, ToolCall
+from tracesim.evaluators._trajectory_match import _Call, expected_calls, output_calls
+from tracesim.runs import Expected
 
 __all__ = ["ToolCorrectness"]
 
@@ -78,6 +78,7 @@ class ToolCorrectness(Evaluator):
         self.params = tuple(dict.fromkeys(params))
         self._arguments = "input_parameters" in self.params
         self._output = "output" in self.params
+        self._method = "exact_match" if exact_match else "ordering" if consider_ordering else "any_order"
         if self.strict_mode:
             if not isinstance(threshold, _Default) and threshold != 1:
                 raise ConfigError(f"{key}.threshold", threshold, "1 (or nothing) with strict_mode")
@@ -96,16 +97,9 @@ class ToolCorrectness(Evaluator):
         return super().evaluate(output, expected, input=input)
 
     def measure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
-        called = list(output_calls(output))
-        wanted = list(expected_calls(expected) or ())
-        details: dict[str, Any] = {
-            "method": "exact_match"
-            if self.exact_match
-            else "ordering"
-            if self.consider_ordering
-            else "any_order",
-            "params": list(self.params),
-        }
+        called = output_calls(output)
+        wanted = expected_calls(expected) or []
+        details: dict[str, Any] = {"method": self._method, "params": list(self.params)}
         pairs: list[tuple[int, int, float]] = []
         if self.exact_match:
             score = self._exact(called, wanted, details)
@@ -117,27 +111,29 @@ class ToolCorrectness(Evaluator):
         else:
             score = self._greedy(called, wanted, pairs)
         if not self.exact_match:
-            matched_wanted = {i for i, _, _ in pairs}
-            matched_called = {j for _, j, _ in pairs}
-            details["matched"] = [
-                {"expected": i, "actual": j, "name": wanted[i].name, "credit": credit}
-                for i, j, credit in pairs
-            ]
-            details["missing"] = [call.as_dict() for i, call in enumerate(wanted) if i not in matched_wanted]
-            details["extra"] = [call.as_dict() for j, call in enumerate(called) if j not in matched_called]
-            details["partial"] = [
-                {"expected": wanted[i].as_dict(), "actual": called[j].as_dict(), "credit": credit}
-                for i, j, credit in pairs
-                if credit < 1
-            ]
+            matched: list[list[Any]] = []
+            partial: list[dict[str, Any]] = []
+            used_wanted = [False] * len(wanted)
+            used_called = [False] * len(called)
+            for i, j, credit in pairs:
+                used_wanted[i] = used_called[j] = True
+                matched.append([i, j, credit])
+                if credit < 1:
+                    partial.append(
+                        {"expected": wanted[i].as_dict(), "actual": called[j].as_dict(), "credit": credit}
+                    )
+            details["matched"] = matched  # [expected index, actual index, credit]
+            details["missing"] = [call.as_dict() for i, call in enumerate(wanted) if not used_wanted[i]]
+            details["extra"] = [call.as_dict() for j, call in enumerate(called) if not used_called[j]]
+            details["partial"] = partial
         if self.strict_mode and score < 1:
             score = 0.0
-        texts = sorted({call.name for call in (*called, *wanted) if call.arguments_text})
+        texts = [call.name for call in called if call.text] + [call.name for call in wanted if call.text]
         if texts:
-            details["arguments_as_text"] = texts
+            details["arguments_as_text"] = sorted(set(texts))
         return Measurement(float(score), details)
 
-    def _credit(self, want: ToolCall, got: ToolCall) -> float:
+    def _credit(self, want: _Call, got: _Call) -> float:
         credit = 1.0
         if self._arguments:
             credit *= _share(want.arguments, got.arguments)
@@ -145,7 +141,7 @@ class ToolCorrectness(Evaluator):
             credit = 0.0
         return credit
 
-    def _exact(self, called: list[ToolCall], wanted: list[ToolCall], details: dict[str, Any]) -> float:
+    def _exact(self, called: list[_Call], wanted: list[_Call], details: dict[str, Any]) -> float:
         if len(called) != len(wanted):
             details["lengths"] = {"actual": len(called), "expected": len(wanted)}
             return 0.0
@@ -163,22 +159,20 @@ class ToolCorrectness(Evaluator):
                 return 0.0
         return 1.0
 
-    def _greedy(
-        self, called: list[ToolCall], wanted: list[ToolCall], pairs: list[tuple[int, int, float]]
-    ) -> float:
+    def _greedy(self, called: list[_Call], wanted: list[_Call], pairs: list[tuple[int, int, float]]) -> float:
         total = 0.0
-        taken: list[ToolCall] = []  # compared by (name, arguments, output), as the package's set
+        taken: list[_Call] = []  # compared by (name, arguments, output), as the package's set
         for i, want in enumerate(wanted):
             best = 0.0
             best_index = -1
             for j, got in enumerate(called):
-                if any(_same(got, other) for other in taken):
+                # The package skips taken calls first; skipping other names first is the same.
+                if got.name != want.name or (taken and _taken(got, taken)):
                     continue
-                if got.name == want.name:
-                    credit = self._credit(want, got)
-                    if credit > best:
-                        best = credit
-                        best_index = j
+                credit = self._credit(want, got) if self._arguments or self._output else 1.0
+                if credit > best:
+                    best = credit
+                    best_index = j
             if best > 0:
                 total += best
                 taken.append(called[best_index])
@@ -188,7 +182,7 @@ class ToolCorrectness(Evaluator):
         return total / len(wanted)
 
     def _ordered(
-        self, called: list[ToolCall], wanted: list[ToolCall], pairs: list[tuple[int, int, float]]
+        self, called: list[_Call], wanted: list[_Call], pairs: list[tuple[int, int, float]]
     ) -> float:
         rows, cols = len(wanted), len(called)
         table = [[0.0] * (cols + 1) for _ in range(rows + 1)]
@@ -224,10 +218,12 @@ class ToolCorrectness(Evaluator):
         )
 
 
-def _same(first: ToolCall, second: ToolCall) -> bool:
-    return bool(
-        first.name == second.name and first.arguments == second.arguments and first.output == second.output
-    )
+def _taken(call: _Call, taken: list[_Call]) -> bool:
+    """Whether an equal call (name, arguments, output) was taken, as the package's set says."""
+    for other in taken:
+        if call.name == other.name and call.arguments == other.arguments and call.output == other.output:
+            return True
+    return False
 
 
 def _share(expected: Any, actual: Any) -> float:

@@ -25,7 +25,7 @@ from tracesim._errors import ConfigError
 from tracesim.evaluators._base import DEFAULT, Evaluator, Measurement, _Default
 from tracesim.evaluators._options import check_choice
 from tracesim.evaluators._result import EvalResult
-from tracesim.runs import Expected, Run, ToolCall, tool_calls
+from tracesim.runs import Expected, Run, ToolCall, parse_arguments, tool_calls
 
 __all__ = ["TrajectoryMatch", "expected_calls", "output_calls"]
 
@@ -33,7 +33,53 @@ MODES = ("strict", "unordered", "subset", "superset")
 ARG_MODES = ("exact", "ignore", "subset", "superset")
 
 _Matcher = Callable[[Any, Any], bool]
-_Group = tuple[ToolCall, ...]
+_KEYS = frozenset({"name", "arguments", "args", "output", "error", "id"})
+
+
+class _Call:
+    """A tool call as the run evaluators compare it: name, arguments, output.
+
+    Lighter than `ToolCall` (no checks beyond what comparing needs), since scoring reads
+    many calls; anything unusual goes through `ToolCall.of`, which checks it and names
+    a bad item in a `ConfigError`.
+    """
+
+    __slots__ = ("arguments", "name", "output", "text")
+
+    def __init__(self, name: str, arguments: Any, output: Any) -> None:
+        self.name = name
+        self.arguments = arguments
+        self.output = output
+        self.text = isinstance(arguments, str)
+
+    @classmethod
+    def of(cls, item: Any, where: str, index: int, inner: int = -1) -> _Call:
+        """A call from what a user wrote; ``where[index]`` (``[inner]``) names a bad item."""
+        if type(item) is dict:
+            name = item.get("name")
+            if type(name) is str and name and item.keys() <= _KEYS:
+                arguments = item["arguments"] if "arguments" in item else item.get("args")
+                if type(arguments) is dict:
+                    for key in arguments:
+                        if type(key) is not str:
+                            arguments = parse_arguments(arguments)
+                            break
+                else:
+                    arguments = parse_arguments(arguments)
+                return cls(name, arguments, item.get("output"))
+        where = f"{where}[{index}]" if inner < 0 else f"{where}[{index}][{inner}]"
+        call = ToolCall.of(item, where)
+        return cls(call.name, call.arguments, call.output)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The call as JSON-like data, for details."""
+        data: dict[str, Any] = {"name": self.name, "arguments": self.arguments}
+        if self.output is not None:
+            data["output"] = self.output
+        return data
+
+
+_Group = list[_Call]
 
 
 # -- reading the inputs --------------------------------------------------------------------
@@ -53,30 +99,44 @@ def _groups_of(value: Any, where: str) -> list[_Group]:
     if isinstance(value, Run):
         return _run_groups(value)
     value = _parsed_list(value, where)
-    if isinstance(value, Iterable) and not isinstance(value, (Mapping, str, bytes, ToolCall)):
-        groups: list[_Group] = []
-        for index, item in enumerate(value):
-            if isinstance(item, (list, tuple)):
-                group = tool_calls(list(item), f"{where}[{index}]")
-                if group:  # an empty message has no tool calls: the package skips it too
-                    groups.append(group)
-            else:
-                groups.append((ToolCall.of(item, f"{where}[{index}]"),))
-        return groups
-    return [(call,) for call in tool_calls(value, where)]
+    if type(value) is not list and (
+        not isinstance(value, Iterable) or isinstance(value, (Mapping, str, bytes, ToolCall))
+    ):
+        tool_calls(value, where)  # raises a ConfigError naming what is wrong
+    groups: list[_Group] = []
+    for index, item in enumerate(value):
+        if isinstance(item, (list, tuple)):
+            group = [_Call.of(call, where, index, k) for k, call in enumerate(item)]
+            if group:  # an empty message has no tool calls: the package skips it too
+                groups.append(group)
+        else:
+            groups.append([_Call.of(item, where, index)])
+    return groups
 
 
-def output_calls(output: Any, where: str = "output") -> tuple[ToolCall, ...]:
+def _from(calls: Iterable[ToolCall]) -> list[_Call]:
+    return [_Call(call.name, call.arguments, call.output) for call in calls]
+
+
+def output_calls(output: Any, where: str = "output") -> list[_Call]:
     """The tool calls of an output: a `Run`'s (`Run.tool_calls`) or a list of calls."""
+    if type(output) is list:  # the common case, without building messages
+        calls: list[_Call] = []
+        for index, item in enumerate(output):
+            if isinstance(item, (list, tuple)):
+                calls.extend(_Call.of(call, where, index, inner) for inner, call in enumerate(item))
+            else:
+                calls.append(_Call.of(item, where, index))
+        return calls
     if isinstance(output, Run):
-        return output.tool_calls
-    return tuple(call for group in _groups_of(output, where) for call in group)
+        return _from(output.tool_calls)
+    return [call for group in _groups_of(output, where) for call in group]
 
 
-def expected_calls(expected: Any, where: str = "expected") -> tuple[ToolCall, ...] | None:
+def expected_calls(expected: Any, where: str = "expected") -> list[_Call] | None:
     """The expected tool calls: an `Expected`'s (None when it has none) or a list of calls."""
     if isinstance(expected, Expected):
-        return None if expected.tool_calls is None else tuple(expected.tool_calls)
+        return None if expected.tool_calls is None else _from(expected.tool_calls)
     return output_calls(expected, where)
 
 
@@ -96,7 +156,7 @@ def _run_groups(run: Run) -> list[_Group]:
     groups: list[_Group] = []
     for step in steps:
         if step.requested:
-            groups.append(tuple(step.requested))
+            groups.append(_from(step.requested))
         elif step.kind == "tool" and step.tool_call is not None:
             call = step.tool_call
             if call.id:
@@ -107,7 +167,7 @@ def _run_groups(run: Run) -> list[_Group]:
                 if requested_keys[key] > 0:
                     requested_keys[key] -= 1
                     continue
-            groups.append((call,))
+            groups.append(_from((call,)))
     return groups
 
 
@@ -237,15 +297,15 @@ class TrajectoryMatch(Evaluator):
             got_groups = _groups_of(output, "output")
             want_groups: list[_Group]
             if isinstance(expected, Expected):
-                want_groups = [(call,) for call in expected.tool_calls or ()]
+                want_groups = [[call] for call in _from(expected.tool_calls or ())]
             else:
                 want_groups = _groups_of(expected, "expected")
             ok = self._strict(got_groups, want_groups, details)
             got = [call for group in got_groups for call in group]
             want = [call for group in want_groups for call in group]
         else:
-            got = list(output_calls(output))
-            want = list(expected_calls(expected) or ())
+            got = output_calls(output)
+            want = expected_calls(expected) or []
             ok = True
             if self.mode in ("superset", "unordered"):
                 missing, mismatched = self._cover(got, want)
@@ -258,13 +318,13 @@ class TrajectoryMatch(Evaluator):
                 if self.mode == "subset":
                     details["mismatched"] = mismatched
                 ok = ok and not extra and not mismatched
-        texts = sorted({call.name for call in (*got, *want) if call.arguments_text})
+        texts = [call.name for call in got if call.text] + [call.name for call in want if call.text]
         if texts:
-            details["arguments_as_text"] = texts
+            details["arguments_as_text"] = sorted(set(texts))
         return Measurement(1.0 if ok else 0.0, details)
 
     def _cover(
-        self, pool: list[ToolCall], wanted: list[ToolCall]
+        self, pool: list[_Call], wanted: list[_Call]
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """Each call of ``wanted`` takes the first unused call of ``pool`` with its name whose
         arguments match (``matcher(pool call, wanted call)``). Returns the wanted calls with no
@@ -275,7 +335,7 @@ class TrajectoryMatch(Evaluator):
         mismatched: list[dict[str, Any]] = []
         for call in wanted:
             matcher = self._matcher(call.name)
-            candidate: ToolCall | None = None
+            candidate: _Call | None = None
             for index, other in enumerate(pool):
                 if used[index] or other.name != call.name:
                     continue
