@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -315,7 +315,7 @@ def _key(arguments: Any) -> str:
         return repr(arguments)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Expected:
     """What a run is expected to do: its final output, its tool calls, or both.
 
@@ -328,12 +328,17 @@ class Expected:
         NOT_GIVEN
     """
 
-    output: Any = NOT_GIVEN
-    tool_calls: Sequence[ToolCall] | None = None
+    output: Any
+    tool_calls: tuple[ToolCall, ...] | None
 
-    def __post_init__(self) -> None:
-        if self.tool_calls is not None:
-            object.__setattr__(self, "tool_calls", tool_calls(self.tool_calls, "expected.tool_calls"))
+    def __init__(
+        self,
+        output: Any = NOT_GIVEN,
+        tool_calls: Iterable[ToolCall | Mapping[str, Any]] | str | None = None,
+    ) -> None:
+        object.__setattr__(self, "output", output)
+        checked = None if tool_calls is None else _tool_calls(tool_calls, "expected.tool_calls")
+        object.__setattr__(self, "tool_calls", checked)
 
     @classmethod
     def of(cls, value: Any, where: str = "expected") -> Expected:
@@ -354,5 +359,8 @@ class Expected:
         calls = value.get("tool_calls")
         return cls(
             output=value.get("output", NOT_GIVEN),
-            tool_calls=None if calls is None else tool_calls(calls, f"{where}.tool_calls"),
+            tool_calls=None if calls is None else _tool_calls(calls, f"{where}.tool_calls"),
         )
+
+
+_tool_calls = tool_calls  # for `Expected`, whose parameter of the same name hides the function

@@ -81,6 +81,7 @@ def check() -> None:
     assert_type(configured("q"), str)
     assert_type(expects_tool_calls("q"), str)
     assert_type(tracesim.Expected(tool_calls=[ToolCall("a")]), tracesim.Expected)
+    assert_type(tracesim.Expected(tool_calls=[{"name": "a", "arguments": {"q": 1}}]), tracesim.Expected)
     with tracesim.expect(tracesim.Expected(output="x")):
         pass
     assert_type(stream(3), Iterator[str])

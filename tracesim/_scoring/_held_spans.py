@@ -20,10 +20,10 @@ from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.trace import SpanContext
 
 from tracesim import _semconv as sc
-from tracesim._capture import CaptureOptions, captured_attributes
+from tracesim._capture import CaptureOptions
 from tracesim._foreign_spans import span_input, span_kinds, span_output
 from tracesim._internal_errors import WarnOnce
-from tracesim._scoring._expect import NOT_SET
+from tracesim._scoring._expect import NOT_SET, expected_attributes
 from tracesim._scoring._jobs import Job
 from tracesim._scoring._results import write
 from tracesim._scoring._selection import Plan, Rule, plan
@@ -118,11 +118,7 @@ class _Subject:
 
     def set_expected(self, value: Any) -> None:
         if self._capture.enabled:
-            self.otel_span.set_attributes(
-                captured_attributes(
-                    value, sc.EXPECTED_VALUE, sc.EXPECTED_MIME_TYPE, sc.EXPECTED_ORIGINAL_CHARS, self._capture
-                )
-            )
+            self.otel_span.set_attributes(expected_attributes(value, self._capture))
 
 
 class _Binder:
