@@ -213,7 +213,10 @@ def test_the_value_limit_cuts_inputs_outputs_and_arguments(instrumented: LLMServ
         for value in (step.input, step.output):
             assert value is None or len(value) <= 100
     requested = run.steps[0].requested[0]
-    assert requested.arguments == {"city": long_city}  # the OpenAI integration records them as a mapping
+    # the OpenAI integration records them as a mapping: too long, it is cut as JSON text
+    assert requested.arguments_text
+    assert len(requested.arguments) <= 100
+    assert requested.arguments.startswith('{"city": "WWW')
     assert isinstance(run.output, str)
     assert len(run.output) <= 100
     assert "[truncated: 500 chars]" in run.output

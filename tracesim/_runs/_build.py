@@ -74,8 +74,8 @@ def build_run(
         max_value_chars: Each text value is cut to this length, as captured values are.
         prices: The price table for LLM steps without their own ``llm.cost.total``; the
             shipped prices by default.
-        now_ns: The time to measure a root that has not ended up to (default: its start, so a
-            duration is never made up).
+        now_ns: The time to measure a root that has not ended up to; without it, such a run
+            has no duration.
 
     Example:
         >>> from tracesim.testing import capture_spans
@@ -342,11 +342,13 @@ def _key(arguments: Any) -> str:
 
 
 def _arguments(raw: Any, limit: int) -> Any:
-    """Arguments as `parse_arguments` reads them, text cut first (cut JSON stays text)."""
+    """Arguments as `parse_arguments` reads them, text cut first (cut JSON stays text); a mapping
+    whose JSON is longer than ``limit`` becomes that JSON, cut."""
     if isinstance(raw, str):
         return parse_arguments(_bounded(raw, limit))
     if isinstance(raw, Mapping):
-        return parse_arguments(raw)
+        text = _key(raw)
+        return parse_arguments(raw) if len(text) <= limit else _bounded(text, limit)
     if raw is None:
         return {}
     if isinstance(raw, (bool, int, float)):
