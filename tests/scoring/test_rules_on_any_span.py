@@ -372,3 +372,27 @@ def test_a_client_span_inside_the_instrumentations_span_is_counted_and_scored_on
     usage = json.loads(capsys.readouterr().out)["llm_usage"]
     assert usage["totals"]["calls"] == 1
     assert [row["name"] for row in usage["spans"]] == ["chat claude-x"]
+
+
+def test_a_rule_expecting_tool_calls_records_them_on_a_foreign_span_as_on_tracesims() -> None:
+    """An Expected on another instrumentation's span: its output in ``tracesim.expected.value``
+    and its tool calls in ``tracesim.expected.tool_calls``, not JSON of the whole object."""
+    rule = {
+        "kind": "llm",
+        "evaluators": [ExactMatch()],
+        "expected": {"output": "Warsaw", "tool_calls": [{"name": "lookup", "arguments": {"city": "W"}}]},
+    }
+    with capture_spans(evaluators=[rule]) as captured:
+        provider = _runtime.current.provider if _runtime.current else None
+        assert provider is not None
+        with provider.get_tracer("someone.elses").start_as_current_span("ChatCompletion") as span:
+            span.set_attribute("openinference.span.kind", "LLM")
+            span.set_attribute("llm.input_messages.0.message.role", "user")
+            span.set_attribute("llm.input_messages.0.message.content", "Born where?")
+            span.set_attribute("llm.output_messages.0.message.content", "Warsaw")
+        (llm,) = captured.spans
+    assert llm.attributes["tracesim.expected.value"] == "Warsaw"
+    assert json.loads(str(llm.attributes["tracesim.expected.tool_calls"])) == [
+        {"name": "lookup", "arguments": {"city": "W"}}
+    ]
+    assert results_of(llm)["exact"]["tracesim.evaluation.passed"] is True
