@@ -21,15 +21,14 @@ from typing import Any
 
 from tracesim.evaluators._base import Measurement
 from tracesim.evaluators._options import check_bool
-from tracesim.evaluators._run_checks import RunEvaluator, actual_calls, call_data, plain
-from tracesim.runs import ToolCall
+from tracesim.evaluators._run_checks import Call, RunEvaluator, actual_calls, call_data
 
 __all__ = ["ToolCallAccuracy", "ToolCallF1"]
 
 
-def _sort_key(call: ToolCall) -> tuple[str, ...]:
+def _sort_key(call: Call) -> tuple[str, ...]:
     """ragas' order for ``strict_order=False``: name, then each argument name and ``str`` of its value."""
-    arguments = plain(call.arguments)
+    arguments = call.arguments
     if not isinstance(arguments, dict):
         return (call.name, str(arguments))
     key = [call.name]
@@ -81,8 +80,8 @@ class ToolCallAccuracy(RunEvaluator):
         super().__init__(**shared)
 
     def measure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
-        got: Sequence[ToolCall] = actual_calls(output)
-        want: Sequence[ToolCall] = self._expected(expected)
+        got: Sequence[Call] = actual_calls(output)
+        want: Sequence[Call] = self._expected(expected)
         details: dict[str, Any] = {"strict_order": self.strict_order}
         if not got or not want:
             details["missing"] = [call_data(call) for call in want]
@@ -101,7 +100,7 @@ class ToolCallAccuracy(RunEvaluator):
         total = 0.0
         mismatched = []
         for position, (actual, wanted) in enumerate(zip(got, want, strict=True)):
-            got_arguments, want_arguments = plain(actual.arguments), plain(wanted.arguments)
+            got_arguments, want_arguments = actual.arguments, wanted.arguments
             score, missing, wrong = _argument_score(got_arguments, want_arguments)
             total += score
             if score < 1.0:
@@ -121,7 +120,7 @@ class ToolCallAccuracy(RunEvaluator):
         return Measurement(total / len(want), details)
 
 
-def _unmatched_by_name(calls: Sequence[ToolCall], others: Sequence[ToolCall]) -> list[dict[str, Any]]:
+def _unmatched_by_name(calls: Sequence[Call], others: Sequence[Call]) -> list[dict[str, Any]]:
     """The calls of ``calls`` whose name ``others`` lacks (counting repeats), in order."""
     pool = Counter(call.name for call in others)
     unmatched = []
@@ -181,9 +180,9 @@ class ToolCallF1(RunEvaluator):
         return Measurement(round(f1, 4), details)
 
 
-def _distinct(calls: Sequence[ToolCall]) -> dict[Any, dict[str, Any]]:
+def _distinct(calls: Sequence[Call]) -> dict[Any, dict[str, Any]]:
     """The distinct (name, arguments) of ``calls``, first seen first, each with its call's data."""
     distinct: dict[Any, dict[str, Any]] = {}
     for call in calls:
-        distinct.setdefault((call.name, _hashable(plain(call.arguments))), call_data(call))
+        distinct.setdefault((call.name, _hashable(call.arguments)), call_data(call))
     return distinct

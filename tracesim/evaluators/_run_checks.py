@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from tracesim._errors import ConfigError
 from tracesim.evaluators._base import Evaluator, Measurement
@@ -41,43 +41,103 @@ _NO_EXPECTED_CALLS = "no expected tool calls to compare against"
 # -- reading the two sides ----------------------------------------------------------------
 
 
-def actual_calls(output: Any, *, include_failed: bool = True) -> list[ToolCall]:
-    """The tool calls of ``output`` in start order: a `Run`'s, or a list of calls (or JSON text of
-    one) checked by `tracesim.runs.tool_calls`. Calls that failed are left out unless
-    ``include_failed``.
+class Call(NamedTuple):
+    """A tool call as the run evaluators read it: its name, its arguments as plain data (a dict,
+    or text when they are not a JSON object) and whether it failed."""
+
+    name: str
+    arguments: Any
+    failed: bool
+
+
+_CALL_KEYS = frozenset(("name", "arguments", "args", "output", "error", "id"))
+_SCALARS = frozenset((str, int, float, bool, type(None)))
+
+
+def _flat(arguments: dict[Any, Any]) -> bool:
+    """Whether ``arguments`` is already plain data with nothing to convert (the common case)."""
+    for key, value in arguments.items():  # noqa: SIM110 - a loop: faster than all() over a generator
+        if type(key) is not str or type(value) not in _SCALARS:
+            return False
+    return True
+
+
+def plain(arguments: Any) -> Any:
+    """A call's arguments as plain JSON-like data (read-only views and tuples thawed)."""
+    if type(arguments) is dict and _flat(arguments):
+        return arguments
+    return _thawed(arguments)
+
+
+def _from_tool_call(call: ToolCall, failed: bool = False) -> Call:
+    return Call(call.name, plain(call.arguments), failed or call.error is not None)
+
+
+def read_calls(value: Any, where: str) -> list[Call]:
+    """The tool calls of a `Run`, or of a list of calls (or JSON text of one) as
+    `tracesim.runs.tool_calls` reads it (a bad item is its `ConfigError`). Mappings that are
+    plainly well formed are read directly, without building `ToolCall` objects."""
+    if isinstance(value, Run):
+        return _run_calls(value)
+    if type(value) is list or type(value) is tuple:
+        calls: list[Call] = []
+        for item in value:
+            if type(item) is dict:
+                name = item.get("name")
+                if type(name) is not str or not name or not item.keys() <= _CALL_KEYS:
+                    break
+                arguments = item.get("arguments", item.get("args", {}))
+                if type(arguments) is not dict or not _flat(arguments):
+                    arguments = _thawed(parse_arguments(arguments))
+                calls.append(Call(name, arguments, item.get("error") is not None))
+            elif isinstance(item, ToolCall):
+                calls.append(_from_tool_call(item))
+            else:
+                break
+        else:
+            return calls
+    return [_from_tool_call(call) for call in tool_calls(value, where)]
+
+
+def _run_calls(run: Run) -> list[Call]:
+    """A run's tool calls (`Run.tool_calls`), each failed when it or the tool step that ran it
+    has an error."""
+    steps = run.steps
+    failed_steps = {id(step.tool_call) for step in steps if step.kind == "tool" and step.error is not None}
+    if any(step.requested for step in steps):
+        return [_from_tool_call(call, id(call) in failed_steps) for call in run.tool_calls]
+    return [
+        _from_tool_call(step.tool_call, step.error is not None)
+        for step in steps
+        if step.kind == "tool" and step.tool_call is not None
+    ]
+
+
+def actual_calls(output: Any, *, include_failed: bool = True) -> list[Call]:
+    """The tool calls of ``output`` in start order (a `Run`, or a list of calls or JSON text of
+    one); calls that failed are left out unless ``include_failed``.
 
     Example:
         >>> calls = [{"name": "a"}, {"name": "b", "error": "timeout"}]
         >>> [call.name for call in actual_calls(calls, include_failed=False)]
         ['a']
     """
-    if isinstance(output, Run):
-        failed_steps = {
-            id(step.tool_call)
-            for step in output.steps
-            if step.kind == "tool" and step.tool_call and step.error
-        }
-        calls = [(call, call.error is not None or id(call) in failed_steps) for call in output.tool_calls]
-    else:
-        calls = [(call, call.error is not None) for call in tool_calls(output, "output")]
-    return [call for call, failed in calls if include_failed or not failed]
+    calls = read_calls(output, "output")
+    return calls if include_failed else [call for call in calls if not call.failed]
 
 
-def expected_calls(expected: Any) -> tuple[ToolCall, ...] | None:
+def expected_calls(expected: Any) -> list[Call] | None:
     """The expected tool calls: an `Expected`'s (None when it names none), or a list of calls."""
     if isinstance(expected, Expected):
-        return None if expected.tool_calls is None else tuple(expected.tool_calls)
-    return tool_calls(expected, "expected")
+        return (
+            None if expected.tool_calls is None else [_from_tool_call(call) for call in expected.tool_calls]
+        )
+    return read_calls(expected, "expected")
 
 
-def plain(arguments: Any) -> Any:
-    """A call's arguments as plain JSON-like data (read-only views thawed)."""
-    return _thawed(arguments)
-
-
-def call_data(call: ToolCall) -> dict[str, Any]:
+def call_data(call: Call) -> dict[str, Any]:
     """A call as JSON-like details: its name and arguments."""
-    return {"name": call.name, "arguments": plain(call.arguments)}
+    return {"name": call.name, "arguments": call.arguments}
 
 
 class RunEvaluator(Evaluator):
@@ -95,7 +155,7 @@ class RunEvaluator(Evaluator):
             )
         return super().evaluate(output, expected, input=input)
 
-    def _expected(self, expected: Any) -> tuple[ToolCall, ...]:
+    def _expected(self, expected: Any) -> list[Call]:
         calls = expected_calls(expected)
         if calls is None:  # reached only when evaluate() is bypassed
             raise ValueError(_NO_EXPECTED_CALLS)
@@ -214,15 +274,13 @@ class Trajectory(RunEvaluator):
     def measure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
         actual = [call.name for call in actual_calls(output, include_failed=self.include_failed)]
         wanted = [call.name for call in self._expected(expected)]
-        missing = _count_map(Counter(wanted) - Counter(actual))
-        extra = _count_map(Counter(actual) - Counter(wanted))
-        details: dict[str, Any] = {
-            "order": self.order,
-            "expected": wanted,
-            "actual": actual,
-            "missing": missing,
-            "extra": extra,
-        }
+        details: dict[str, Any] = {"order": self.order, "expected": wanted, "actual": actual}
+        if actual == wanted:
+            details["missing"], details["extra"] = {}, {}
+        else:
+            got_counts, want_counts = Counter(actual), Counter(wanted)
+            details["missing"] = _count_map(want_counts - got_counts)
+            details["extra"] = _count_map(got_counts - want_counts)
         if self.order == "exact":
             return Measurement(1.0 if actual == wanted else 0.0, details)
         if not actual and not wanted:
@@ -319,7 +377,7 @@ class ToolArguments(RunEvaluator):
                 0.0, details, f"{self.tool!r} was called {len(calls)} time(s); no occurrence {index}"
             )
         call = calls[index]
-        got = plain(call.arguments)
+        got = call.arguments
         details["actual"] = got
         if not isinstance(got, dict):
             details["arguments_text"] = True
@@ -398,25 +456,26 @@ class RunBudget(RunEvaluator):
         self.include_failed = check_bool(f"{key}.include_failed", include_failed)
         super().__init__(**shared)
 
-    def _usage(self, output: Any) -> dict[str, float | None]:
-        tools = len(actual_calls(output, include_failed=self.include_failed))
+    def _used(self, output: Any, option: str) -> float | None:
+        """What the run used of the quantity ``option`` limits; None when it cannot tell."""
+        if option == "max_tool_calls":
+            return len(actual_calls(output, include_failed=self.include_failed))
         if not isinstance(output, Run):
-            return {"max_tool_calls": tools}
-        return {
-            "max_tool_calls": tools,
-            "max_llm_calls": output.llm_calls,
-            "max_tokens": output.tokens,
-            "max_cost_usd": output.cost_usd,
-            "max_duration_s": output.duration_s,
-        }
+            return None
+        if option == "max_llm_calls":
+            return output.llm_calls
+        if option == "max_tokens":
+            return output.tokens
+        if option == "max_cost_usd":
+            return output.cost_usd
+        return output.duration_s
 
     def measure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
-        usage = self._usage(output)
         checked: dict[str, Any] = {}
         exceeded: dict[str, Any] = {}
         unknown: list[str] = []
         for option, limit in self.limits.items():
-            actual = usage.get(option)
+            actual = self._used(output, option)
             if actual is None or (isinstance(actual, float) and math.isnan(actual)):
                 unknown.append(option)
                 continue

@@ -49,21 +49,31 @@ def call(name: str, arguments: Any = None, *, error: str | None = None) -> Call:
 # -- ragas ---------------------------------------------------------------------------------
 
 
-def ragas_score(kind: str, options: dict[str, Any], actual: list[Call], expected: list[Call]) -> float:
+def ragas_metric(kind: str, options: dict[str, Any]) -> Any:
+    """ragas' metric for a tracesim evaluator type and its options."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # ragas' own deprecation notices
-        from ragas.dataset_schema import MultiTurnSample
-        from ragas.messages import AIMessage, HumanMessage, ToolCall
         from ragas.metrics import ToolCallAccuracy, ToolCallF1
 
-    metric: Any = ToolCallAccuracy(**options) if kind == "tool_call_accuracy" else ToolCallF1()
-    sample = MultiTurnSample(
+    return ToolCallAccuracy(**options) if kind == "tool_call_accuracy" else ToolCallF1()
+
+
+def ragas_sample(actual: list[Call], expected: list[Call]) -> Any:
+    """What ragas reads: the actual calls on an ``AIMessage``, and the reference calls."""
+    from ragas.dataset_schema import MultiTurnSample
+    from ragas.messages import AIMessage, HumanMessage, ToolCall
+
+    return MultiTurnSample(
         user_input=[
             HumanMessage(content="question"),
             AIMessage(content="", tool_calls=[ToolCall(name=c["name"], args=c["arguments"]) for c in actual]),
         ],
         reference_tool_calls=[ToolCall(name=c["name"], args=c["arguments"]) for c in expected],
     )
+
+
+def ragas_score(kind: str, options: dict[str, Any], actual: list[Call], expected: list[Call]) -> float:
+    metric, sample = ragas_metric(kind, options), ragas_sample(actual, expected)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return float(asyncio.run(metric.multi_turn_ascore(sample)))
@@ -134,17 +144,21 @@ def pydantic_evaluator(
     return MaxToolCalls(**args), args
 
 
-def pydantic_result(
-    kind: str, options: dict[str, Any], actual: list[Call], expected: list[Call] | None
-) -> Any:
+def pydantic_context(actual: list[Call]) -> Any:
+    """An ``EvaluatorContext`` whose span tree holds ``actual`` as tool spans."""
     from pydantic_evals.evaluators import EvaluatorContext
 
-    evaluator, args = pydantic_evaluator(kind, options, expected)
-    ctx = EvaluatorContext(
+    return EvaluatorContext(
         name="case", inputs=None, metadata=None, expected_output=None, output=None, duration=0.0,
         _span_tree=span_tree(actual), attributes={}, metrics={},
     )  # fmt: skip
-    result = evaluator.evaluate(ctx)
+
+
+def pydantic_result(
+    kind: str, options: dict[str, Any], actual: list[Call], expected: list[Call] | None
+) -> tuple[float, str | None, dict[str, Any]]:
+    evaluator, args = pydantic_evaluator(kind, options, expected)
+    result = evaluator.evaluate(pydantic_context(actual))
     return float(result.value), result.reason, args
 
 
