@@ -21,7 +21,7 @@ from typing import Any
 
 from tracesim.evaluators._base import Measurement
 from tracesim.evaluators._options import check_bool
-from tracesim.evaluators._run_checks import Call, RunEvaluator, actual_calls, call_data
+from tracesim.evaluators._run_checks import Call, RunEvaluator, _flat, actual_calls, call_data
 
 __all__ = ["ToolCallAccuracy", "ToolCallF1"]
 
@@ -174,15 +174,21 @@ class ToolCallF1(RunEvaluator):
             "precision": precision,
             "recall": recall,
             "matched": true_positives,
-            "missing": [call for key, call in want.items() if key not in got],
-            "extra": [call for key, call in got.items() if key not in want],
+            "missing": [call_data(call) for key, call in want.items() if key not in got],
+            "extra": [call_data(call) for key, call in got.items() if key not in want],
         }
         return Measurement(round(f1, 4), details)
 
 
-def _distinct(calls: Sequence[Call]) -> dict[Any, dict[str, Any]]:
-    """The distinct (name, arguments) of ``calls``, first seen first, each with its call's data."""
-    distinct: dict[Any, dict[str, Any]] = {}
+def _distinct(calls: Sequence[Call]) -> dict[Any, Call]:
+    """The distinct (name, arguments) of ``calls``, first seen first, each with its first call."""
+    distinct: dict[Any, Call] = {}
     for call in calls:
-        distinct.setdefault((call.name, _hashable(call.arguments)), call_data(call))
+        arguments = call.arguments
+        hashed = (
+            frozenset(arguments.items())
+            if type(arguments) is dict and _flat(arguments)
+            else _hashable(arguments)
+        )
+        distinct.setdefault((call.name, hashed), call)
     return distinct

@@ -102,15 +102,19 @@ def read_calls(value: Any, where: str) -> list[Call]:
 def _run_calls(run: Run) -> list[Call]:
     """A run's tool calls (`Run.tool_calls`), each failed when it or the tool step that ran it
     has an error."""
-    steps = run.steps
-    failed_steps = {id(step.tool_call) for step in steps if step.kind == "tool" and step.error is not None}
-    if any(step.requested for step in steps):
-        return [_from_tool_call(call, id(call) in failed_steps) for call in run.tool_calls]
-    return [
-        _from_tool_call(step.tool_call, step.error is not None)
-        for step in steps
-        if step.kind == "tool" and step.tool_call is not None
-    ]
+    calls: list[Call] = []
+    for step in run.steps:
+        if step.requested:  # requested calls: let the Run pair them with the steps that ran them
+            failed = {
+                id(step.tool_call) for step in run.steps if step.kind == "tool" and step.error is not None
+            }
+            return [_from_tool_call(call, id(call) in failed) for call in run.tool_calls]
+        call = step.tool_call
+        if call is not None and step.kind == "tool":
+            calls.append(
+                Call(call.name, plain(call.arguments), step.error is not None or call.error is not None)
+            )
+    return calls
 
 
 def actual_calls(output: Any, *, include_failed: bool = True) -> list[Call]:
