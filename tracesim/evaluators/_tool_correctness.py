@@ -16,7 +16,7 @@ from tracesim._errors import ConfigError
 from tracesim.evaluators._base import DEFAULT, Evaluator, Measurement, _Default
 from tracesim.evaluators._options import check_bool
 from tracesim.evaluators._result import EvalResult
-from tracesim.evaluators._trajectory_match import _Call, expected_calls, output_calls
+from tracesim.evaluators._trajectory_match import _as_dict, _Call, expected_calls, output_calls
 from tracesim.runs import Expected
 
 __all__ = ["ToolCorrectness"]
@@ -111,24 +111,28 @@ class ToolCorrectness(Evaluator):
         else:
             score = self._greedy(called, wanted, pairs)
         if not self.exact_match:
-            matched: list[list[Any]] = []
-            partial: list[dict[str, Any]] = []
-            used_wanted = [False] * len(wanted)
-            used_called = [False] * len(called)
-            for i, j, credit in pairs:
-                used_wanted[i] = used_called[j] = True
-                matched.append([i, j, credit])
-                if credit < 1:
-                    partial.append(
-                        {"expected": wanted[i].as_dict(), "actual": called[j].as_dict(), "credit": credit}
-                    )
-            details["matched"] = matched  # [expected index, actual index, credit]
-            details["missing"] = [call.as_dict() for i, call in enumerate(wanted) if not used_wanted[i]]
-            details["extra"] = [call.as_dict() for j, call in enumerate(called) if not used_called[j]]
-            details["partial"] = partial
+            details["matched"] = [list(pair) for pair in pairs]  # [expected index, actual index, credit]
+            if len(pairs) == len(wanted) == len(called):
+                details["missing"] = details["extra"] = []
+            else:
+                matched_wanted = {i for i, _, _ in pairs}
+                matched_called = {j for _, j, _ in pairs}
+                details["missing"] = [
+                    _as_dict(call) for i, call in enumerate(wanted) if i not in matched_wanted
+                ]
+                details["extra"] = [
+                    _as_dict(call) for j, call in enumerate(called) if j not in matched_called
+                ]
+            details["partial"] = [
+                {"expected": _as_dict(wanted[i]), "actual": _as_dict(called[j]), "credit": credit}
+                for i, j, credit in pairs
+                if credit < 1
+            ]
         if self.strict_mode and score < 1:
             score = 0.0
-        texts = [call.name for call in called if call.text] + [call.name for call in wanted if call.text]
+        texts = [call[0] for call in called if isinstance(call[1], str)] + [
+            call[0] for call in wanted if isinstance(call[1], str)
+        ]
         if texts:
             details["arguments_as_text"] = sorted(set(texts))
         return Measurement(float(score), details)
@@ -136,8 +140,8 @@ class ToolCorrectness(Evaluator):
     def _credit(self, want: _Call, got: _Call) -> float:
         credit = 1.0
         if self._arguments:
-            credit *= _share(want.arguments, got.arguments)
-        if self._output and want.output != got.output:
+            credit *= _share(want[1], got[1])
+        if self._output and want[2] != got[2]:
             credit = 0.0
         return credit
 
@@ -147,14 +151,14 @@ class ToolCorrectness(Evaluator):
             return 0.0
         for position, (got, want) in enumerate(zip(called, wanted, strict=True)):
             if (
-                got.name != want.name
-                or (self._arguments and got.arguments != want.arguments)
-                or (self._output and got.output != want.output)
+                got[0] != want[0]
+                or (self._arguments and got[1] != want[1])
+                or (self._output and got[2] != want[2])
             ):
                 details["first_difference"] = {
                     "position": position,
-                    "actual": got.as_dict(),
-                    "expected": want.as_dict(),
+                    "actual": _as_dict(got),
+                    "expected": _as_dict(want),
                 }
                 return 0.0
         return 1.0
@@ -167,7 +171,7 @@ class ToolCorrectness(Evaluator):
             best_index = -1
             for j, got in enumerate(called):
                 # The package skips taken calls first; skipping other names first is the same.
-                if got.name != want.name or (taken and _taken(got, taken)):
+                if got[0] != want[0] or (taken and _taken(got, taken)):
                     continue
                 credit = self._credit(want, got) if self._arguments or self._output else 1.0
                 if credit > best:
@@ -191,7 +195,7 @@ class ToolCorrectness(Evaluator):
             row, above = table[i], table[i - 1]
             for j in range(1, cols + 1):
                 got = called[j - 1]
-                if want.name != got.name:
+                if want[0] != got[0]:
                     row[j] = max(above[j], row[j - 1])
                     continue
                 credit = self._credit(want, got)
@@ -220,10 +224,7 @@ class ToolCorrectness(Evaluator):
 
 def _taken(call: _Call, taken: list[_Call]) -> bool:
     """Whether an equal call (name, arguments, output) was taken, as the package's set says."""
-    for other in taken:
-        if call.name == other.name and call.arguments == other.arguments and call.output == other.output:
-            return True
-    return False
+    return call in taken  # tuples: equal when name, arguments and output are
 
 
 def _share(expected: Any, actual: Any) -> float:

@@ -36,47 +36,37 @@ _Matcher = Callable[[Any, Any], bool]
 _KEYS = frozenset({"name", "arguments", "args", "output", "error", "id"})
 
 
-class _Call:
-    """A tool call as the run evaluators compare it: name, arguments, output.
+_Call = tuple[str, Any, Any]
+"""A tool call as the run evaluators compare it: (name, arguments, output). Lighter than a
+`ToolCall` (scoring reads many calls); anything unusual goes through `ToolCall.of`, which
+checks it and names a bad item in a `ConfigError`."""
 
-    Lighter than `ToolCall` (no checks beyond what comparing needs), since scoring reads
-    many calls; anything unusual goes through `ToolCall.of`, which checks it and names
-    a bad item in a `ConfigError`.
-    """
 
-    __slots__ = ("arguments", "name", "output", "text")
+def _call_of(item: Any, where: str, index: int, inner: int = -1) -> _Call:
+    """A call from what a user wrote; ``where[index]`` (``[inner]``) names a bad item."""
+    if type(item) is dict:
+        name = item.get("name")
+        if type(name) is str and name and item.keys() <= _KEYS:
+            arguments = item["arguments"] if "arguments" in item else item.get("args")
+            if type(arguments) is dict:
+                for key in arguments:
+                    if type(key) is not str:
+                        arguments = parse_arguments(arguments)
+                        break
+            else:
+                arguments = parse_arguments(arguments)
+            return (name, arguments, item.get("output"))
+    where = f"{where}[{index}]" if inner < 0 else f"{where}[{index}][{inner}]"
+    call = ToolCall.of(item, where)
+    return (call.name, call.arguments, call.output)
 
-    def __init__(self, name: str, arguments: Any, output: Any) -> None:
-        self.name = name
-        self.arguments = arguments
-        self.output = output
-        self.text = isinstance(arguments, str)
 
-    @classmethod
-    def of(cls, item: Any, where: str, index: int, inner: int = -1) -> _Call:
-        """A call from what a user wrote; ``where[index]`` (``[inner]``) names a bad item."""
-        if type(item) is dict:
-            name = item.get("name")
-            if type(name) is str and name and item.keys() <= _KEYS:
-                arguments = item["arguments"] if "arguments" in item else item.get("args")
-                if type(arguments) is dict:
-                    for key in arguments:
-                        if type(key) is not str:
-                            arguments = parse_arguments(arguments)
-                            break
-                else:
-                    arguments = parse_arguments(arguments)
-                return cls(name, arguments, item.get("output"))
-        where = f"{where}[{index}]" if inner < 0 else f"{where}[{index}][{inner}]"
-        call = ToolCall.of(item, where)
-        return cls(call.name, call.arguments, call.output)
-
-    def as_dict(self) -> dict[str, Any]:
-        """The call as JSON-like data, for details."""
-        data: dict[str, Any] = {"name": self.name, "arguments": self.arguments}
-        if self.output is not None:
-            data["output"] = self.output
-        return data
+def _as_dict(call: _Call) -> dict[str, Any]:
+    """A call as JSON-like data, for details."""
+    data: dict[str, Any] = {"name": call[0], "arguments": call[1]}
+    if call[2] is not None:
+        data["output"] = call[2]
+    return data
 
 
 _Group = list[_Call]
@@ -106,16 +96,16 @@ def _groups_of(value: Any, where: str) -> list[_Group]:
     groups: list[_Group] = []
     for index, item in enumerate(value):
         if isinstance(item, (list, tuple)):
-            group = [_Call.of(call, where, index, k) for k, call in enumerate(item)]
+            group = [_call_of(call, where, index, k) for k, call in enumerate(item)]
             if group:  # an empty message has no tool calls: the package skips it too
                 groups.append(group)
         else:
-            groups.append([_Call.of(item, where, index)])
+            groups.append([_call_of(item, where, index)])
     return groups
 
 
 def _from(calls: Iterable[ToolCall]) -> list[_Call]:
-    return [_Call(call.name, call.arguments, call.output) for call in calls]
+    return [(call.name, call.arguments, call.output) for call in calls]
 
 
 def output_calls(output: Any, where: str = "output") -> list[_Call]:
@@ -124,9 +114,9 @@ def output_calls(output: Any, where: str = "output") -> list[_Call]:
         calls: list[_Call] = []
         for index, item in enumerate(output):
             if isinstance(item, (list, tuple)):
-                calls.extend(_Call.of(call, where, index, inner) for inner, call in enumerate(item))
+                calls.extend(_call_of(call, where, index, inner) for inner, call in enumerate(item))
             else:
-                calls.append(_Call.of(item, where, index))
+                calls.append(_call_of(item, where, index))
         return calls
     if isinstance(output, Run):
         return _from(output.tool_calls)
@@ -318,7 +308,9 @@ class TrajectoryMatch(Evaluator):
                 if self.mode == "subset":
                     details["mismatched"] = mismatched
                 ok = ok and not extra and not mismatched
-        texts = [call.name for call in got if call.text] + [call.name for call in want if call.text]
+        texts = [call[0] for call in got if isinstance(call[1], str)] + [
+            call[0] for call in want if isinstance(call[1], str)
+        ]
         if texts:
             details["arguments_as_text"] = sorted(set(texts))
         return Measurement(1.0 if ok else 0.0, details)
@@ -334,21 +326,21 @@ class TrajectoryMatch(Evaluator):
         unmatched: list[dict[str, Any]] = []
         mismatched: list[dict[str, Any]] = []
         for call in wanted:
-            matcher = self._matcher(call.name)
+            matcher = self._matcher(call[0])
             candidate: _Call | None = None
             for index, other in enumerate(pool):
-                if used[index] or other.name != call.name:
+                if used[index] or other[0] != call[0]:
                     continue
-                if matcher(other.arguments, call.arguments):
+                if matcher(other[1], call[1]):
                     used[index] = True
                     break
                 if candidate is None:
                     candidate = other
             else:
                 if candidate is None:
-                    unmatched.append(call.as_dict())
+                    unmatched.append(_as_dict(call))
                 else:
-                    mismatched.append({"call": call.as_dict(), "closest": candidate.as_dict()})
+                    mismatched.append({"call": _as_dict(call), "closest": _as_dict(candidate)})
         return unmatched, mismatched
 
     def _strict(self, got: list[_Group], want: list[_Group], details: dict[str, Any]) -> bool:
@@ -365,20 +357,16 @@ class TrajectoryMatch(Evaluator):
                 return False
             seen = [False] * len(theirs)
             for call in mine:
-                matcher = self._matcher(call.name)
+                matcher = self._matcher(call[0])
                 for index, other in enumerate(theirs):
-                    if (
-                        not seen[index]
-                        and other.name == call.name
-                        and matcher(call.arguments, other.arguments)
-                    ):
+                    if not seen[index] and other[0] == call[0] and matcher(call[1], other[1]):
                         seen[index] = True
                         break
                 else:
                     details["first_difference"] = {
                         "message": position,
-                        "unmatched": call.as_dict(),
-                        "expected": [other.as_dict() for other in theirs],
+                        "unmatched": _as_dict(call),
+                        "expected": [_as_dict(other) for other in theirs],
                     }
                     return False
         return True
