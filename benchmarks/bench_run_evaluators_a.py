@@ -129,8 +129,10 @@ def tracesim_round(items: list[Any]) -> float:
 
 def peer_side(python: str, rounds: int) -> dict[str, dict[str, float]] | str:
     if not Path(python).exists():
-        return f"no peer Python at {python} (make one: python3 -m venv /tmp/peers && "
-        "/tmp/peers/bin/pip install agentevals==0.0.9 deepeval==4.3.1)"
+        return (
+            f"no peer Python at {python} (make one: python3 -m venv /tmp/peers && "
+            "/tmp/peers/bin/pip install agentevals==0.0.9 deepeval==4.3.1)"
+        )
     env = {**os.environ, "DEEPEVAL_TELEMETRY_OPT_OUT": "1", "LANGSMITH_TRACING": "false"}
     done = subprocess.run(
         [python, "-c", PEER, str(CASES), str(rounds)], capture_output=True, text=True, env=env, check=False
