@@ -275,7 +275,9 @@ class Run:
         so a requested call and its execution count once)."""
         executed = [step.tool_call for step in self.steps if step.kind == "tool" and step.tool_call]
         ids = {call.id for call in executed if call.id}
-        pending = [(call.name, _key(call.arguments)) for call in executed if not call.id]
+        requested_ids = {call.id for step in self.steps for call in step.requested if call.id}
+        # executions no request claims by id: each may still be a request's, by name and arguments
+        pending = [(call.name, _key(call.arguments)) for call in executed if call.id not in requested_ids]
         calls: list[ToolCall] = []
         for step in self.steps:
             if step.kind == "tool" and step.tool_call is not None:
@@ -285,7 +287,7 @@ class Run:
                 if call.id and call.id in ids:
                     continue
                 key = (call.name, _key(call.arguments))
-                if not call.id and key in pending:
+                if key in pending:
                     pending.remove(key)
                     continue
                 calls.append(call)

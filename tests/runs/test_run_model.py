@@ -93,3 +93,16 @@ def test_steps_and_calls_are_immutable_and_serialise_to_json_data() -> None:
         "duration_s": 0.5,
         "tool_call": {"name": "lookup", "arguments": {"city": "W"}, "output": {"t": 12}},
     }
+
+
+def test_a_request_with_an_id_and_an_execution_without_one_are_one_call() -> None:
+    """A tool span that records no call id (tracesim's own, say) still pairs with the request
+    by name and arguments; a request whose id no execution has is still a call of its own."""
+    run = Run(
+        steps=(
+            Step(kind="llm", name="chat", requested=(ToolCall("lookup", {"city": "W"}, id="call_9"),)),
+            Step(kind="tool", name="lookup", tool_call=ToolCall("lookup", {"city": "W"})),
+            Step(kind="llm", name="chat", requested=(ToolCall("lookup", {"city": "K"}, id="call_10"),)),
+        )
+    )
+    assert [call.arguments for call in run.tool_calls] == [{"city": "W"}, {"city": "K"}]
