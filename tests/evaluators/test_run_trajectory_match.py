@@ -174,6 +174,17 @@ def test_requested_calls_paired_by_name_and_arguments_count_once() -> None:
     assert TrajectoryMatch().evaluate(run, [{"name": "search", "arguments": {"q": "x"}}]).score == 1.0
 
 
+def test_a_request_with_an_id_and_an_execution_without_one_are_one_call() -> None:
+    run = Run(
+        steps=(
+            Step(kind="llm", name="chat", requested=(ToolCall("search", {"q": "x"}, id="c1"),)),
+            Step(kind="tool", name="search", tool_call=ToolCall("search", {"q": "x"}, output="hit")),
+        )
+    )
+    assert len(run.tool_calls) == 1
+    assert TrajectoryMatch().evaluate(run, [{"name": "search", "arguments": {"q": "x"}}]).score == 1.0
+
+
 def test_expected_without_tool_calls_is_skipped() -> None:
     result = TrajectoryMatch().evaluate([{"name": "a"}], Expected(output="x"))
     assert result.status == "skipped"
@@ -189,3 +200,27 @@ def test_bad_input_is_an_error_result() -> None:
 def test_is_a_run_evaluator() -> None:
     assert TrajectoryMatch.scores_runs is True
     assert TrajectoryMatch().threshold == 1.0
+
+
+@pytest.mark.parametrize(
+    ("requested", "executed"),
+    [
+        ([("a", "1"), ("a", None)], [("a", None), ("a", None)]),
+        ([("a", "1")], [("a", "2")]),
+        ([("a", None), ("b", "2")], [("b", "2"), ("a", "9"), ("c", None)]),
+        ([], [("a", None), ("a", None)]),
+        ([("a", "1"), ("a", "2")], []),
+    ],
+)
+def test_strict_messages_hold_as_many_calls_as_run_tool_calls(
+    requested: list[tuple[str, str | None]], executed: list[tuple[str, str | None]]
+) -> None:
+    steps = [Step(kind="llm", name="chat", requested=tuple(ToolCall(n, {}, id=i) for n, i in requested))]
+    steps += [Step(kind="tool", name=n, tool_call=ToolCall(n, {}, id=i)) for n, i in executed]
+    run = Run(steps=tuple(steps))
+    flat = [{"name": call.name} for call in run.tool_calls]
+    assert TrajectoryMatch(mode="unordered").evaluate(run, flat).score == 1.0
+    details = TrajectoryMatch().evaluate(run, flat).details
+    sizes = details["messages"]
+    assert sizes["expected"] == len(flat)
+    assert sizes["actual"] == len(flat) - max(len(requested) - 1, 0)  # the requests are one message

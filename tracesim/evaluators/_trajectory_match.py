@@ -138,10 +138,19 @@ def _key(arguments: Any) -> str:
 
 
 def _run_groups(run: Run) -> list[_Group]:
+    """A run's messages: each step's requested calls, and each executed call no request stands
+    for, paired as `Run.tool_calls` pairs them (by id, else by name and arguments)."""
     steps = run.steps
+    executed_ids = {
+        step.tool_call.id for step in steps if step.kind == "tool" and step.tool_call and step.tool_call.id
+    }
     requested_ids = {call.id for step in steps for call in step.requested if call.id}
-    requested_keys = Counter(
-        (call.name, _key(call.arguments)) for step in steps for call in step.requested if not call.id
+    # requests no execution claims by id: each may still stand for an execution with its name and arguments
+    unclaimed = Counter(
+        (call.name, _key(call.arguments))
+        for step in steps
+        for call in step.requested
+        if not (call.id and call.id in executed_ids)
     )
     groups: list[_Group] = []
     for step in steps:
@@ -149,14 +158,12 @@ def _run_groups(run: Run) -> list[_Group]:
             groups.append(_from(step.requested))
         elif step.kind == "tool" and step.tool_call is not None:
             call = step.tool_call
-            if call.id:
-                if call.id in requested_ids:
-                    continue
-            else:
-                key = (call.name, _key(call.arguments))
-                if requested_keys[key] > 0:
-                    requested_keys[key] -= 1
-                    continue
+            if call.id and call.id in requested_ids:
+                continue
+            key = (call.name, _key(call.arguments))
+            if unclaimed[key] > 0:
+                unclaimed[key] -= 1
+                continue
             groups.append(_from((call,)))
     return groups
 
