@@ -17,6 +17,21 @@ SIMILARITIES = sorted(set(BUILTIN_TYPES) - {"levenshtein_distance"} - MODEL_BACK
 NOWHERE = {"base_url": "http://127.0.0.1:9/v1", "api_key": "k"}  # built, never called
 HUGE = 10**400  # math.isfinite() raises OverflowError on it
 UNPRINTABLE = 10**5000  # repr() raises ValueError on it (more than 4,300 digits)
+# the options a run evaluator cannot be built without
+REQUIRED: dict[str, dict[str, Any]] = {
+    "tool_arguments": {"tool": "search", "arguments": {"q": "a b"}},
+    "run_budget": {"max_tool_calls": 5},
+}
+CALLS = [{"name": "search", "arguments": {"q": "a b"}}]
+
+
+def _config(type_name: str, threshold: Any) -> dict[str, Any]:
+    return {"type": type_name, **REQUIRED.get(type_name, {}), "threshold": threshold}
+
+
+def _same_pair(type_name: str) -> tuple[Any, Any]:
+    """A pair the evaluator scores: two equal texts, or for a run evaluator two equal call lists."""
+    return (CALLS, CALLS) if getattr(BUILTIN_TYPES[type_name], "scores_runs", False) else ("a b", "a b")
 
 
 def test_each_builtin_declares_its_score_range() -> None:
@@ -72,7 +87,7 @@ def test_model_backed_thresholds_follow_their_scale(
 )
 def test_a_threshold_outside_zero_to_one_is_refused(type_name: str, threshold: float) -> None:
     with pytest.raises(ConfigError) as info:
-        from_config({"type": type_name, "threshold": threshold})
+        from_config(_config(type_name, threshold))
     assert info.value.setting == f"{type_name}.threshold"
     assert info.value.accepted == "a number >= 0 and <= 1, or null"
     assert f"{type_name}.threshold" in str(info.value)
@@ -81,9 +96,9 @@ def test_a_threshold_outside_zero_to_one_is_refused(type_name: str, threshold: f
 @pytest.mark.parametrize("type_name", SIMILARITIES)
 @pytest.mark.parametrize("threshold", [0, 0.0, 0.5, 1, 1.0, None])
 def test_thresholds_inside_the_range_are_kept(type_name: str, threshold: float | None) -> None:
-    built = from_config({"type": type_name, "threshold": threshold})
+    built = from_config(_config(type_name, threshold))
     assert built.threshold == threshold
-    assert built.evaluate("a b", "a b").status == "ok"
+    assert built.evaluate(*_same_pair(type_name)).status == "ok"
 
 
 def test_levenshtein_distance_takes_any_threshold_from_zero_up() -> None:

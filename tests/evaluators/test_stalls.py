@@ -23,10 +23,18 @@ import pytest
 from rapidfuzz.distance import Levenshtein as RapidLevenshtein
 from stall_meter import ALL, CORE, MB, GcPauses, call_for, pair, random_unicode, run_while_ticking
 
+from tracesim import ConfigError
 from tracesim.evaluators import EvalResult, ExactMatch, from_config
 from tracesim.evaluators._builtin_types import BUILTIN_TYPES
+from tracesim.runs import Run, Step, ToolCall
 
 MAX_STALL_S = 0.100
+# the options an evaluator cannot be built without
+REQUIRED: dict[str, dict[str, Any]] = {
+    "llm_judge": {"rubric": "r"},
+    "tool_arguments": {"tool": "search", "arguments": {"q": "a"}},
+    "run_budget": {"max_tool_calls": 5},
+}
 ATTEMPTS = 5
 
 # Where each entry cuts its texts (None: it never cuts). Compat results with no room for
@@ -125,8 +133,9 @@ def test_the_ticker_sees_a_call_that_holds_the_gil() -> None:
 
 @pytest.mark.parametrize("type_name", sorted(BUILTIN_TYPES))
 def test_each_default_cap_is_in_the_docstring(type_name: str) -> None:
-    evaluator = from_config({"type": type_name, **({"rubric": "r"} if type_name == "llm_judge" else {})})
-    cap = getattr(evaluator, "max_json_chars" if type_name == "exact" else "max_chars")
+    evaluator = from_config({"type": type_name, **REQUIRED.get(type_name, {})})
+    text_cap = "max_json_chars" if type_name == "exact" else "max_chars"
+    cap = getattr(evaluator, "max_calls" if getattr(evaluator, "scores_runs", False) else text_cap)
     assert f"{cap:,}" in (type(evaluator).__doc__ or ""), f"{type_name}: document the default cap {cap:,}"
 
 
@@ -141,3 +150,69 @@ def test_below_the_cap_nothing_is_cut_and_above_it_the_prefix_is_scored(name: st
     above = capped.evaluate(output, expected)
     assert above.details["truncated_to"] == 60
     assert above.score == at_cap.score
+
+
+# -- run evaluators: a runaway agent's 100,000 tool calls ----------------------------------
+
+RUN_TYPES = sorted(name for name, cls in BUILTIN_TYPES.items() if getattr(cls, "scores_runs", False))
+MANY_CALLS = 100_000
+
+
+@functools.cache
+def _many_calls(kind: str) -> Any:
+    calls = [{"name": f"tool{i % 7}", "arguments": {"q": f"v{i}", "n": i}} for i in range(MANY_CALLS)]
+    if kind == "json":
+        return json.dumps(calls)
+    if kind == "run":
+        return Run(
+            steps=tuple(
+                Step(kind="tool", name=call["name"], tool_call=ToolCall(call["name"], call["arguments"]))
+                for call in calls
+            )
+        )
+    return calls
+
+
+@functools.cache
+def _other_calls() -> list[dict[str, Any]]:
+    return [{"name": f"tool{i % 5}", "arguments": {"q": f"v{i}", "n": i + 1}} for i in range(MANY_CALLS)]
+
+
+@pytest.mark.parametrize("kind", ["list", "json", "run"])
+@pytest.mark.parametrize("type_name", RUN_TYPES)
+def test_a_hundred_thousand_calls_do_not_stall_the_host(type_name: str, kind: str) -> None:
+    evaluator = from_config({"type": type_name, **REQUIRED.get(type_name, {})})
+    output, expected = _many_calls(kind), _other_calls()
+    result, stall_s, notes = _least_stall(lambda: evaluator.evaluate(output, expected))
+    assert stall_s < MAX_STALL_S, f"{type_name} froze the calling thread on every run: {', '.join(notes)}"
+    assert result.status == "ok", result.error
+    whole = type_name == "run_budget" and kind == "run"  # a Run's counts are exact: read whole
+    assert result.details.get("truncated_to") == (None if whole else 1_000)
+
+
+@pytest.mark.parametrize("type_name", RUN_TYPES)
+def test_below_the_call_cap_nothing_is_cut_and_above_it_the_first_calls_are_scored(type_name: str) -> None:
+    calls = [{"name": f"tool{i % 3}", "arguments": {"n": i}} for i in range(12)]
+    expected = [{"name": f"tool{i % 2}", "arguments": {"n": i}} for i in range(12)]
+    options = {"type": type_name, **REQUIRED.get(type_name, {})}
+    if type_name == "run_budget":
+        options["max_tool_calls"] = 5
+    capped = from_config({**options, "max_calls": 10})
+    uncapped = from_config({**options, "max_calls": None})
+    at_cap = capped.evaluate(calls[:10], expected[:10])
+    assert "truncated_to" not in at_cap.details
+    assert at_cap.score == uncapped.evaluate(calls[:10], expected[:10]).score
+    above = capped.evaluate(calls, expected)
+    assert above.details["truncated_to"] == 10
+    assert above.score == at_cap.score
+    assert capped.evaluate(json.dumps(calls), expected).score == at_cap.score
+
+
+def test_run_budget_needs_its_tool_call_limit_below_the_cap() -> None:
+    with pytest.raises(ConfigError) as info:
+        from_config({"type": "run_budget", "max_tool_calls": 1_000})
+    assert info.value.setting == "run_budget.max_calls"
+    assert from_config({"type": "run_budget", "max_tool_calls": 1_000, "max_calls": None}).max_calls is None
+    many = [{"name": "a"}] * 5_000  # counted to the cap: still over a limit below it
+    result = from_config({"type": "run_budget", "max_tool_calls": 999}).evaluate(many, None)
+    assert (result.score, result.details["truncated_to"]) == (0.0, 1_000)

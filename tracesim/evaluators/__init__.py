@@ -21,10 +21,14 @@ from tracesim.evaluators._levenshtein import Levenshtein, LevenshteinDistance
 from tracesim.evaluators._model_connection import ModelConnection
 from tracesim.evaluators._nltk_data import MissingNLTKDataError
 from tracesim.evaluators._nltk_metrics import Bleu, Gleu, Meteor
+from tracesim.evaluators._ragas_tool_calls import ToolCallAccuracy, ToolCallF1
 from tracesim.evaluators._result import EvalResult
 from tracesim.evaluators._rouge import Rouge
+from tracesim.evaluators._run_checks import RunBudget, ToolArguments, ToolNames, Trajectory
 from tracesim.evaluators._semantic import SemanticSimilarity
 from tracesim.evaluators._tfidf import TfidfCosine
+from tracesim.evaluators._tool_correctness import ToolCorrectness
+from tracesim.evaluators._trajectory_match import TrajectoryMatch
 from tracesim.evaluators._type_registry import available_types, from_config, parse_spec, register, unregister
 from tracesim.evaluators._word_overlap import F1Score, Jaccard
 from tracesim.evaluators._wordllama import MissingExtraError
@@ -51,8 +55,16 @@ __all__ = [
     "MissingNLTKDataError",
     "ModelConnection",
     "Rouge",
+    "RunBudget",
     "SemanticSimilarity",
     "TfidfCosine",
+    "ToolArguments",
+    "ToolCallAccuracy",
+    "ToolCallF1",
+    "ToolCorrectness",
+    "ToolNames",
+    "Trajectory",
+    "TrajectoryMatch",
     "as_text",
     "available_types",
     "evaluator",

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tracesim.evaluators._base import Measurement
+from tracesim.evaluators._call_cap import DEFAULT_MAX_CALLS
 from tracesim.evaluators._options import check_bool
 from tracesim.evaluators._run_checks import Call, RunEvaluator, _flat, actual_calls, call_data
 
@@ -62,7 +63,8 @@ class ToolCallAccuracy(RunEvaluator):
     the sum over the number of expected calls. Both sides empty score 1.0, one empty 0.0.
     Arguments that are text (not a JSON object) score 1 only against the same text. The same
     numbers as ragas' ``ToolCallAccuracy``; the details name the mismatched pairs, and the
-    missing and extra calls when the names do not line up.
+    missing and extra calls when the names do not line up. Each side is cut to its first
+    ``max_calls`` calls (1,000 by default; None for no cap), marked in ``details["truncated_to"]``.
 
     Example:
         >>> actual = [{"name": "b", "arguments": {"x": 1}}, {"name": "a", "arguments": {"x": 2}}]
@@ -75,9 +77,11 @@ class ToolCallAccuracy(RunEvaluator):
 
     type_name = "tool_call_accuracy"
 
-    def __init__(self, *, strict_order: bool = True, **shared: Any) -> None:
+    def __init__(
+        self, *, strict_order: bool = True, max_calls: int | None = DEFAULT_MAX_CALLS, **shared: Any
+    ) -> None:
         self.strict_order = check_bool(f"{self.type_name}.strict_order", strict_order)
-        super().__init__(**shared)
+        super().__init__(max_calls=max_calls, **shared)
 
     def measure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
         got: Sequence[Call] = actual_calls(output)
@@ -151,6 +155,8 @@ class ToolCallF1(RunEvaluator):
     of the run's distinct calls that were expected, recall the share of the distinct expected
     calls that were made. Both sides empty score 0.0. Text arguments match only the same text.
     The same numbers as ragas' ``ToolCallF1``; the details list the missing and extra calls.
+    Each side is cut to its first ``max_calls`` calls (1,000 by default; None for no cap),
+    marked in ``details["truncated_to"]``.
 
     Example:
         >>> search = {"name": "search", "arguments": {"q": "a"}}

@@ -28,7 +28,8 @@ from collections.abc import Mapping
 from typing import Any, ClassVar, NamedTuple
 
 from tracesim._errors import ConfigError
-from tracesim.evaluators._base import Evaluator, Measurement
+from tracesim.evaluators._base import Measurement
+from tracesim.evaluators._call_cap import DEFAULT_MAX_CALLS, CappedCalls
 from tracesim.evaluators._options import check_bool, check_choice, check_int, check_number
 from tracesim.evaluators._result import EvalResult
 from tracesim.runs import Expected, Run, ToolCall, _thawed, parse_arguments, tool_calls
@@ -130,6 +131,31 @@ def actual_calls(output: Any, *, include_failed: bool = True) -> list[Call]:
     return calls if include_failed else [call for call in calls if not call.failed]
 
 
+def count_calls(output: Any, *, include_failed: bool = True) -> int:
+    """How many tool calls `actual_calls` would give, without building them: a run's 100,000
+    calls as objects cost a garbage collection that freezes the host for 0.1 s.
+
+    Example:
+        >>> count_calls([{"name": "a"}, {"name": "b", "error": "timeout"}], include_failed=False)
+        1
+    """
+    if not isinstance(output, Run):
+        return len(actual_calls(output, include_failed=include_failed))
+    if any(step.requested for step in output.steps):  # paired by the Run, as _run_calls reads them
+        calls = output.tool_calls
+        if include_failed:
+            return len(calls)
+        steps = output.steps
+        failed = {id(step.tool_call) for step in steps if step.kind == "tool" and step.error is not None}
+        return sum(1 for call in calls if call.error is None and id(call) not in failed)
+    count = 0
+    for step in output.steps:
+        call = step.tool_call
+        if call is not None and step.kind == "tool":
+            count += include_failed or (step.error is None and call.error is None)
+    return count
+
+
 def expected_calls(expected: Any) -> list[Call] | None:
     """The expected tool calls: an `Expected`'s (None when it names none), or a list of calls."""
     if isinstance(expected, Expected):
@@ -144,8 +170,9 @@ def call_data(call: Call) -> dict[str, Any]:
     return {"name": call.name, "arguments": call.arguments}
 
 
-class RunEvaluator(Evaluator):
-    """Base of the run evaluators: ``scores_runs`` set, and an `Expected` without tool calls skips."""
+class RunEvaluator(CappedCalls):
+    """Base of the run evaluators: ``scores_runs`` set, ``max_calls`` (see `CappedCalls`), and an
+    `Expected` without tool calls skips."""
 
     scores_runs: ClassVar[bool] = True
     score_range = (0.0, 1.0)
@@ -180,7 +207,9 @@ class ToolNames(RunEvaluator):
     calls. A missing name fails; an extra call fails unless ``allow_extra``. Names are compared
     as they are (no case or whitespace folding). Calls that failed are left out unless
     ``include_failed``. The same verdicts as pydantic-evals' ``ToolCorrectness``; details list
-    the missing and extra names with their counts.
+    the missing and extra names with their counts. A list of more than ``max_calls`` calls
+    (1,000 by default; None for no cap) is cut to its first ``max_calls`` on each side and
+    ``details["truncated_to"]`` says so.
 
     Example:
         >>> result = ToolNames().evaluate([{"name": "search"}, {"name": "fetch"}], [{"name": "search"}])
@@ -193,11 +222,18 @@ class ToolNames(RunEvaluator):
 
     type_name = "tool_names"
 
-    def __init__(self, *, allow_extra: bool = False, include_failed: bool = False, **shared: Any) -> None:
+    def __init__(
+        self,
+        *,
+        allow_extra: bool = False,
+        include_failed: bool = False,
+        max_calls: int | None = DEFAULT_MAX_CALLS,
+        **shared: Any,
+    ) -> None:
         key = self.type_name
         self.allow_extra = check_bool(f"{key}.allow_extra", allow_extra)
         self.include_failed = check_bool(f"{key}.include_failed", include_failed)
-        super().__init__(**shared)
+        super().__init__(max_calls=max_calls, **shared)
 
     def measure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
         actual = Counter(call.name for call in actual_calls(output, include_failed=self.include_failed))
@@ -257,7 +293,9 @@ class Trajectory(RunEvaluator):
     calls, recall over the expected ones); ``any_order`` the F1 of the multiset overlap. Two
     empty trajectories score 1.0 in every mode, one empty one 0.0. Calls that failed are left
     out unless ``include_failed``. The same numbers as pydantic-evals' ``TrajectoryMatch``
-    (whose default order is ``in_order``; here it is ``exact``).
+    (whose default order is ``in_order``; here it is ``exact``). Each side is cut to its first
+    ``max_calls`` calls (1,000 by default, so the longest common subsequence stays under a
+    million steps; None for no cap), marked in ``details["truncated_to"]``.
 
     Example:
         >>> calls = [{"name": "fetch"}, {"name": "search"}]
@@ -269,11 +307,18 @@ class Trajectory(RunEvaluator):
 
     type_name = "trajectory"
 
-    def __init__(self, *, order: str = "exact", include_failed: bool = False, **shared: Any) -> None:
+    def __init__(
+        self,
+        *,
+        order: str = "exact",
+        include_failed: bool = False,
+        max_calls: int | None = DEFAULT_MAX_CALLS,
+        **shared: Any,
+    ) -> None:
         key = self.type_name
         self.order = check_choice(f"{key}.order", order, TRAJECTORY_ORDERS)
         self.include_failed = check_bool(f"{key}.include_failed", include_failed)
-        super().__init__(**shared)
+        super().__init__(max_calls=max_calls, **shared)
 
     def measure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
         actual = [call.name for call in actual_calls(output, include_failed=self.include_failed)]
@@ -315,7 +360,9 @@ class ToolArguments(RunEvaluator):
     value (Python ``==``, so ``1 == 1.0``; nested values are compared whole); ``"exact"`` also
     fails on keys that were not expected. Arguments that are not a JSON object (kept as text)
     fail, and the details say so. The expectation is in the options, so no expected value is
-    needed. The same verdicts as pydantic-evals' ``ArgumentCorrectness``.
+    needed. The same verdicts as pydantic-evals' ``ArgumentCorrectness``. Only the first
+    ``max_calls`` calls are read (1,000 by default; None for no cap), marked in
+    ``details["truncated_to"]`` when the run had more.
 
     Example:
         >>> check = ToolArguments(tool="lookup", arguments={"city": "Warsaw"})
@@ -339,6 +386,7 @@ class ToolArguments(RunEvaluator):
         match: str = "subset",
         occurrence: int | str = 0,
         include_failed: bool = False,
+        max_calls: int | None = DEFAULT_MAX_CALLS,
         **shared: Any,
     ) -> None:
         key = self.type_name
@@ -358,7 +406,7 @@ class ToolArguments(RunEvaluator):
         else:
             self.occurrence = int(check_int(f"{key}.occurrence", occurrence, low=0) or 0)
         self.include_failed = check_bool(f"{key}.include_failed", include_failed)
-        super().__init__(**shared)
+        super().__init__(max_calls=max_calls, **shared)
 
     def measure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
         calls = [
@@ -413,7 +461,10 @@ class RunBudget(RunEvaluator):
     ``max_duration_s``. The details give each limit's value and the run's, and for each broken
     one by how much it was exceeded. A limit the run cannot tell (cost or duration unknown, or
     anything but tool calls when the output is a plain list of calls) is not checked, and the
-    details say it is unknown. No expected value is needed.
+    details say it is unknown. No expected value is needed. A plain list of more than
+    ``max_calls`` calls (1,000 by default; None for no cap) is counted up to the cap and marked
+    in ``details["truncated_to"]``, so ``max_tool_calls`` must be below ``max_calls``; a `Run` is
+    read whole, as its counts are linear to take.
 
     Example:
         >>> from tracesim.runs import Run, Step
@@ -425,6 +476,7 @@ class RunBudget(RunEvaluator):
 
     type_name = "run_budget"
     requires_expected = False
+    cuts_runs = False
 
     def __init__(
         self,
@@ -435,6 +487,7 @@ class RunBudget(RunEvaluator):
         max_cost_usd: float | None = None,
         max_duration_s: float | None = None,
         include_failed: bool = True,
+        max_calls: int | None = DEFAULT_MAX_CALLS,
         **shared: Any,
     ) -> None:
         key = self.type_name
@@ -458,12 +511,15 @@ class RunBudget(RunEvaluator):
             accepted = "at least one of " + ", ".join(_COUNT_LIMITS + _AMOUNT_LIMITS)
             raise ConfigError(f"{key}.max_tool_calls", None, accepted)
         self.include_failed = check_bool(f"{key}.include_failed", include_failed)
-        super().__init__(**shared)
+        super().__init__(max_calls=max_calls, **shared)
+        if self.max_calls is not None and self.limits.get("max_tool_calls", -1) >= self.max_calls:
+            accepted = f"an integer above max_tool_calls ({max_tool_calls}), or null"
+            raise ConfigError(f"{key}.max_calls", self.max_calls, accepted)
 
     def _used(self, output: Any, option: str) -> float | None:
         """What the run used of the quantity ``option`` limits; None when it cannot tell."""
         if option == "max_tool_calls":
-            return len(actual_calls(output, include_failed=self.include_failed))
+            return count_calls(output, include_failed=self.include_failed)
         if not isinstance(output, Run):
             return None
         if option == "max_llm_calls":

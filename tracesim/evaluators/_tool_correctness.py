@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from tracesim._errors import ConfigError
-from tracesim.evaluators._base import DEFAULT, Evaluator, Measurement, _Default
+from tracesim.evaluators._base import DEFAULT, Measurement, _Default
+from tracesim.evaluators._call_cap import DEFAULT_MAX_CALLS, CappedCalls
 from tracesim.evaluators._options import check_bool
 from tracesim.evaluators._result import EvalResult
 from tracesim.evaluators._trajectory_match import _as_dict, _Call, expected_calls, output_calls
@@ -24,7 +25,7 @@ __all__ = ["ToolCorrectness"]
 PARAMS = ("input_parameters", "output")
 
 
-class ToolCorrectness(Evaluator):
+class ToolCorrectness(CappedCalls):
     """The share of expected tool calls the run made (0…1), as deepeval's ToolCorrectnessMetric.
 
     By default each expected call, in order, takes the unmatched actual call of its name that
@@ -39,6 +40,8 @@ class ToolCorrectness(Evaluator):
     count once. No expected calls: 1 when none were made, else 0. ``strict_mode``: the
     threshold is 1 and any score below 1 becomes 0. Arguments that are text (not a JSON
     object) earn credit only when equal as text; ``details["arguments_as_text"]`` names them.
+    Each side is cut to its first ``max_calls`` calls (1,000 by default, which bounds the
+    ordered mode's quadratic table; None for no cap), marked in ``details["truncated_to"]``.
 
     Example:
         >>> expected = [{"name": "search", "arguments": {"q": "warsaw", "n": 3}}, {"name": "answer"}]
@@ -63,6 +66,7 @@ class ToolCorrectness(Evaluator):
         params: Sequence[str] = (),
         strict_mode: bool = False,
         threshold: float | _Default | None = DEFAULT,
+        max_calls: int | None = DEFAULT_MAX_CALLS,
         **shared: Any,
     ) -> None:
         key = self.type_name
@@ -83,7 +87,7 @@ class ToolCorrectness(Evaluator):
             if not isinstance(threshold, _Default) and threshold != 1:
                 raise ConfigError(f"{key}.threshold", threshold, "1 (or nothing) with strict_mode")
             threshold = 1.0
-        super().__init__(threshold=threshold, **shared)
+        super().__init__(threshold=threshold, max_calls=max_calls, **shared)
 
     def evaluate(self, output: Any, expected: Any, *, input: Any = None) -> EvalResult:
         """Score ``output`` (a `Run` or a list of calls) against the expected calls."""

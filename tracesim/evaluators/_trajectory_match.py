@@ -22,7 +22,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from tracesim._errors import ConfigError
-from tracesim.evaluators._base import DEFAULT, Evaluator, Measurement, _Default
+from tracesim.evaluators._base import DEFAULT, Measurement, _Default
+from tracesim.evaluators._call_cap import DEFAULT_MAX_CALLS, CappedCalls
 from tracesim.evaluators._options import check_choice
 from tracesim.evaluators._result import EvalResult
 from tracesim.runs import Expected, Run, ToolCall, parse_arguments, tool_calls
@@ -216,7 +217,7 @@ def _on_keys(paths: tuple[str, ...]) -> _Matcher:
 # -- the evaluator -------------------------------------------------------------------------
 
 
-class TrajectoryMatch(Evaluator):
+class TrajectoryMatch(CappedCalls):
     """1.0 when the run's tool calls match the expected ones under ``mode``, else 0.0.
 
     ``mode``: ``strict`` (the same messages in the same order, each with the same number of
@@ -234,6 +235,8 @@ class TrajectoryMatch(Evaluator):
     Arguments that are text (not a JSON object) are compared as text, whatever the mode
     (``ignore`` still ignores them), and ``details["arguments_as_text"]`` names those calls.
     See the module docstring for how a `Run` is read as messages for ``strict``.
+    Each side is cut to its first ``max_calls`` calls (1,000 by default; None for no cap),
+    marked in ``details["truncated_to"]``.
 
     Example:
         >>> expected = [{"name": "search", "arguments": {"q": "warsaw"}}]
@@ -257,6 +260,7 @@ class TrajectoryMatch(Evaluator):
         args: str = "exact",
         tool_args: Mapping[str, str | Sequence[str]] | None = None,
         threshold: float | _Default | None = DEFAULT,
+        max_calls: int | None = DEFAULT_MAX_CALLS,
         **shared: Any,
     ) -> None:
         key = self.type_name
@@ -268,7 +272,7 @@ class TrajectoryMatch(Evaluator):
             name: _BY_MODE[rule] if isinstance(rule, str) else _on_keys(rule)
             for name, rule in self.tool_args.items()
         }
-        super().__init__(threshold=threshold, **shared)
+        super().__init__(threshold=threshold, max_calls=max_calls, **shared)
 
     def evaluate(self, output: Any, expected: Any, *, input: Any = None) -> EvalResult:
         """Score ``output`` (a `Run` or a list of calls) against the expected calls."""
