@@ -224,3 +224,22 @@ def test_strict_messages_hold_as_many_calls_as_run_tool_calls(
     sizes = details["messages"]
     assert sizes["expected"] == len(flat)
     assert sizes["actual"] == len(flat) - max(len(requested) - 1, 0)  # the requests are one message
+
+
+def test_every_run_evaluator_comparing_calls_skips_an_expected_without_tool_calls() -> None:
+    """One rule for all of them (their shared base): an Expected giving only an output leaves
+    nothing to compare calls against, so the result is skipped, saying so; those that need no
+    expected calls (run_budget, tool_arguments) still score."""
+    from tracesim.evaluators._builtin_types import BUILTIN_TYPES
+    from tracesim.runs import Expected
+
+    needs_options = {"run_budget": {"max_tool_calls": 5}, "tool_arguments": {"tool": "a", "arguments": {}}}
+    run_types = {name: cls for name, cls in BUILTIN_TYPES.items() if getattr(cls, "scores_runs", False)}
+    assert len(run_types) == 8
+    for name, cls in run_types.items():
+        result = cls(**needs_options.get(name, {})).evaluate([{"name": "a"}], Expected(output="done"))
+        if cls.requires_expected:
+            assert result.status == "skipped", name
+            assert result.explanation == "no expected tool calls to compare against"
+        else:
+            assert result.status == "ok", name

@@ -20,7 +20,9 @@ from tracesim.evaluators._options import check_int
 from tracesim.evaluators._result import EvalResult
 from tracesim.runs import Expected, Run
 
-__all__ = ["DEFAULT_MAX_CALLS", "CappedCalls", "cut_calls"]
+__all__ = ["DEFAULT_MAX_CALLS", "NO_EXPECTED_CALLS", "CappedCalls", "cut_calls"]
+
+NO_EXPECTED_CALLS = "no expected tool calls to compare against"
 
 DEFAULT_MAX_CALLS = 1_000
 
@@ -114,7 +116,12 @@ class CappedCalls(Evaluator):
         super().__init__(**shared)
 
     def evaluate(self, output: Any, expected: Any, *, input: Any = None) -> EvalResult:
-        """Score both sides cut to ``max_calls`` calls; ``details["truncated_to"]`` when cut."""
+        """Score both sides cut to ``max_calls`` calls; ``details["truncated_to"]`` when cut.
+        Skipped when tool calls are compared and an `Expected` gives none."""
+        if self.requires_expected and isinstance(expected, Expected) and expected.tool_calls is None:
+            return EvalResult(
+                name=self.name, threshold=self.threshold, status="skipped", explanation=NO_EXPECTED_CALLS
+            )
         output, expected, cut = cut_calls(
             output, expected, self.max_calls, runs=self.cuts_runs, sides_both=self.requires_expected
         )

@@ -29,14 +29,11 @@ from typing import Any, ClassVar, NamedTuple
 
 from tracesim._errors import ConfigError
 from tracesim.evaluators._base import Measurement
-from tracesim.evaluators._call_cap import DEFAULT_MAX_CALLS, CappedCalls
+from tracesim.evaluators._call_cap import DEFAULT_MAX_CALLS, NO_EXPECTED_CALLS, CappedCalls
 from tracesim.evaluators._options import check_bool, check_choice, check_int, check_number
-from tracesim.evaluators._result import EvalResult
 from tracesim.runs import Expected, Run, ToolCall, _thawed, parse_arguments, tool_calls
 
 __all__ = ["RunBudget", "ToolArguments", "ToolNames", "Trajectory"]
-
-_NO_EXPECTED_CALLS = "no expected tool calls to compare against"
 
 
 # -- reading the two sides ----------------------------------------------------------------
@@ -178,18 +175,10 @@ class RunEvaluator(CappedCalls):
     score_range = (0.0, 1.0)
     default_threshold = 1.0
 
-    def evaluate(self, output: Any, expected: Any, *, input: Any = None) -> EvalResult:
-        """Score the run ``output`` against ``expected`` (skipped when no tool calls are expected)."""
-        if self.requires_expected and isinstance(expected, Expected) and expected.tool_calls is None:
-            return EvalResult(
-                name=self.name, threshold=self.threshold, status="skipped", explanation=_NO_EXPECTED_CALLS
-            )
-        return super().evaluate(output, expected, input=input)
-
     def _expected(self, expected: Any) -> list[Call]:
         calls = expected_calls(expected)
         if calls is None:  # reached only when evaluate() is bypassed
-            raise ValueError(_NO_EXPECTED_CALLS)
+            raise ValueError(NO_EXPECTED_CALLS)
         return calls
 
 

@@ -16,9 +16,7 @@ from tracesim._errors import ConfigError
 from tracesim.evaluators._base import DEFAULT, Measurement, _Default
 from tracesim.evaluators._call_cap import DEFAULT_MAX_CALLS, CappedCalls
 from tracesim.evaluators._options import check_bool
-from tracesim.evaluators._result import EvalResult
 from tracesim.evaluators._trajectory_match import _as_dict, _Call, expected_calls, output_calls
-from tracesim.runs import Expected
 
 __all__ = ["ToolCorrectness"]
 
@@ -88,17 +86,6 @@ class ToolCorrectness(CappedCalls):
                 raise ConfigError(f"{key}.threshold", threshold, "1 (or nothing) with strict_mode")
             threshold = 1.0
         super().__init__(threshold=threshold, max_calls=max_calls, **shared)
-
-    def evaluate(self, output: Any, expected: Any, *, input: Any = None) -> EvalResult:
-        """Score ``output`` (a `Run` or a list of calls) against the expected calls."""
-        if isinstance(expected, Expected) and expected.tool_calls is None:
-            return EvalResult(
-                name=self.name,
-                threshold=self.threshold,
-                status="skipped",
-                explanation="no expected tool calls",
-            )
-        return super().evaluate(output, expected, input=input)
 
     def measure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
         called = output_calls(output)

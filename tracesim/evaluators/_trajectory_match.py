@@ -25,7 +25,6 @@ from tracesim._errors import ConfigError
 from tracesim.evaluators._base import DEFAULT, Measurement, _Default
 from tracesim.evaluators._call_cap import DEFAULT_MAX_CALLS, CappedCalls
 from tracesim.evaluators._options import check_choice
-from tracesim.evaluators._result import EvalResult
 from tracesim.runs import Expected, Run, ToolCall, parse_arguments, tool_calls
 
 __all__ = ["TrajectoryMatch", "expected_calls", "output_calls"]
@@ -273,17 +272,6 @@ class TrajectoryMatch(CappedCalls):
             for name, rule in self.tool_args.items()
         }
         super().__init__(threshold=threshold, max_calls=max_calls, **shared)
-
-    def evaluate(self, output: Any, expected: Any, *, input: Any = None) -> EvalResult:
-        """Score ``output`` (a `Run` or a list of calls) against the expected calls."""
-        if isinstance(expected, Expected) and expected.tool_calls is None:
-            return EvalResult(
-                name=self.name,
-                threshold=self.threshold,
-                status="skipped",
-                explanation="no expected tool calls",
-            )
-        return super().evaluate(output, expected, input=input)
 
     def _matcher(self, name: str) -> _Matcher:
         return self._matchers.get(name, self._default_matcher)
