@@ -35,12 +35,21 @@ import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any
 
 from tracesim._errors import ConfigError
 
-__all__ = ["NOT_GIVEN", "STEP_KINDS", "Expected", "Run", "Step", "ToolCall", "tool_calls"]
+__all__ = [
+    "NOT_GIVEN",
+    "STEP_KINDS",
+    "Expected",
+    "Run",
+    "Step",
+    "ToolCall",
+    "parse_arguments",
+    "plain",
+    "tool_calls",
+]
 
 STEP_KINDS = ("tool", "llm", "retriever", "agent", "chain", "embedding", "span")
 """The kinds a step can have; ``span`` is any other span under the run."""
@@ -70,21 +79,18 @@ NOT_GIVEN: Any = _NotGiven()
 """``Expected.output`` when only tool calls are expected."""
 
 
-def _frozen(value: Any) -> Any:
-    """A read-only view of JSON-like data (mappings become mapping proxies, lists tuples)."""
-    if isinstance(value, Mapping):
-        return MappingProxyType({str(key): _frozen(item) for key, item in value.items()})
-    if isinstance(value, (list, tuple)):
-        return tuple(_frozen(item) for item in value)
-    return value
+def plain(value: Any) -> Any:
+    """JSON-like data as plain dicts and lists (mappings copied, tuples turned into lists), for
+    comparisons and JSON.
 
-
-def _thawed(value: Any) -> Any:
-    """JSON-like data back from `_frozen` (for comparisons and JSON)."""
+    Example:
+        >>> plain({"a": (1, {"b": (2,)})})
+        {'a': [1, {'b': [2]}]}
+    """
     if isinstance(value, Mapping):
-        return {key: _thawed(item) for key, item in value.items()}
+        return {key: plain(item) for key, item in value.items()}
     if isinstance(value, tuple):
-        return [_thawed(item) for item in value]
+        return [plain(item) for item in value]
     return value
 
 
@@ -144,9 +150,9 @@ class ToolCall:
 
     def as_dict(self) -> dict[str, Any]:
         """The call as JSON-like data (name, arguments; output and error when known)."""
-        data: dict[str, Any] = {"name": self.name, "arguments": _thawed(self.arguments)}
+        data: dict[str, Any] = {"name": self.name, "arguments": plain(self.arguments)}
         if self.output is not None:
-            data["output"] = _thawed(self.output)
+            data["output"] = plain(self.output)
         if self.error is not None:
             data["error"] = self.error
         return data
@@ -231,7 +237,7 @@ class Step:
         for key in ("input", "output", "error", "duration_s", "model", "input_tokens", "output_tokens"):
             value = getattr(self, key)
             if value is not None:
-                data[key] = _thawed(value)
+                data[key] = plain(value)
         if self.cost_usd is not None:
             data["cost_usd"] = self.cost_usd
         if self.tool_call is not None:
@@ -312,7 +318,7 @@ class Run:
 
 def _key(arguments: Any) -> str:
     try:
-        return json.dumps(_thawed(arguments), sort_keys=True, default=str)
+        return json.dumps(plain(arguments), sort_keys=True, default=str)
     except (TypeError, ValueError):
         return repr(arguments)
 

@@ -31,7 +31,8 @@ from tracesim._errors import ConfigError
 from tracesim.evaluators._base import Measurement
 from tracesim.evaluators._call_cap import DEFAULT_MAX_CALLS, NO_EXPECTED_CALLS, CappedCalls
 from tracesim.evaluators._options import check_bool, check_choice, check_int, check_number
-from tracesim.runs import Expected, Run, ToolCall, _thawed, parse_arguments, tool_calls
+from tracesim.runs import Expected, Run, ToolCall, parse_arguments, tool_calls
+from tracesim.runs import plain as plain_data
 
 __all__ = ["RunBudget", "ToolArguments", "ToolNames", "Trajectory"]
 
@@ -64,7 +65,7 @@ def plain(arguments: Any) -> Any:
     """A call's arguments as plain JSON-like data (read-only views and tuples thawed)."""
     if type(arguments) is dict and _flat(arguments):
         return arguments
-    return _thawed(arguments)
+    return plain_data(arguments)
 
 
 def _from_tool_call(call: ToolCall, failed: bool = False) -> Call:
@@ -86,7 +87,7 @@ def read_calls(value: Any, where: str) -> list[Call]:
                     break
                 arguments = item.get("arguments", item.get("args", {}))
                 if type(arguments) is not dict or not _flat(arguments):
-                    arguments = _thawed(parse_arguments(arguments))
+                    arguments = plain_data(parse_arguments(arguments))
                 calls.append(Call(name, arguments, item.get("error") is not None))
             elif isinstance(item, ToolCall):
                 calls.append(_from_tool_call(item))
