@@ -23,7 +23,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from tracesim._scoring._expect import NOT_SET, Golden, expect, release_expected, take_expected
+from tracesim._scoring._expect import (
+    NOT_SET,
+    Golden,
+    expect,
+    expected_attributes,
+    release_expected,
+    take_expected,
+)
 from tracesim._scoring._jobs import Job, ScoringStats, checked, failure, snapshot, timeout
 from tracesim._scoring._pipeline import ScoringPipeline
 from tracesim._scoring._results import emit_carrier, end_time_of, target_context, write
@@ -50,6 +57,7 @@ __all__ = [
     "end_time_of",
     "evaluators_seen",
     "expect",
+    "expected_attributes",
     "failure",
     "plan",
     "release_expected",

@@ -20,10 +20,15 @@ from tracesim._capture import CaptureOptions, capture_value, captured_attributes
 from tracesim._errors import ConfigError
 from tracesim._internal_errors import internal_error
 from tracesim._scoring import NOT_SET as _NOT_SET
-from tracesim._scoring import Job, Plan, build_evaluators, release_expected, snapshot, take_expected
-from tracesim._scoring._expect import expected_attributes
-
-# tests/test_layout.py checks its graph reader on this edge, so Job comes from its module
+from tracesim._scoring import (
+    Job,
+    Plan,
+    build_evaluators,
+    expected_attributes,
+    release_expected,
+    snapshot,
+    take_expected,
+)
 
 if TYPE_CHECKING:
     from tracesim._runtime import Runtime
@@ -163,6 +168,7 @@ class Span:
         return runtime.capture
 
     def _record(self, value_key: str, mime_key: str, length_key: str, value: Any) -> None:
+        # Direct, not through a shared helper taking a function: set_output runs on every traced call
         options = self.capture
         if options is None:
             return
