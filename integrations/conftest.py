@@ -36,7 +36,7 @@ from llm_server import LLMServer, llm_server  # noqa: E402  (tests/ is on sys.pa
 
 def _shared_conftest() -> Any:
     """tracesim's ``tests/conftest.py``, loaded once under a name of its own (pytest loads it as
-    ``conftest``); integrations/pytest/tests/conftest.py takes the same module."""
+    ``conftest``); every distribution's tests, the pytest plugin's included, take it from here."""
     name = "tracesim_core_tests_conftest"
     module = sys.modules.get(name)
     if module is None:
