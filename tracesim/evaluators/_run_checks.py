@@ -61,7 +61,7 @@ def _flat(arguments: dict[Any, Any]) -> bool:
     return True
 
 
-def plain(arguments: Any) -> Any:
+def arguments_data(arguments: Any) -> Any:
     """A call's arguments as plain JSON-like data (read-only views and tuples thawed)."""
     if type(arguments) is dict and _flat(arguments):
         return arguments
@@ -69,7 +69,7 @@ def plain(arguments: Any) -> Any:
 
 
 def _from_tool_call(call: ToolCall, failed: bool = False) -> Call:
-    return Call(call.name, plain(call.arguments), failed or call.error is not None)
+    return Call(call.name, arguments_data(call.arguments), failed or call.error is not None)
 
 
 def read_calls(value: Any, where: str) -> list[Call]:
@@ -110,9 +110,8 @@ def _run_calls(run: Run) -> list[Call]:
             return [_from_tool_call(call, id(call) in failed) for call in run.tool_calls]
         call = step.tool_call
         if call is not None and step.kind == "tool":
-            calls.append(
-                Call(call.name, plain(call.arguments), step.error is not None or call.error is not None)
-            )
+            failed = step.error is not None or call.error is not None
+            calls.append(Call(call.name, arguments_data(call.arguments), failed))
     return calls
 
 
