@@ -110,8 +110,8 @@ def _run_calls(run: Run) -> list[Call]:
             return [_from_tool_call(call, id(call) in failed) for call in run.tool_calls]
         call = step.tool_call
         if call is not None and step.kind == "tool":
-            failed = step.error is not None or call.error is not None
-            calls.append(Call(call.name, arguments_data(call.arguments), failed))
+            step_failed = step.error is not None or call.error is not None
+            calls.append(Call(call.name, arguments_data(call.arguments), step_failed))
     return calls
 
 
