@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,7 +22,16 @@ from typing import IO
 
 _READ_BYTES = 1 << 20
 
-__all__ = ["Block", "expand", "is_url", "line_blocks", "open_binary", "read_block"]
+__all__ = [
+    "Block",
+    "TraceBlock",
+    "expand",
+    "is_url",
+    "line_blocks",
+    "open_binary",
+    "read_block",
+    "trace_blocks",
+]
 
 
 @dataclass(frozen=True)
@@ -137,3 +147,74 @@ def read_block(path: str, block: Block) -> bytes:
     with open_binary(path) as handle:
         handle.seek(block.start)
         return handle.read(block.stop - block.start)
+
+
+_TRACE_ID = re.compile(rb'"traceId"\s*:\s*"([^"]{1,64})"')
+
+
+@dataclass(frozen=True)
+class TraceBlock:
+    """A block of a trace file that holds every span of its traces, but those in ``split``."""
+
+    block: Block
+    split: frozenset[str]
+
+
+def trace_blocks(path: str, block_bytes: int, max_bytes: int) -> list[TraceBlock]:
+    """Cut a trace file into blocks of whole lines that keep each trace's spans together.
+
+    A run is rebuilt from its trace's spans, and an exporter writes one trace's spans over
+    several lines (each export batch is a line), so a block is cut only between lines where no
+    trace goes on past the cut: the first such place after ``block_bytes``. A trace that goes on
+    past ``max_bytes`` (a long-lived trace in a file of many) is cut anyway, so no block holds
+    more than about ``max_bytes``; its id is in ``split`` of the blocks on both sides. The scan
+    reads the file once and keeps, per trace, the first and last line it is on (the trace ids
+    are found in each line's text, not parsed).
+
+    Example:
+        >>> import os, tempfile
+        >>> lines = [b'{"traceId": "a"} {"traceId": "b"}\\n', b'{"traceId": "b"}\\n', b'{"traceId": "c"}\\n']
+        >>> with tempfile.NamedTemporaryFile(delete=False) as handle:
+        ...     _ = handle.write(b"".join(lines))
+        >>> [(t.block.first_line, t.block.lines) for t in trace_blocks(handle.name, 10, 1000)]
+        [(1, 2), (3, 1)]
+        >>> os.unlink(handle.name)
+    """
+    from tracesim import _inputs
+
+    ends: list[int] = []
+    reach: dict[bytes, list[int]] = {}  # trace id: [first line index, last line index]
+    with open_binary(path) as handle:
+        for index, (_, end, raw) in enumerate(_inputs.json_lines(handle)):
+            ends.append(end)
+            for trace in set(_TRACE_ID.findall(raw or b"")):
+                seen = reach.get(trace)
+                if seen is None:
+                    reach[trace] = [index, index]
+                else:
+                    seen[1] = index
+    last_of = [-1] * len(ends)
+    for first, last in reach.values():
+        last_of[first] = max(last_of[first], last)
+    found: list[TraceBlock] = []
+    start_index, start_byte, open_until, split_before = 0, 0, -1, frozenset[str]()
+    for index, end in enumerate(ends):
+        open_until = max(open_until, last_of[index])
+        size = end - start_byte
+        whole = open_until <= index
+        if index + 1 < len(ends) and (size < block_bytes or not whole) and size < max_bytes:
+            continue
+        crossing = frozenset() if whole else _crossing(reach, index)
+        block = Block(start_byte, end, start_index + 1, index + 1 - start_index)
+        found.append(TraceBlock(block, split_before | crossing))
+        start_index, start_byte, split_before = index + 1, end, crossing
+    return found
+
+
+def _crossing(reach: dict[bytes, list[int]], index: int) -> frozenset[str]:
+    """The traces with spans on both sides of the cut after line ``index``."""
+    return frozenset(
+        trace.decode("ascii", "replace").lower()
+        for trace, (first, last) in reach.items()
+        if first <= index < last
+    )

@@ -9,22 +9,36 @@ columns, on the same index, so they join back to the input.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tracesim import _outputs
-from tracesim.batch._score_rows import EvaluatorSpec, build_evaluators, score_rows
+from tracesim.batch._score_rows import EvaluatorSpec, RunValues, build_evaluators, score_rows, scores_runs
 
 if TYPE_CHECKING:
     import pandas as pd  # type: ignore[import-untyped,unused-ignore]
 
     from tracesim.evaluators import EvalResult, Evaluator
 
-__all__ = ["FIELDS", "missing", "result_columns", "result_schema", "score_frame", "scored_frame"]
+__all__ = [
+    "FIELDS",
+    "RUN_FIELDS",
+    "fields_of",
+    "missing",
+    "result_columns",
+    "result_schema",
+    "score_frame",
+    "scored_frame",
+]
 
 FIELDS = ("score", "passed", "label", "explanation", "status", "error")
 """The result columns of each evaluator, ``<name>.<field>``."""
+
+RUN_FIELDS = (*FIELDS, "details")
+"""The result columns of a run evaluator (``scores_runs``): ``<name>.details`` too, its details as
+JSON (the missing, extra and mismatched tool calls)."""
 
 INSTALL = "pip install 'tracesim[dask]'"
 
@@ -73,9 +87,15 @@ def score_frame(
 
 
 def scored_frame(
-    frame: pd.DataFrame, evaluators: Sequence[Evaluator], output: str, expected: str, input: str
+    frame: pd.DataFrame,
+    evaluators: Sequence[Evaluator],
+    output: str,
+    expected: str,
+    input: str,
+    runs: Sequence[RunValues | None] | None = None,
 ) -> tuple[pd.DataFrame, list[list[EvalResult]]]:
-    """The result columns of `score_frame`, and the results they were made from."""
+    """The result columns of `score_frame`, and the results they were made from (``runs``: what
+    run evaluators score per row, see `score_rows`)."""
     if output not in frame.columns:
         columns = ", ".join(map(str, frame.columns)) or "none"
         raise KeyError(f"no {output!r} column to score (columns: {columns})")
@@ -83,7 +103,7 @@ def scored_frame(
     outputs = _values(frame[output])
     expecteds = _values(frame[expected]) if expected in frame.columns else [None] * size
     inputs = _values(frame[input]) if input in frame.columns else [None] * size
-    results = score_rows(evaluators, list(zip(outputs, expecteds, inputs, strict=True)))
+    results = score_rows(evaluators, list(zip(outputs, expecteds, inputs, strict=True)), runs)
     return pandas().DataFrame(result_columns(evaluators, results), index=frame.index), results
 
 
@@ -103,7 +123,30 @@ def result_columns(
             # not, and on pandas 2 and 3 alike.
             values = _outputs.clean([getattr(r, name) for r in mine])
             columns[f"{ev.name}.{name}"] = pd.array(values, dtype=pd.StringDtype())
+        if scores_runs(ev):
+            details = _outputs.clean([details_text(r.details) for r in mine])
+            columns[f"{ev.name}.details"] = pd.array(details, dtype=pd.StringDtype())
     return columns
+
+
+def fields_of(evaluator: Any) -> tuple[str, ...]:
+    """The result fields of an evaluator: `RUN_FIELDS` for a run evaluator, else `FIELDS`."""
+    return RUN_FIELDS if scores_runs(evaluator) else FIELDS
+
+
+def details_text(details: Any) -> str | None:
+    """A result's details as JSON text (None when empty), for a results column.
+
+    Example:
+        >>> details_text({"missing": [{"name": "lookup", "arguments": {}}]})
+        '{"missing": [{"name": "lookup", "arguments": {}}]}'
+    """
+    if not details:
+        return None
+    try:
+        return json.dumps(details, ensure_ascii=False, allow_nan=False, default=str)
+    except (ValueError, TypeError, RecursionError):
+        return json.dumps(repr(details)[:10_000])
 
 
 def result_schema(evaluators: Sequence[EvaluatorSpec]) -> Any:
@@ -123,7 +166,7 @@ def result_schema(evaluators: Sequence[EvaluatorSpec]) -> Any:
         [
             pa.field(f"{ev.name}.{name}", types.get(name, pa.string()))
             for ev in build_evaluators(evaluators)
-            for name in FIELDS
+            for name in fields_of(ev)
         ]
     )
 

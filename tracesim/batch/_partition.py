@@ -18,10 +18,11 @@ from typing import IO, TYPE_CHECKING, Any, Literal
 
 from tracesim import _outputs
 from tracesim.batch._files import is_url
-from tracesim.batch._frame import FIELDS, pandas, result_schema, scored_frame
+from tracesim.batch._frame import RUN_FIELDS, pandas, result_schema, scored_frame
 from tracesim.batch._records import reason_of
-from tracesim.batch._score_rows import EvaluatorSpec, build_evaluators
-from tracesim.batch._summary import MAX_EXAMPLES, PartSummary, Tally, tokens_of
+from tracesim.batch._score_rows import EvaluatorSpec, RunValues, build_evaluators, scores_runs
+from tracesim.batch._summary import MAX_EXAMPLES, PartSummary, Tally, call_differences, tokens_of
+from tracesim.runs import Expected, Run, ToolCall
 
 if TYPE_CHECKING:
     import pandas as pd  # type: ignore[import-untyped,unused-ignore]
@@ -29,11 +30,13 @@ if TYPE_CHECKING:
     from tracesim.batch._parts import Chunk, Part
     from tracesim.batch._sources import Records, Spans
 
-__all__ = ["Job", "Sink", "run_part"]
+__all__ = ["RUN_COLUMNS", "Job", "Sink", "run_calls", "run_part"]
 
 OutputFormat = Literal["parquet", "jsonl"]
 _INT_COLUMNS = ("row", "span_end_ns")
 VALUE_COLUMNS = ("input", "output", "expected")
+RUN_COLUMNS = ("tool_calls", "expected_tool_calls")
+"""Written too when run evaluators score: the calls a run made and those expected (JSON)."""
 
 
 @dataclass(frozen=True)
@@ -85,39 +88,76 @@ class Job:
 def run_part(job: Job, index: int, part: Part) -> PartSummary:
     """Read, score and write part ``index``; return what it added up to."""
     evaluators = build_evaluators(job.evaluators)  # this process's, built on its first part
-    chunk = job.source.read(part)
+    runs = any(scores_runs(ev) for ev in evaluators)
+    chunk = job.source.read(part, runs=runs)
     summary = PartSummary(index, records=len(chunk.bad))
     tallies = summary.tallies = {ev.name: Tally(ev.threshold) for ev in evaluators}
     good = [i for i, bad in enumerate(chunk.bad) if bad is None]
     rows = pandas().DataFrame(
         [chunk.triples[i] for i in good], index=good, columns=["output", "expected", "input"], dtype=object
     )
-    scores, results = scored_frame(rows, evaluators, "output", "expected", "input")
-    for row in results:
+    good_runs = [chunk.runs[i] for i in good] if runs else None
+    scores, results = scored_frame(rows, evaluators, "output", "expected", "input", good_runs)
+    for row_index, row in zip(good, results, strict=True):
         for result in row:
             tallies[result.name].add(result.status, finite(result.score), result.passed, tokens_of(result))
+            if result.passed is False and len(summary.failed_runs) < MAX_EXAMPLES:
+                differences = call_differences(result)
+                if differences is not None:
+                    summary.failed_runs.append(
+                        (part.path, chunk.keys["row"][row_index], result.name, differences)
+                    )
     for i, bad in enumerate(chunk.bad):
         if bad is not None:
             summary.bad[reason_of(bad)] += 1
             if len(summary.examples) < MAX_EXAMPLES:
                 summary.examples.append((part.path, chunk.keys["row"][i], bad))
     keys = job.source.key_columns
-    job.sink.write(index, _keys(chunk, keys).join(scores), _schema(keys, evaluators))
+    values = (*VALUE_COLUMNS, *RUN_COLUMNS) if runs else VALUE_COLUMNS
+    job.sink.write(index, _keys(chunk, keys, runs).join(scores), _schema(keys, evaluators, values))
     return summary
 
 
-def _keys(chunk: Chunk, key_columns: Sequence[str]) -> pd.DataFrame:
+def _keys(chunk: Chunk, key_columns: Sequence[str], runs: bool = False) -> pd.DataFrame:
     """Every record's keys, what was scored (as text), and why a bad row is bad (null for the others).
 
     The input, output and expected values sit beside the scores, so the failing rows of a run
-    are read in its results, without a join back to the data.
+    are read in its results, without a join back to the data. With run evaluators, so do the
+    tool calls the run made and those expected (`RUN_COLUMNS`, JSON).
     """
     pd = pandas()
     keys = pd.DataFrame({name: pd.array(chunk.keys[name], dtype=object) for name in key_columns})
     for position, name in ((2, "input"), (0, "output"), (1, "expected")):
         keys[name] = pd.array([value_text(triple[position]) for triple in chunk.triples], dtype=object)
+    if runs:
+        calls = [run_calls(run) for run in chunk.runs]
+        keys["tool_calls"] = pd.array([value_text(made) for made, _ in calls], dtype=object)
+        keys["expected_tool_calls"] = pd.array([value_text(wanted) for _, wanted in calls], dtype=object)
     keys["bad_row"] = pd.array(chunk.bad, dtype=object)
     return keys
+
+
+def run_calls(run: RunValues | None) -> tuple[Any, Any]:
+    """The tool calls a row's run made and those it was expected to make, as JSON-like data
+    (None where unknown), for the results.
+
+    Example:
+        >>> from tracesim.runs import Expected
+        >>> run_calls(RunValues([{"name": "lookup"}], Expected(tool_calls=[{"name": "lookup"}])))
+        ([{'name': 'lookup'}], [{'name': 'lookup', 'arguments': {}}])
+    """
+    if run is None:
+        return None, None
+    made: Any = run.output
+    if isinstance(made, Run):
+        made = made.tool_calls
+    if isinstance(made, (list, tuple)):
+        made = [item.as_dict() if isinstance(item, ToolCall) else item for item in made]
+    expected = run.expected
+    wanted = None
+    if isinstance(expected, Expected) and expected.tool_calls is not None:
+        wanted = [call.as_dict() for call in expected.tool_calls]
+    return made, wanted
 
 
 def finite(score: float | None) -> float | None:
@@ -138,12 +178,14 @@ def _encode(frame: pd.DataFrame, schema: Any, fmt: OutputFormat) -> bytes:
     return bytes(sink.getvalue().to_pybytes())
 
 
-def _schema(key_columns: Sequence[str], evaluators: Sequence[EvaluatorSpec]) -> Any:
+def _schema(
+    key_columns: Sequence[str], evaluators: Sequence[EvaluatorSpec], values: Sequence[str] = VALUE_COLUMNS
+) -> Any:
     """One schema for every part, whatever its values (a part of bad rows only, all-null labels)."""
     import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
 
     fields = [pa.field(name, pa.int64() if name in _INT_COLUMNS else pa.string()) for name in key_columns]
-    fields.extend(pa.field(name, pa.string()) for name in (*VALUE_COLUMNS, "bad_row"))
+    fields.extend(pa.field(name, pa.string()) for name in (*values, "bad_row"))
     return pa.schema([*fields, *result_schema(evaluators)])
 
 
@@ -193,7 +235,7 @@ def _column_names(names: Sequence[str]) -> dict[str, str]:
         name: prefix
         for name in names
         for prefix, dot, field in [name.rpartition(".")]
-        if dot and field in FIELDS
+        if dot and field in RUN_FIELDS
     }
     written = _outputs.distinct(evaluator.values())
     return {

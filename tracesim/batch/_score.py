@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from tracesim import _outputs
 from tracesim.batch._files import is_url
 from tracesim.batch._partition import Job, OutputFormat, Sink, run_part
-from tracesim.batch._score_rows import EvaluatorSpec, build_evaluators
+from tracesim.batch._score_rows import EvaluatorSpec, build_evaluators, scores_runs
 from tracesim.batch._sources import PathLike, Records, Spans
 from tracesim.batch._summary import BatchReport, Tally
 
@@ -57,6 +57,12 @@ def score(
     each record's keys, ``bad_row`` (why it was not scored, or null) and `score_frame`'s
     columns. A directory that already holds results is refused unless ``overwrite``.
 
+    Run evaluators (``trajectory_match``, ``tool_correctness``, ``run_budget``...) score a
+    span's run, rebuilt from the spans of its trace (each part then holds whole traces), against
+    its ``tracesim.expected.tool_calls``; a data row's ``tool_calls`` column against its
+    ``expected_tool_calls``. Their results add ``<name>.details`` (JSON: the missing, extra and
+    mismatched calls), and the results the ``tool_calls`` and ``expected_tool_calls`` columns.
+
     The cluster: ``client`` (a ``distributed.Client`` or a scheduler address), else the
     address in ``TRACESIM_DASK_ADDRESS``, else a ``LocalCluster`` of ``workers`` processes
     (one per core by default) started for this call and closed after it. ``engine="local"``
@@ -79,7 +85,9 @@ def score(
     built = build_evaluators(specs)  # a bad config fails here, not in every task
     root = os.fspath(output)
     fmt: OutputFormat = output_format or ("jsonl" if root.rstrip("/").endswith(".jsonl") else "parquet")
-    parts = records.parts()
+    runs = any(scores_runs(ev) for ev in built)
+    # A run is rebuilt from its trace's spans: with run evaluators, a part keeps its traces whole.
+    parts = records.parts(whole_traces=True) if runs and isinstance(records, Spans) else records.parts()
     _prepare(root, overwrite)
     job = Job(records, specs, Sink(root, fmt))
     report = BatchReport(root, {ev.name: Tally(ev.threshold) for ev in built})

@@ -16,12 +16,13 @@ import asyncio
 import json
 import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
 if TYPE_CHECKING:
     from tracesim.evaluators import EvalResult, Evaluator
 
-__all__ = ["EvaluatorSpec", "build_evaluators", "config_key", "score_rows"]
+__all__ = ["EvaluatorSpec", "RunValues", "build_evaluators", "config_key", "score_rows", "scores_runs"]
 
 EvaluatorSpec = Union[str, Mapping[str, Any], "Evaluator"]
 """An evaluator, its config mapping, or its ``"TYPE:key=value,..."`` spec (the CLI's ``-e``)."""
@@ -86,8 +87,37 @@ Triple = tuple[Any, Any, Any]
 """A row to score: (output, expected, input)."""
 
 
-def score_rows(evaluators: Sequence[Evaluator], rows: Sequence[Triple]) -> list[list[EvalResult]]:
+@dataclass(frozen=True)
+class RunValues:
+    """What run evaluators (``scores_runs``) score for one row instead of its output and expected
+    value: ``output``, a `tracesim.runs.Run` (a span's, rebuilt from its trace) or a list of tool
+    calls (a data file's ``tool_calls`` column), and ``expected``, a `tracesim.runs.Expected`.
+    ``missing`` says why the row has no run: run evaluators then skip it with that reason.
+
+    Example:
+        >>> RunValues(missing="the 'tool_calls' cell is empty").output is None
+        True
+    """
+
+    output: Any = None
+    expected: Any = None
+    missing: str | None = None
+
+
+def scores_runs(evaluator: Any) -> bool:
+    """Whether ``evaluator`` scores runs (a `tracesim.runs.Run` or tool calls), not output strings."""
+    return bool(getattr(evaluator, "scores_runs", False))
+
+
+def score_rows(
+    evaluators: Sequence[Evaluator],
+    rows: Sequence[Triple],
+    runs: Sequence[RunValues | None] | None = None,
+) -> list[list[EvalResult]]:
     """Score every ``(output, expected, input)`` row with every evaluator, in order.
+
+    ``runs`` gives, per row, what run evaluators score instead (`RunValues`), or None for a row
+    without one: run evaluators get its output and expected value then, as string evaluators do.
 
     Synchronous evaluators run row after row on the calling thread. Async (model-backed)
     evaluators send the requests of all rows together, at most ``max_concurrency`` at a time
@@ -101,27 +131,51 @@ def score_rows(evaluators: Sequence[Evaluator], rows: Sequence[Triple]) -> list[
         >>> [(r.name, r.score) for r in results[0]]
         [('exact', 1.0), ('levenshtein', 1.0)]
     """
-    awaited = _score_async(evaluators, rows)
+    if runs is not None and len(runs) != len(rows):
+        raise ValueError(f"{len(runs)} runs for {len(rows)} rows: give one (or None) per row")
+    awaited = _score_async(evaluators, rows, runs)
+    run_scorers = [scores_runs(ev) for ev in evaluators]
     scored: list[list[EvalResult]] = []
-    for number, (output, expected, input_value) in enumerate(rows):
+    for number, row in enumerate(rows):
         known = awaited.get(number, {})
+        run = runs[number] if runs is not None else None
         scored.append(
             [
-                known[i] if i in known else _evaluate(ev, output, expected, input_value)
+                known[i] if i in known else _evaluate(ev, _row_for(row, run if run_scorers[i] else None))
                 for i, ev in enumerate(evaluators)
             ]
         )
     return scored
 
 
-def _evaluate(ev: Evaluator, output: Any, expected: Any, input_value: Any) -> EvalResult:
+def _row_for(row: Triple, run: RunValues | None) -> Triple | str:
+    """What one evaluator scores of a row: the row, its run's values, or why it has no run."""
+    if run is None:
+        return row
+    if run.missing is not None:
+        return run.missing
+    return run.output, run.expected, row[2]
+
+
+def _evaluate(ev: Evaluator, row: Triple | str) -> EvalResult:
+    if isinstance(row, str):
+        return _no_run(ev, row)
+    output, expected, input_value = row
     try:
         return ev.evaluate(output, expected, input=input_value)
     except Exception as exc:  # a user evaluator that overrides evaluate(): this row's error only
         return ev._error(exc, 0.0)
 
 
-def _score_async(evaluators: Sequence[Evaluator], rows: Sequence[Triple]) -> dict[int, dict[int, EvalResult]]:
+def _no_run(ev: Evaluator, why: str) -> EvalResult:
+    from tracesim.evaluators import EvalResult
+
+    return EvalResult(name=ev.name, threshold=ev.threshold, status="skipped", explanation=why)
+
+
+def _score_async(
+    evaluators: Sequence[Evaluator], rows: Sequence[Triple], runs: Sequence[RunValues | None] | None
+) -> dict[int, dict[int, EvalResult]]:
     """Results of the async evaluators for every row, by row index and evaluator index."""
     wanted = [(i, ev) for i, ev in enumerate(evaluators) if ev.is_async]
     if not wanted or not rows:
@@ -130,14 +184,20 @@ def _score_async(evaluators: Sequence[Evaluator], rows: Sequence[Triple]) -> dic
 
     # The model loop is the one loop of this process: its HTTP connections and rate limits
     # outlive a batch, and no loop is started per batch.
-    return submit(_gather(wanted, rows)).result()
+    return submit(_gather(wanted, rows, runs)).result()
 
 
-async def _gather(wanted: list[tuple[int, Evaluator]], rows: Sequence[Triple]) -> dict[int, dict[int, Any]]:
+async def _gather(
+    wanted: list[tuple[int, Evaluator]], rows: Sequence[Triple], runs: Sequence[RunValues | None] | None
+) -> dict[int, dict[int, Any]]:
     limits = {i: asyncio.Semaphore(ev.max_concurrency or DEFAULT_CONCURRENCY) for i, ev in wanted}
 
     async def one(number: int, i: int, ev: Evaluator, row: Triple) -> tuple[int, int, EvalResult]:
-        output, expected, input_value = row
+        run = runs[number] if runs is not None and scores_runs(ev) else None
+        values = _row_for(row, run)
+        if isinstance(values, str):
+            return number, i, _no_run(ev, values)
+        output, expected, input_value = values
         async with limits[i]:
             try:
                 pending = ev.aevaluate(output, expected, input=input_value)

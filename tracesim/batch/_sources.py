@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from tracesim import _inputs
-from tracesim.batch._files import Block, expand, line_blocks, open_binary, read_block
+from tracesim.batch._files import Block, expand, line_blocks, open_binary, read_block, trace_blocks
 from tracesim.batch._parts import Chunk, Part
-from tracesim.batch._records import Columns, json_rows
+from tracesim.batch._records import Columns, json_rows, run_cells
 
 if TYPE_CHECKING:
     from tracesim._scoring import Rule
@@ -39,6 +39,7 @@ _SUFFIXES: dict[str, Format] = {
 }
 _BLOCK_BYTES = 1024 * 1024  # about 8,000 short answers: a task of seconds, retried cheaply
 _PARQUET_ROWS = 10_000
+_MAX_TRACE_BYTES = 64 * _BLOCK_BYTES
 
 
 class SourceError(ValueError):
@@ -107,8 +108,8 @@ class Records:
                 found += [Part(path, fmt, b, b.lines) for b in line_blocks(path, self.block_bytes)]
         return found
 
-    def read(self, part: Part) -> Chunk:
-        """The records of one part."""
+    def read(self, part: Part, *, runs: bool = False) -> Chunk:
+        """The records of one part; a row with tool call columns carries its run whatever ``runs``."""
         chunk = Chunk({name: [] for name in self.key_columns})
         cols = self.columns
         if part.format == "parquet":
@@ -119,8 +120,9 @@ class Records:
             if len(row) == 2:
                 chunk.add((part.path, row[0], None), (None, None, None), row[1])
             else:
-                number, row_id, output, expected, input_value = row
-                chunk.add((part.path, number, id_text(row_id)), (output, expected, input_value))
+                number, row_id, output, expected, input_value = row[:5]
+                run = row[5] if len(row) == 6 else None
+                chunk.add((part.path, number, id_text(row_id)), (output, expected, input_value), run=run)
         return chunk
 
 
@@ -147,7 +149,7 @@ def _csv_header(path: str, cols: Columns) -> tuple[str, ...]:
         raise SourceError(f"{path}: unreadable CSV header ({exc})") from None
     if any(not_utf8(name) for name in header):
         raise SourceError(f"{path}: the CSV header is not valid UTF-8")
-    if cols.output not in header:
+    if cols.output not in header and cols.tool_calls not in header:
         raise SourceError(f"{path}: no {cols.output!r} column (columns: {', '.join(header) or 'none'})")
     return tuple(header)
 
@@ -178,7 +180,7 @@ def _parquet_parts(path: str, cols: Columns, rows_per_part: int) -> list[Part]:
     with open_binary(path) as handle:
         meta = pq.ParquetFile(handle).metadata
         names = set(meta.schema.names)
-    if cols.output not in names:
+    if cols.output not in names and cols.tool_calls not in names:
         raise SourceError(f"{path}: no {cols.output!r} column (columns: {', '.join(sorted(names))})")
     parts, first = [], 1
     for group in range(meta.num_row_groups):
@@ -195,7 +197,7 @@ def _read_parquet(part: Part, cols: Columns, chunk: Chunk) -> None:
     import pyarrow.parquet as pq  # type: ignore[import-untyped,unused-ignore]
 
     block = part.block
-    wanted = [cols.output, cols.expected, cols.input, cols.id]
+    wanted = [cols.output, cols.expected, cols.input, cols.id, cols.tool_calls, cols.expected_tool_calls]
     with open_binary(part.path) as handle:
         reader = pq.ParquetFile(handle)
         present = [name for name in dict.fromkeys(wanted) if name in reader.schema_arrow.names]
@@ -212,9 +214,15 @@ def _read_parquet(part: Part, cols: Columns, chunk: Chunk) -> None:
             if seen >= block.stop:
                 break
     empty = [None] * (block.stop - block.start)
-    outputs, expected, inputs, ids = (kept.get(name, empty) for name in wanted)
+    outputs, expected, inputs, ids = (kept.get(name, empty) for name in wanted[:4])
+    runs = cols.has_runs(kept)
     for i in range(block.stop - block.start):
-        chunk.add((part.path, block.first_line + i, id_text(ids[i])), (outputs[i], expected[i], inputs[i]))
+        keys = (part.path, block.first_line + i, id_text(ids[i]))
+        run = run_cells({name: values[i] for name, values in kept.items()}, cols) if runs else None
+        if isinstance(run, str):
+            chunk.add(keys, (None, None, None), run)
+        else:
+            chunk.add(keys, (outputs[i], expected[i], inputs[i]), run=run)
 
 
 @dataclass(frozen=True)
@@ -238,6 +246,8 @@ class Spans:
     kind: str | None = None
     attributes: Mapping[str, Any] | None = None
     block_bytes: int = _BLOCK_BYTES
+    max_trace_bytes: int = _MAX_TRACE_BYTES
+    """With run evaluators, a part grows past ``block_bytes`` to keep its traces whole, up to this."""
 
     key_columns = ("source", "row", "trace_id", "span_id", "span_name", "span_end_ns")
 
@@ -254,18 +264,31 @@ class Spans:
             spec["attributes"] = dict(self.attributes)
         return compile_rules([spec])[0]
 
-    def parts(self) -> list[Part]:
-        """Every block of every trace file; how many spans each holds is known only once read."""
+    def parts(self, *, whole_traces: bool = False) -> list[Part]:
+        """Every block of every trace file; how many spans each holds is known only once read.
+
+        ``whole_traces`` (for run evaluators, which read a span's whole run): each block holds
+        all the spans of the traces on its lines, so a run is rebuilt from one part
+        (`tracesim.batch._files.trace_blocks`; a trace longer than ``max_trace_bytes`` is split,
+        and its runs are marked truncated).
+        """
         try:
             files = expand(self.path)
         except FileNotFoundError as exc:
             raise SourceError(str(exc)) from None
+        if whole_traces:
+            return [
+                Part(path, "traces", cut.block, None, split=cut.split)
+                for path in files
+                for cut in trace_blocks(path, self.block_bytes, self.max_trace_bytes)
+            ]
         return [Part(path, "traces", b, None) for path in files for b in line_blocks(path, self.block_bytes)]
 
-    def read(self, part: Part) -> Chunk:
-        """The selected spans of one block of a trace file, and its unreadable lines as bad rows."""
+    def read(self, part: Part, *, runs: bool = False) -> Chunk:
+        """The selected spans of one block of a trace file, and its unreadable lines as bad rows;
+        with ``runs``, each span's run rebuilt from the spans of its trace in the block too."""
         from tracesim.batch._spans import read_spans
 
         chunk = Chunk({name: [] for name in self.key_columns})
-        read_spans(part, self.rule(), chunk)
+        read_spans(part, self.rule(), chunk, runs=runs)
         return chunk

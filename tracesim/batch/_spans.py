@@ -8,7 +8,8 @@ when it has an output; one without, or with a value cut at capture time
 row with that reason and the span's ids. Values recorded as JSON are decoded, so a span
 scores here as it scored online. Lines are read within the limits of `tracesim._inputs` (64 MiB
 a line, 256 levels of nesting), and tracesim's own ``tracesim.export.dropped`` records are not
-rows.
+rows. For run evaluators, each selected span also gets its run, rebuilt from the spans of its
+trace in the block, and its expected tool calls (`span_runs`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from tracesim import _inputs
 from tracesim._semconv import (
     EXPECTED_MIME_TYPE,
     EXPECTED_ORIGINAL_CHARS,
+    EXPECTED_TOOL_CALLS,
     EXPECTED_VALUE,
     EXPORT_DROPPED,
     INPUT_MIME_TYPE,
@@ -31,28 +33,34 @@ from tracesim._semconv import (
     OUTPUT_VALUE,
 )
 from tracesim.batch._files import open_binary
+from tracesim.batch._score_rows import RunValues
 
 if TYPE_CHECKING:
     from tracesim._scoring import Rule
     from tracesim.batch._parts import Chunk, Part
     from tracesim.tracefile import SpanRecord
 
-__all__ = ["read_spans", "span_record"]
+__all__ = ["read_spans", "span_record", "span_runs"]
 
 NO_OUTPUT = "the span has no output"
 CUT = "a value was cut when traced (max_value_chars)"
 
 
-def read_spans(part: Part, rule: Rule, chunk: Chunk) -> None:
+def read_spans(part: Part, rule: Rule, chunk: Chunk, *, runs: bool = False) -> None:
     """Add the records (and bad rows) of one block of a trace file to ``chunk``.
 
     A line longer than 64 MiB or nested more than 256 levels deep is a bad row naming the
     limit, read past without being held whole. Spans named ``tracesim.export.dropped`` are
     not rows: they are tracesim's records of spans its export queue dropped (their count is in
     ``tracesim report``), not spans of the traced program.
+
+    With ``runs``, every span of the block is kept until the block is read; then each selected
+    span gets its run (`span_runs`), rebuilt from its own trace's spans, grouped once.
     """
     from tracesim.tracefile import spans_from_request
 
+    kept: list[SpanRecord] = []
+    selected: list[tuple[int, SpanRecord]] = []
     block = part.block
     with open_binary(part.path) as handle:
         handle.seek(block.start)
@@ -70,14 +78,64 @@ def read_spans(part: Part, rule: Rule, chunk: Chunk) -> None:
             except ValueError as exc:  # the OTLP decoder's errors
                 chunk.add(_unread(part, number), (None, None, None), f"not OTLP/JSON ({exc})")
                 continue
+            if runs:
+                kept += spans
             for span in spans:
                 if span.name != EXPORT_DROPPED and rule.selects(span.name, _kinds(span), span.attributes):
                     triple, bad = span_record(span)
+                    if runs and bad is None:
+                        selected.append((len(chunk.bad), span))
                     chunk.add(
                         (part.path, number, span.trace_id, span.span_id, span.name, _end_ns(span)),
                         triple,
                         bad,
                     )
+    if selected:
+        span_runs(chunk, selected, kept, part.split)
+
+
+def span_runs(
+    chunk: Chunk, selected: list[tuple[int, SpanRecord]], spans: list[SpanRecord], split: frozenset[str]
+) -> None:
+    """Give each selected span (by its place in ``chunk``) its run and expected tool calls.
+
+    The runs come from `tracesim._runs.RunIndex` over ``spans`` (the traces grouped once per
+    block); the expected value run evaluators get is an `Expected` of the span's expected output
+    and its ``tracesim.expected.tool_calls`` (JSON). That attribute, when it is not a list of
+    tool calls, makes the span a bad row naming it. A span of a trace in ``split`` (a trace the
+    block holds only part of) gets its run marked truncated.
+    """
+    import dataclasses
+
+    from tracesim._errors import ConfigError
+    from tracesim._runs._records import RunIndex
+    from tracesim.runs import NOT_GIVEN, Expected
+
+    index = RunIndex(spans)
+    for place, span in selected:
+        try:
+            calls = _expected_calls(span.attributes.get(EXPECTED_TOOL_CALLS))
+        except ConfigError as exc:
+            chunk.triples[place] = (None, None, None)
+            chunk.bad[place] = f"bad {EXPECTED_TOOL_CALLS} ({exc.setting}: {exc.accepted})"
+            continue
+        run = index.run(span)
+        if span.trace_id in split:
+            reason = "the trace was split between batch parts (longer than max_trace_bytes)"
+            run = dataclasses.replace(run, truncated=True, truncated_reason=run.truncated_reason or reason)
+        expected_output = chunk.triples[place][1]
+        expected = Expected(
+            output=NOT_GIVEN if expected_output is None else expected_output, tool_calls=calls
+        )
+        chunk.runs[place] = RunValues(run, expected)
+
+
+def _expected_calls(value: Any) -> Any:
+    from tracesim.runs import tool_calls
+
+    if value is None:
+        return None
+    return tool_calls(value, EXPECTED_TOOL_CALLS)
 
 
 def _bad_line(error: _inputs.InputError) -> str:

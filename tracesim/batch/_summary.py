@@ -17,7 +17,15 @@ from tracesim import _outputs
 if TYPE_CHECKING:
     from tracesim.evaluators import EvalResult
 
-__all__ = ["BatchReport", "PartSummary", "Tally", "print_table", "tokens_of"]
+__all__ = [
+    "BatchReport",
+    "PartSummary",
+    "Tally",
+    "call_differences",
+    "print_failed_runs",
+    "print_table",
+    "tokens_of",
+]
 
 MAX_EXAMPLES = 20
 """Bad rows reported one by one (per part, and in all); the rest are only counted."""
@@ -83,15 +91,62 @@ def tokens_of(result: EvalResult) -> int:
     return total if isinstance(total, int) and not result.details.get("cached") else 0
 
 
+_DIFFERENCES = ("missing", "extra", "partial", "mismatched", "first_difference", "exceeded")
+"""The details of a run evaluator that say how a run differs from what was expected."""
+_MAX_DIFFERENCE_CHARS = 300
+
+
+def call_differences(result: EvalResult) -> str | None:
+    """How a failed run differs from the expected one, in a line: the missing, extra, partly
+    matched and first mismatched tool calls, or the budget exceeded, as a run evaluator's details
+    name them; None when its details name none (a string evaluator's).
+
+    Example:
+        >>> from tracesim.evaluators import EvalResult
+        >>> result = EvalResult(name="tool_correctness", details={
+        ...     "missing": [{"name": "convert", "arguments": {}}], "extra": [], "matched": [[0, 0, 1.0]]})
+        >>> call_differences(result)
+        'missing [{"name": "convert", "arguments": {}}]'
+    """
+    import json
+
+    details = result.details if isinstance(result.details, dict) else {}
+    parts = []
+    for key in _DIFFERENCES:
+        value = details.get(key)
+        if value:
+            try:
+                parts.append(f"{key} {json.dumps(value, ensure_ascii=False, default=str)}")
+            except (ValueError, TypeError, RecursionError):
+                parts.append(f"{key} {value!r}")
+    if not parts:
+        return None
+    line = "; ".join(parts)
+    return line if len(line) <= _MAX_DIFFERENCE_CHARS else line[: _MAX_DIFFERENCE_CHARS - 3] + "..."
+
+
+def print_failed_runs(failed: list[tuple[str, int, str, str]], console: Any) -> None:
+    """The first failed runs, one line each (where, which evaluator, how it differs), redacted."""
+    from rich.text import Text
+
+    from tracesim._terminal import visible
+
+    for where, number, name, differences in failed:
+        line = _outputs.text(f"{where}:{number}: {name} failed: {differences}")
+        console.print(Text(visible(line)), soft_wrap=True)  # one line each, to grep
+
+
 @dataclass
 class PartSummary:
-    """What one part gave: records read, bad rows by reason (a few with their place), tallies."""
+    """What one part gave: records read, bad rows by reason (a few with their place), tallies,
+    and the first runs a run evaluator failed, with how they differ (`call_differences`)."""
 
     index: int
     records: int = 0
     bad: Counter[str] = field(default_factory=Counter)
     examples: list[tuple[str, int, str]] = field(default_factory=list)
     tallies: dict[str, Tally] = field(default_factory=dict)
+    failed_runs: list[tuple[str, int, str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -110,6 +165,8 @@ class BatchReport:
     bad_rows: Counter[str] = field(default_factory=Counter)
     examples: list[tuple[str, int, str]] = field(default_factory=list)
     failed_parts: dict[int, str] = field(default_factory=dict)
+    failed_runs: list[tuple[str, int, str, str]] = field(default_factory=list)
+    """The first runs a run evaluator failed: file, row, evaluator, how the run differs."""
 
     @property
     def scored(self) -> int:
@@ -122,6 +179,7 @@ class BatchReport:
         self.bad_rows.update(part.bad)
         room = MAX_EXAMPLES - len(self.examples)
         self.examples += part.examples[: max(room, 0)]
+        self.failed_runs += part.failed_runs[: max(MAX_EXAMPLES - len(self.failed_runs), 0)]
         for name, tally in part.tallies.items():
             self.tallies[name].merge(tally)
 
@@ -146,6 +204,7 @@ class BatchReport:
             line = _outputs.text(f"tracesim eval: {path}:{number}: {message}; row skipped")
             _outputs.echo(visible(line), file=errors)
         print_table(self.tallies, self.scored, console)
+        print_failed_runs(self.failed_runs, console)
         if self.bad_rows:
             reasons = ", ".join(f"{reason}: {count}" for reason, count in self.bad_rows.most_common())
             line = _outputs.text(f"{sum(self.bad_rows.values())} bad rows skipped ({reasons})")
