@@ -25,7 +25,14 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["KIND_OF_OPERATION", "requested_tool_calls", "span_input", "span_kinds", "span_output"]
+__all__ = [
+    "KIND_OF_OPERATION",
+    "answer_text",
+    "requested_tool_calls",
+    "span_input",
+    "span_kinds",
+    "span_output",
+]
 
 KIND_OF_OPERATION = {
     "chat": "LLM",
@@ -164,6 +171,29 @@ def requested_tool_calls(attributes: Mapping[str, Any]) -> list[tuple[str, Any, 
         if calls:
             return calls
     return []
+
+
+def answer_text(attributes: Mapping[str, Any]) -> bool:
+    """Whether an LLM span's answer has text (False for an answer that only requests tool calls).
+
+    Example:
+        >>> answer_text({"llm.output_messages.0.message.tool_calls.0.tool_call.function.name": "lookup"})
+        False
+        >>> answer_text({"llm.output_messages.0.message.content": "12 C in Warsaw"})
+        True
+    """
+    raw = attributes.get("gen_ai.output.messages")
+    if isinstance(raw, str):
+        try:
+            messages = json.loads(raw)
+        except ValueError:
+            return True  # cut, so not JSON any more: text it is
+        if isinstance(messages, list):
+            return any(isinstance(m, Mapping) and _has_text(m) for m in messages)
+    for prefix in ("llm.output_messages.", "gen_ai.completion."):
+        if any(content for _, content in _flat_messages(attributes, prefix)):
+            return True
+    return False
 
 
 def _flat_tool_calls(attributes: Mapping[str, Any], prefix: str) -> list[tuple[str, Any, str | None]]:

@@ -32,7 +32,16 @@ from tracesim._errors import ConfigError
 from tracesim._foreign_spans import KIND_OF_OPERATION
 from tracesim._own_model_calls import MODEL_CALL_KEY
 from tracesim._redact import Redactor
-from tracesim._scoring import Plan, Rule, ScoringPipeline, compile_rules, evaluators_seen, plan, result_sinks
+from tracesim._scoring import (
+    Plan,
+    Rule,
+    ScoringPipeline,
+    compile_rules,
+    evaluators_seen,
+    plan,
+    result_sinks,
+    scores_runs,
+)
 from tracesim._semconv import LLM_COUNTED_IN_PARENT, SPAN_KINDS
 from tracesim._version import __version__
 
@@ -41,6 +50,7 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
     from opentelemetry.sdk.trace.export import SpanExporter
 
+    from tracesim._runs._recorder import RunRecorder
     from tracesim._scoring import ForeignScoring
     from tracesim.exporters import Redaction
 
@@ -101,10 +111,19 @@ class Runtime:
         self.redaction: Redaction | None = None
         # Rules also score spans other instrumentations make (held from export until scored).
         self.foreign: ForeignScoring | None = None
+        # The spans of runs being scored (see tracesim._runs._recorder); only with scoring on.
+        self.runs: RunRecorder | None = None
+        if scoring:
+            from tracesim._runs._recorder import RunRecorder
+
+            # A rule scoring runs may select another instrumentation's span, known only at its
+            # end: every trace is then kept until its local root ends.
+            record_all = any(scores_runs(e) for rule in self.rules for e in rule.evaluators)
+            self.runs = RunRecorder(record_all=record_all, max_value_chars=capture.max_value_chars)
         if scoring and self.rules:
             from tracesim._scoring import ForeignScoring
 
-            self.foreign = ForeignScoring(self.rules, scoring, capture)
+            self.foreign = ForeignScoring(self.rules, scoring, capture, self.runs)
 
     def plan(
         self,
@@ -258,6 +277,8 @@ class _Forwarding:
     """
 
     processors: tuple[SpanProcessor, ...] = ()
+    runs: RunRecorder | None = None
+    """The active runtime's run recorder: it sees every span first when it keeps any trace."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -281,6 +302,9 @@ class _Forwarding:
         if extra:  # `tracesim.attributes` blocks: on every span, whoever starts it
             span.set_attributes(extra)
         _genai_conventions(span, context)
+        runs = self.runs
+        if runs is not None and (runs.traces or runs.record_all):
+            runs.started(span)
         for processor in self.processors:
             processor.on_start(span, parent_context=parent_context)
 
@@ -290,7 +314,11 @@ class _Forwarding:
                 self._model_calls.discard(span.context.span_id)
             return
         runtime = current
-        if runtime is not None and runtime.foreign is not None and runtime.offer(span):
+        held = runtime is not None and runtime.foreign is not None and runtime.offer(span)
+        runs = self.runs
+        if runs is not None and (runs.traces or runs.record_all):
+            runs.ended(span)  # after the rules: a run they score is claimed before its trace could go
+        if held:
             return  # held until scored, then sent on to that runtime's processors
         for processor in self.processors:
             processor.on_end(span)
@@ -560,7 +588,9 @@ def install(runtime: Runtime | None) -> Runtime | None:
     with _lock:
         previous, current = current, runtime
         _redaction_in_force.set_current(runtime.redaction if runtime is not None else None)
-        _pipeline().processors = runtime.processors if runtime is not None else ()
+        forwarding = _pipeline()
+        forwarding.processors = runtime.processors if runtime is not None else ()
+        forwarding.runs = runtime.runs if runtime is not None else None
         _internal_errors.set_raise(runtime is not None and runtime.settings.internal_errors == "raise")
         if runtime is not None:
             _was_configured = True

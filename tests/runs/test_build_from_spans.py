@@ -324,6 +324,36 @@ def test_a_rule_scores_a_pydantic_ai_agent_span_by_its_final_result(pydantic_ser
     assert results["exact"]["gen_ai.evaluation.score.value"] == 1.0
 
 
+def test_a_rule_scores_a_pydantic_ai_agent_run_by_its_tool_calls(pydantic_server: LLMServer) -> None:
+    server = pydantic_server
+    server.script(CHAT, Reply.tool_call("lookup", '{"city": "Warsaw"}'), Reply.content("It is 12 C"))
+    rule = {
+        "kind": "agent",
+        "evaluators": ["trajectory_match", {"type": "run_budget", "max_llm_calls": 1}],
+        "expected": {
+            "output": "It is 12 C",
+            "tool_calls": [{"name": "lookup", "arguments": {"city": "Warsaw"}}],
+        },
+    }
+    with capture_spans(evaluators=[rule]) as captured:
+        run_pydantic_agent(server, "Weather in Warsaw?")
+        runtime = _runtime.active()
+        assert runtime is not None
+        assert runtime.runs is not None
+        assert runtime.runs.record_all  # the rule may select spans known only at their end
+        assert runtime.runs.traces == {}  # the trace is let go once its run is scored
+    agent_span = named(captured.otel_spans, "invoke_agent weather")
+    results = {
+        str(event.attributes["gen_ai.evaluation.name"]): dict(event.attributes)
+        for event in agent_span.events
+        if event.name == "gen_ai.evaluation.result" and event.attributes
+    }
+    assert results["trajectory_match"]["gen_ai.evaluation.score.value"] == 1.0
+    budget = results["run_budget"]
+    assert budget["tracesim.evaluation.passed"] is False  # two model calls, one allowed
+    assert json.loads(str(budget["tracesim.evaluation.details"]))["exceeded"]["max_llm_calls"]["actual"] == 2
+
+
 # -- LangChain, traced by tracesim's LangChain integration --------------------------------------
 
 

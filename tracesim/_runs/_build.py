@@ -32,7 +32,7 @@ from tracesim import _semconv as sc
 from tracesim._capture import cut
 from tracesim._foreign_spans import requested_tool_calls, span_input, span_kinds, span_output
 from tracesim._pricing import GEN_AI_REQUEST_MODEL, LLM_MODEL_NAME, PriceTable, read_usage
-from tracesim.runs import STEP_KINDS, Run, Step, ToolCall, parse_arguments
+from tracesim.runs import NOT_GIVEN, STEP_KINDS, Run, Step, ToolCall, parse_arguments
 
 __all__ = ["DEFAULT_MAX_STEPS", "build_run"]
 
@@ -60,6 +60,8 @@ def build_run(
     max_value_chars: int = DEFAULT_MAX_VALUE_CHARS,
     prices: PriceTable | None = None,
     now_ns: int | None = None,
+    output: Any = NOT_GIVEN,
+    left_out: int = 0,
 ) -> Run:
     """The run under ``root``: its descendants in ``spans`` as steps, in start order.
 
@@ -76,6 +78,10 @@ def build_run(
             shipped prices by default.
         now_ns: The time to measure a root that has not ended up to; without it, such a run
             has no duration.
+        output: The run's final output when the caller has it (a traced function's return
+            value); by default it is read from ``root``'s attributes in its convention.
+        left_out: Spans of the trace that were not kept (a recorder's bound): the run is
+            marked truncated, saying how many.
 
     Example:
         >>> from tracesim.testing import capture_spans
@@ -97,7 +103,7 @@ def build_run(
     limit = max(1, max_value_chars)
     root_context = root.context
     if root_context is None:
-        return Run(output=_run_output(root, limit))
+        return Run(output=_run_output(root, limit) if output is NOT_GIVEN else output)
     trace_id, root_id = root_context.trace_id, root_context.span_id
     finished: dict[int, ReadableSpan] = {}
     unended: dict[int, ReadableSpan] = {}
@@ -120,6 +126,8 @@ def build_run(
         names = ", ".join(repr(name) for name in still_running[:5])
         more = f" and {len(still_running) - 5} more" if len(still_running) > 5 else ""
         reasons.append(f"{len(still_running)} step(s) had not ended: {names}{more}")
+    if left_out > 0:
+        reasons.append(f"{left_out} span(s) of the trace were not kept (the recorder's span limit)")
     if len(found) > max(0, max_steps):
         reasons.append(f"step limit: kept the first {max(0, max_steps)} of {len(found)} steps")
         found = found[: max(0, max_steps)]
@@ -130,7 +138,7 @@ def build_run(
     duration = (end - start) / 1e9 if end is not None and start is not None and end >= start else None
     return Run(
         steps=tuple(steps),
-        output=_run_output(root, limit),
+        output=_run_output(root, limit) if output is NOT_GIVEN else output,
         truncated=bool(reasons),
         truncated_reason="; ".join(reasons) or None,
         duration_s=duration,

@@ -34,7 +34,15 @@ from tracesim._scoring._expect import (
 from tracesim._scoring._jobs import Job, ScoringStats, checked, failure, snapshot, timeout
 from tracesim._scoring._pipeline import ScoringPipeline
 from tracesim._scoring._results import emit_carrier, end_time_of, target_context, write
-from tracesim._scoring._selection import Plan, Rule, build_evaluators, compile_rules, evaluators_seen, plan
+from tracesim._scoring._selection import (
+    Plan,
+    Rule,
+    build_evaluators,
+    compile_rules,
+    evaluators_seen,
+    plan,
+    scores_runs,
+)
 from tracesim._scoring._sinks import PhoenixSink, result_sinks
 
 if TYPE_CHECKING:
@@ -62,6 +70,7 @@ __all__ = [
     "plan",
     "release_expected",
     "result_sinks",
+    "scores_runs",
     "snapshot",
     "take_expected",
     "target_context",

@@ -21,13 +21,14 @@ from opentelemetry.trace import SpanContext
 
 from tracesim import _semconv as sc
 from tracesim._capture import CaptureOptions
-from tracesim._foreign_spans import span_input, span_kinds, span_output
+from tracesim._foreign_spans import answer_text, requested_tool_calls, span_input, span_kinds, span_output
 from tracesim._internal_errors import WarnOnce
 from tracesim._scoring._expect import NOT_SET, expected_attributes
 from tracesim._scoring._jobs import Job
 from tracesim._scoring._results import write
-from tracesim._scoring._selection import Plan, Rule, plan
+from tracesim._scoring._selection import Plan, Rule, plan, scores_runs
 from tracesim.exporters._redacting import copy_span
+from tracesim.runs import NOT_GIVEN
 
 __all__ = ["ForeignScoring", "HeldSpan"]
 
@@ -137,22 +138,41 @@ class _Binder:
         return {"input": self.text}
 
 
-def _not_scored(evaluator: Any) -> Any:
+_NO_OUTPUT = "the span carries no output: its instrumentation recorded none (content capture off?)"
+_TOOL_REQUEST = (
+    "the span's output is a request for tool calls, not an answer: a step of the run, scored by run "
+    "evaluators (score the agent span, or select this kind with a run evaluator)"
+)
+
+
+def _not_an_answer(attributes: Mapping[str, Any], output: str | None) -> str | None:
+    """Why string evaluators skip this span (no output, or a model's tool-call request), or None."""
+    if output is None:
+        return _NO_OUTPUT
+    if requested_tool_calls(attributes) and not answer_text(attributes):
+        return _TOOL_REQUEST
+    return None
+
+
+def _run_output(attributes: Mapping[str, Any], output: str | None) -> Any:
+    """A held span's run output: its output text, JSON parsed as `build_run` parses it."""
+    return NOT_GIVEN if output is None else output
+
+
+def _not_scored(evaluator: Any, why: str = _NO_OUTPUT) -> Any:
     from tracesim.evaluators import EvalResult
 
-    return EvalResult(
-        name=evaluator.name,
-        threshold=evaluator.threshold,
-        status="skipped",
-        explanation="the span carries no output: its instrumentation recorded none (content capture off?)",
-    )
+    return EvalResult(name=evaluator.name, threshold=evaluator.threshold, status="skipped", explanation=why)
 
 
 class ForeignScoring:
     """Selects, holds and scores the spans of other instrumentations for one configuration."""
 
-    def __init__(self, rules: Sequence[Rule], pipeline: Any, capture: CaptureOptions) -> None:
+    def __init__(
+        self, rules: Sequence[Rule], pipeline: Any, capture: CaptureOptions, runs: Any = None
+    ) -> None:
         self.rules = tuple(rules)
+        self.runs = runs  # the runtime's RunRecorder: the runs of held spans come from it
         self.pipeline = pipeline
         self.capture = capture
         self.matched: set[int] = set()
@@ -190,25 +210,34 @@ class ForeignScoring:
         held = HeldSpan(span, forward)
         end_ns = span.end_time or 0
         output = span_output(attributes)
-        if output is None:
-            self._no_output(span.name, attributes)
+        evaluators = chosen.evaluators
+        skip = _not_an_answer(attributes, output)
+        if skip is not None:  # string evaluators have nothing to score; run evaluators still do
+            if skip == _NO_OUTPUT:
+                self._no_output(span.name, attributes)
+            evaluators = tuple(e for e in evaluators if scores_runs(e))
             for evaluator in chosen.evaluators:
-                write(held, _not_scored(evaluator), self.capture, end_ns, redaction=self.pipeline.redaction)
-            held.end()
-            return
+                if evaluator not in evaluators:
+                    result = _not_scored(evaluator, skip)
+                    write(held, result, self.capture, end_ns, redaction=self.pipeline.redaction)
+            if not evaluators:
+                held.end()
+                return
         text = span_input(attributes)
         job = Job(
             _Subject(held, self.capture),
             output,
             end_ns,
-            chosen.evaluators,
+            evaluators,
             chosen.sources,
             (),
             {},
             _Binder(text),
             text,
         )
-        self.pipeline.submit(job, chosen.always)
+        if chosen.runs and self.runs is not None:
+            job.run_source = self.runs.source(span, _run_output(attributes, output), end_ns)
+        self.pipeline.submit(job, chosen.always and len(evaluators) == len(chosen.evaluators))
 
     def _no_output(self, name: str, attributes: Mapping[str, Any]) -> None:
         content_off = "gen_ai.request.model" in attributes or "llm.model_name" in attributes

@@ -150,6 +150,8 @@ class Job:
         "lock",
         "output",
         "pending",
+        "run",
+        "run_source",
         "sources",
     )
 
@@ -183,6 +185,8 @@ class Job:
         self.lock = threading.Lock()
         self.id = 0
         self.deadline = 0.0  # monotonic time past which the span ends without waiting
+        self.run_source: Any = None  # the span's run, for run evaluators (a `tracesim._runs.RunSource`)
+        self.run: Any = None  # that run once taken (a `tracesim.runs.Run`), scored instead of ``output``
 
     def inputs(self) -> tuple[Any, Mapping[str, Any]]:
         """The call's input as evaluators see it, and the arguments by name (for datasets)."""

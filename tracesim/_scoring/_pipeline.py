@@ -30,7 +30,7 @@ from tracesim._internal_errors import WarnOnce, internal_error
 from tracesim._scoring._expect import NOT_SET, handed, resolve_expected
 from tracesim._scoring._jobs import Job, Run, ScoringStats, checked, failure, timeout, unresponsive
 from tracesim._scoring._results import emit_carrier, write
-from tracesim._scoring._selection import sample_unit
+from tracesim._scoring._selection import sample_unit, scores_runs
 from tracesim._scoring._watchdog import Watchdog
 from tracesim._scoring._workqueue import WorkQueue
 from tracesim.runs import NOT_GIVEN, Expected
@@ -115,11 +115,14 @@ class ScoringPipeline:
         otel = job.handle.otel_span
         chosen = self._sample(otel, job.evaluators, always)
         if not chosen:
+            _release_run(job)
             otel.end(job.end_ns)
             return
         if len(chosen) < len(job.evaluators):
             job.evaluators = tuple(chosen)
             job.pending = len(chosen)
+            if not any(scores_runs(e) for e in chosen):
+                _release_run(job)
         if self.inline:
             self._run_inline(job)
             return
@@ -156,6 +159,7 @@ class ScoringPipeline:
         return chosen
 
     def _drop(self, job: Job) -> None:
+        _release_run(job)
         self.stats.dropped += 1
         otel = job.handle.otel_span
         otel.set_attribute(sc.EVALUATION_DROPPED, True)
@@ -223,6 +227,8 @@ class ScoringPipeline:
             expected, problem = self._expected(job, arguments)
         except Exception as exc:  # the user's expected-output callable or dataset failed
             expected, problem, value = None, exc, None
+        if job.run_source is not None:
+            self._take_run(job)
         cpu: list[Evaluator] = []
         waiting: list[concurrent.futures.Future[None]] = []
         for evaluator in job.evaluators:
@@ -244,6 +250,20 @@ class ScoringPipeline:
             self._queue.put((job, evaluator, expected, value))
         if cpu:
             self._run_cpu(job, cpu[0], expected, value)
+
+    def _take_run(self, job: Job) -> None:
+        """Replace the job's output, for run evaluators, by the run under its span.
+
+        The worker waits for children still running under the span, up to half the time left
+        before ``max_defer_s`` (none inline: the caller is the one waiting), so evaluators keep
+        the other half; a run with children still running is scored as it is, marked truncated.
+        """
+        source, job.run_source = job.run_source, None
+        try:
+            wait_s = 0.0 if self.inline else max(0.0, (job.deadline - time.monotonic()) / 2)
+            job.run = source.take(wait_s)
+        except Exception:
+            internal_error("scoring: building the run")
 
     def _expected(self, job: Job, arguments: Mapping[str, Any]) -> tuple[Any, BaseException | None]:
         """The call's expected value (a plain output or an `Expected`; None when there is none),
@@ -273,7 +293,7 @@ class ScoringPipeline:
         if not self.inline:
             self._watchdog.watch(run, evaluator.timeout_s or self.stuck_after_s)
         try:
-            result = evaluator.evaluate(job.output, handed(evaluator, expected), input=value)
+            result = evaluator.evaluate(_subject(job, evaluator), handed(evaluator, expected), input=value)
         except Exception as exc:  # evaluate() handles data errors; this is a broken evaluator
             result = failure(evaluator, exc, "evaluate() raised")
         with self._lock:
@@ -320,7 +340,8 @@ class ScoringPipeline:
                 # Without a timeout_s of its own, a hung call would hold its slot forever.
                 limit = evaluator.timeout_s or self.stuck_after_s
                 given = handed(evaluator, expected)
-                result = await asyncio.wait_for(evaluator.aevaluate(job.output, given, input=value), limit)
+                subject = _subject(job, evaluator)
+                result = await asyncio.wait_for(evaluator.aevaluate(subject, given, input=value), limit)
             except asyncio.TimeoutError:
                 result = timeout(evaluator, limit)
             except Exception as exc:
@@ -332,6 +353,11 @@ class ScoringPipeline:
     def _complete(self, job: Job, evaluator: Evaluator, result: Any) -> None:
         try:
             result = checked(evaluator, result)
+            run = job.run
+            if run is not None and run.truncated and scores_runs(evaluator):
+                # scored with what there was: the result says the run was cut short, and why
+                details = {**(result.details or {}), "run_truncated": run.truncated_reason}
+                result = result.model_copy(update={"details": details})
             with job.lock:
                 if evaluator.name in job.done:
                     return
@@ -375,6 +401,7 @@ class ScoringPipeline:
             stats.late += 1
 
     def _finish(self, job: Job) -> None:
+        _release_run(job)
         if job.finished is not None:
             job.finished.set()
         with self._lock:
@@ -490,6 +517,23 @@ def _serve(loop: asyncio.AbstractEventLoop) -> None:
         loop.run_until_complete(loop.shutdown_asyncgens())
     finally:
         loop.close()
+
+
+def _subject(job: Job, evaluator: Evaluator) -> Any:
+    """What ``evaluator`` scores: the job's run for a run evaluator (when it has one), else the output."""
+    if job.run is not None and scores_runs(evaluator):
+        return job.run
+    return job.output
+
+
+def _release_run(job: Job) -> None:
+    source = job.run_source
+    if source is not None:
+        job.run_source = None
+        try:
+            source.release()
+        except Exception:
+            internal_error("scoring: releasing a run")
 
 
 def _for_sinks(expected: Any) -> Any:

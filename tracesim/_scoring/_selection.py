@@ -15,7 +15,15 @@ from tracesim._foreign_spans import KIND_OF_OPERATION
 from tracesim._scoring._expect import NOT_SET, Golden
 from tracesim.runs import Expected
 
-__all__ = ["GENAI_OPERATIONS", "Plan", "Rule", "build_evaluators", "compile_rules", "sample_unit"]
+__all__ = [
+    "GENAI_OPERATIONS",
+    "Plan",
+    "Rule",
+    "build_evaluators",
+    "compile_rules",
+    "sample_unit",
+    "scores_runs",
+]
 
 _RULE_KEYS = ("match", "kind", "attributes", "evaluators", "expected")
 
@@ -263,6 +271,8 @@ class Plan:
     sources: tuple[Any, ...]
     always: bool = False
     """Every evaluator has ``sample_rate`` 1: no sampling decision to make per call."""
+    runs: bool = False
+    """An evaluator scores the run (``scores_runs``): the span's subtree is kept until it is scored."""
 
 
 def plan(
@@ -295,7 +305,17 @@ def plan(
                 sources.append(rule.expected)
     if not evaluators:
         return None
-    return Plan(tuple(evaluators), tuple(sources), all(e.sample_rate >= 1.0 for e in evaluators))
+    return Plan(
+        tuple(evaluators),
+        tuple(sources),
+        all(e.sample_rate >= 1.0 for e in evaluators),
+        any(scores_runs(e) for e in evaluators),
+    )
+
+
+def scores_runs(evaluator: Any) -> bool:
+    """Whether ``evaluator`` scores a run (`tracesim.runs.Run`) rather than an output value."""
+    return getattr(evaluator, "scores_runs", False) is True
 
 
 _MASK64 = (1 << 64) - 1

@@ -317,6 +317,10 @@ def start(
 def adopt_plan(handle: Span, plan: Plan) -> None:
     """Mark ``handle`` as scored by ``plan``; it takes the value of an enclosing `expect` block."""
     handle._plan = plan
+    if plan.runs:
+        runs = handle._runtime.runs if handle._runtime is not None else None
+        if runs is not None:
+            runs.watch(handle._otel)  # from now on, the spans under it are kept for its run
     pending, token = take_expected()
     if token is not None:
         handle._expect_token = token
@@ -350,6 +354,8 @@ def score(
             handle._input,
             handle._expected,
         )
+        if plan.runs and runtime.runs is not None:
+            job.run_source = runtime.runs.source(handle._otel, job.output, end_ns)
         runtime.scoring.submit(job, plan.always)
     except Exception:
         try:

@@ -1,0 +1,306 @@
+"""Run evaluators scored online: the scored span's subtree, kept in the process, becomes the run.
+
+Agents are tracesim's own ``@trace`` functions calling the real ``openai`` client over HTTP to
+the scripted server (traced by tracesim's OpenAI integration), ``span()`` blocks, and a real
+pydantic-ai agent under a ``kind: agent`` rule. Both scoring modes: inline (scored before the
+call returns) and background (worker threads, the span ending later with the results).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import openai
+import pytest
+from llm_server import CHAT, LLMServer, Reply
+from opentelemetry import context as otel_context
+
+import tracesim
+from tracesim import _runtime
+from tracesim.evaluators import Evaluator
+from tracesim.runs import Expected, Run
+from tracesim.testing import capture_spans
+from tracesim.tracefile import SpanRecord
+
+pytest.importorskip(
+    "opentelemetry.instrumentation.genai.openai",
+    reason="the 'openai' extra (opentelemetry-instrumentation-genai-openai) is not installed",
+)
+from tracesim.integrations import uninstrument_openai
+
+LOOKUP = {
+    "type": "function",
+    "function": {
+        "name": "lookup",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+    },
+}
+WARSAW_THEN_PARIS = [
+    {"name": "lookup", "arguments": {"city": "Warsaw"}},
+    {"name": "lookup", "arguments": {"city": "Paris"}},
+]
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[LLMServer]:
+    with LLMServer() as running:
+        yield running
+
+
+@pytest.fixture
+def instrumented(server: LLMServer) -> Iterator[LLMServer]:
+    server.reset()
+    tracesim.instrument_openai()
+    yield server
+    uninstrument_openai()
+
+
+class Seen(Evaluator):
+    """A run evaluator keeping the runs it was handed (scores 1 when it has steps)."""
+
+    type_name = "seen_runs"
+    scores_runs = True
+    requires_expected = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.runs: list[Any] = []
+
+    def measure(self, output: Any, expected: Any, *, input: Any = None) -> float:
+        self.runs.append(output)
+        return 1.0 if isinstance(output, Run) and output.steps else 0.0
+
+
+def result(span: SpanRecord, name: str) -> dict[str, Any]:
+    """The evaluation result event named ``name`` on ``span``, its details parsed."""
+    events = [e for e in span.events if e.name == "gen_ai.evaluation.result"]
+    found = [dict(e.attributes) for e in events if e.attributes.get("gen_ai.evaluation.name") == name]
+    assert len(found) == 1, [e.attributes for e in events]
+    event = found[0]
+    if "tracesim.evaluation.details" in event:
+        event["details"] = json.loads(event["tracesim.evaluation.details"])
+    return event
+
+
+def weather_agent(server: LLMServer, **trace_options: Any) -> Any:
+    @tracesim.trace(kind="tool")
+    def lookup(city: str) -> str:
+        return {"Warsaw": "12 C", "Paris": "15 C"}.get(city, "unknown")
+
+    @tracesim.trace(kind="agent", **trace_options)
+    def agent(question: str) -> str:
+        messages: list[Any] = [{"role": "user", "content": question}]
+        with openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as client:
+            for _ in range(5):
+                reply = client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=[LOOKUP])
+                message = reply.choices[0].message
+                if not message.tool_calls:
+                    return str(message.content)
+                messages.append(message.model_dump(exclude_none=True))
+                for call in message.tool_calls:
+                    found = lookup(**json.loads(call.function.arguments))  # type: ignore[union-attr]
+                    messages.append({"role": "tool", "tool_call_id": call.id, "content": found})
+        return "gave up"
+
+    return agent
+
+
+def script_two_lookups(server: LLMServer) -> None:
+    server.script(
+        CHAT,
+        Reply.tool_call("lookup", '{"city": "Warsaw"}'),
+        Reply.tool_call("lookup", '{"city": "Paris"}'),
+        Reply.content("Warsaw 12 C, Paris 15 C"),
+    )
+
+
+@pytest.mark.parametrize("mode", ["inline", "background"])
+def test_a_traced_openai_agent_is_scored_by_its_tool_calls(instrumented: LLMServer, mode: str) -> None:
+    server = instrumented
+    script_two_lookups(server)
+    agent = weather_agent(
+        server,
+        evaluators=["trajectory_match", "tool_correctness", {"type": "run_budget", "max_tool_calls": 1}],
+        expected=Expected(output="Warsaw 12 C, Paris 15 C", tool_calls=WARSAW_THEN_PARIS),
+    )
+    with capture_spans(scoring_mode=mode) as captured:
+        assert agent("Weather in Warsaw and Paris?") == "Warsaw 12 C, Paris 15 C"
+    span = captured.by_name("agent")
+    assert span.attributes["tracesim.eval.trajectory_match.score"] == 1.0
+    assert span.attributes["tracesim.eval.tool_correctness.score"] == 1.0
+    budget = result(span, "run_budget")
+    assert budget["gen_ai.evaluation.score.value"] == 0.0  # two tool calls, one allowed
+    assert budget["tracesim.evaluation.passed"] is False
+    assert "run_truncated" not in budget.get("details", {})
+    assert json.loads(span.attributes["tracesim.expected.tool_calls"]) == WARSAW_THEN_PARIS
+    # the requested call and the tool span that ran it are one call, not two
+    assert len(captured.named("lookup")) == 2
+
+
+def test_a_wrong_trajectory_fails_and_the_details_name_the_calls(instrumented: LLMServer) -> None:
+    server = instrumented
+    server.script(
+        CHAT,
+        Reply.tool_call("lookup", '{"city": "Paris"}'),
+        Reply.tool_call("lookup", '{"city": "Berlin"}'),
+        Reply.content("done"),
+    )
+    agent = weather_agent(
+        server,
+        evaluators=[{"type": "tool_correctness", "params": ["input_parameters"], "threshold": 0.9}],
+        expected=Expected(tool_calls=WARSAW_THEN_PARIS),
+    )
+    with capture_spans() as captured:
+        agent("Weather in Warsaw and Paris?")
+    found = result(captured.by_name("agent"), "tool_correctness")
+    assert found["tracesim.evaluation.passed"] is False
+    assert found["gen_ai.evaluation.score.value"] == pytest.approx(0.5)
+    assert found["details"]["missing"] == [{"name": "lookup", "arguments": {"city": "Warsaw"}}]
+    berlin = {"name": "lookup", "arguments": {"city": "Berlin"}, "output": "unknown"}
+    assert found["details"]["extra"] == [berlin]
+
+
+def test_span_blocks_and_nested_agents_each_get_their_own_run(instrumented: LLMServer) -> None:
+    seen = Seen()
+
+    @tracesim.trace(kind="tool")
+    def lookup(city: str) -> str:
+        return "12 C"
+
+    @tracesim.trace(kind="agent", evaluators=[seen])
+    def inner(question: str) -> str:
+        return lookup("Warsaw")
+
+    with capture_spans() as captured, tracesim.span("outer", kind="agent", evaluators=[seen]) as outer:
+        lookup("Paris")
+        outer.set_output(inner("Warsaw?"))
+    assert len(seen.runs) == 2
+    inner_run, outer_run = seen.runs  # the inner call ends (and is scored) first
+    assert [(s.kind, s.name, s.depth) for s in inner_run.steps] == [("tool", "lookup", 1)]
+    assert inner_run.output == "12 C"
+    assert [(s.kind, s.name, s.depth) for s in outer_run.steps] == [
+        ("tool", "lookup", 1),
+        ("agent", "inner", 1),
+        ("tool", "lookup", 2),
+    ]
+    assert captured.by_name("outer").attributes["tracesim.eval.seen_runs.score"] == 1.0
+
+
+def test_a_child_that_never_ends_is_waited_for_within_the_bound_then_marked(instrumented: LLMServer) -> None:
+    seen = Seen()
+    left: list[Any] = []
+
+    @tracesim.trace(kind="agent", evaluators=[seen])
+    def agent() -> str:
+        tracer = _runtime.active().tracer  # type: ignore[union-attr]
+        tool = tracer.start_span("background tool", attributes={"gen_ai.operation.name": "execute_tool"})
+        left.append(tool)
+        return "answered before its tool ended"
+
+    with capture_spans(scoring_mode="background", max_defer_s=0.4) as captured:
+        assert agent() == "answered before its tool ended"  # the caller does not wait
+        assert tracesim.force_flush(5.0)
+        left[0].end()
+    (run,) = seen.runs
+    assert run.truncated
+    assert run.truncated_reason == "1 step(s) had not ended: 'background tool'"
+    details = result(captured.by_name("agent"), "seen_runs")["details"]
+    assert details["run_truncated"] == run.truncated_reason
+
+
+def test_a_child_ending_soon_after_the_return_is_in_the_run(instrumented: LLMServer) -> None:
+    seen = Seen()
+    started = threading.Event()
+
+    @tracesim.trace(kind="tool")
+    def slow_lookup() -> str:
+        started.set()
+        threading.Event().wait(0.05)
+        return "12 C"
+
+    @tracesim.trace(kind="agent", evaluators=[seen])
+    def agent() -> str:
+        current = otel_context.get_current()  # the tool runs in a thread, under this span
+        worker = threading.Thread(target=lambda: (otel_context.attach(current), slow_lookup()))
+        worker.start()
+        started.wait(5)
+        return "sent"
+
+    with capture_spans(scoring_mode="background", max_defer_s=10.0):
+        agent()
+        assert tracesim.force_flush(10.0)
+    (run,) = seen.runs
+    assert [step.name for step in run.steps] == ["slow_lookup"]
+    assert not run.truncated
+
+
+def test_kept_spans_are_released_whatever_becomes_of_the_call(instrumented: LLMServer) -> None:
+    seen = Seen()
+
+    @tracesim.trace(kind="tool")
+    def lookup(city: str) -> str:
+        return "12 C"
+
+    @tracesim.trace(kind="agent", evaluators=[seen])
+    def agent(fail: bool) -> str:
+        lookup("Warsaw")
+        if fail:
+            raise ValueError("the user's own error")
+        return "ok"
+
+    with capture_spans(scoring_mode="background") as captured:
+        recorder = _runtime.active().runs  # type: ignore[union-attr]
+        assert recorder is not None
+        for index in range(30):
+            if index % 3 == 0:
+                with pytest.raises(ValueError, match="the user's own error"):
+                    agent(True)
+            else:
+                agent(False)
+        assert tracesim.force_flush(10.0)
+        assert recorder.traces == {}  # nothing kept once scored, or once the call raised
+    assert len(seen.runs) == 20
+    assert len(captured.named("agent")) == 30
+
+
+def test_a_busy_process_keeps_a_bounded_number_of_traces(instrumented: LLMServer) -> None:
+    from tracesim._runs._recorder import RunRecorder
+
+    recorder = RunRecorder(record_all=True, max_traces=5, max_spans=3)
+    with capture_spans() as captured:
+        tracer = _runtime.active().tracer  # type: ignore[union-attr]
+        for _ in range(20):
+            root = tracer.start_span("never ends")
+            recorder.started(root)
+        assert len(recorder.traces) == 5
+        assert recorder.evicted == 15
+        with tracer.start_as_current_span("agent") as agent:
+            recorder.started(agent)
+            for index in range(10):
+                with tracer.start_as_current_span(f"step {index}") as step:
+                    recorder.started(step)
+                recorder.ended(step)  # type: ignore[arg-type]
+            run = recorder.take(agent, "done", None, 0.0)
+        del captured
+    assert [step.name for step in run.steps] == ["step 0", "step 1", "step 2"]
+    assert run.truncated
+    assert run.truncated_reason == "7 span(s) of the trace were not kept (the recorder's span limit)"
+
+
+def test_an_llm_rule_skips_tool_call_requests_and_scores_answers(instrumented: LLMServer) -> None:
+    server = instrumented
+    script_two_lookups(server)
+    agent = weather_agent(server)
+    rule = {"kind": "llm", "evaluators": ["exact"], "expected": "Warsaw 12 C, Paris 15 C"}
+    with capture_spans(evaluators=[rule]) as captured:
+        agent("Weather?")
+    chats = captured.named("chat gpt-4o-mini")
+    assert len(chats) == 3
+    statuses = [result(chat, "exact")["tracesim.evaluation.status"] for chat in chats]
+    assert statuses == ["skipped", "skipped", "ok"]
+    skipped = result(chats[0], "exact")
+    assert "request for tool calls" in skipped["gen_ai.evaluation.explanation"]
+    assert chats[2].attributes["tracesim.eval.exact.score"] == 1.0

@@ -1,0 +1,248 @@
+"""The spans of runs being scored, kept in the process until their run evaluators read them.
+
+A span scored by a run evaluator needs its subtree, and every span of that subtree has
+already gone to the exporters by the time the scored call returns. So the span pipeline
+shows each started and ended span to a `RunRecorder` first, which keeps those of the traces
+it was asked to watch:
+
+* a span tracesim starts with a run evaluator in its plan is *watched* from its start
+  (`RunRecorder.watch`), so its trace's spans are kept from then on;
+* rules that score runs may select spans of other instrumentations, known only when they end
+  (after their children): then every trace is kept (``record_all``), and dropped when its
+  local root ends with nothing left to score.
+
+The scoring worker takes a `RunSource`'s run: it waits, up to a bound, for the spans still
+running under the scored span, then builds the `tracesim.runs.Run` from what is there
+(marked truncated when children had not ended). The caller never waits.
+
+Everything is bounded: spans kept per trace (``max_spans``; the rest are counted and the run
+is marked), traces kept at once (``max_traces``; the oldest unwatched one goes first, counted
+in ``evicted``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from opentelemetry.sdk.trace import ReadableSpan
+
+from tracesim._runs._build import DEFAULT_MAX_STEPS, DEFAULT_MAX_VALUE_CHARS, build_run
+from tracesim.runs import Run
+
+__all__ = ["RunRecorder", "RunSource"]
+
+DEFAULT_MAX_SPANS = 4 * DEFAULT_MAX_STEPS
+"""Ended spans kept per trace: a run's steps and their siblings outside the scored subtree."""
+DEFAULT_MAX_TRACES = 1000
+"""Traces kept at once; a busier process evicts the oldest trace no scored span waits for."""
+
+
+class _Trace:
+    __slots__ = ("ended", "left_out", "open", "root_ended", "roots")
+
+    def __init__(self) -> None:
+        self.ended: list[ReadableSpan] = []
+        self.open: dict[int, ReadableSpan] = {}  # span id -> started, not ended
+        self.roots: dict[int, bool] = {}  # scored span id -> claimed by a scoring job
+        self.left_out = 0  # ended spans over max_spans
+        self.root_ended = False  # the trace's local root (no parent in this process) has ended
+
+
+class RunRecorder:
+    """Keeps the spans of watched traces (or of every trace, with ``record_all``). Thread-safe."""
+
+    def __init__(
+        self,
+        *,
+        record_all: bool = False,
+        max_spans: int = DEFAULT_MAX_SPANS,
+        max_traces: int = DEFAULT_MAX_TRACES,
+        max_steps: int = DEFAULT_MAX_STEPS,
+        max_value_chars: int = DEFAULT_MAX_VALUE_CHARS,
+    ) -> None:
+        self.record_all = record_all
+        self.max_spans = max_spans
+        self.max_traces = max_traces
+        self.max_steps = max_steps
+        self.max_value_chars = max_value_chars
+        self.traces: dict[int, _Trace] = {}
+        """Trace id -> what is kept of it. Empty (and ``record_all`` off): the pipeline skips the recorder."""
+        self.evicted = 0
+        """Traces dropped to stay within ``max_traces``; their runs are scored with what was kept."""
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self._waiting = 0
+
+    # ------------------------------------------------------------ the span pipeline's side
+
+    def watch(self, span: Any) -> None:
+        """Keep the spans of ``span``'s trace from now on: it is scored by a run evaluator."""
+        context = span.get_span_context()
+        if not context.is_valid:
+            return
+        with self._lock:
+            trace = self.traces.get(context.trace_id)
+            if trace is None:
+                trace = self._new(context.trace_id)
+            trace.roots.setdefault(context.span_id, False)
+
+    def started(self, span: Any) -> None:
+        """A span started (every span of the process while the recorder is active)."""
+        context = span.context
+        trace = self.traces.get(context.trace_id)
+        if trace is None:
+            if not self.record_all:
+                return
+            with self._lock:
+                trace = self.traces.get(context.trace_id) or self._new(context.trace_id)
+        trace.open[context.span_id] = span
+
+    def ended(self, span: ReadableSpan) -> None:
+        """A span ended (after rules had their look at it)."""
+        context = span.context
+        if context is None:
+            return
+        trace = self.traces.get(context.trace_id)
+        if trace is None:
+            return
+        trace.open.pop(context.span_id, None)
+        if len(trace.ended) < self.max_spans:
+            trace.ended.append(span)
+        else:
+            trace.left_out += 1
+        parent = span.parent
+        local_root = parent is None or parent.is_remote
+        if context.span_id in trace.roots or local_root or self._waiting:
+            with self._lock:
+                if trace.roots.get(context.span_id) is False:
+                    del trace.roots[context.span_id]  # ended unscored (it raised): nothing will take it
+                if local_root:
+                    trace.root_ended = True
+                self._settle(context.trace_id, trace)
+                if self._waiting:
+                    self._changed.notify_all()
+
+    # ------------------------------------------------------------ the scoring side
+
+    def source(self, span: Any, output: Any, end_ns: int | None) -> RunSource | None:
+        """The run of ``span`` for its scoring job (claimed: kept until the job takes it)."""
+        context = span.get_span_context()
+        with self._lock:
+            trace = self.traces.get(context.trace_id)
+            if trace is None:
+                if not self.record_all:
+                    return None
+                trace = self._new(context.trace_id)
+            trace.roots[context.span_id] = True
+        return RunSource(self, span, output, end_ns)
+
+    def release(self, span: Any) -> None:
+        """``span``'s run will not be taken (its job was dropped, or sampled out)."""
+        context = span.get_span_context()
+        with self._lock:
+            trace = self.traces.get(context.trace_id)
+            if trace is not None:
+                trace.roots.pop(context.span_id, None)
+                self._settle(context.trace_id, trace)
+
+    def take(self, span: Any, output: Any, end_ns: int | None, wait_s: float) -> Run:
+        """``span``'s run: waits up to ``wait_s`` for the spans still running under it."""
+        context = span.get_span_context()
+        deadline = time.monotonic() + wait_s
+        with self._lock:
+            trace = self.traces.get(context.trace_id)
+            running: list[ReadableSpan] = []
+            while trace is not None:
+                running = _running_under(trace, context.span_id)
+                remaining = deadline - time.monotonic()
+                if not running or remaining <= 0:
+                    break
+                self._waiting += 1
+                try:
+                    self._changed.wait(remaining)
+                finally:
+                    self._waiting -= 1
+                trace = self.traces.get(context.trace_id)
+            spans = list(trace.ended) if trace is not None else []
+            left_out = trace.left_out if trace is not None else 0
+            if trace is not None:
+                trace.roots.pop(context.span_id, None)
+                self._settle(context.trace_id, trace)
+        return build_run(
+            span,
+            spans,
+            running=running,
+            max_steps=self.max_steps,
+            max_value_chars=self.max_value_chars,
+            now_ns=end_ns,
+            output=output,
+            left_out=left_out,
+        )
+
+    # ------------------------------------------------------------ bookkeeping (under the lock)
+
+    def _new(self, trace_id: int) -> _Trace:
+        if len(self.traces) >= self.max_traces:
+            oldest = next((key for key, kept in self.traces.items() if not kept.roots), None)
+            if oldest is None:
+                oldest = next(iter(self.traces))
+            del self.traces[oldest]
+            self.evicted += 1
+        trace = self.traces[trace_id] = _Trace()
+        return trace
+
+    def _settle(self, trace_id: int, trace: _Trace) -> None:
+        """Forget a trace no scored span needs any more."""
+        if trace.roots:
+            return
+        if not self.record_all or trace.root_ended:
+            self.traces.pop(trace_id, None)
+
+
+def _running_under(trace: _Trace, root_id: int) -> list[ReadableSpan]:
+    """The spans of ``trace`` started under ``root_id`` that have not ended."""
+    if not trace.open:
+        return []
+    parents: dict[int, int | None] = {}
+    for span in (*trace.ended, *trace.open.values()):
+        context, parent = span.context, span.parent
+        if context is not None:
+            parents[context.span_id] = parent.span_id if parent is not None else None
+    under: list[ReadableSpan] = []
+    for span_id, span in list(trace.open.items()):
+        if span_id == root_id:
+            continue
+        seen = 0
+        ancestor = parents.get(span_id)
+        while ancestor is not None and ancestor != root_id and seen < 10_000:
+            ancestor = parents.get(ancestor)
+            seen += 1
+        if ancestor == root_id:
+            under.append(span)
+    return under
+
+
+class RunSource:
+    """One scoring job's run, taken once by the worker (`take`), or given up (`release`)."""
+
+    __slots__ = ("_done", "_end_ns", "_output", "_recorder", "_span")
+
+    def __init__(self, recorder: RunRecorder, span: Any, output: Any, end_ns: int | None) -> None:
+        self._recorder = recorder
+        self._span = span
+        self._output = output
+        self._end_ns = end_ns
+        self._done = False
+
+    def take(self, wait_s: float) -> Run:
+        """The run (built once; a second call builds it again from what is left)."""
+        self._done = True
+        return self._recorder.take(self._span, self._output, self._end_ns, wait_s)
+
+    def release(self) -> None:
+        """Give the run up, unless it was taken already. Idempotent."""
+        if not self._done:
+            self._done = True
+            self._recorder.release(self._span)
