@@ -28,6 +28,7 @@ from tracesim.evaluators._run_checks import RunBudget, ToolArguments, ToolNames,
 from tracesim.evaluators._semantic import SemanticSimilarity
 from tracesim.evaluators._tfidf import TfidfCosine
 from tracesim.evaluators._tool_correctness import ToolCorrectness
+from tracesim.evaluators._trajectory_judge import TrajectoryJudge
 from tracesim.evaluators._trajectory_match import TrajectoryMatch
 from tracesim.evaluators._type_registry import available_types, from_config, parse_spec, register, unregister
 from tracesim.evaluators._word_overlap import F1Score, Jaccard
@@ -64,6 +65,7 @@ __all__ = [
     "ToolCorrectness",
     "ToolNames",
     "Trajectory",
+    "TrajectoryJudge",
     "TrajectoryMatch",
     "as_text",
     "available_types",

@@ -14,6 +14,7 @@ from tracesim.evaluators._run_checks import RunBudget, ToolArguments, ToolNames,
 from tracesim.evaluators._semantic import SemanticSimilarity
 from tracesim.evaluators._tfidf import TfidfCosine
 from tracesim.evaluators._tool_correctness import ToolCorrectness
+from tracesim.evaluators._trajectory_judge import TrajectoryJudge
 from tracesim.evaluators._trajectory_match import TrajectoryMatch
 from tracesim.evaluators._word_overlap import F1Score, Jaccard
 
@@ -45,5 +46,6 @@ BUILTIN_TYPES: dict[str, type[Evaluator]] = {
         Trajectory,
         ToolArguments,
         RunBudget,
+        TrajectoryJudge,
     )
 }
