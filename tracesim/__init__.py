@@ -31,6 +31,7 @@ install_log_redaction()  # tracesim's own log lines are redacted like everything
 
 if TYPE_CHECKING:  # imported when first used: a traced call needs neither (import time)
     from tracesim._export_queue import ExportStats
+    from tracesim._runs._recording import RecordedRun, record_run
     from tracesim.experiments import Case, Dataset
     from tracesim.integrations import (
         instrument_anthropic,
@@ -47,6 +48,8 @@ _LAZY = {
     "Dataset": "tracesim.experiments",
     "Expected": "tracesim.runs",
     "ExportStats": "tracesim._export_queue",
+    "RecordedRun": "tracesim._runs._recording",
+    "record_run": "tracesim._runs._recording",
     "instrument_anthropic": "tracesim.integrations",
     "instrument_langchain": "tracesim.integrations",
     "instrument_openai": "tracesim.integrations",
@@ -86,6 +89,7 @@ __all__ = [
     "ExportStats",
     "Golden",
     "NotConfiguredWarning",
+    "RecordedRun",
     "ScoringStats",
     "Span",
     "TracesimError",
@@ -101,6 +105,7 @@ __all__ = [
     "instrument_openai",
     "last_span",
     "propagate_context",
+    "record_run",
     "score",
     "scoring_stats",
     "shutdown",

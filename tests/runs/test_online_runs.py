@@ -304,3 +304,48 @@ def test_an_llm_rule_skips_tool_call_requests_and_scores_answers(instrumented: L
     skipped = result(chats[0], "exact")
     assert "request for tool calls" in skipped["gen_ai.evaluation.explanation"]
     assert chats[2].attributes["tracesim.eval.exact.score"] == 1.0
+
+
+def test_record_run_gives_a_block_its_run_to_assert_on(instrumented: LLMServer) -> None:
+    script_two_lookups(instrumented)
+    agent = weather_agent(instrumented)
+    with capture_spans(), tracesim.record_run("weather check") as recorded:
+        recorded.span.set_output(agent("Weather in Warsaw and Paris?"))
+    run = recorded.run
+    assert [call.as_dict() for call in run.tool_calls] == [
+        {"name": "lookup", "arguments": {"city": "Warsaw"}, "output": "12 C"},
+        {"name": "lookup", "arguments": {"city": "Paris"}, "output": "15 C"},
+    ]
+    assert run.llm_calls == 3
+    assert run.output == "Warsaw 12 C, Paris 15 C"
+    assert [s.name for s in run.steps if s.depth == 1] == ["agent"]
+
+
+def test_record_run_keeps_the_run_up_to_an_error_and_lets_the_error_through() -> None:
+    @tracesim.trace(kind="tool")
+    def lookup(city: str) -> str:
+        return "12 C"
+
+    kept: list[tracesim.RecordedRun] = []
+
+    def check() -> None:
+        with tracesim.record_run() as recorded:
+            kept.append(recorded)
+            lookup("Warsaw")
+            raise KeyError("the user's")
+
+    with capture_spans():
+        with pytest.raises(KeyError, match="the user's"):
+            check()
+        assert _runtime.active().runs.traces == {}  # type: ignore[union-attr]
+    assert [call.name for call in kept[0].run.tool_calls] == ["lookup"]
+
+
+def test_record_run_without_configure_says_what_to_do() -> None:
+    previous = _runtime.install(None)
+    try:
+        with pytest.raises(tracesim.TracesimError, match=r"call tracesim.configure\(\) first"):  # noqa: SIM117
+            with tracesim.record_run():
+                pass
+    finally:
+        _runtime.install(previous)
