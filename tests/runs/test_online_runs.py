@@ -349,3 +349,61 @@ def test_record_run_without_configure_says_what_to_do() -> None:
                 pass
     finally:
         _runtime.install(previous)
+
+
+def test_plain_traced_tools_are_compared_by_their_arguments_by_name() -> None:
+    """No model in the loop: an agent calling two ``@trace(kind="tool")`` functions."""
+
+    @tracesim.trace(kind="tool")
+    def lookup(city: str) -> float:
+        return 12.0
+
+    @tracesim.trace(kind="tool")
+    def convert(celsius: float, unit: str = "F") -> float:
+        return celsius * 9 / 5 + 32
+
+    expected = Expected(
+        tool_calls=[
+            {"name": "lookup", "arguments": {"city": "Warsaw"}},
+            {"name": "convert", "arguments": {"celsius": 12.0, "unit": "F"}},
+        ]
+    )
+
+    @tracesim.trace(
+        kind="agent",
+        evaluators=[
+            {"type": "trajectory_match", "mode": "strict"},
+            {"type": "run_budget", "max_tool_calls": 2},
+        ],
+        expected=expected,
+    )
+    def agent(city: str) -> str:
+        return f"{convert(lookup(city)):.1f} F"
+
+    with capture_spans() as captured:
+        assert agent("Warsaw") == "53.6 F"
+        agent("Paris")
+    good, bad = captured.named("agent")
+    assert good.attributes["tracesim.eval.trajectory_match.score"] == 1.0
+    assert good.attributes["tracesim.eval.run_budget.score"] == 1.0
+    assert bad.attributes["tracesim.eval.trajectory_match.score"] == 0.0
+    lookups = captured.named("lookup")
+    assert [json.loads(s.attributes["gen_ai.tool.call.arguments"]) for s in lookups] == [
+        {"city": "Warsaw"},
+        {"city": "Paris"},
+    ]
+
+
+def test_tool_arguments_are_redacted_on_the_way_out() -> None:
+    secret = "sk-proj-Abc123Def456Ghi789Jkl012Mno345"
+
+    @tracesim.trace(kind="tool")
+    def call_api(key: str, city: str) -> str:
+        return "12 C"
+
+    with capture_spans() as captured:
+        call_api(secret, "Warsaw")
+    arguments = captured.by_name("call_api").attributes["gen_ai.tool.call.arguments"]
+    assert "Abc123Def456Ghi789" not in arguments
+    assert "[REDACTED:" in arguments
+    assert json.loads(arguments)["city"] == "Warsaw"

@@ -43,6 +43,7 @@ DEFAULT_MAX_VALUE_CHARS = 32 * 1024
 """Each input, output and argument text is cut to this many characters (``max_value_chars``)."""
 
 _TRACELOOP_KINDS = {"workflow": "chain", "task": "chain", "agent": "agent", "tool": "tool"}
+_OWN_SCOPE = "tracesim"  # the instrumentation scope of tracesim's own spans
 _SKIPPED_KINDS = frozenset({"evaluator"})  # tracesim's evaluator spans score the run; not part of it
 _TOOL_NAME_KEYS = ("gen_ai.tool.name", "tool.name")
 _TOOL_ID_KEYS = ("gen_ai.tool.call.id", "tool_call.id", "tool.id")
@@ -222,7 +223,9 @@ def _step(span: ReadableSpan, depth: int, limit: int, table: PriceTable) -> Step
         if tool_name is None and isinstance(attributes.get("traceloop.span.kind"), str):
             tool_name = _text(attributes.get("traceloop.entity.name"))
         name = tool_name or span.name
-        tool_call = _executed_call(name, attributes, error, limit)
+        scope = span.instrumentation_scope
+        own = scope is not None and scope.name == _OWN_SCOPE
+        tool_call = _executed_call(name, attributes, error, limit, own)
     elif kind == "agent":
         name = _text(attributes.get(sc.GEN_AI_AGENT_NAME)) or span.name
     if kind == "llm" or usage is not None:
@@ -255,11 +258,16 @@ _UNRECORDED: Any = type("_Unrecorded", (), {"__repr__": lambda self: "<arguments
 request's, once paired (see _paired), else ``{}``."""
 
 
-def _executed_call(name: str, attributes: Mapping[str, Any], error: str | None, limit: int) -> ToolCall:
-    """The call a tool span executed: its arguments, result and id, as its convention records them."""
+def _executed_call(
+    name: str, attributes: Mapping[str, Any], error: str | None, limit: int, own: bool = False
+) -> ToolCall:
+    """The call a tool span executed: its arguments, result and id, as its convention records them.
+
+    ``own``: a tool span of tracesim's ``@trace(kind="tool")``: its arguments are the function's
+    (defaults included), so it pairs with a model's request by name (see `_paired`)."""
     call_id = _first_text(attributes, _TOOL_ID_KEYS)
     arguments: Any = attributes.get("gen_ai.tool.call.arguments")
-    from_input = False
+    from_input = own and arguments is not None
     if arguments is None and "traceloop.entity.input" in attributes:
         arguments = _traceloop_arguments(attributes.get("traceloop.entity.input"))
     if arguments is None and sc.INPUT_VALUE in attributes:

@@ -12,7 +12,11 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from opentelemetry.util.types import AttributeValue
+
 from tracesim import _runtime
+from tracesim import _semconv as sc
+from tracesim._capture import capture_value
 from tracesim._internal_errors import internal_error
 from tracesim._scoring import NOT_SET as _NOT_SET
 from tracesim._scoring import Plan, build_evaluators
@@ -119,6 +123,22 @@ class Meta:
         return plan
 
 
+def _tool_arguments(
+    binder: Binder, value: Any, args: tuple[Any, ...], kwargs: dict[str, Any], runtime: _runtime.Runtime
+) -> dict[str, AttributeValue]:
+    """A tool call's arguments by name, as the GenAI conventions record them
+    (``gen_ai.tool.call.arguments``, JSON), so a run compares them with expected tool calls."""
+    if value is _NOT_SET:
+        arguments: Any = {}
+    elif binder.single and binder.signature is not None:
+        arguments = {binder.names[0]: value}
+    elif isinstance(value, dict) and binder.signature is not None:
+        arguments = value
+    else:
+        arguments = binder.arguments(args, kwargs)
+    return {sc.GEN_AI_TOOL_CALL_ARGUMENTS: capture_value(arguments, runtime.capture).text}
+
+
 def span_name(fn: Callable[..., Any]) -> str:
     """``Class.method`` for methods, the function's name otherwise (no ``<locals>`` noise)."""
     qualname: str = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
@@ -127,9 +147,12 @@ def span_name(fn: Callable[..., Any]) -> str:
 
 def begin(runtime: _runtime.Runtime, meta: Meta, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Span:
     value = _NOT_SET
+    attributes = meta.attributes
     if meta.capture_input and runtime.capture.enabled:
         value = meta.binder.input(args, kwargs)
-    handle = start(runtime, meta.name, meta.attributes, value)
+        if meta.kind == "tool":
+            attributes = {**attributes, **_tool_arguments(meta.binder, value, args, kwargs, runtime)}
+    handle = start(runtime, meta.name, attributes, value)
     plan = meta.plan(runtime)
     if plan is not None:
         adopt_plan(handle, plan)
