@@ -67,6 +67,8 @@ class Records:
 
     ``output``, ``expected``, ``input`` and ``id`` name the columns (as ``tracesim eval``'s
     ``--output-col`` and friends); ``format`` is taken from each file's suffix unless given.
+    ``tool_calls`` and ``expected_tool_calls`` name the columns run evaluators score: the calls
+    an agent made and those it should have made (see `tracesim.batch._records.run_cells`).
 
     Example:
         >>> source = Records("answers/*.jsonl", output="answer")
@@ -82,12 +84,16 @@ class Records:
     id: str = "id"
     block_bytes: int = _BLOCK_BYTES
     parquet_rows: int = _PARQUET_ROWS
+    tool_calls: str = "tool_calls"
+    expected_tool_calls: str = "expected_tool_calls"
 
     key_columns = ("source", "row", "id")
 
     @property
     def columns(self) -> Columns:
-        return Columns(self.output, self.expected, self.input, self.id)
+        return Columns(
+            self.output, self.expected, self.input, self.id, self.tool_calls, self.expected_tool_calls
+        )
 
     def parts(self) -> list[Part]:
         """Every part of every file, in file order; a scan, not a load."""

@@ -9,6 +9,13 @@ scored. Every results line is strict JSON: a value JSON cannot hold (NaN, an inf
 ``1e999``, a list nested 64 levels deep) is written as ``null``. Exit 2 for usage errors,
 unreadable data and an unwritable results file.
 
+Agents' runs: run evaluators (``trajectory_match``, ``tool_correctness``, ``run_budget``...)
+score a row's ``tool_calls`` column (the calls the agent made, JSON ``[{"name", "arguments"}]``)
+against its ``expected_tool_calls``; string evaluators keep scoring the output. A cell there
+that is not a list of tool calls is a bad row naming the column and the item. The results line
+carries both lists beside each result's details (the missing, extra and mismatched calls), and
+the summary names the first failed runs and how they differ.
+
 ``--engine dask`` scores the data on a Dask cluster instead (``tracesim.batch.score``): a
 ``LocalCluster`` of ``--workers`` processes, or the cluster at ``--scheduler`` or
 ``TRACESIM_DASK_ADDRESS``. It also reads Parquet, globs and fsspec URLs, and trace files
@@ -51,8 +58,8 @@ DEFAULT_EVALUATORS = ("levenshtein", "f1", "rouge")
 _CHUNK = 64
 _MAX_REPORTED_BAD_ROWS = 20
 
-# per result: name, status, score, passed, model tokens used
-Summary = list[tuple[str, str, float | None, bool | None, int]]
+# per result: name, status, score, passed, model tokens used, how a failed run differs (or None)
+Summary = list[tuple[str, str, float | None, bool | None, int, str | None]]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -83,6 +90,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--id-col", default="id", help="column copied into each result line when present (default: id)"
+    )
+    parser.add_argument(
+        "--tool-calls-col",
+        default="tool_calls",
+        help="column of the tool calls an agent made, JSON [{name, arguments}, ...], that run evaluators "
+        "(trajectory_match, tool_correctness, ...) score (default: tool_calls)",
+    )
+    parser.add_argument(
+        "--expected-tool-calls-col",
+        default="expected_tool_calls",
+        help="column of the tool calls expected, compared with --tool-calls-col "
+        "(default: expected_tool_calls)",
     )
     parser.add_argument(
         "--format",
@@ -147,18 +166,24 @@ def _warm_up() -> int:
     return os.getpid()
 
 
-def _score_chunk(chunk: list[Row | BadRow]) -> list[tuple[str, Summary | None]]:
-    """Score rows; return each row's JSON line and (name, status, score, passed) per evaluator."""
+def _score_chunk(chunk: list[Row | BadRow]) -> list[tuple[str, Summary | None, int]]:
+    """Score rows; return each row's JSON line, (name, status, score, passed...) per evaluator, and
+    its line number."""
     from tracesim.batch import score_rows
 
     # the core every engine shares: the same numbers as `--engine dask` and tracesim.batch
-    rows = [row for row in chunk if len(row) == 5]
-    results = iter(score_rows(_worker_evaluators, [(row[2], row[3], row[4]) for row in rows]))
-    scored: list[tuple[str, Summary | None]] = []
+    from tracesim.batch._partition import run_calls
+    from tracesim.batch._summary import call_differences
+
+    rows = [row for row in chunk if len(row) != 2]
+    runs = [row[5] if len(row) == 6 else None for row in rows]
+    triples = [(row[2], row[3], row[4]) for row in rows]
+    results = iter(score_rows(_worker_evaluators, triples, runs if any(runs) else None))
+    scored: list[tuple[str, Summary | None, int]] = []
     for row in chunk:
         if len(row) == 2:
             bad = {"line": row[0], "status": "bad_row", "error": row[1]}
-            scored.append((dumps(_outputs.clean(bad)), None))
+            scored.append((dumps(_outputs.clean(bad)), None, row[0]))
             continue
         number, row_id = row[0], row[1]
         found = next(results)
@@ -169,11 +194,21 @@ def _score_chunk(chunk: list[Row | BadRow]) -> list[tuple[str, Summary | None]]:
         if row[4] is not None:
             line["input"] = row[4]
         line["output"], line["expected"] = row[2], row[3]
+        if len(row) == 6:  # the calls the run made and those expected, as the run evaluators read them
+            line["tool_calls"], line["expected_tool_calls"] = run_calls(row[5])
         line["results"] = {r.name: r.model_dump(mode="json", exclude={"name"}) for r in found}
-        summary: Summary = [(r.name, r.status, finite(r.score), r.passed, tokens_of(r)) for r in found]
+        summary: Summary = [
+            (r.name, r.status, finite(r.score), r.passed, tokens_of(r), _differences(r, call_differences))
+            for r in found
+        ]
         # Redacted as data here (a secret JSON escapes is still found), and again as a line when written.
-        scored.append((dumps(_outputs.clean(line)), summary))
+        scored.append((dumps(_outputs.clean(line)), summary, number))
     return scored
+
+
+def _differences(result: Any, describe: Any) -> str | None:
+    """How a failed run differs from the expected one (`call_differences`), for the summary."""
+    return describe(result) if result.passed is False else None
 
 
 # -- summary ----------------------------------------------------------------------------------
@@ -182,21 +217,28 @@ def _score_chunk(chunk: list[Row | BadRow]) -> list[tuple[str, Summary | None]]:
 @dataclass
 class Run:
     tallies: dict[str, Tally]
+    source: str = ""
     rows: int = 0
     bad_rows: list[tuple[int, str]] = field(default_factory=list)
+    failed_runs: list[tuple[int, str, str]] = field(default_factory=list)
 
-    def record(self, summary: Summary | None) -> None:
+    def record(self, summary: Summary | None, number: int = 0) -> None:
         if summary is None:
             return
         self.rows += 1
-        for name, status, score, passed, tokens in summary:
+        for name, status, score, passed, tokens, differences in summary:
             self.tallies[name].add(status, score, passed, tokens)
+            if differences is not None and len(self.failed_runs) < _MAX_REPORTED_BAD_ROWS:
+                self.failed_runs.append((number, name, differences))
 
 
 def _print_summary(run: Run, console: Any, out_label: str) -> None:
     from rich.text import Text
 
+    from tracesim.batch._summary import print_failed_runs
+
     print_table(run.tallies, run.rows, console)
+    print_failed_runs([(run.source, number, name, why) for number, name, why in run.failed_runs], console)
     if run.bad_rows:
         lines = ", ".join(str(number) for number, _ in run.bad_rows[:_MAX_REPORTED_BAD_ROWS])
         more = "" if len(run.bad_rows) <= _MAX_REPORTED_BAD_ROWS else ", ..."
@@ -357,8 +399,15 @@ def _run(args: argparse.Namespace) -> int:
     to_stdout = args.out == "-"
     out_path = None if to_stdout else Path(args.out or data.with_name(data.stem + ".scores.jsonl"))
     report = Console(file=_outputs.stream(sys.stderr if to_stdout else sys.stdout))
-    run_state = Run({ev.name: Tally(ev.threshold) for ev in evaluators})
-    cols = Columns(args.output_col, args.expected_col, args.input_col, args.id_col)
+    run_state = Run({ev.name: Tally(ev.threshold) for ev in evaluators}, str(data))
+    cols = Columns(
+        args.output_col,
+        args.expected_col,
+        args.input_col,
+        args.id_col,
+        args.tool_calls_col,
+        args.expected_tool_calls_col,
+    )
     rows = read_rows(data, fmt, cols)
     if fmt == "csv":
         rows = _prime(rows)  # header problems surface before any output is written
@@ -420,7 +469,14 @@ def _run_dask(args: argparse.Namespace) -> int:
             Spans(args.data, name=args.span or "*", kind=args.kind)
             if args.format == "traces"
             else Records(
-                args.data, args.format, args.output_col, args.expected_col, args.input_col, args.id_col
+                args.data,
+                args.format,
+                args.output_col,
+                args.expected_col,
+                args.input_col,
+                args.id_col,
+                tool_calls=args.tool_calls_col,
+                expected_tool_calls=args.expected_tool_calls_col,
             )
         )
         report = score(
@@ -498,10 +554,10 @@ def _execute(
     from rich.console import Console
     from rich.progress import Progress
 
-    def emit(scored: list[tuple[str, Summary | None]]) -> None:
-        for line, summary in scored:
+    def emit(scored: list[tuple[str, Summary | None, int]]) -> None:
+        for line, summary, number in scored:
             out.write(line + "\n")
-            run_state.record(summary)
+            run_state.record(summary, number)
 
     progress_console = Console(file=_outputs.stream(sys.stderr))
     chunks = _chunks(rows, run_state, sys.stderr)

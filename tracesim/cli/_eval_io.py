@@ -57,9 +57,9 @@ def _read_csv(path: Path, cols: Columns) -> Iterator[Row | BadRow]:
             raise UsageError(f"{path}: unreadable CSV header ({exc})") from None
         if any(not_utf8(name) for name in header):
             raise UsageError(f"{path}: the CSV header is not valid UTF-8")
-        if cols.output not in header:
+        if cols.output not in header and cols.tool_calls not in header:
             raise UsageError(f"{path}: no {cols.output!r} column (columns: {', '.join(header) or 'none'})")
-        if cols.expected not in header:
+        if cols.expected not in header and not cols.has_runs(header):
             echo(
                 visible(f"tracesim eval: note: {path} has no {cols.expected!r} column; every row is skipped"),
                 file=sys.stderr,
