@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from llm_server import CHAT, LLMServer, Recorded, Reply
 
+import tracesim
 from tracesim import ConfigError
 from tracesim.evaluators import TrajectoryJudge, available_types, from_config
 from tracesim.evaluators._trajectory_judge import TRAJECTORY_RUBRIC
@@ -277,6 +278,36 @@ def test_no_secret_in_a_run_reaches_the_model(server: LLMServer) -> None:
     assert "[REDACTED:email]" in prompt
     # the judge's own prompt was redacted: the run it was handed was not touched
     assert secret_run().steps[0].requested[0].arguments["api_key"] == API_KEY
+
+
+def test_online_a_traced_agents_run_is_graded_and_its_tools_key_never_reaches_the_model(
+    server: LLMServer,
+) -> None:
+    """The real pipeline: a decorated agent calling a decorated tool, the judge scoring its run."""
+    server.judge = lambda request: '{"reason": "One lookup, then the answer.", "score": 5}'
+    expected = Expected(tool_calls=[{"name": "lookup", "arguments": {"city": "Warsaw"}}])
+    with capture_spans(scoring_mode="background", batch_export=False) as captured:
+
+        @tracesim.trace(kind="tool")
+        def lookup(city: str, api_key: str) -> str:
+            return "12 C"
+
+        @tracesim.trace(kind="agent", evaluators=[judge(server)], expected=expected)
+        def agent(question: str) -> str:
+            return lookup("Warsaw", api_key=API_KEY) + " in Warsaw"
+
+        agent(TASK)
+        assert tracesim.force_flush()
+        span = captured.by_name("agent")
+        names = sorted(s.name for s in captured.spans)
+    assert span.attributes["tracesim.eval.trajectory_judge.score"] == 5.0
+    assert span.attributes["tracesim.eval.trajectory_judge.passed"] is True
+    assert names == ["agent", "lookup"]  # the judge's own model call is no span
+    assert API_KEY not in sent(server)
+    prompt = prompt_of(server.requests[0])
+    assert '<name>lookup</name>\n<arguments>{"city":"Warsaw","api_key":"[REDACTED:api_key]"}' in prompt
+    assert "<final_output>\n12 C in Warsaw\n</final_output>" in prompt
+    assert TASK in prompt
 
 
 def test_the_configured_redact_hook_sees_each_value_under_its_span_attribute(server: LLMServer) -> None:
