@@ -61,6 +61,7 @@ When expected tool calls are given, they are a known good way to reach the goal:
 that reaches it as directly is as good; missing a needed call is not."""
 
 _CUT = " …[cut]"  # ends a value that was shortened; the system message says so
+_NOTE_ROOM = 64  # kept for the note saying how many requested calls were left out
 _ATTRIBUTES = {  # the span attribute each value would have: what a redact hook is called with
     "name": "span.name",
     "tool": "gen_ai.tool.name",
@@ -104,8 +105,10 @@ class TrajectoryJudge(LLMJudge):
             error, the task, the final output, an expected call's arguments) is cut to this
             many characters (2,000).
         max_chars: The steps shown hold at most this many characters in all (20,000); a step
-            that would go over it is left out, with the ones after it. ``None``: no total cap
-            (``max_steps`` and ``max_value_chars`` still bound the prompt).
+            that would go over it is left out, with the ones after it, and the tool calls an
+            LLM step requested fill the room left (at most ``max_steps`` of them), the others
+            counted. ``None``: no total cap (``max_steps`` and ``max_value_chars`` still bound
+            the prompt).
         connection: The chat model and its server, as `LLMJudge` takes them; or their fields
             as keywords (``model``, ``base_url``, ``api_key``, ``request_timeout_s``,
             ``max_retries``, ``rpm``, ``tpm``, ``cache_dir``...).
@@ -273,11 +276,13 @@ class TrajectoryJudge(LLMJudge):
         blocks: list[str] = []
         used = 0
         for number, step in enumerate(steps, 1):
-            block = self._step(shown, number, step)
-            if self.max_chars is not None and used + len(block) > self.max_chars:
+            piece = _Shown()  # what this step cut counts only if the step is shown
+            block = self._step(piece, number, step, None if self.max_chars is None else self.max_chars - used)
+            if block is None:
                 break
             blocks.append(block)
-            used += len(block)
+            used += len(block) + 1
+            shown.cut = shown.cut or piece.cut
         shown_count = len(blocks)
         left_out = None if total is None else total - shown_count
         shown.details.update(steps=total, steps_shown=shown_count, steps_left_out=left_out)
@@ -297,37 +302,49 @@ class TrajectoryJudge(LLMJudge):
         header = f'<steps total="{total}">' if total is not None else "<steps>"
         return "\n".join([header, *blocks, *notes, "</steps>"])
 
-    def _step(self, shown: _Shown, number: int, step: Step) -> str:
+    def _step(self, shown: _Shown, number: int, step: Step, room: int | None) -> str | None:
+        """The step's tag, or None when it does not fit in ``room`` characters. The tool calls an
+        LLM step requested fill what room is left; those that do not fit are counted."""
         kind = escape(step.kind).replace('"', "&quot;")
-        lines = [f'<step number="{number}" kind="{kind}">']
+        head = [f'<step number="{number}" kind="{kind}">']
         call = step.tool_call
         if step.kind == "tool" or call is not None:
             name = call.name if call is not None else step.name
-            lines.append(f"<name>{self._value(shown, name, 'tool')}</name>")
+            head.append(f"<name>{self._value(shown, name, 'tool')}</name>")
             arguments = call.arguments if call is not None else step.input
             if arguments is not None:
-                lines.append(f"<arguments>{self._value(shown, arguments, 'arguments')}</arguments>")
+                head.append(f"<arguments>{self._value(shown, arguments, 'arguments')}</arguments>")
             result = step.output if step.output is not None else (call.output if call is not None else None)
             if result is not None:
-                lines.append(f"<result>{self._value(shown, result, 'result')}</result>")
+                head.append(f"<result>{self._value(shown, result, 'result')}</result>")
         else:
-            lines.append(f"<name>{self._value(shown, step.name, 'name')}</name>")
+            head.append(f"<name>{self._value(shown, step.name, 'name')}</name>")
             if step.model:
-                lines.append(f"<model>{self._value(shown, step.model, 'model')}</model>")
+                head.append(f"<model>{self._value(shown, step.model, 'model')}</model>")
             if step.kind != "llm" and step.input is not None:  # an LLM's input repeats the run so far
-                lines.append(f"<input>{self._value(shown, step.input, 'input')}</input>")
-            for request in step.requested[: self.max_steps]:
-                lines.append(f"<requested_tool_call>{self._call(shown, request)}</requested_tool_call>")
-            if len(step.requested) > self.max_steps:
-                more = len(step.requested) - self.max_steps
-                lines.append(f"<note>{more} more requested tool calls left out</note>")
+                head.append(f"<input>{self._value(shown, step.input, 'input')}</input>")
             if step.output is not None:
-                lines.append(f"<output>{self._value(shown, step.output, 'output')}</output>")
+                head.append(f"<output>{self._value(shown, step.output, 'output')}</output>")
+        tail: list[str] = []
         error = step.error if step.error is not None else (call.error if call is not None else None)
         if error is not None:
-            lines.append(f"<error>{self._value(shown, error, 'error')}</error>")
-        lines.append("</step>")
-        return "\n".join(lines)
+            tail.append(f"<error>{self._value(shown, error, 'error')}</error>")
+        tail.append("</step>")
+        size = sum(len(line) + 1 for line in (*head, *tail))
+        if room is not None and size > room:
+            return None
+        requested = step.requested
+        for index, request in enumerate(requested):
+            line = f"<requested_tool_call>{self._call(shown, request)}</requested_tool_call>"
+            # the last one needs no room for the note saying how many were left out
+            reserve = 0 if index == len(requested) - 1 else _NOTE_ROOM
+            if index == self.max_steps or (room is not None and size + len(line) + 1 + reserve > room):
+                more = len(requested) - index
+                head.append(f"<note>{more} more requested tool call{'s' if more > 1 else ''} left out</note>")
+                break
+            head.append(line)
+            size += len(line) + 1
+        return "\n".join([*head, *tail])
 
     def _expected_part(self, shown: _Shown, calls: Sequence[ToolCall], total: int | None) -> str:
         listed = [f"{number}. {self._call(shown, call)}" for number, call in enumerate(calls, 1)]

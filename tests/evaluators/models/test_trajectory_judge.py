@@ -372,6 +372,27 @@ def test_the_steps_shown_stay_within_max_chars(server: LLMServer) -> None:
     assert f"<note>{20 - shown} more steps left out</note>" in listing
 
 
+def test_an_llm_step_requesting_many_calls_shows_those_that_fit_and_counts_the_rest(
+    server: LLMServer,
+) -> None:
+    requested = tuple(ToolCall("search", {"q": f"query {i} " + "w " * 400}) for i in range(500))
+    run = Run(
+        steps=(Step(kind="llm", name="chat", requested=requested, output="Searching."), *weather_run().steps)
+    )
+    result = judge(server, max_chars=10_000).evaluate(run, None)
+    prompt = prompt_of(server.requests[0])
+    listing = prompt[prompt.index("<steps") : prompt.index("</steps>")]
+    first = listing[: listing.index("</step>")]
+    shown = first.count("<requested_tool_call>")
+    assert 0 < shown < 50
+    assert first.endswith(f"<note>{500 - shown} more requested tool calls left out</note>\n")
+    assert len(listing) < 10_000 + 200
+    assert result.details["steps"] == 5
+    assert result.details["steps_shown"] + result.details["steps_left_out"] == 5
+    judge(server, max_steps=3).evaluate(run, None)  # no budget: at most max_steps requests per step
+    assert prompt_of(server.requests[1]).count("<requested_tool_call>") == 3 + 1  # and step 2's own
+
+
 def test_each_value_is_cut_to_max_value_chars(server: LLMServer) -> None:
     run = Run(
         steps=(
