@@ -308,7 +308,7 @@ class TrajectoryJudge(LLMJudge):
         kind = escape(step.kind).replace('"', "&quot;")
         head = [f'<step number="{number}" kind="{kind}">']
         call = step.tool_call
-        if step.kind == "tool" or call is not None:
+        if step.kind == "tool" or (call is not None and step.kind != "llm"):
             name = call.name if call is not None else step.name
             head.append(f"<name>{self._value(shown, name, 'tool')}</name>")
             arguments = call.arguments if call is not None else step.input
