@@ -118,6 +118,8 @@ def score_rows(
 
     ``runs`` gives, per row, what run evaluators score instead (`RunValues`), or None for a row
     without one: run evaluators get its output and expected value then, as string evaluators do.
+    A run cut short is scored as it is, and its run evaluators' results say why in
+    ``details["run_truncated"]``.
 
     Synchronous evaluators run row after row on the calling thread. Async (model-backed)
     evaluators send the requests of all rows together, at most ``max_concurrency`` at a time
@@ -139,13 +141,28 @@ def score_rows(
     for number, row in enumerate(rows):
         known = awaited.get(number, {})
         run = runs[number] if runs is not None else None
-        scored.append(
-            [
-                known[i] if i in known else _evaluate(ev, _row_for(row, run if run_scorers[i] else None))
-                for i, ev in enumerate(evaluators)
-            ]
-        )
+        found = [
+            known[i] if i in known else _evaluate(ev, _row_for(row, run if run_scorers[i] else None))
+            for i, ev in enumerate(evaluators)
+        ]
+        cut = _truncation(run)
+        if cut is not None:
+            for i, result in enumerate(found):
+                if run_scorers[i] and result.status != "skipped":  # a copy: a result may be a cached one
+                    found[i] = result.model_copy(update={"details": {**result.details, "run_truncated": cut}})
+        scored.append(found)
     return scored
+
+
+def _truncation(run: RunValues | None) -> str | None:
+    """Why a row's run was cut short (a step limit, a trace split between parts), or None: run
+    evaluators' results say so in ``details["run_truncated"]``, as they score what is there."""
+    from tracesim.runs import Run
+
+    output = run.output if run is not None else None
+    if isinstance(output, Run) and output.truncated:
+        return output.truncated_reason or "the run was cut short"
+    return None
 
 
 def _row_for(row: Triple, run: RunValues | None) -> Triple | str:
