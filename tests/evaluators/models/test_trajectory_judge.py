@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -308,6 +309,28 @@ def test_online_a_traced_agents_run_is_graded_and_its_tools_key_never_reaches_th
     assert '<name>lookup</name>\n<arguments>{"city":"Warsaw","api_key":"[REDACTED:api_key]"}' in prompt
     assert "<final_output>\n12 C in Warsaw\n</final_output>" in prompt
     assert TASK in prompt
+
+
+def test_tracesim_eval_judges_the_tool_calls_of_a_data_file(
+    server: LLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tracesim.cli import main
+
+    server.judge = lambda request: '{"reason": "The lookup it needed.", "score": 5}'
+    calls = [{"name": "lookup", "arguments": {"city": "Warsaw", "api_key": API_KEY}}]
+    row = {"input": TASK, "output": "53.6 F", "tool_calls": calls, "expected_tool_calls": EXPECTED_CALLS}
+    data = tmp_path / "runs.jsonl"
+    data.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    spec = f"trajectory_judge:base_url={server.base_url},api_key=k,model=m"
+    assert main(["eval", str(data), "-e", spec, "--no-progress", "--workers", "1"]) == 0
+    capsys.readouterr()
+    (line,) = [json.loads(text) for text in (tmp_path / "runs.scores.jsonl").read_text().splitlines()]
+    result = line["results"]["trajectory_judge"]
+    assert (result["status"], result["score"], result["details"]["steps"]) == ("ok", 5.0, 1)
+    assert API_KEY not in sent(server)
+    prompt = prompt_of(server.requests[0])
+    assert f"<task>\n{TASK}\n</task>" in prompt
+    assert '<expected_tool_calls>\n1. lookup {"city":"Warsaw"}\n2. convert {"celsius":12}' in prompt
 
 
 def test_the_configured_redact_hook_sees_each_value_under_its_span_attribute(server: LLMServer) -> None:
