@@ -98,10 +98,15 @@ def run_part(job: Job, index: int, part: Part) -> PartSummary:
     )
     good_runs = [chunk.runs[i] for i in good] if runs else None
     scores, results = scored_frame(rows, evaluators, "output", "expected", "input", good_runs)
+    run_scorers = {ev.name for ev in evaluators if scores_runs(ev)}
     for row_index, row in zip(good, results, strict=True):
         for result in row:
             tallies[result.name].add(result.status, finite(result.score), result.passed, tokens_of(result))
-            if result.passed is False and len(summary.failed_runs) < MAX_EXAMPLES:
+            if (
+                result.passed is False
+                and result.name in run_scorers
+                and len(summary.failed_runs) < MAX_EXAMPLES
+            ):
                 differences = call_differences(result)
                 if differences is not None:
                     summary.failed_runs.append(

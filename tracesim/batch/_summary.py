@@ -99,7 +99,7 @@ _MAX_DIFFERENCE_CHARS = 300
 def call_differences(result: EvalResult) -> str | None:
     """How a failed run differs from the expected one, in a line: the missing, extra, partly
     matched and first mismatched tool calls, or the budget exceeded, as a run evaluator's details
-    name them; None when its details name none (a string evaluator's).
+    name them; else its explanation, else its details; None when it has none of them.
 
     Example:
         >>> from tracesim.evaluators import EvalResult
@@ -119,6 +119,10 @@ def call_differences(result: EvalResult) -> str | None:
                 parts.append(f"{key} {json.dumps(value, ensure_ascii=False, default=str)}")
             except (ValueError, TypeError, RecursionError):
                 parts.append(f"{key} {value!r}")
+    if not parts and result.explanation:
+        parts.append(result.explanation)
+    if not parts and details:
+        parts.append(json.dumps(details, ensure_ascii=False, default=str))
     if not parts:
         return None
     line = "; ".join(parts)

@@ -173,7 +173,9 @@ def _score_chunk(chunk: list[Row | BadRow]) -> list[tuple[str, Summary | None, i
 
     # the core every engine shares: the same numbers as `--engine dask` and tracesim.batch
     from tracesim.batch._partition import run_calls
-    from tracesim.batch._summary import call_differences
+    from tracesim.batch._score_rows import scores_runs
+
+    run_scorers = {ev.name for ev in _worker_evaluators if scores_runs(ev)}
 
     rows = [row for row in chunk if len(row) != 2]
     runs = [row[5] if len(row) == 6 else None for row in rows]
@@ -198,7 +200,7 @@ def _score_chunk(chunk: list[Row | BadRow]) -> list[tuple[str, Summary | None, i
             line["tool_calls"], line["expected_tool_calls"] = run_calls(row[5])
         line["results"] = {r.name: r.model_dump(mode="json", exclude={"name"}) for r in found}
         summary: Summary = [
-            (r.name, r.status, finite(r.score), r.passed, tokens_of(r), _differences(r, call_differences))
+            (r.name, r.status, finite(r.score), r.passed, tokens_of(r), _differences(r, run_scorers))
             for r in found
         ]
         # Redacted as data here (a secret JSON escapes is still found), and again as a line when written.
@@ -206,9 +208,11 @@ def _score_chunk(chunk: list[Row | BadRow]) -> list[tuple[str, Summary | None, i
     return scored
 
 
-def _differences(result: Any, describe: Any) -> str | None:
+def _differences(result: Any, run_scorers: set[str]) -> str | None:
     """How a failed run differs from the expected one (`call_differences`), for the summary."""
-    return describe(result) if result.passed is False else None
+    from tracesim.batch._summary import call_differences
+
+    return call_differences(result) if result.passed is False and result.name in run_scorers else None
 
 
 # -- summary ----------------------------------------------------------------------------------
