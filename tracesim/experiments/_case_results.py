@@ -26,6 +26,9 @@ class CaseResult:
 
     ``error`` is ``"Type: message"`` when the task raised (or ran past ``timeout_s``); the
     evaluators did not run then. ``trace_id`` is the run's trace when tracesim was configured.
+    ``run`` holds the case's run when an evaluator that scores runs failed or errored on it:
+    its first steps, values cut (see `tracesim.experiments._run_steps`), for the report to
+    show why; None otherwise.
 
     Example:
         >>> from tracesim.evaluators import ExactMatch
@@ -46,6 +49,7 @@ class CaseResult:
     trace_id: str | None = None
     span_id: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    run: Mapping[str, Any] | None = None
 
     @property
     def passed(self) -> bool | None:
@@ -81,6 +85,7 @@ class CaseResult:
             "error_type": self.error_type,
             "trace_id": self.trace_id,
             "span_id": self.span_id,
+            "run": None if self.run is None else to_jsonable(dict(self.run)),
         }
 
     def redacted(self, names: Mapping[str, str] | None = None) -> CaseResult:
@@ -99,6 +104,7 @@ class CaseResult:
             "error": self.error,
             "error_type": self.error_type,
             "metadata": to_jsonable(dict(self.metadata)),
+            "run": None if self.run is None else to_jsonable(dict(self.run)),
         }
         return replace(
             self,
@@ -124,6 +130,7 @@ class CaseResult:
             trace_id=data.get("trace_id"),
             span_id=data.get("span_id"),
             metadata=data.get("metadata") or {},
+            run=run if isinstance(run := data.get("run"), Mapping) else None,
         )
 
 

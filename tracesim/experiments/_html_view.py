@@ -3,7 +3,9 @@
 Like ``tracesim report --html``, the page loads nothing (a Content-Security-Policy forbids every
 fetch and script) and every piece of text from the cases (inputs, outputs, errors, ids,
 evaluator names) is escaped with control characters made visible. Each case row carries its
-id and trace ids as ``data-`` attributes, so scripts and tests can read the order back.
+id and trace ids as ``data-`` attributes, so scripts and tests can read the order back. The
+runs an evaluator that scores runs failed follow (up to `RUNS_SHOWN`, worst cases first): the
+expected tool calls, how the run differs from them, and its steps.
 """
 
 from __future__ import annotations
@@ -14,13 +16,17 @@ from typing import TYPE_CHECKING, Any
 from tracesim._report import DASH, format_duration, format_rate, format_score, html_text
 from tracesim._version import __version__
 from tracesim.experiments._case import expected_data
-from tracesim.experiments._text_view import preview, summary_line
+from tracesim.experiments._run_steps import differences, expected_calls
+from tracesim.experiments._text_view import failed_runs, preview, summary_line
 
 if TYPE_CHECKING:
     from tracesim.experiments._run_view import RunView
     from tracesim.experiments._stats import CaseSummary
 
-__all__ = ["render_html"]
+__all__ = ["RUNS_SHOWN", "render_html"]
+
+RUNS_SHOWN = 50
+"""Failed runs the page shows with their steps (the JSON file keeps every one)."""
 
 _CSP = "default-src 'none'; style-src 'unsafe-inline'"
 _CSS = """
@@ -36,6 +42,7 @@ th, td { border-bottom: 1px solid #e4e4e4; padding: .3rem .7rem; text-align: lef
 th { background: #f5f5f5; } td.n, th.n { text-align: right; white-space: nowrap; }
 td.text { max-width: 26rem; overflow-wrap: anywhere; white-space: pre-wrap; }
 code { font-size: 12px; } .scroll { overflow-x: auto; }
+.run { border-left: 3px solid #b03020; padding-left: .8rem; margin: 1rem 0; } .run h3 { margin: 0 0 .3rem; }
 .fail, .error { color: #b03020; font-weight: 600; } .pass { color: #27743a; font-weight: 600; }
 footer { margin-top: 2.5rem; color: #777; font-size: 12px; }
 """
@@ -66,6 +73,9 @@ def render_html(report: RunView) -> str:
         "Open a trace with <code>tracesim show</code> or in your backend by its id.</p>"
         f"{_case_table(report, report.worst_first())}</section>"
     )
+    runs = _failed_runs(report)
+    if runs:
+        body.append(runs)
     body.append(
         f"<footer>tracesim {html_text(__version__)}; run {html_text(report.run_id or DASH)} started "
         f"{html_text(report.started_at or DASH)}. A run passes when every evaluator that decided passed; "
@@ -151,6 +161,79 @@ def _case_table(report: RunView, cases: Sequence[CaseSummary]) -> str:
     return _table(
         headers, rows, numeric_from=2, numeric_to=2 + len(names) + (3 if k > 1 else 0) + 1, row_attrs=attrs
     )
+
+
+def _failed_runs(report: RunView) -> str:
+    rows = failed_runs(report.worst_first())
+    if not rows:
+        return ""
+    parts = [
+        '<section id="failed-runs"><h2>Failed runs</h2>'
+        "<p>The runs an evaluator that scores runs failed, worst cases first: the tool calls the case "
+        "expects, how the run differs from them, and the run's steps in start order.</p>"
+    ]
+    for row in rows[:RUNS_SHOWN]:
+        run = row.run or {}
+        title = row.case_id + (f" (repeat {row.repeat})" if row.repeat else "")
+        counts = f"{run.get('tool_calls', 0)} tool calls, {run.get('llm_calls', 0)} LLM calls"
+        items = []
+        wanted = expected_calls(row.expected)
+        if wanted is not None:
+            items.append(f"<li>expected calls: <code>{html_text(wanted)}</code></li>")
+        names = run.get("failed")
+        for name in names if isinstance(names, list) else []:
+            result = row.scores.get(name)
+            if result is None:
+                continue
+            verdict = "error" if result.status == "error" else "failed"
+            reason = result.error if result.status == "error" else result.explanation
+            text = f"{name} {verdict}, score {format_score(result.score)}" + (f": {reason}" if reason else "")
+            found = "".join(
+                f"<li>{html_text(label)}: <code>{html_text(value)}</code></li>"
+                for label, value in differences(result.details)
+            )
+            listed = f"<ul>{found}</ul>" if found else ""
+            items.append(f'<li class="fail">{html_text(text)}{listed}</li>')
+        parts.append(
+            f'<div class="run" data-case-id="{html_text(row.case_id)}"><h3>{html_text(title)}</h3>'
+            f"<p>{html_text(counts)}</p><ul>{''.join(items)}</ul>{_step_table(run)}</div>"
+        )
+    if len(rows) > RUNS_SHOWN:
+        parts.append(f"<p>... and {len(rows) - RUNS_SHOWN} more failed runs (the JSON file holds them).</p>")
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _step_table(run: Any) -> str:
+    steps = run.get("steps") if isinstance(run.get("steps"), list) else []
+    rows = []
+    for number, step in enumerate(steps, 1):
+        if not isinstance(step, dict):
+            continue
+        requested = step.get("requested")
+        arguments = step.get("arguments")
+        if arguments is None and isinstance(requested, list) and requested:
+            arguments = "asked for " + ", ".join(map(str, requested))
+        duration = step.get("duration_s")
+        took = format_duration(float(duration)) if isinstance(duration, (int, float)) else DASH
+        error = step.get("error")
+        cells = [
+            _td(str(number), numeric=True),
+            _td(str(step.get("kind", ""))),
+            _td(str(step.get("name", ""))),
+            _td(DASH if arguments is None else str(arguments), wrap=True),
+            _td(DASH if step.get("output") is None else str(step["output"]), wrap=True),
+            f'<td class="text error">{html_text(str(error))}</td>' if error else _td(DASH),
+            _td(took, numeric=True),
+        ]
+        rows.append("".join(cells))
+    total = run.get("steps_total")
+    more = total - len(steps) if isinstance(total, int) and total > len(steps) else 0
+    note = f"<p>... {more} more steps</p>" if more else ""
+    if run.get("truncated"):
+        note += f"<p>The run was cut short: {html_text(str(run['truncated']))}</p>"
+    headers = ["#", "kind", "name", "arguments", "output", "error", "duration"]
+    return _table(headers, rows, numeric_from=6, row_attrs=[' class="step"'] * len(rows)) + note
 
 
 def _worst_runs_first(case: CaseSummary) -> list[Any]:

@@ -10,6 +10,16 @@ The evaluators score each output right after the task returns, here and not in t
 pipeline: the report needs the scores, and an experiment scores every case whatever an
 evaluator's ``sample_rate``. The results are written on the run's span with the pipeline's
 writer, so ``tracesim show`` and ``tracesim report`` read them like any online score.
+
+Evaluators that score runs (``scores_runs = True``) get the case's run, not its output: the
+spans under the run's span, kept by the configuration's run recorder from the moment the span
+opens (`tracesim._runs.RunRecorder`), built into a `tracesim.runs.Run` when the task returns
+(spans still running under it are waited for up to `RUN_WAIT_S`, then the run is marked cut
+short). A run is made of spans: when tracesim records none (not configured, ``enabled=False``,
+``scoring_mode="off"``), they score what the task returned, which may be a run itself (a
+``tracesim.record_run`` block's, or a list of tool calls); when it is not, their error says
+why there was no run and what to do. A failed or errored run evaluator keeps the run's first
+steps in the row, for the report (`tracesim.experiments._run_steps`).
 """
 
 from __future__ import annotations
@@ -33,7 +43,7 @@ from opentelemetry.util.types import AttributeValue
 from tracesim import _runtime
 from tracesim._errors import ConfigError
 from tracesim._internal_errors import internal_error
-from tracesim._scoring import build_evaluators, checked, failure, timeout, write
+from tracesim._scoring import build_evaluators, checked, failure, scores_runs, timeout, write
 from tracesim._scoring._expect import expected_output, handed
 from tracesim._semconv import (
     EXPERIMENT_CASE_ID,
@@ -46,13 +56,18 @@ from tracesim._semconv import (
 from tracesim._tracing import Span, error_type, finish, start, static_attributes
 from tracesim.experiments._case_results import CaseResult, EvaluatorInfo
 from tracesim.experiments._experiment_report import ExperimentReport
+from tracesim.experiments._run_steps import run_data
+from tracesim.runs import Run
 
 if TYPE_CHECKING:
     from tracesim._runtime import Runtime
     from tracesim.evaluators import EvalResult, Evaluator
     from tracesim.experiments._case import Case, Cases
 
-__all__ = ["Experiment", "evaluate_sync"]
+__all__ = ["RUN_WAIT_S", "Experiment", "evaluate_sync"]
+
+RUN_WAIT_S = 1.0
+"""How long a case's run waits, once the task has returned, for spans still running under it."""
 
 _DEFAULT_MODEL_CONCURRENCY = 8  # requests in flight per async evaluator that sets no max_concurrency
 
@@ -137,7 +152,8 @@ class Experiment:
     async def run(self, on_row: OnRow | None = None) -> ExperimentReport:
         """Run every case ``repeat`` times; ``on_row`` is called as each run finishes."""
         runtime = _runtime.current  # read directly: an unconfigured run is fine, not worth a warning
-        runner = _Runner(self, runtime if runtime is not None and runtime.enabled else None, on_row)
+        runtime = runtime if runtime is not None and runtime.enabled else None
+        runner = _Runner(self, runtime, on_row)
         started_at = datetime.now(timezone.utc).isoformat()
         started = time.perf_counter()
         try:
@@ -181,6 +197,8 @@ class _Runner:
             if e.is_async
         }
         self.abandoned = False
+        self.scores_runs = any(scores_runs(e) for e in experiment.evaluators)
+        self.no_runs = _why_no_runs(runtime) if self.scores_runs else None
         self.span_name = f"experiment {experiment.name}"
         self.attributes = static_attributes(
             self.span_name,
@@ -218,10 +236,20 @@ class _Runner:
 
     async def _run(self, case: Case, repeat: int) -> CaseResult:
         handle = self._open(case, repeat)
+        recorder = self.runtime.runs if self.runtime is not None and self.scores_runs else None
+        if recorder is not None and handle is not None:
+            recorder.watch(handle.otel_span)  # its spans are kept from now on, for its run
+        kept = None
         try:
             output, error, duration_s = await self._call(case.input)
             end_ns = time.time_ns()
-            scores = await self._score(case, output) if error is None else {}
+            scores = {}
+            if error is None:
+                run = await self._take_run(handle, output, end_ns) if recorder is not None else None
+                scores = await self._score(case, output, run)
+                failed = _failed_on_run(self.experiment.evaluators, scores) if run is not None else []
+                if run is not None and failed:
+                    kept = run_data(run, failed)
         except BaseException as exc:  # cancelled or interrupted: end the span, then let it go
             if handle is not None:
                 finish(handle, exc)
@@ -244,6 +272,7 @@ class _Runner:
             trace_id=trace_id,
             span_id=span_id,
             metadata=case.metadata,
+            run=kept,
         )
 
     # -- the task ---------------------------------------------------------------------------
@@ -290,33 +319,50 @@ class _Runner:
 
     # -- scoring ----------------------------------------------------------------------------
 
-    async def _score(self, case: Case, output: Any) -> dict[str, EvalResult]:
+    async def _take_run(self, handle: Span | None, output: Any, end_ns: int) -> Run | None:
+        """The case's run, built from the spans kept under its span (None without a span)."""
+        recorder = self.runtime.runs if self.runtime is not None else None
+        if handle is None or recorder is None:
+            return None
+        try:
+            source = recorder.source(handle.otel_span, output, end_ns)
+            if source is None:
+                return None
+            loop = asyncio.get_running_loop()
+            # on the pool: waiting for spans still running under it must not hold up the loop
+            return await loop.run_in_executor(self.pool, source.take, RUN_WAIT_S)
+        except Exception:
+            internal_error("experiment: build a case's run")
+            return None
+
+    async def _score(self, case: Case, output: Any, run: Run | None = None) -> dict[str, EvalResult]:
         evaluators = self.experiment.evaluators
         sync = [e for e in evaluators if not e.is_async]
         found: dict[str, EvalResult] = {}
         if sync:
             loop = asyncio.get_running_loop()
             # CPU metrics run on the pool, so a slow one does not hold up the loop's other runs.
-            for result in await loop.run_in_executor(self.pool, _score_sync, sync, output, case):
+            scored = await loop.run_in_executor(self.pool, _score_sync, sync, output, run, case, self.no_runs)
+            for result in scored:
                 found[result.name] = result
         for result in await asyncio.gather(
-            *(self._ascore(e, output, case) for e in evaluators if e.is_async)
+            *(self._ascore(e, _subject(e, output, run), case) for e in evaluators if e.is_async)
         ):
             found[result.name] = result
         return {e.name: found[e.name] for e in evaluators}
 
-    async def _ascore(self, evaluator: Evaluator, output: Any, case: Case) -> EvalResult:
+    async def _ascore(self, evaluator: Evaluator, subject: Any, case: Case) -> EvalResult:
         async with self.limits[evaluator.name]:
             try:
                 result = await asyncio.wait_for(
-                    evaluator.aevaluate(output, handed(evaluator, case.expected), input=case.input),
+                    evaluator.aevaluate(subject, handed(evaluator, case.expected), input=case.input),
                     evaluator.timeout_s,
                 )
             except asyncio.TimeoutError:
                 return timeout(evaluator)
             except Exception as exc:
                 return failure(evaluator, exc, "aevaluate()")
-        return checked(evaluator, result)
+        return _marked(evaluator, checked(evaluator, result), subject, self.no_runs)
 
     # -- the span ---------------------------------------------------------------------------
 
@@ -367,15 +413,62 @@ class _Runner:
         finish(handle, error, end_ns)  # the span lasts as long as the task ran, scoring excluded
 
 
-def _score_sync(evaluators: Sequence[Evaluator], output: Any, case: Case) -> list[EvalResult]:
+def _score_sync(
+    evaluators: Sequence[Evaluator], output: Any, run: Run | None, case: Case, no_runs: str | None
+) -> list[EvalResult]:
     results = []
     for evaluator in evaluators:
+        subject = _subject(evaluator, output, run)
         try:
             given = handed(evaluator, case.expected)
-            results.append(checked(evaluator, evaluator.evaluate(output, given, input=case.input)))
+            result = checked(evaluator, evaluator.evaluate(subject, given, input=case.input))
+            results.append(_marked(evaluator, result, subject, no_runs))
         except Exception as exc:  # evaluate() catches the metric's errors; this is a broken subclass
             results.append(failure(evaluator, exc, "evaluate()"))
     return results
+
+
+def _subject(evaluator: Evaluator, output: Any, run: Run | None) -> Any:
+    """What ``evaluator`` scores: the case's run for an evaluator that scores runs, else the output."""
+    return run if run is not None and scores_runs(evaluator) else output
+
+
+def _marked(evaluator: Evaluator, result: EvalResult, subject: Any, no_runs: str | None) -> EvalResult:
+    """``result``, its details saying why when the run it scored was cut short, its error saying
+    why there was no run (``no_runs``) when it could not score the task's output as one."""
+    if not scores_runs(evaluator):
+        return result
+    if isinstance(subject, Run) and subject.truncated:
+        details = {**(result.details or {}), "run_truncated": subject.truncated_reason or "cut short"}
+        return result.model_copy(update={"details": details})
+    if no_runs is not None and result.status == "error" and not isinstance(subject, Run):
+        hint = (
+            f"{result.error}; the case's run (its spans) was not recorded: {no_runs}; call "
+            "tracesim.configure() before evaluating (in tests, inside tracesim.testing.capture_spans()), "
+            "or return the run from the task (a tracesim.record_run block's, or its tool calls)"
+        )
+        return result.model_copy(update={"error": hint})
+    return result
+
+
+def _why_no_runs(runtime: Runtime | None) -> str | None:
+    """Why a configuration records no runs for an experiment's run evaluators; None when it does."""
+    if runtime is None:
+        return "tracesim is not configured (or configured with enabled=False)"
+    if runtime.runs is None:
+        return "this configuration records no runs (scoring_mode='off')"
+    return None
+
+
+def _failed_on_run(evaluators: Sequence[Evaluator], scores: Mapping[str, EvalResult]) -> list[str]:
+    """The evaluators that score runs and failed or errored (the row then keeps the run)."""
+    return [
+        e.name
+        for e in evaluators
+        if scores_runs(e)
+        and e.name in scores
+        and (scores[e.name].status == "error" or scores[e.name].passed is False)
+    ]
 
 
 def _metadata_text(metadata: Mapping[str, Any], runtime: Runtime) -> str:

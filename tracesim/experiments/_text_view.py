@@ -1,7 +1,9 @@
 """The report as plain text for a CI log: a summary, the evaluators, the cases worst first.
 
 Plain columns (no box drawing, no colour) so the table reads the same in any log viewer; text
-from the cases goes through `visible`, so an output cannot steer the terminal.
+from the cases goes through `visible`, so an output cannot steer the terminal. After the cases
+come the failed runs: for each run an evaluator that scores runs failed (up to `RUNS_SHOWN`, worst
+cases first), how it differs from the expected one and its first `STEPS_SHOWN` steps.
 """
 
 from __future__ import annotations
@@ -12,12 +14,19 @@ from typing import TYPE_CHECKING, Any
 from tracesim._capture import dumps
 from tracesim._report import DASH, format_duration, format_rate, format_score
 from tracesim._terminal import visible
+from tracesim.experiments._run_steps import differences, expected_calls, step_lines
 
 if TYPE_CHECKING:
+    from tracesim.experiments._case_results import CaseResult
     from tracesim.experiments._run_view import RunView
     from tracesim.experiments._stats import CaseSummary
 
-__all__ = ["preview", "render_text", "summary_line", "text_table"]
+__all__ = ["RUNS_SHOWN", "STEPS_SHOWN", "failed_runs", "preview", "render_text", "summary_line", "text_table"]
+
+RUNS_SHOWN = 10
+"""Failed runs whose steps the text report prints (the JSON file keeps every one)."""
+STEPS_SHOWN = 20
+"""Steps printed per failed run (the JSON file and the HTML page hold up to 50)."""
 
 
 def preview(value: Any, width: int) -> str:
@@ -101,6 +110,44 @@ def _lines(report: RunView, max_cases: int | None, width: int) -> Iterator[str]:
     yield from text_table(*_case_table(report, shown, width))
     if len(shown) < len(cases):
         yield f"... and {len(cases) - len(shown)} more cases"
+    yield from _failed_run_lines(shown)
+
+
+def failed_runs(cases: Sequence[CaseSummary]) -> list[CaseResult]:
+    """The rows of ``cases`` that keep a failed run (`CaseResult.run`), worst cases first."""
+    return [row for case in cases for row in case.runs if row.run is not None]
+
+
+def _failed_run_lines(cases: Sequence[CaseSummary]) -> Iterator[str]:
+    rows = failed_runs(cases)
+    if not rows:
+        return
+    yield ""
+    yield "failed runs (evaluators that score runs), worst cases first:"
+    for row in rows[:RUNS_SHOWN]:
+        run = row.run or {}
+        repeat = f" (repeat {row.repeat})" if row.repeat else ""
+        counts = f"{run.get('tool_calls', 0)} tool calls, {run.get('llm_calls', 0)} LLM calls"
+        yield visible(f"{row.case_id}{repeat}: {counts}")
+        wanted = expected_calls(row.expected)
+        if wanted is not None:
+            yield visible(f"  expected calls: {wanted}")
+        names = run.get("failed")
+        for name in names if isinstance(names, list) else []:
+            result = row.scores.get(name)
+            if result is None:
+                continue
+            verdict = "error" if result.status == "error" else "failed"
+            reason = result.error if result.status == "error" else result.explanation
+            line = f"  {name} {verdict}, score {format_score(result.score)}"
+            yield visible(f"{line}: {reason}" if reason else line)
+            for label, text in differences(result.details):
+                yield visible(f"    {label}: {text}")
+        yield "  steps:"
+        for line in step_lines(run, limit=STEPS_SHOWN):
+            yield visible(f"    {line}")
+    if len(rows) > RUNS_SHOWN:
+        yield f"... and {len(rows) - RUNS_SHOWN} more failed runs (the JSON file holds them)"
 
 
 def _case_table(

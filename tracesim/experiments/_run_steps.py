@@ -1,0 +1,238 @@
+"""A case's run as the experiment report keeps and shows it: its steps, bounded, and how it
+differs from the expected run.
+
+When an evaluator that scores runs (``scores_runs = True``) fails or errors on a case, the row
+keeps what it takes to see why without opening the trace: the run's first `MAX_STEPS` steps
+(kind, name, tool arguments or the calls an LLM step asked for, error, duration), each value cut
+to `MAX_CHARS` characters, and the totals. Only failed runs are kept, so a large dataset that
+passes costs nothing. The data is plain JSON-like data: the row's ``to_dict`` holds it as it
+is, and the report redacts it with the rest of the row before any view renders it.
+
+`differences` reads an evaluator's details (the missing, extra and mismatched calls, the keys
+of arguments, the budget exceeded) into short labelled lines, for the text and HTML views.
+
+Example:
+    >>> from tracesim.runs import Run, Step, ToolCall
+    >>> call = ToolCall("lookup", {"city": "Berlin"}, output="unknown")
+    >>> data = run_data(Run(steps=(Step(kind="tool", name="lookup", tool_call=call, duration_s=0.012),)))
+    >>> data["steps"][0]["arguments"], data["steps_total"], data["tool_calls"]
+    ('{"city":"Berlin"}', 1, 1)
+    >>> step_lines(data)
+    ['1. tool lookup {"city":"Berlin"} -> unknown (12.0 ms)']
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from tracesim._capture import dumps
+from tracesim._report import format_duration
+from tracesim.runs import Run, Step, ToolCall
+
+__all__ = [
+    "DIFFERENCE_KEYS",
+    "MAX_CHARS",
+    "MAX_STEPS",
+    "call_text",
+    "differences",
+    "expected_calls",
+    "run_data",
+    "step_lines",
+]
+
+MAX_STEPS = 50
+"""Steps of a failed run a row keeps (the text view prints the first 20; the JSON and HTML hold all kept)."""
+MAX_CHARS = 300
+"""Characters kept of each value of a step (arguments, output, error) and of each difference line."""
+DIFFERENCE_KEYS = (
+    "missing",
+    "extra",
+    "mismatched",
+    "partial",
+    "missing_keys",
+    "extra_keys",
+    "exceeded",
+    "first_difference",
+    "run_truncated",
+)
+"""The details of run evaluators that say how a run differs from the expected one, in the order shown."""
+
+
+def cut(text: str, limit: int = MAX_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, an ellipsis marking the cut.
+
+    Example:
+        >>> cut("abcdef", 4)
+        'abc…'
+    """
+    return text if len(text) <= limit else text[: max(limit - 1, 0)] + "…"
+
+
+def _value(value: Any) -> str:
+    return cut(value if isinstance(value, str) else dumps(value))
+
+
+def call_text(call: ToolCall | Mapping[str, Any]) -> str:
+    """A tool call on one line, ``name(arguments as JSON)``, cut to `MAX_CHARS`.
+
+    Example:
+        >>> call_text({"name": "lookup", "arguments": {"city": "Warsaw"}})
+        'lookup({"city":"Warsaw"})'
+        >>> call_text(ToolCall("search", "warsaw weather"))
+        'search("warsaw weather")'
+    """
+    if isinstance(call, ToolCall):
+        name, arguments = call.name, call.arguments
+    else:
+        name, arguments = str(call.get("name")), call.get("arguments", {})
+    return cut(f"{name}({dumps(arguments)})")
+
+
+def run_data(run: Run, failed: list[str] | None = None) -> dict[str, Any]:
+    """The run as a row keeps it: its first `MAX_STEPS` steps, values cut, its totals, and the
+    names of the evaluators that failed on it (``failed``)."""
+    truncated = (run.truncated_reason or "cut short") if run.truncated else None
+    return {
+        "failed": list(failed or ()),
+        "steps": [_step_data(step) for step in run.steps[:MAX_STEPS]],
+        "steps_total": len(run.steps),
+        "tool_calls": len(run.tool_calls),
+        "llm_calls": run.llm_calls,
+        "truncated": truncated,
+        "duration_s": run.duration_s,
+    }
+
+
+def _step_data(step: Step) -> dict[str, Any]:
+    data: dict[str, Any] = {"kind": step.kind, "name": cut(step.name), "depth": step.depth}
+    if step.tool_call is not None:
+        data["arguments"] = cut(dumps(step.tool_call.arguments))
+        if step.tool_call.output is not None:
+            data["output"] = _value(step.tool_call.output)
+    if step.requested:
+        data["requested"] = [call_text(call) for call in step.requested[:10]]
+    if step.error is not None:
+        data["error"] = cut(step.error)
+    if step.duration_s is not None and math.isfinite(step.duration_s):
+        data["duration_s"] = step.duration_s
+    return data
+
+
+def step_lines(data: Mapping[str, Any], limit: int | None = None) -> list[str]:
+    """The kept steps of a run (`run_data`), one line each, indented by depth, then what was left out.
+
+    Example:
+        >>> data = {"steps": [{"kind": "llm", "name": "chat", "depth": 1, "requested": ["lookup({})"]},
+        ...                   {"kind": "tool", "name": "lookup", "depth": 2, "error": "KeyError: 'x'"}],
+        ...         "steps_total": 3}
+        >>> step_lines(data, limit=2)
+        ['1. llm chat asked for lookup({})', "  2. tool lookup error: KeyError: 'x'", '... 1 more step']
+    """
+    steps = data.get("steps")
+    steps = steps if isinstance(steps, list) else []
+    shown = steps if limit is None else steps[:limit]
+    depths = [d for s in shown if isinstance(s, Mapping) and isinstance(d := s.get("depth"), int)]
+    top: int = min(depths, default=1)
+    lines = []
+    for number, step in enumerate(shown, 1):
+        if not isinstance(step, Mapping):
+            continue
+        depth = step.get("depth")
+        indent = "  " * min(max((depth if isinstance(depth, int) else top) - top, 0), 8)
+        lines.append(f"{indent}{number}. {step_text(step)}")
+    total = data.get("steps_total")
+    left = (total if isinstance(total, int) else len(steps)) - len(shown)
+    if left > 0:
+        lines.append(f"... {left} more step{'s' if left != 1 else ''}")
+    truncated = data.get("truncated")
+    if truncated:
+        lines.append(f"(the run was cut short: {truncated})")
+    return lines
+
+
+def step_text(step: Mapping[str, Any]) -> str:
+    """One step on one line: kind, name, arguments (or the calls asked for), output, error, duration.
+
+    Example:
+        >>> step_text({"kind": "tool", "name": "lookup", "arguments": '{"city":"Paris"}', "duration_s": 1.5})
+        'tool lookup {"city":"Paris"} (1.50 s)'
+    """
+    parts = [str(step.get("kind", "span")), str(step.get("name", ""))]
+    if step.get("arguments") is not None:
+        parts.append(str(step["arguments"]))
+    requested = step.get("requested")
+    if isinstance(requested, list) and requested:
+        parts.append("asked for " + ", ".join(map(str, requested)))
+    if step.get("output") is not None:
+        parts.append(f"-> {step['output']}")
+    if step.get("error") is not None:
+        parts.append(f"error: {step['error']}")
+    duration = step.get("duration_s")
+    text = " ".join(parts)
+    if isinstance(duration, (int, float)) and not isinstance(duration, bool):
+        text += f" ({format_duration(float(duration))})"
+    return text
+
+
+def expected_calls(expected: Any) -> str | None:
+    """The tool calls a case expects, on one line (None when it expects none), from a
+    `tracesim.Expected` or its report data (``{"output": ..., "tool_calls": [...]}``).
+
+    Example:
+        >>> expected_calls({"output": "12 C", "tool_calls": [{"name": "lookup", "arguments": {}}]})
+        'lookup({})'
+        >>> expected_calls("12 C") is None
+        True
+    """
+    from tracesim.experiments._case import expected_data
+
+    data = expected_data(expected)
+    calls = data.get("tool_calls") if isinstance(data, Mapping) else None
+    if not isinstance(calls, list):
+        return None
+    return cut(", ".join(_item(call) for call in calls[:20]) + (" …" if len(calls) > 20 else "")) or "none"
+
+
+def differences(details: Any) -> list[tuple[str, str]]:
+    """How a run differs from the expected one, as an evaluator's details say: ``(label, text)``
+    pairs, one per kind of difference, each cut to `MAX_CHARS`.
+
+    Example:
+        >>> differences({"missing": [{"name": "lookup", "arguments": {"city": "Warsaw"}}],
+        ...              "extra": {"convert": 2}, "matched": [[0, 0, 1.0]], "partial": []})
+        [('missing', 'lookup({"city":"Warsaw"})'), ('extra', 'convert ×2')]
+        >>> differences({"mismatched": {"city": {"expected": "Warsaw", "actual": "Paris"}}})
+        [('mismatched', 'city: {"expected":"Warsaw","actual":"Paris"}')]
+    """
+    if not isinstance(details, Mapping):
+        return []
+    found = []
+    for key in DIFFERENCE_KEYS:
+        value = details.get(key)
+        if value in (None, [], {}, ""):
+            continue
+        found.append((key.replace("_", " "), cut(_difference(value))))
+    return found
+
+
+def _difference(value: Any) -> str:
+    if isinstance(value, list):
+        return ", ".join(_item(item) for item in value[:20]) + (" …" if len(value) > 20 else "")
+    if isinstance(value, Mapping):
+        if all(isinstance(n, int) and not isinstance(n, bool) for n in value.values()):
+            return ", ".join(f"{name} ×{count}" for name, count in value.items())
+        return "; ".join(f"{name}: {_item(item)}" for name, item in value.items())
+    return _item(value)
+
+
+def _item(item: Any) -> str:
+    if isinstance(item, Mapping):
+        if isinstance(item.get("name"), str):
+            return call_text(item)
+        call, closest = item.get("call"), item.get("closest")
+        if isinstance(call, Mapping) and isinstance(call.get("name"), str):
+            near = f" (closest: {call_text(closest)})" if isinstance(closest, Mapping) else ""
+            return call_text(call) + near
+    return item if isinstance(item, str) else dumps(item)
