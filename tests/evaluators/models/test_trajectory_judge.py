@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from llm_server import CHAT, LLMServer, Recorded, Reply
+from secret_kinds import KINDS, SECRETS, leaked
 
 import tracesim
 from tracesim import ConfigError
@@ -331,6 +332,27 @@ def test_tracesim_eval_judges_the_tool_calls_of_a_data_file(
     prompt = prompt_of(server.requests[0])
     assert f"<task>\n{TASK}\n</task>" in prompt
     assert '<expected_tool_calls>\n1. lookup {"city":"Warsaw"}\n2. convert {"celsius":12}' in prompt
+
+
+@pytest.mark.parametrize("kind", sorted({**SECRETS, **KINDS}))
+def test_no_secret_of_any_kind_reaches_the_model_from_arguments_results_or_requests(
+    server: LLMServer, kind: str
+) -> None:
+    secret, fragment = {**SECRETS, **KINDS}[kind]
+    call = ToolCall("call_api", {"note": secret, "nested": {"values": [secret]}})
+    run = Run(
+        steps=(
+            Step(kind="llm", name="chat", requested=(call,), output=secret),
+            Step(kind="tool", name="call_api", tool_call=call, output={"echo": secret}, error=secret),
+        ),
+        output=secret,
+    )
+    result = judge(server).evaluate(run, [{"name": "call_api", "arguments": {"note": secret}}], input=secret)
+    assert result.status == "ok", result.error
+    body = sent(server)
+    assert fragment not in body
+    assert fragment not in prompt_of(server.requests[0])
+    assert leaked(body) == []
 
 
 def test_the_configured_redact_hook_sees_each_value_under_its_span_attribute(server: LLMServer) -> None:
