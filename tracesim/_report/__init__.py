@@ -10,8 +10,9 @@ Usable from Python as well as from the command line:
 
 The pieces: `summarize` (spans to a `Report`), `read_report` (files to a `Report`),
 `Report.to_dict` (the ``--json`` document), `parse_gate`/`check_gates` (``--fail-under``),
-`render_html` (the offline page) and `print_report` (terminal tables). `Report.llm_usage`
-holds the tokens and cost of LLM calls (`LLMUsage`), priced with a
+`render_html` (the offline page) and `print_report` (terminal tables). `Report.agents` holds
+each agent's runs (`AgentStats`: tool calls, per-tool counts, worst runs with their steps);
+`Report.llm_usage` holds the tokens and cost of LLM calls (`LLMUsage`), priced with a
 `~tracesim._pricing.PriceTable` given to `read_report`/`summarize`; `Report.timeline` the scores
 and latency over time (`Timeline`, for files spanning ten minutes or more).
 
@@ -19,6 +20,7 @@ This module is the package's face: ``tracesim show``, ``tracesim report`` and th
 views also import from here the formatting, redaction and naming helpers they share with it.
 """
 
+from tracesim._report._agents_text import SHOW_STEPS, failed_runs
 from tracesim._report._aggregate import TOP, read_report, summarize
 from tracesim._report._collect import NONE_GROUP, UNNAMED
 from tracesim._report._format import DASH, format_duration, format_rate, format_score, html_text
@@ -28,6 +30,7 @@ from tracesim._report._math import histogram, histogram_edges, percentile
 from tracesim._report._redacted import redacted_spans
 from tracesim._report._report_data import (
     SCHEMA,
+    AgentStats,
     CallScore,
     EvaluatorStats,
     Histogram,
@@ -35,12 +38,15 @@ from tracesim._report._report_data import (
     LLMCall,
     LLMUsage,
     Report,
+    RunCase,
+    RunStep,
     ScoringCounts,
     SpanStats,
     StatusCounts,
     Timeline,
     TimelineEvaluator,
     TimelineSpan,
+    ToolStats,
     Totals,
     TraceUsage,
     UsageStats,
@@ -52,8 +58,10 @@ __all__ = [
     "NONE_GROUP",
     "PIPE_WIDTH",
     "SCHEMA",
+    "SHOW_STEPS",
     "TOP",
     "UNNAMED",
+    "AgentStats",
     "CallScore",
     "EvaluatorStats",
     "Gate",
@@ -63,17 +71,21 @@ __all__ = [
     "LLMUsage",
     "LatencyStats",
     "Report",
+    "RunCase",
+    "RunStep",
     "ScoringCounts",
     "SpanStats",
     "StatusCounts",
     "Timeline",
     "TimelineEvaluator",
     "TimelineSpan",
+    "ToolStats",
     "Totals",
     "TraceUsage",
     "UsageStats",
     "check_gates",
     "decide",
+    "failed_runs",
     "format_duration",
     "format_rate",
     "format_score",

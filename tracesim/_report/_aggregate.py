@@ -11,7 +11,8 @@ Definitions (also in ``docs/report.md``):
 - span status ``OK`` and ``UNSET`` are both "not an error"; scoring markers are counted per span
   (a dropped span names no evaluator), deferred evaluators also per evaluator;
 - scores and latency over time: see `tracesim._report._timeline`;
-- LLM usage and cost: see `tracesim._report._usage`.
+- LLM usage and cost: see `tracesim._report._usage`;
+- agents' runs (tool calls, per-tool counts, worst runs): see `tracesim._report._agents`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from warnings import catch_warnings, simplefilter, warn_explicit
 
 from tracesim import _outputs
 from tracesim._pricing import PriceTable
+from tracesim._report._agents import agent_stats
 from tracesim._report._collect import Collected, Judged, ResultSample, SpanSample, collect, evaluator_name
 from tracesim._report._drill import error_types, worst_cases
 from tracesim._report._format import iso_utc
@@ -99,6 +101,9 @@ def summarize(
         worst_cases=worst_cases(collected.judged, text=collected.text),
         error_types=error_types(collected.failed, text=collected.text),
         timeline=timeline(collected),
+        agents=agent_stats(
+            collected.agents, collected.agent_traces, collected.judged, text=collected.text, prices=prices
+        ),
     )
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from tracesim import _semconv as sc
+from tracesim._foreign_spans import span_kinds
 from tracesim._pricing import Usage, has_usage, read_usage
 from tracesim._report._redacted import Texts
 from tracesim.tracefile import SpanRecord
@@ -38,6 +39,7 @@ __all__ = [
     "SpanSample",
     "collect",
     "evaluator_name",
+    "is_agent",
 ]
 
 NONE_GROUP = "(none)"
@@ -126,6 +128,8 @@ class Collected:
     # (group, evaluator, span name, trace id, span id) of each evaluator a span ended without
     deferred: list[tuple[str | None, str, str, str, str]] = field(default_factory=list)
     export_dropped: int = 0  # spans the export queues dropped, from the record spans
+    agents: list[tuple[SpanRecord, str | None]] = field(default_factory=list)  # agent spans, their group
+    agent_traces: dict[str, list[SpanRecord]] = field(default_factory=dict)  # the traces holding them
     # The texts above are taken through it (redacted when the report redacts); judged and failed
     # hold the spans as read: the drill-down takes what it shows through it too.
     text: Texts = field(default_factory=lambda: Texts(redact=False))
@@ -205,6 +209,11 @@ def collect(spans: Iterable[SpanRecord], group_by: str | None = None, text: Text
     grouper = Grouper(group_by, unique)
     for span in unique.values():
         _add_span(out, span, unique, grouper)
+    if out.agents:  # their runs are built from their traces' spans only (tracesim._report._agents)
+        wanted = {span.trace_id for span, _ in out.agents}
+        for span in unique.values():
+            if span.trace_id in wanted:
+                out.agent_traces.setdefault(span.trace_id, []).append(span)
     return out
 
 
@@ -238,6 +247,8 @@ def _add_span(
         group = text(group)
     if not carrier:
         _add_sample(out, span, text(kind) if kind is not None else None, group)
+        if is_agent(span.attributes):
+            out.agents.append((span, group))
     name = text(target.name) if target is not None else None
     when = target.start_time_unix_nano if target is not None else start
     before = len(out.results)
@@ -249,6 +260,21 @@ def _add_span(
             out.judged.append(Judged(event.attributes, target, span))
     if len(out.results) > before and target is not None and has_usage(target.attributes):
         out.call_results.setdefault((target.trace_id, target.span_id), []).extend(out.results[before:])
+
+
+def is_agent(attributes: Mapping[str, Any]) -> bool:
+    """Whether a span with these attributes is an agent's: OpenInference ``AGENT`` (tracesim's
+    ``kind="agent"``), the GenAI ``invoke_agent`` operation, or OpenLLMetry's ``agent``.
+
+    Example:
+        >>> is_agent({"gen_ai.operation.name": "invoke_agent"}), is_agent({"openinference.span.kind": "TOOL"})
+        (True, False)
+    """
+    kind, _ = span_kinds(attributes)
+    if kind is not None:
+        return kind == "agent"
+    traceloop = attributes.get("traceloop.span.kind")
+    return isinstance(traceloop, str) and traceloop.lower() == "agent"
 
 
 def _add_sample(out: Collected, span: SpanRecord, kind: str | None, group: str | None) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tracesim._pricing import PRICES_AS_OF, format_usd, price_hint
+from tracesim._report._agents_html import agents_section
 from tracesim._report._format import (
     DASH,
     format_count,
@@ -70,6 +71,7 @@ figcaption { font-size: 13px; margin-bottom: .3rem; }
 .warnings li, .note { color: #8a5a00; } footer { margin-top: 2.5rem; color: #777; font-size: 12px; }
 .notice { border-left: 4px solid #d55e00; background: #fdf3ec; padding: .5rem .9rem; margin: .6rem 0; }
 .legend { font-size: 13px; margin: .2rem 0 .6rem; }
+h4 { font-size: .95rem; margin: 1rem 0 .2rem; } p.run { margin: .7rem 0 0; font-size: 13px; }
 """
 
 
@@ -101,6 +103,8 @@ def render_html(report: Report, gates: Sequence[GateResult] = ()) -> str:
         body.append("</section>")
     if report.llm_usage is not None:
         body.append(_usage_section(report.llm_usage))
+    if report.agents:
+        body.append(agents_section(report))
     if report.spans:
         body.append('<section id="spans"><h2>Spans</h2>')
         label = (lambda r: f"{r.group} · {r.name}") if grouped else (lambda r: r.name)

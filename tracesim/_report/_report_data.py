@@ -15,6 +15,7 @@ from tracesim._report._drill import Case, ErrorType
 
 __all__ = [
     "SCHEMA",
+    "AgentStats",
     "CallScore",
     "EvaluatorStats",
     "Histogram",
@@ -22,12 +23,15 @@ __all__ = [
     "LLMUsage",
     "LatencyStats",
     "Report",
+    "RunCase",
+    "RunStep",
     "ScoringCounts",
     "SpanStats",
     "StatusCounts",
     "Timeline",
     "TimelineEvaluator",
     "TimelineSpan",
+    "ToolStats",
     "Totals",
     "TraceUsage",
     "UsageStats",
@@ -295,6 +299,105 @@ class Timeline:
 
 
 @dataclass(frozen=True)
+class RunStep:
+    """One step of an agent's run as the report lists it (see `tracesim.runs.Step`).
+
+    ``arguments`` is a tool call's arguments as JSON (or their text when they are not a JSON
+    object), cut to 300 characters; ``requested`` names the tools an LLM step asked for.
+    ``depth`` is 1 for a step directly under the agent, 2 under a nested agent or chain...
+    """
+
+    kind: str
+    name: str
+    depth: int
+    arguments: str | None
+    requested: tuple[str, ...]
+    model: str | None
+    error: str | None
+    duration_s: float | None
+    input_tokens: int | None
+    output_tokens: int | None
+    cost_usd: float | None
+
+
+@dataclass(frozen=True)
+class RunCase:
+    """One of an agent's worst runs, with its first steps.
+
+    ``evaluator``, ``score`` and ``passed`` are those of its lowest-scored run evaluator
+    result (``None`` when no run evaluator scored it). ``steps`` holds the first steps in start
+    order; ``more_steps`` counts those left out. ``truncated`` says the run itself was cut
+    short when it was rebuilt (a step limit, or steps that had not ended).
+    """
+
+    agent: str
+    trace_id: str
+    span_id: str
+    evaluator: str | None
+    score: float | None
+    passed: bool | None
+    error: str | None
+    duration_s: float
+    tool_calls: int
+    llm_calls: int
+    tokens: int
+    cost_usd: float | None
+    truncated: bool
+    steps: tuple[RunStep, ...]
+    more_steps: int
+
+
+@dataclass(frozen=True)
+class ToolStats:
+    """One tool, over an agent's runs: its calls, how many failed, and its p95 duration.
+
+    ``calls`` counts the tool calls of the runs (`tracesim.runs.Run.tool_calls`: a call the model
+    requested and the tool span that executed it count once); ``errors`` the calls that failed;
+    ``p95_s`` is over the executed calls' durations (``None`` when none was timed).
+    """
+
+    name: str
+    calls: int
+    errors: int
+    error_rate: float
+    p95_s: float | None
+
+
+@dataclass(frozen=True)
+class AgentStats:
+    """An agent's runs: the subtrees under its spans (``openinference.span.kind=AGENT``,
+    ``gen_ai.operation.name=invoke_agent``), rebuilt as `tracesim.runs.Run`.
+
+    ``name`` is the span's ``gen_ai.agent.name``, else its name. ``errors`` counts runs whose
+    agent span has status ``ERROR``. Per run: ``tool_calls_mean``/``tool_calls_p95``,
+    ``llm_calls_mean``, ``tokens_mean`` (input + output over the LLM calls with usage) and
+    ``cost_usd_mean`` (over the ``priced_runs`` whose cost is known; ``None`` when none is).
+    ``truncated`` counts runs cut short (a step limit, or steps that had not ended). ``tools``
+    is sorted by calls, most first; ``worst_runs`` holds up to three runs: those a run
+    evaluator failed (lowest score first), then runs with errors, then the lowest scored, then
+    the slowest.
+    """
+
+    group: str | None
+    name: str
+    runs: int
+    errors: int
+    error_rate: float
+    duration_p50_s: float
+    duration_p95_s: float
+    tool_calls: int
+    tool_calls_mean: float
+    tool_calls_p95: float
+    llm_calls_mean: float
+    tokens_mean: float
+    priced_runs: int
+    cost_usd_mean: float | None
+    truncated: int
+    tools: tuple[ToolStats, ...]
+    worst_runs: tuple[RunCase, ...]
+
+
+@dataclass(frozen=True)
 class Report:
     """Summary of trace files: per-span-name latency and errors, per-evaluator scores.
 
@@ -305,7 +408,8 @@ class Report:
     ``None`` when no span reports token usage. ``worst_cases`` holds the worst scored results
     of each evaluator with the call they judged, ``error_types`` the failed spans by exception
     type (see `~tracesim._report._drill`). ``timeline`` is ``None`` when the spans started
-    within less than `~tracesim._report._timeline.MIN_WINDOW_S` of each other.
+    within less than `~tracesim._report._timeline.MIN_WINDOW_S` of each other. ``agents`` holds
+    each agent's runs (`AgentStats`), sorted by group then name.
 
     Example:
         >>> from tracesim._report import summarize
@@ -325,6 +429,7 @@ class Report:
     worst_cases: tuple[Case, ...] = field(default=())
     error_types: tuple[ErrorType, ...] = field(default=())
     timeline: Timeline | None = None
+    agents: tuple[AgentStats, ...] = field(default=())
 
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` document: plain dicts, lists, strings, numbers, booleans and nulls."""
@@ -341,6 +446,7 @@ class Report:
             "worst_cases": [_plain(c) for c in self.worst_cases],
             "error_types": [_plain(e) for e in self.error_types],
             "timeline": _plain(self.timeline),
+            "agents": [_plain(a) for a in self.agents],
         }
 
     def to_json(self, *, indent: int | None = 2) -> str:

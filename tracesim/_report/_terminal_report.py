@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tracesim._pricing import format_usd, price_hint
+from tracesim._report._agents_text import print_agents
 from tracesim._report._drill_text import print_drill_down
 from tracesim._report._format import (
     DASH,
@@ -134,7 +135,7 @@ def status_line(report: Report) -> str:
 
 
 def print_report(report: Report, console: Console) -> None:
-    """Print the summary line, the span and evaluator tables, LLM usage, errors and worst cases.
+    """Print the summary line, the span and evaluator tables, LLM usage, agents, errors and worst cases.
 
     Example:
         >>> from rich.console import Console
@@ -155,6 +156,7 @@ def print_report(report: Report, console: Console) -> None:
         print_timeline(report.timeline, console)
     if report.llm_usage is not None:
         print_usage(report.llm_usage, console)
+    print_agents(report, console)
     print_drill_down(report, console)
 
 

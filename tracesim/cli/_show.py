@@ -7,7 +7,9 @@ spans are that record, not traces). Filters
 keep whole traces: ``--errors``, ``--failed [EVALUATOR]``, ``--name GLOB``, ``--since WHEN``,
 ``--trace ID``; ``--last N`` then keeps the N that started last. Error spans show their error
 type, exception message and the last frames of their stack trace; ``--attributes`` lists the
-attributes a user set on each span.
+attributes a user set on each span. A run evaluator's failed result (``tool_names``,
+``trajectory_match``...) lists the run's steps at the end of its trace: kind, name, tool
+arguments, error, duration, tokens; at most ``--steps N`` (20), then how many more.
 
 A line that cannot be read is skipped with a warning naming the file and line, and the rest is
 shown (exit 0). Names and values are printed with control characters made visible, so a trace
@@ -152,6 +154,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--width", type=positive_int, default=100, help="characters shown of each value (default 100)"
     )
+    parser.add_argument(
+        "--steps",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="steps listed of each run a run evaluator failed (tool_names, trajectory_match...; default 20)",
+    )
     add_config_argument(parser)
 
 
@@ -182,7 +191,7 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from tracesim._outputs import echo
-    from tracesim._report import redacted_spans
+    from tracesim._report import SHOW_STEPS, failed_runs, redacted_spans
     from tracesim.tracefile import render_trees
     from tracesim.tracefile._trees import by_trace, export_drops_line, without_export_drops
 
@@ -222,11 +231,33 @@ def run(args: argparse.Namespace) -> int:
             price_note=True,
             headers=True,
         )
+        if details:
+            runs = failed_runs(shown, steps=args.steps or SHOW_STEPS, width=args.width, prices=prices)
+            text = _with_runs(text, [members[0].trace_id for members in kept], runs)
         text += "\n"  # a blank line, as between trees: the summary reads as the end of the output
     text += summary_line(len(kept), len(traces), _described(args, spans), left_out) + "\n"
     if dropped:
         text += export_drops_line(dropped) + "\n"
     return _write(text)
+
+
+def _with_runs(text: str, trace_ids: Sequence[str], runs: Mapping[str, list[str]]) -> str:
+    """``text`` (`render_trees` with headers) with each trace's failed runs at the end of its block.
+
+    `render_trees` ends each trace's block with an empty line, in trace order, and writes no
+    other empty line before the last trace's (names and values are one visible line each).
+    """
+    if not runs:
+        return text
+    lines = text.split("\n")
+    out: list[str] = []
+    block = 0
+    for line in lines:
+        if not line and block < len(trace_ids):
+            out.extend(runs.get(trace_ids[block], ()))
+            block += 1
+        out.append(line)
+    return "\n".join(out)
 
 
 def _write(text: str) -> int:

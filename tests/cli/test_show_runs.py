@@ -1,0 +1,138 @@
+"""``tracesim show``: the steps of a run a run evaluator failed, listed at the end of its trace.
+
+The files are written by a real traced agent (``report/agentfiles.py``): ``weather`` calls
+``lookup`` and, for fahrenheit, ``convert``; ``tool_names`` expects both.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from report.agentfiles import score_runs, write_weather_runs
+from report.tracefiles import TraceWriter, result
+
+from tracesim import _semconv as sc
+from tracesim.cli import main
+from tracesim.evaluators import ToolNames, TrajectoryMatch
+
+
+@pytest.fixture
+def weather_file(tmp_path: Path) -> Path:
+    raw, scored = tmp_path / "raw.jsonl", tmp_path / "traces.jsonl"
+    write_weather_runs(raw, ["Warsaw in fahrenheit?", "Warsaw in celsius?"])
+    score_runs(raw, scored, ToolNames())
+    return scored
+
+
+def _show(capsys: pytest.CaptureFixture[str], *args: str) -> list[str]:
+    assert main(["show", *args]) == 0
+    return capsys.readouterr().out.splitlines()
+
+
+def test_a_failed_run_evaluator_lists_the_runs_steps_at_the_end_of_its_trace(
+    weather_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = _show(capsys, str(weather_file))
+    head = lines.index("run of weather  ✗ tool_names 0.000  1 tool call  1 step:")
+    assert lines[head + 1].startswith('   1. tool lookup {"city": "Warsaw"}  ')
+    assert lines[head + 2] == ""  # the end of the trace's block
+    trace = max(i for i, line in enumerate(lines[:head]) if line.startswith("trace "))
+    assert lines[trace + 2] == "│  in: Warsaw in celsius?"  # under the run that missed convert
+    assert sum(line.startswith("run of ") for line in lines) == 1  # the passing run lists nothing
+    assert lines[-1] == "showing 2 of 2 traces"
+
+
+def test_no_details_lists_no_steps(weather_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert not any(line.startswith("run of ") for line in _show(capsys, str(weather_file), "--no-details"))
+
+
+def test_steps_are_bounded_by_steps_n_and_the_rest_counted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    w = TraceWriter(tmp_path / "traces.jsonl")
+    agent = w.span(
+        "planner",
+        kind="AGENT",
+        duration_s=5,
+        results=[result("trajectory_match", 0.0, passed=False, threshold=1.0)],
+    )
+    for i in range(30):
+        w.span(
+            "search",
+            kind="TOOL",
+            start_s=0.1 * i,
+            duration_s=0.05,
+            parent=agent,
+            error=i == 2,
+            attributes={"gen_ai.tool.call.arguments": json.dumps({"page": i, "query": "x" * 200})},
+        )
+    w.close()
+    lines = _show(capsys, str(w.path), "--steps", "3", "--width", "30")
+    head = lines.index("run of planner  ✗ trajectory_match 0.000  30 tool calls  30 steps:")
+    assert lines[head + 1 : head + 5] == [
+        '   1. tool search {"page": 0, "query": "xxxxxxx…  50.0 ms',
+        '   2. tool search {"page": 1, "query": "xxxxxxx…  50.0 ms',
+        '   3. tool search {"page": 2, "query": "xxxxxxx…  ERROR boom  50.0 ms',
+        "   ... and 27 more",
+    ]
+    default = _show(capsys, str(w.path))
+    assert "   ... and 10 more" in default  # 20 steps by default
+
+
+def test_a_late_result_on_a_carrier_lists_the_run_of_the_span_it_scored(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    w = TraceWriter(tmp_path / "traces.jsonl")
+    agent = w.span("agent", kind="AGENT", duration_s=1)
+    w.span("lookup", kind="TOOL", parent=agent, attributes={"gen_ai.tool.call.arguments": '{"q": 1}'})
+    w.carrier(agent, [result("tool_correctness", 0.5, passed=False, threshold=1.0)], start_s=1)
+    w.span("other", kind="AGENT", start_s=10, results=[result("levenshtein", 0.1, passed=False)])
+    w.close()
+    lines = _show(capsys, str(w.path))
+    assert "run of agent  ✗ tool_correctness 0.500  1 tool call  1 step:" in lines  # the carrier too
+    assert any(line.startswith('   1. tool lookup {"q": 1}') for line in lines)
+    assert sum(line.startswith("run of ") for line in lines) == 1  # levenshtein does not score runs
+
+
+def test_another_run_evaluator_failing_lists_the_steps_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    raw, scored = tmp_path / "raw.jsonl", tmp_path / "traces.jsonl"
+    write_weather_runs(raw, ["Warsaw in fahrenheit?"])
+    score_runs(raw, scored, TrajectoryMatch(), expected=[{"name": "lookup", "arguments": "not json"}])
+    lines = _show(capsys, str(scored), "--failed", "trajectory_match")
+    assert any(
+        line.startswith("run of weather  ✗ trajectory_match 0.000  2 tool calls  2 steps:") for line in lines
+    )
+
+
+def test_an_errored_run_evaluator_lists_the_steps_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    w = TraceWriter(tmp_path / "traces.jsonl")
+    agent = w.span(
+        "agent", kind="AGENT", results=[result("run_budget", status="error", error_type="Timeout")]
+    )
+    w.span("lookup", kind="TOOL", parent=agent)
+    w.close()
+    lines = _show(capsys, str(w.path))
+    assert "run of agent  ! run_budget error  1 tool call  1 step:" in lines
+
+
+def test_the_steps_shown_are_redacted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    secret = "marie@curie.org"
+    w = TraceWriter(tmp_path / "traces.jsonl")
+    agent = w.span("agent", kind="AGENT", results=[result("tool_names", 0.0, passed=False)])
+    w.span(
+        "lookup",
+        kind="TOOL",
+        parent=agent,
+        error=True,
+        attributes={sc.SPAN_KIND: "TOOL", "gen_ai.tool.call.arguments": json.dumps({"user": secret})},
+    )
+    w.close()
+    out = "\n".join(_show(capsys, str(w.path), "--width", "200"))
+    assert secret not in out
+    assert '1. tool lookup {"user": "[REDACTED:email]"}' in out
