@@ -1,7 +1,7 @@
 """``tracesim show``: the steps of a run a run evaluator failed, listed at the end of its trace.
 
-The files are written by a real traced agent (``report/agentfiles.py``): ``weather`` calls
-``lookup`` and, for fahrenheit, ``convert``; ``tool_names`` expects both.
+The files are written by a real traced agent scored online (``report/agentfiles.py``):
+``weather`` calls ``lookup`` and, for fahrenheit, ``convert``; ``tool_names`` expects both.
 """
 
 from __future__ import annotations
@@ -10,20 +10,19 @@ import json
 from pathlib import Path
 
 import pytest
-from report.agentfiles import score_runs, write_weather_runs
+from report.agentfiles import write_weather_runs
 from report.tracefiles import TraceWriter, result
 
 from tracesim import _semconv as sc
 from tracesim.cli import main
-from tracesim.evaluators import ToolNames, TrajectoryMatch
+from tracesim.evaluators import TrajectoryMatch
 
 
 @pytest.fixture
 def weather_file(tmp_path: Path) -> Path:
-    raw, scored = tmp_path / "raw.jsonl", tmp_path / "traces.jsonl"
-    write_weather_runs(raw, ["Warsaw in fahrenheit?", "Warsaw in celsius?"])
-    score_runs(raw, scored, ToolNames())
-    return scored
+    path = tmp_path / "traces.jsonl"
+    write_weather_runs(path, ["Warsaw in fahrenheit?", "Warsaw in celsius?"])
+    return path
 
 
 def _show(capsys: pytest.CaptureFixture[str], *args: str) -> list[str]:
@@ -99,10 +98,10 @@ def test_a_late_result_on_a_carrier_lists_the_run_of_the_span_it_scored(
 def test_another_run_evaluator_failing_lists_the_steps_too(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    raw, scored = tmp_path / "raw.jsonl", tmp_path / "traces.jsonl"
-    write_weather_runs(raw, ["Warsaw in fahrenheit?"])
-    score_runs(raw, scored, TrajectoryMatch(), expected=[{"name": "lookup", "arguments": "not json"}])
-    lines = _show(capsys, str(scored), "--failed", "trajectory_match")
+    path = tmp_path / "traces.jsonl"
+    expected = [{"name": "lookup", "arguments": "not json"}]
+    write_weather_runs(path, ["Warsaw in fahrenheit?"], evaluator=TrajectoryMatch(), expected=expected)
+    lines = _show(capsys, str(path), "--failed", "trajectory_match")
     assert any(
         line.startswith("run of weather  ✗ trajectory_match 0.000  2 tool calls  2 steps:") for line in lines
     )

@@ -1,5 +1,5 @@
 """``tracesim report``: each agent's runs (tool calls, per-tool counts, LLM use, worst runs), in
-text, JSON and HTML, from files written by a real traced agent (see `agentfiles`)."""
+text, JSON and HTML, from files written by a real traced agent scored online (see `agentfiles`)."""
 
 from __future__ import annotations
 
@@ -16,9 +16,8 @@ from secret_kinds import leaked
 from tracesim import _semconv as sc
 from tracesim._report import print_report, read_report, render_html
 from tracesim.cli import main
-from tracesim.evaluators import ToolNames
 
-from .agentfiles import score_runs, write_weather_runs
+from .agentfiles import write_weather_runs
 from .chromium import CHROMIUM, INSTALL, Page
 from .test_html import check_structure
 from .tracefiles import TraceWriter
@@ -30,10 +29,9 @@ QUESTIONS = ["Warsaw in fahrenheit?", "Warsaw in celsius?", "boiling in Warsaw?"
 def weather_file(tmp_path: Path) -> Path:
     """Three runs of ``weather`` scored by tool_names: the celsius run misses ``convert`` (fails),
     the boiling run calls it and it raises (fails: tool_names counts calls that succeeded)."""
-    raw, scored = tmp_path / "raw.jsonl", tmp_path / "traces.jsonl"
-    write_weather_runs(raw, QUESTIONS)
-    score_runs(raw, scored, ToolNames())
-    return scored
+    path = tmp_path / "traces.jsonl"
+    write_weather_runs(path, QUESTIONS)
+    return path
 
 
 def _json(path: Path, capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
