@@ -76,6 +76,7 @@ def test_public_names_are_pinned() -> None:
             "ToolCorrectness",
             "ToolNames",
             "Trajectory",
+            "TrajectoryJudge",
             "TrajectoryMatch",
             "as_text",
             "available_types",

@@ -12,7 +12,8 @@ from tracesim.evaluators import EvalResult, Evaluator, Measurement, Rouge, evalu
 from tracesim.evaluators._builtin_types import BUILTIN_TYPES
 from tracesim.evaluators.compat import agenta, agenttest, azure, twosignal
 
-MODEL_BACKED = {"semantic", "llm_similarity", "llm_judge"}  # their ranges are tested below
+# their ranges are tested below
+MODEL_BACKED = {"semantic", "llm_similarity", "llm_judge", "trajectory_judge"}
 SIMILARITIES = sorted(set(BUILTIN_TYPES) - {"levenshtein_distance"} - MODEL_BACKED)
 NOWHERE = {"base_url": "http://127.0.0.1:9/v1", "api_key": "k"}  # built, never called
 HUGE = 10**400  # math.isfinite() raises OverflowError on it
@@ -37,7 +38,7 @@ def _same_pair(type_name: str) -> tuple[Any, Any]:
 def test_each_builtin_declares_its_score_range() -> None:
     special = {"levenshtein_distance": (0.0, math.inf), "semantic": (-1.0, 1.0)}
     for type_name, cls in BUILTIN_TYPES.items():
-        if type_name in ("llm_similarity", "llm_judge"):
+        if type_name in ("llm_similarity", "llm_judge", "trajectory_judge"):
             continue  # a judge's range is its scale, per instance
         assert cls.score_range == special.get(type_name, (0.0, 1.0))
     assert Evaluator.score_range == (-math.inf, math.inf)
