@@ -116,9 +116,12 @@ class Runtime:
         if scoring:
             from tracesim._runs._recorder import RunRecorder
 
-            # A rule scoring runs may select another instrumentation's span, known only at its
-            # end: every trace is then kept until its local root ends.
-            record_all = any(scores_runs(e) for rule in self.rules for e in rule.evaluators)
+            # A rule scoring runs, or scoring agents (whose output may be their last LLM answer),
+            # may select another instrumentation's span, known only at its end: every trace is
+            # then kept until its local root ends.
+            record_all = any(
+                rule.kind == "agent" or any(scores_runs(e) for e in rule.evaluators) for rule in self.rules
+            )
             self.runs = RunRecorder(record_all=record_all, max_value_chars=capture.max_value_chars)
         if scoring and self.rules:
             from tracesim._scoring import ForeignScoring

@@ -96,6 +96,9 @@ def test_openinference_requested_and_executed_calls_count_once(tracer: Tracer) -
     assert run.tool_calls[0].output == "12 C"
     assert run.steps[2].model == "gpt-4o-mini"
     assert run.steps[2].input_tokens is None
+    # the agent span records no output (as OpenInference's OpenAI Agents spans): the run's
+    # output is its last LLM answer in text, not the tool-call request before it
+    assert run.output == "12 C in Warsaw"
 
 
 def test_an_openinference_llm_span_answering_with_a_tool_call_outputs_the_call_not_the_raw_response() -> None:

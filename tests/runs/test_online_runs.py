@@ -407,3 +407,39 @@ def test_tool_arguments_are_redacted_on_the_way_out() -> None:
     assert "Abc123Def456Ghi789" not in arguments
     assert "[REDACTED:" in arguments
     assert json.loads(arguments)["city"] == "Warsaw"
+
+
+def test_a_rule_scores_an_agent_span_without_output_by_its_last_answer() -> None:
+    """OpenInference's OpenAI Agents spans: the agent span records no output, its LLM spans do."""
+    rule = {
+        "kind": "agent",
+        "evaluators": ["exact", "trajectory_match"],
+        "expected": {
+            "output": "12 C in Warsaw",
+            "tool_calls": [{"name": "lookup", "arguments": {"city": "Warsaw"}}],
+        },
+    }
+    asking = {
+        "openinference.span.kind": "LLM",
+        "llm.output_messages.0.message.role": "assistant",
+        "llm.output_messages.0.message.tool_calls.0.tool_call.id": "call_a",
+        "llm.output_messages.0.message.tool_calls.0.tool_call.function.name": "lookup",
+        "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments": '{"city": "Warsaw"}',
+    }
+    tool = {"openinference.span.kind": "TOOL", "tool.name": "lookup", "input.value": '{"city": "Warsaw"}'}
+    answering = {
+        "openinference.span.kind": "LLM",
+        "llm.output_messages.0.message.role": "assistant",
+        "llm.output_messages.0.message.content": "12 C in Warsaw",
+    }
+    with capture_spans(evaluators=[rule]) as captured:
+        tracer = _runtime.active().provider.get_tracer("openinference-like")  # type: ignore[union-attr]
+        with tracer.start_as_current_span("Agent workflow", attributes={"openinference.span.kind": "AGENT"}):
+            for name, attributes in (("response", asking), ("lookup", tool), ("response", answering)):
+                with tracer.start_as_current_span(name, attributes=attributes):
+                    pass
+    agent = captured.by_name("Agent workflow")
+    assert agent.attributes["tracesim.eval.exact.score"] == 1.0
+    assert agent.attributes["tracesim.eval.trajectory_match.score"] == 1.0
+    # the LLM span that only asked for the tool is not scored as an answer by the agent rule
+    assert not any(key.startswith("tracesim.eval.") for key in captured.named("response")[0].attributes)

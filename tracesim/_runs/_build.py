@@ -139,7 +139,7 @@ def build_run(
     duration = (end - start) / 1e9 if end is not None and start is not None and end >= start else None
     return Run(
         steps=tuple(steps),
-        output=_run_output(root, limit) if output is NOT_GIVEN else output,
+        output=_final_output(root, steps, limit) if output is NOT_GIVEN else output,
         truncated=bool(reasons),
         truncated_reason="; ".join(reasons) or None,
         duration_s=duration,
@@ -384,6 +384,18 @@ def _run_output(root: ReadableSpan, limit: int) -> Any:
         except ValueError:
             pass
     return _bounded(text, limit)
+
+
+def _final_output(root: ReadableSpan, steps: list[Step], limit: int) -> Any:
+    """The root's output; for an agent span that records none (OpenInference's OpenAI Agents
+    spans), the answer of its last LLM call that answered with text rather than tool calls."""
+    found = _run_output(root, limit)
+    if found is not None:
+        return found
+    for step in reversed(steps):
+        if step.kind == "llm" and step.output is not None and not step.requested:
+            return step.output
+    return None
 
 
 def _error(span: ReadableSpan) -> str | None:

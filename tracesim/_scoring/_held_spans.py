@@ -24,7 +24,7 @@ from tracesim._capture import CaptureOptions
 from tracesim._foreign_spans import answer_text, requested_tool_calls, span_input, span_kinds, span_output
 from tracesim._internal_errors import WarnOnce
 from tracesim._scoring._expect import NOT_SET, expected_attributes
-from tracesim._scoring._jobs import Job
+from tracesim._scoring._jobs import FROM_RUN, NO_OUTPUT, Job, no_output
 from tracesim._scoring._results import write
 from tracesim._scoring._selection import Plan, Rule, plan, scores_runs
 from tracesim.exporters._redacting import copy_span
@@ -138,7 +138,6 @@ class _Binder:
         return {"input": self.text}
 
 
-_NO_OUTPUT = "the span carries no output: its instrumentation recorded none (content capture off?)"
 _TOOL_REQUEST = (
     "the span's output is a request for tool calls, not an answer: a step of the run, scored by run "
     "evaluators (score the agent span, or select this kind with a run evaluator)"
@@ -148,7 +147,7 @@ _TOOL_REQUEST = (
 def _not_an_answer(attributes: Mapping[str, Any], output: str | None) -> str | None:
     """Why string evaluators skip this span (no output, or a model's tool-call request), or None."""
     if output is None:
-        return _NO_OUTPUT
+        return NO_OUTPUT
     if requested_tool_calls(attributes) and not answer_text(attributes):
         return _TOOL_REQUEST
     return None
@@ -157,12 +156,6 @@ def _not_an_answer(attributes: Mapping[str, Any], output: str | None) -> str | N
 def _run_output(attributes: Mapping[str, Any], output: str | None) -> Any:
     """A held span's run output: its output text, JSON parsed as `build_run` parses it."""
     return NOT_GIVEN if output is None else output
-
-
-def _not_scored(evaluator: Any, why: str = _NO_OUTPUT) -> Any:
-    from tracesim.evaluators import EvalResult
-
-    return EvalResult(name=evaluator.name, threshold=evaluator.threshold, status="skipped", explanation=why)
 
 
 class ForeignScoring:
@@ -211,14 +204,18 @@ class ForeignScoring:
         end_ns = span.end_time or 0
         output = span_output(attributes)
         evaluators = chosen.evaluators
-        skip = _not_an_answer(attributes, output)
+        runs = self.runs
+        # an agent span that records no output (OpenAI Agents' in OpenInference): its run's answer
+        agent = span_kinds(attributes)[0] == "agent"
+        from_run = output is None and agent and runs is not None and runs.record_all
+        skip = None if from_run else _not_an_answer(attributes, output)
         if skip is not None:  # string evaluators have nothing to score; run evaluators still do
-            if skip == _NO_OUTPUT:
+            if skip == NO_OUTPUT:
                 self._no_output(span.name, attributes)
             evaluators = tuple(e for e in evaluators if scores_runs(e))
             for evaluator in chosen.evaluators:
                 if evaluator not in evaluators:
-                    result = _not_scored(evaluator, skip)
+                    result = no_output(evaluator, skip)
                     write(held, result, self.capture, end_ns, redaction=self.pipeline.redaction)
             if not evaluators:
                 held.end()
@@ -226,7 +223,7 @@ class ForeignScoring:
         text = span_input(attributes)
         job = Job(
             _Subject(held, self.capture),
-            output,
+            FROM_RUN if from_run else output,
             end_ns,
             evaluators,
             chosen.sources,
@@ -235,8 +232,8 @@ class ForeignScoring:
             _Binder(text),
             text,
         )
-        if chosen.runs and self.runs is not None:
-            job.run_source = self.runs.source(span, _run_output(attributes, output), end_ns)
+        if (chosen.runs or from_run) and runs is not None:
+            job.run_source = runs.source(span, _run_output(attributes, output), end_ns)
         self.pipeline.submit(job, chosen.always and len(evaluators) == len(chosen.evaluators))
 
     def _no_output(self, name: str, attributes: Mapping[str, Any]) -> None:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from tracesim.evaluators import EvalResult, Evaluator
 
 __all__ = [
+    "FROM_RUN",
     "Binder",
     "Job",
     "Run",
@@ -28,10 +29,15 @@ __all__ = [
     "Subject",
     "checked",
     "failure",
+    "no_output",
     "snapshot",
     "timeout",
     "unresponsive",
 ]
+
+FROM_RUN: Any = type("_FromRun", (), {"__repr__": lambda self: "FROM_RUN"})()
+"""A job's output when its span recorded none and it is read from its run (an agent span of
+another instrumentation: the run's final answer)."""
 
 _IMMUTABLE = frozenset(
     {str, bytes, int, float, bool, complex, type(None), decimal.Decimal, uuid.UUID, range}
@@ -237,6 +243,16 @@ def failure(evaluator: Evaluator, exc: BaseException, where: str) -> EvalResult:
         error=f"{where}: {type(exc).__name__}: {exc}",
         error_type=type(exc).__name__,
     )
+
+
+NO_OUTPUT = "the span carries no output: its instrumentation recorded none (content capture off?)"
+
+
+def no_output(evaluator: Evaluator, why: str = NO_OUTPUT) -> EvalResult:
+    """The result of a string evaluator on a span with no output to score."""
+    from tracesim.evaluators import EvalResult
+
+    return EvalResult(name=evaluator.name, threshold=evaluator.threshold, status="skipped", explanation=why)
 
 
 def unresponsive(evaluator: Evaluator, stuck: int) -> EvalResult:

@@ -28,7 +28,17 @@ from tracesim import _semconv as sc
 from tracesim._capture import CaptureOptions
 from tracesim._internal_errors import WarnOnce, internal_error
 from tracesim._scoring._expect import NOT_SET, handed, resolve_expected
-from tracesim._scoring._jobs import Job, Run, ScoringStats, checked, failure, timeout, unresponsive
+from tracesim._scoring._jobs import (
+    FROM_RUN,
+    Job,
+    Run,
+    ScoringStats,
+    checked,
+    failure,
+    no_output,
+    timeout,
+    unresponsive,
+)
 from tracesim._scoring._results import emit_carrier, write
 from tracesim._scoring._selection import sample_unit, scores_runs
 from tracesim._scoring._watchdog import Watchdog
@@ -234,6 +244,8 @@ class ScoringPipeline:
         for evaluator in job.evaluators:
             if problem is not None:
                 self._complete(job, evaluator, failure(evaluator, problem, "resolving the expected output"))
+            elif job.output is FROM_RUN and not scores_runs(evaluator):
+                self._complete(job, evaluator, no_output(evaluator))
             elif evaluator.is_async:
                 waiting.append(self._dispatch_async(job, evaluator, expected, value))
             else:
@@ -261,9 +273,12 @@ class ScoringPipeline:
         source, job.run_source = job.run_source, None
         try:
             wait_s = 0.0 if self.inline else max(0.0, (job.deadline - time.monotonic()) / 2)
-            job.run = source.take(wait_s)
+            job.run = run = source.take(wait_s)
         except Exception:
             internal_error("scoring: building the run")
+            return
+        if job.output is FROM_RUN and run.output is not None:  # an agent span without output
+            job.output = run.output
 
     def _expected(self, job: Job, arguments: Mapping[str, Any]) -> tuple[Any, BaseException | None]:
         """The call's expected value (a plain output or an `Expected`; None when there is none),
