@@ -15,24 +15,23 @@ Example:
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tracesim.evaluators._base import Measurement
 from tracesim.evaluators._call_cap import DEFAULT_MAX_CALLS
 from tracesim.evaluators._options import check_bool
-from tracesim.evaluators._run_checks import Call, RunEvaluator, _flat, actual_calls, call_data
+from tracesim.evaluators._run_checks import Call, RunEvaluator, _flat, actual_calls, call_data, name_counts
 
 __all__ = ["ToolCallAccuracy", "ToolCallF1"]
 
 
 def _sort_key(call: Call) -> tuple[str, ...]:
     """ragas' order for ``strict_order=False``: name, then each argument name and ``str`` of its value."""
-    arguments = call.arguments
+    name, arguments = call[0], call[1]
     if not isinstance(arguments, dict):
-        return (call.name, str(arguments))
-    key = [call.name]
+        return (name, str(arguments))
+    key = [name]
     for name in sorted(arguments):
         key += [name, str(arguments[name])]
     return tuple(key)
@@ -93,7 +92,7 @@ class ToolCallAccuracy(RunEvaluator):
             return Measurement(1.0 if not got and not want else 0.0, details)
         if not self.strict_order:
             got, want = sorted(got, key=_sort_key), sorted(want, key=_sort_key)
-        got_names, want_names = [call.name for call in got], [call.name for call in want]
+        got_names, want_names = [call[0] for call in got], [call[0] for call in want]
         aligned = got_names == want_names if self.strict_order else sorted(got_names) == sorted(want_names)
         details["aligned"] = aligned
         if not aligned:
@@ -104,13 +103,13 @@ class ToolCallAccuracy(RunEvaluator):
         total = 0.0
         mismatched = []
         for position, (actual, wanted) in enumerate(zip(got, want, strict=True)):
-            got_arguments, want_arguments = actual.arguments, wanted.arguments
+            got_arguments, want_arguments = actual[1], wanted[1]
             score, missing, wrong = _argument_score(got_arguments, want_arguments)
             total += score
             if score < 1.0:
                 entry: dict[str, Any] = {
                     "position": position,
-                    "name": wanted.name,
+                    "name": wanted[0],
                     "score": score,
                     "expected": want_arguments,
                     "actual": got_arguments,
@@ -126,11 +125,11 @@ class ToolCallAccuracy(RunEvaluator):
 
 def _unmatched_by_name(calls: Sequence[Call], others: Sequence[Call]) -> list[dict[str, Any]]:
     """The calls of ``calls`` whose name ``others`` lacks (counting repeats), in order."""
-    pool = Counter(call.name for call in others)
+    pool = name_counts([call[0] for call in others])
     unmatched = []
     for call in calls:
-        if pool[call.name]:
-            pool[call.name] -= 1
+        if pool.get(call[0]):
+            pool[call[0]] -= 1
         else:
             unmatched.append(call_data(call))
     return unmatched
@@ -190,11 +189,11 @@ def _distinct(calls: Sequence[Call]) -> dict[Any, Call]:
     """The distinct (name, arguments) of ``calls``, first seen first, each with its first call."""
     distinct: dict[Any, Call] = {}
     for call in calls:
-        arguments = call.arguments
+        arguments = call[1]
         hashed = (
             frozenset(arguments.items())
             if type(arguments) is dict and _flat(arguments)
             else _hashable(arguments)
         )
-        distinct.setdefault((call.name, hashed), call)
+        distinct.setdefault((call[0], hashed), call)
     return distinct

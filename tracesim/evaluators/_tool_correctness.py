@@ -10,6 +10,7 @@ same float operations in the same order, so the same floats).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import accumulate
 from typing import Any, ClassVar
 
 from tracesim._errors import ConfigError
@@ -155,42 +156,78 @@ class ToolCorrectness(CappedCalls):
         return 1.0
 
     def _greedy(self, called: list[_Call], wanted: list[_Call], pairs: list[tuple[int, int, float]]) -> float:
+        """Each expected call, in order, takes the untaken actual call of its name with the most
+        credit (the first on ties), as the package pairs them.
+
+        The package scans every actual call for every expected one and keeps the taken calls in
+        a set compared by value; at 1,000 calls of one name that is a billion comparisons. Here
+        the scan covers the calls of the expected call's name only, stops at the first call with
+        full credit (no credit exceeds 1, and a later one would have to exceed it to be chosen),
+        and on long lists a call is "taken" when the first call equal to it is (`_first_equal`),
+        a set lookup. The pairs are the package's, call for call.
+        """
+        if not wanted:
+            return 0.0 if called else 1.0
+        by_name: dict[str, list[int]] = {}
+        for j, got in enumerate(called):
+            by_name.setdefault(got[0], []).append(j)
+        weighted = self._arguments or self._output
+        first = _first_equal(called, by_name) if len(called) > _SHORT else None
+        taken_calls: list[_Call] = []  # compared by (name, arguments, output), as the package's set
+        taken: set[int] = set()  # on long lists: the first call equal to each taken call
         total = 0.0
-        taken: list[_Call] = []  # compared by (name, arguments, output), as the package's set
         for i, want in enumerate(wanted):
             best = 0.0
             best_index = -1
-            for j, got in enumerate(called):
-                # The package skips taken calls first; skipping other names first is the same.
-                if got[0] != want[0] or (taken and _taken(got, taken)):
+            for j in by_name.get(want[0], ()):
+                if first is None:
+                    if taken_calls and called[j] in taken_calls:
+                        continue
+                elif first[j] in taken:
                     continue
-                credit = self._credit(want, got) if self._arguments or self._output else 1.0
+                credit = self._credit(want, called[j]) if weighted else 1.0
                 if credit > best:
                     best = credit
                     best_index = j
+                    if credit >= 1.0:
+                        break
             if best > 0:
                 total += best
-                taken.append(called[best_index])
+                if first is None:
+                    taken_calls.append(called[best_index])
+                else:
+                    taken.add(first[best_index])
                 pairs.append((i, best_index, best))
-        if not wanted:
-            return 0.0 if called else 1.0
         return total / len(wanted)
 
     def _ordered(
         self, called: list[_Call], wanted: list[_Call], pairs: list[tuple[int, int, float]]
     ) -> float:
+        """The weighted longest common subsequence, as the package computes it.
+
+        Row by row: a cell is the larger of the cell above and the one to its left, and where
+        the names agree also the diagonal plus the credit. Taking ``above`` (and the diagonal
+        where names agree) first and then a running maximum along the row gives the same
+        cells; the running maximum runs in C (`itertools.accumulate`), so 1,000 by 1,000 calls
+        take milliseconds rather than a second.
+        """
         rows, cols = len(wanted), len(called)
-        table = [[0.0] * (cols + 1) for _ in range(rows + 1)]
+        by_name: dict[str, list[int]] = {}
+        for j, got in enumerate(called):
+            by_name.setdefault(got[0], []).append(j + 1)
+        weighted = self._arguments or self._output
+        table = [[0.0] * (cols + 1)]
         for i in range(1, rows + 1):
             want = wanted[i - 1]
-            row, above = table[i], table[i - 1]
-            for j in range(1, cols + 1):
-                got = called[j - 1]
-                if want[0] != got[0]:
-                    row[j] = max(above[j], row[j - 1])
-                    continue
-                credit = self._credit(want, got)
-                row[j] = max(above[j], row[j - 1], above[j - 1] + credit if credit > 0 else 0)
+            above = table[i - 1]
+            cells = above[:]
+            for j in by_name.get(want[0], ()):
+                credit = self._credit(want, called[j - 1]) if weighted else 1.0
+                if credit > 0:
+                    diagonal = above[j - 1] + credit
+                    if diagonal > cells[j]:
+                        cells[j] = diagonal
+            table.append(list(accumulate(cells, max)))
         i, j, total = rows, cols, 0.0
         while i > 0 and j > 0:
             if table[i][j] == table[i - 1][j]:
@@ -213,9 +250,25 @@ class ToolCorrectness(CappedCalls):
         )
 
 
-def _taken(call: _Call, taken: list[_Call]) -> bool:
-    """Whether an equal call (name, arguments, output) was taken, as the package's set says."""
-    return call in taken  # tuples: equal when name, arguments and output are
+_SHORT = 16
+"""Up to this many actual calls, a taken call is looked up among the taken ones directly."""
+
+
+def _first_equal(called: list[_Call], by_name: dict[str, list[int]]) -> list[int]:
+    """For each call, the index of the first call equal to it (name, arguments and output, by
+    ``==`` as the package's set compares them): equal calls are taken together."""
+    first = list(range(len(called)))
+    for indices in by_name.values():
+        distinct: list[int] = []
+        for j in indices:
+            call = called[j]
+            for k in distinct:
+                if called[k] == call:
+                    first[j] = k
+                    break
+            else:
+                distinct.append(j)
+    return first
 
 
 def _share(expected: Any, actual: Any) -> float:

@@ -42,20 +42,33 @@ _Call = tuple[str, Any, Any]
 checks it and names a bad item in a `ConfigError`."""
 
 
+def _plain_call(item: dict[Any, Any]) -> _Call | None:
+    """A call from a mapping that is plainly well formed (a name, known keys, arguments a dict
+    with text keys or absent), or None: then `_call_of` reads it the long way."""
+    name = item.get("name")
+    if type(name) is str and name and _KEYS.issuperset(item):
+        arguments = item.get("arguments")
+        if arguments is None and "arguments" not in item:
+            arguments = item.get("args")
+        if type(arguments) is dict:
+            for key in arguments:
+                if type(key) is not str:
+                    return None
+            return (name, arguments, item.get("output"))
+        return (name, parse_arguments(arguments), item.get("output"))
+    return None
+
+
 def _call_of(item: Any, where: str, index: int, inner: int = -1) -> _Call:
     """A call from what a user wrote; ``where[index]`` (``[inner]``) names a bad item."""
     if type(item) is dict:
+        plain = _plain_call(item)
+        if plain is not None:
+            return plain
         name = item.get("name")
         if type(name) is str and name and item.keys() <= _KEYS:
             arguments = item["arguments"] if "arguments" in item else item.get("args")
-            if type(arguments) is dict:
-                for key in arguments:
-                    if type(key) is not str:
-                        arguments = parse_arguments(arguments)
-                        break
-            else:
-                arguments = parse_arguments(arguments)
-            return (name, arguments, item.get("output"))
+            return (name, parse_arguments(arguments), item.get("output"))
     where = f"{where}[{index}]" if inner < 0 else f"{where}[{index}][{inner}]"
     call = ToolCall.of(item, where)
     return (call.name, call.arguments, call.output)
@@ -113,7 +126,10 @@ def output_calls(output: Any, where: str = "output") -> list[_Call]:
     if type(output) is list:  # the common case, without building messages
         calls: list[_Call] = []
         for index, item in enumerate(output):
-            if isinstance(item, (list, tuple)):
+            if type(item) is dict:
+                call = _plain_call(item)
+                calls.append(_call_of(item, where, index) if call is None else call)
+            elif isinstance(item, (list, tuple)):
                 calls.extend(_call_of(call, where, index, inner) for inner, call in enumerate(item))
             else:
                 calls.append(_call_of(item, where, index))
