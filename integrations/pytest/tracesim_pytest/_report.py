@@ -42,6 +42,7 @@ __all__ = [
     "ROWS",
     "Row",
     "Summary",
+    "call_lines",
     "describe",
     "failures",
     "markdown_cell",
@@ -74,12 +75,24 @@ class Row:
     status: str
     label: str | None = None
     reason: str | None = None
+    calls: Mapping[str, str] | None = None
+    """For an evaluator that scores runs: the expected and actual tool calls and how they differ
+    (``missing``, ``extra``...), one line each (`tracesim_pytest._calls.run_calls`)."""
 
     @classmethod
-    def from_result(cls, test: str, source: str, result: EvalResult, *, redact: Redact | None = None) -> Row:
+    def from_result(
+        cls,
+        test: str,
+        source: str,
+        result: EvalResult,
+        *,
+        redact: Redact | None = None,
+        calls: Mapping[str, str] | None = None,
+    ) -> Row:
         """The row of an `EvalResult` (its error message is the reason of an error), redacted.
 
         ``redact`` is the redaction of the test's configuration; outputs' is used without one.
+        ``calls`` are the tool-call lines of a run evaluator's result.
         """
         reason = result.error if result.status == "error" else result.explanation
         if result.status == "error" and result.error_type and reason and result.error_type not in reason:
@@ -94,6 +107,7 @@ class Row:
             status=result.status,
             label=result.label,
             reason=reason,
+            calls=dict(calls) if calls else None,
         )
         return row.redacted(redact if redact is not None else plugin_support.redact_text)
 
@@ -102,17 +116,25 @@ class Row:
         changes: dict[str, Any] = {
             name: redact(getattr(self, name)) for name in _TEXT_FIELDS if getattr(self, name) is not None
         }
+        if self.calls:
+            changes["calls"] = {label: redact(text) for label, text in self.calls.items()}
         return replace(self, **changes)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Row:
         """Read back what `to_json` wrote (rows travel on reports as plain JSON)."""
         fields: dict[str, Any] = {key: data.get(key) for key in cls.__dataclass_fields__}
+        calls = fields.get("calls")
+        fields["calls"] = (
+            {str(k): str(v) for k, v in calls.items()} if isinstance(calls, Mapping) and calls else None
+        )
         return cls(**fields)
 
     def to_json(self) -> dict[str, Any]:
-        """The row as a JSON object (a non-finite score becomes null)."""
+        """The row as a JSON object (a non-finite score becomes null; ``calls`` only when there are some)."""
         data = asdict(self)
+        if not self.calls:
+            del data["calls"]
         if self.score is not None and not math.isfinite(self.score):
             data["score"] = None
         return data
@@ -132,11 +154,19 @@ ROWS = pytest.StashKey[list[Row]]()
 
 
 def record(
-    item: pytest.Item, source: str, results: Iterable[EvalResult], *, redact: Redact | None = None
+    item: pytest.Item,
+    source: str,
+    results: Iterable[EvalResult],
+    *,
+    redact: Redact | None = None,
+    calls: Mapping[str, str] | None = None,
 ) -> None:
-    """Add results scored for ``item`` (``source`` names what was scored: a span, a call)."""
+    """Add results scored for ``item`` (``source`` names what was scored: a span, a call);
+    ``calls`` are the tool-call lines of a run evaluator's result (`Row.calls`)."""
     rows = item.stash.setdefault(ROWS, [])
-    rows.extend(Row.from_result(item.nodeid, source, result, redact=redact) for result in results)
+    rows.extend(
+        Row.from_result(item.nodeid, source, result, redact=redact, calls=calls) for result in results
+    )
 
 
 def _number(value: float | None) -> str:
@@ -144,9 +174,19 @@ def _number(value: float | None) -> str:
 
 
 def describe(row: Row) -> str:
-    """One line naming the metric, what was scored, the verdict, score, threshold and reason.
+    """One line naming the metric, what was scored, the verdict, score, threshold and reason;
+    then, for a run evaluator's result that did not pass, a line per part of its tool calls
+    (expected, actual, missing, extra...), indented.
 
     The names and the reason show control characters visibly (the line is printed by pytest).
+
+    Example:
+        >>> print(describe(Row("t", "agent", "tool_names", 0.0, False, 1.0, "ok",
+        ...                    calls={"expected": "lookup({})", "actual": "none", "missing": "lookup ×1"})))
+        tool_names on 'agent': failed, score 0, threshold 1: the score is below the threshold
+            expected: lookup({})
+            actual:   none
+            missing:  lookup ×1
     """
     reason = row.reason
     if reason is None and row.verdict == "fail" and row.score is not None and row.threshold is not None:
@@ -157,7 +197,16 @@ def describe(row: Row) -> str:
     verdict = {"pass": "passed", "fail": "failed"}.get(row.verdict, row.verdict)
     text = f"{visible(row.evaluator)} on {visible(repr(row.source))}: {verdict}, score {_number(row.score)}"
     text += f", threshold {_number(row.threshold)}"
-    return f"{text}: {visible(reason)}" if reason else text
+    text = f"{text}: {visible(reason)}" if reason else text
+    return text + "".join(f"\n    {line}" for line in call_lines(row))
+
+
+def call_lines(row: Row) -> list[str]:
+    """The tool-call lines of a row that did not pass (none for one that did), labels aligned."""
+    if not row.calls or row.verdict == "pass":
+        return []
+    width = max(len(label) for label in row.calls) + 1
+    return [f"{(label + ':').ljust(width)} {visible(text)}" for label, text in row.calls.items()]
 
 
 def failures(rows: Iterable[Row], *, strict: bool) -> list[Row]:
@@ -236,7 +285,19 @@ class Summary:
         table = [[visible(cell) for cell in line] for line in self.table()]
         widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
         text = ["  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)) for line in table]
-        return [*(line.rstrip() for line in text), "", self.headline()]
+        return [*(line.rstrip() for line in text), *self._call_lines(), "", self.headline()]
+
+    def _call_lines(self) -> list[str]:
+        """The tool calls of the run evaluators' results that did not pass, under their test."""
+        lines = []
+        for row in self.rows:
+            shown = call_lines(row)
+            if shown:
+                test = visible(plugin_support.redact_text(row.test))
+                scored = f"{visible(row.evaluator)} on {visible(repr(row.source))}"
+                lines.append(f"{test}: {scored}, {row.verdict}:")
+                lines.extend(f"    {line}" for line in shown)
+        return ["", "tool calls of the failed run evaluators:", *lines] if lines else []
 
     def markdown(self) -> str:
         """A GitHub-flavoured Markdown section with the same table."""

@@ -7,7 +7,11 @@ ask for it pays nothing: no configuration, no spans, no table.
 - The ``tracesim_eval`` fixture sends the test's spans to memory with inline scoring (see
   `tracesim.testing.capture_spans`), so a ``@tracesim.trace(evaluators=...)`` call is scored
   before it returns; ``tracesim_eval.score(output, expected, evaluators=[...])`` scores a
-  value directly and ``tracesim_eval.assert_passes(...)`` also asserts on it.
+  value directly and ``tracesim_eval.assert_passes(...)`` also asserts on it. The output may be
+  an agent's run (a ``tracesim.record_run`` block's, or a list of tool calls) and the expected
+  value a `tracesim.Expected` or a list of tool calls: evaluators that score runs compare the
+  calls, the others the run's output, and a failure lists the expected and actual calls, the
+  missing and the extra ones.
 - ``@pytest.mark.tracesim(**settings)`` gives the test that fixture (``settings`` go to
   `tracesim.configure`, e.g. rules that attach evaluators) and fails the test when a result
   recorded during it fails or errors.
@@ -39,7 +43,9 @@ import pytest
 
 from tracesim import plugin_support
 from tracesim.plugin_support import visible
+from tracesim.runs import NOT_GIVEN, Expected, Run
 from tracesim_pytest import _report as reporting
+from tracesim_pytest._calls import differences, listed_calls, run_calls, scores_runs
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
@@ -50,6 +56,7 @@ if TYPE_CHECKING:
 
 __all__ = ["TracesimEval", "assert_passes"]
 
+_EXPECTED_TOOL_CALLS = "tracesim.expected.tool_calls"  # the expected calls, as JSON, on a scored span
 MARKER = "tracesim"
 FIXTURE = "tracesim_eval"
 _RECORDER = pytest.StashKey["TracesimEval"]()
@@ -79,7 +86,8 @@ def assert_passes(results: EvalResult | Iterable[EvalResult], *, source: str = "
     from tracesim.evaluators import EvalResult
 
     items = [results] if isinstance(results, EvalResult) else list(results)
-    _raise_failures([reporting.Row.from_result("", source, r) for r in items], strict=True)
+    rows = [reporting.Row.from_result("", source, r, calls=differences(r.details) or None) for r in items]
+    _raise_failures(rows, strict=True)
 
 
 class TracesimEval:
@@ -101,6 +109,7 @@ class TracesimEval:
     def __init__(self, captured: CapturedSpans) -> None:
         self._captured = captured
         self._scored: list[tuple[str, EvalResult]] = []
+        self._calls: dict[int, dict[str, str]] = {}  # id of a scored result -> its tool-call lines
         # The test's redaction (its marker may set one): reports are made after the capture ends.
         self._redaction = plugin_support.redaction()
 
@@ -120,7 +129,18 @@ class TracesimEval:
 
     def scored(self) -> list[tuple[str, EvalResult]]:
         """``(source, result)`` pairs: ``source`` is the span name, or the ``name`` given to `score`."""
-        return [*self._scored, *_span_results(self._captured.otel_spans)]
+        return [(source, result) for source, result, _ in self._entries()]
+
+    def _entries(self) -> list[tuple[str, EvalResult, dict[str, str] | None]]:
+        """`scored`, each result with its tool-call lines (for a run evaluator's result)."""
+        own = [(source, result, self._calls.get(id(result))) for source, result in self._scored]
+        return [*own, *_span_results(self._captured.otel_spans)]
+
+    def _rows(self, test: str) -> list[reporting.Row]:
+        return [
+            reporting.Row.from_result(test, source, result, redact=self._redact, calls=calls)
+            for source, result, calls in self._entries()
+        ]
 
     def score(
         self,
@@ -137,12 +157,31 @@ class TracesimEval:
         mappings (``{"type": "levenshtein", "threshold": 0.8}``) or spec strings
         (``"rouge:rouge_type=rouge1"``); a bad one raises `tracesim.ConfigError`.
 
+        An agent's run scores as one: ``output`` may be a `tracesim.runs.Run` (or the
+        ``tracesim.record_run`` block that holds it) or a list of tool calls, ``expected`` a
+        `tracesim.Expected` or a list of tool calls. Evaluators that score runs
+        (``trajectory_match``, ``tool_correctness``...) get them as they are; the others get
+        the run's output and the expected output (and skip without one).
+
         The results come back redacted as the test's reports show them (name, label,
         explanation, error and details): pytest prints a result whose assertion fails, on the
         terminal and into the JUnit XML, and a secret the evaluator saw must not be there.
         """
+        from tracesim import RecordedRun
+
         built = plugin_support.build_evaluators(evaluators, FIXTURE)
-        results = [self._redacted(evaluator.evaluate(output, expected, input=input)) for evaluator in built]
+        run = output.run if isinstance(output, RecordedRun) else output
+        results = []
+        for evaluator in built:
+            if scores_runs(evaluator):
+                result = self._redacted(evaluator.evaluate(run, expected, input=input))
+                self._calls[id(result)] = run_calls(expected, run, result)
+            else:
+                value = run.output if isinstance(run, Run) else run
+                wanted = expected.output if isinstance(expected, Expected) else expected
+                given = None if wanted is NOT_GIVEN else wanted
+                result = self._redacted(evaluator.evaluate(value, given, input=input))
+            results.append(result)
         self._scored.extend((name, result) for result in results)
         return results
 
@@ -169,23 +208,34 @@ class TracesimEval:
         """`score`, then fail unless every result passed (see `assert_passes`)."""
         __tracebackhide__ = True
         results = self.score(output, expected, evaluators=evaluators, input=input, name=name)
-        rows = [reporting.Row.from_result("", name, r, redact=self._redact) for r in results]
+        rows = [
+            reporting.Row.from_result("", name, r, redact=self._redact, calls=self._calls.get(id(r)))
+            for r in results
+        ]
         _raise_failures(rows, strict=True)
         return results
 
 
-def _span_results(spans: Sequence[ReadableSpan]) -> Iterator[tuple[str, EvalResult]]:
-    """The evaluation results written on spans, each with the name of the span it scored."""
+def _span_results(spans: Sequence[ReadableSpan]) -> Iterator[tuple[str, EvalResult, dict[str, str] | None]]:
+    """The evaluation results written on spans, each with the name of the span it scored and,
+    when its details name missing or extra tool calls, its tool-call lines (the expected calls
+    from the span's ``tracesim.expected.tool_calls``)."""
     sc = plugin_support  # the names tracesim writes results with
-    names = {span.context.span_id: span.name for span in spans if span.context is not None}
+    by_id = {span.context.span_id: span for span in spans if span.context is not None}
     for span in spans:
-        source = span.name
+        target = span
         attributes = span.attributes or {}
         if attributes.get(sc.SPAN_KIND) == "EVALUATOR" and len(span.links) == 1:
-            source = names.get(span.links[0].context.span_id, source)  # a carrier: name its target
+            target = by_id.get(span.links[0].context.span_id, span)  # a carrier: name its target
         for event in span.events:
             if event.name == sc.EVALUATION_EVENT:
-                yield source, _decode(event.attributes)
+                result = _decode(event.attributes)
+                found = differences(result.details)
+                calls = None
+                if found:
+                    wanted = listed_calls((target.attributes or {}).get(_EXPECTED_TOOL_CALLS))
+                    calls = {**({"expected": wanted} if wanted is not None else {}), **found}
+                yield target.name, result, calls
 
 
 def _decode(attributes: Attributes) -> EvalResult:
@@ -242,8 +292,8 @@ def tracesim_eval(request: pytest.FixtureRequest) -> Iterator[TracesimEval]:
         request.node.stash[_RECORDER] = recorder
         yield recorder
     # After the capture is drained, so that late results are in too.
-    for source, result in recorder.scored():
-        reporting.record(request.node, source, [result], redact=recorder._redact)
+    for source, result, calls in recorder._entries():
+        reporting.record(request.node, source, [result], redact=recorder._redact, calls=calls)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -297,8 +347,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     yield  # a test that raised stays failed with its own error
     recorder = item.stash.get(_RECORDER, None)
     if recorder is not None and item.get_closest_marker(MARKER) is not None:
-        redact = recorder._redact
-        rows = [reporting.Row.from_result(item.nodeid, s, r, redact=redact) for s, r in recorder.scored()]
+        rows = recorder._rows(item.nodeid)
         _raise_failures(rows, strict=False, why=" (@pytest.mark.tracesim fails a test whose results fail)")
 
 
