@@ -17,7 +17,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from tracesim import _outputs
 from tracesim._errors import ConfigError
+from tracesim._redact import MARGIN, safe_cut
 from tracesim.evaluators._base import DEFAULT, Measurement, _Default
 from tracesim.evaluators._compared_text import as_text
 from tracesim.evaluators._judge_parse import Refusal, parse_verdict
@@ -208,9 +210,13 @@ class LLMJudge(ModelEvaluator):
         return [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(parts)}]
 
     def _cut(self, value: Any) -> str:
-        """The text as shown to the model: cut to ``max_chars`` code points, then escaped."""
+        """The text as shown to the model: cut to ``max_chars`` code points (never through a
+        secret), redacted as everything tracesim sends out of the process, then escaped."""
         text = as_text(value)
-        return escape(text if self.max_chars is None else text[: self.max_chars])
+        limit = self.max_chars
+        if limit is not None and len(text) > limit:
+            text = text[: safe_cut(text[: limit + 2 * MARGIN], limit)]
+        return escape(_outputs.text(text))
 
     def _truncated(self, *values: Any) -> bool:
         limit = self.max_chars

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from tracesim import _outputs
 from tracesim._errors import ConfigError
 from tracesim.evaluators._base import DEFAULT, Measurement, _Default
 from tracesim.evaluators._compared_text import cut_texts
@@ -270,8 +271,9 @@ class SemanticSimilarity(ModelEvaluator):
         ]
 
     async def _embed_texts(self, texts: list[str], details: dict[str, Any]) -> list[np.ndarray]:
-        if self._caller is not None:
-            raw, usage = await self._caller.embed(texts, dimensions=self.dimensions)
+        if self._caller is not None:  # texts leave the process: redacted as everything tracesim sends
+            sent = [_outputs.text(text) for text in texts]
+            raw, usage = await self._caller.embed(sent, dimensions=self.dimensions)
             details.update(usage.details())
             return _as_vectors(raw, len(texts))
         assert self._embed is not None

@@ -247,8 +247,21 @@ def test_long_texts_are_cut_before_they_are_shown_to_the_judge(server: LLMServer
     assert result.status == "ok", result.error
     assert result.details["truncated_to"] == 50
     prompt = user_prompt(server.requests[0])
-    assert "y" * 50 in prompt
+    # one 1,000,000-character token, so no secret: cut short of the limit by the margin a cut
+    # keeps from a token it could be cutting through (tracesim._redact.safe_cut)
+    assert "y" * 25 in prompt
     assert "y" * 51 not in prompt
+
+
+def test_what_the_judge_is_shown_is_redacted_and_no_cut_leaves_part_of_a_secret(server: LLMServer) -> None:
+    key = "sk-proj-Abc123Def456Ghi789Jkl012Mno345"
+    output = f"Use {key} to call marie.curie@sorbonne.fr about Warsaw."
+    result = similarity(server, max_chars=60).evaluate(output, f"Write to marie.curie@sorbonne.fr {key}")
+    assert result.status == "ok", result.error
+    prompt = user_prompt(server.requests[0])
+    for secret in ("Abc123Def456", "marie.curie", "sorbonne"):
+        assert secret not in prompt
+    assert "[REDACTED:" in prompt
 
 
 def test_no_model_call_shows_up_as_a_span_with_the_openai_client_instrumented(server: LLMServer) -> None:

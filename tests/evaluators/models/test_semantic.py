@@ -39,6 +39,13 @@ def test_the_score_is_the_cosine_of_the_servers_vectors_both_texts_in_one_reques
     assert result.details["usage"]["total_tokens"] > 0
 
 
+def test_texts_sent_to_the_embedding_server_are_redacted(server: LLMServer) -> None:
+    result = semantic(server).evaluate("Write to marie.curie@sorbonne.fr today.", GOLDEN)
+    assert result.status == "ok", result.error
+    assert server.requests[0].body is not None
+    assert server.requests[0].body["input"] == ["Write to [REDACTED:email] today.", GOLDEN]
+
+
 def test_a_golden_answer_is_embedded_once_over_100_calls(server: LLMServer) -> None:
     evaluator = semantic(server, threshold=0.5)
     for i in range(100):
