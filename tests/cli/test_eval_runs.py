@@ -10,6 +10,7 @@ leaves unredacted.
 from __future__ import annotations
 
 import csv
+import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -217,9 +218,21 @@ def test_tool_calls_are_redacted_in_the_results_and_the_summary(
         assert main(["eval", str(data), "--workers", "1", "--no-progress", "-e", "tool_correctness"]) == 0
         out = capsys.readouterr().out
         results = (tmp_path / "tickets.scores.jsonl").read_text(encoding="utf-8")
+        written = ""
+        if importlib.util.find_spec("pandas") is not None:  # batch: the Parquet cells too
+            from tracesim.batch import score
+
+            score(str(data), evaluators=["tool_correctness"], output=tmp_path / "out", engine="local")
+            batch_out = capsys.readouterr().out
+            import pyarrow.parquet as pq
+
+            table = pq.read_table(tmp_path / "out" / "part-00000.parquet").to_pylist()
+            written = json.dumps(table) + batch_out
+            assert '"[ticket]"' in table[0]["tool_correctness.details"]
+            assert '"[ticket]"' in table[0]["tool_calls"]
     finally:
         tracesim.shutdown()
     assert "tool_correctness failed: missing" in out
     assert '"[ticket]"' in out
     assert '"[ticket]"' in results
-    assert "4411" not in out + results
+    assert "4411" not in out + results + written
