@@ -152,7 +152,7 @@ def _sdk_span(record: SpanRecord) -> ReadableSpan:
         context=context,
         parent=parent,
         resource=_NO_RESOURCE,
-        attributes=dict(record.attributes),
+        attributes=record.attributes,  # read, not copied: redacted views redact only what a run reads
         events=events,
         status=Status(_STATUS.get(record.status_code, StatusCode.UNSET), record.status_message or None),
         start_time=record.start_time_unix_nano,
