@@ -276,3 +276,31 @@ def test_the_agents_section_renders_in_headless_chromium(
     for expected in ["Agents", "Tools", "Worst runs", "✗ tool_names 0.000", "convert", '{"city": "Warsaw"}']:
         assert expected in facts["text"]
     assert (tmp_path / "agents.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_nested_agents_are_runs_of_their_own_and_steps_of_their_parent(
+    writer: Callable[..., TraceWriter], capsys: pytest.CaptureFixture[str]
+) -> None:
+    w = writer()
+    for i, user in enumerate(["ann", "bob", "bob"]):
+        outer = w.span("planner", kind="AGENT", start_s=10 * i, duration_s=2, attributes={"user.id": user})
+        inner = w.span("researcher", kind="AGENT", start_s=10 * i + 0.1, duration_s=1, parent=outer)
+        w.span("search", kind="TOOL", start_s=10 * i + 0.2, duration_s=0.5, parent=inner)
+    w.close()
+    rows = _json(w.path, capsys, "--group-by", "user.id")["agents"]
+    assert [(r["group"], r["name"], r["runs"], r["tool_calls"]) for r in rows] == [
+        ("ann", "planner", 1, 1),
+        ("ann", "researcher", 1, 1),
+        ("bob", "planner", 2, 2),
+        ("bob", "researcher", 2, 2),
+    ]  # the researcher inherits its planner's user.id, as other spans do
+    steps = rows[0]["worst_runs"][0]["steps"]
+    assert [(s["kind"], s["name"], s["depth"]) for s in steps] == [
+        ("agent", "researcher", 1),
+        ("tool", "search", 2),
+    ]
+    assert main(["report", str(w.path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    first = out.index("Worst runs of planner (up to 3; --json or --html for more steps)")
+    assert out[first + 2].startswith("   1. agent researcher  1.00 s")
+    assert out[first + 3].startswith("      2. tool search {}  500.0 ms")  # nested: indented
