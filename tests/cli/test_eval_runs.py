@@ -46,10 +46,22 @@ ROWS: list[dict[str, Any]] = [
         "tool_calls": '[{"name": "lookup", "arguments": "{\\"city\\": \\"Paris\\"}"}]',
         "expected_tool_calls": json.dumps(OSLO),
     },
-    {"id": "c", "output": "x", "tool_calls": '[{"name": "lookup"}, "convert"]', "expected_tool_calls": "[]"},
-    {"id": "d", "output": "x", "tool_calls": "[]", "expected_tool_calls": '{"name": "lookup"}'},
+    {
+        "id": "c",
+        "output": "x",
+        "expected": "x",
+        "tool_calls": '[{"name": "lookup"}, "convert"]',
+        "expected_tool_calls": "[]",
+    },
+    {
+        "id": "d",
+        "output": "x",
+        "expected": "x",
+        "tool_calls": "[]",
+        "expected_tool_calls": '{"name": "lookup"}',
+    },
     {"id": "e", "output": "x", "expected": "x", "tool_calls": None, "expected_tool_calls": "[]"},
-    {"id": "f", "output": "x", "tool_calls": "lookup(Warsaw)", "expected_tool_calls": "[]"},
+    {"id": "f", "output": "x", "expected": "x", "tool_calls": "lookup(Warsaw)", "expected_tool_calls": "[]"},
 ]
 BAD = {
     "c": "bad 'tool_calls' cell (tool_calls[1]: got 'convert'; accepted: a tool call: "
@@ -236,3 +248,23 @@ def test_tool_calls_are_redacted_in_the_results_and_the_summary(
     assert '"[ticket]"' in out
     assert '"[ticket]"' in results
     assert "4411" not in out + results + written
+
+
+def test_score_frame_reads_the_tool_call_columns_and_reports_a_bad_cell_in_the_results(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pd = pytest.importorskip("pandas", reason="the 'dask' extra is not installed")
+    from tracesim.batch import score_frame
+
+    expected, _, _ = eval_lines(write_jsonl(tmp_path / "runs.jsonl"), capsys)
+    scores = score_frame(pd.DataFrame(ROWS), EVALUATORS)
+    rows = {row["id"]: row for row in scores.astype(object).where(scores.notna(), None).to_dict("records")}
+    for row_id in ("a", "b", "e"):
+        for name in NAMES:
+            assert rows[row_id][f"{name}.score"] == expected[row_id]["results"][name]["score"], (row_id, name)
+    assert json.loads(rows["b"]["tool_correctness.details"])["missing"] == OSLO
+    assert "exact.details" not in scores.columns
+    # a frame has no bad rows: the run evaluators' results say what is wrong, the others score
+    for row_id in BAD:
+        assert [rows[row_id][f"{name}.status"] for name in NAMES] == ["error", "error", "error", "ok"]
+        assert rows[row_id]["tool_correctness.error"] == f"bad_run: {BAD[row_id]}"

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tracesim import _outputs
+from tracesim.batch._records import Columns
 from tracesim.batch._score_rows import EvaluatorSpec, RunValues, build_evaluators, score_rows, scores_runs
 
 if TYPE_CHECKING:
@@ -26,6 +27,7 @@ __all__ = [
     "FIELDS",
     "RUN_FIELDS",
     "fields_of",
+    "frame_runs",
     "missing",
     "result_columns",
     "result_schema",
@@ -60,6 +62,8 @@ def score_frame(
     expected: str = "expected",
     input: str = "input",
     keep: Sequence[str] = ("id",),
+    tool_calls: str = "tool_calls",
+    expected_tool_calls: str = "expected_tool_calls",
 ) -> pd.DataFrame:
     """Score each row of ``frame``; return one column per evaluator and result field, redacted.
 
@@ -73,6 +77,12 @@ def score_frame(
     columns (label, explanation, status, error) pass through tracesim's redaction, so a frame
     an engine writes holds no secret an evaluator echoed; the ``keep`` columns are as given.
 
+    Run evaluators (``scores_runs``) score the ``tool_calls`` column, when ``frame`` has it,
+    against ``expected_tool_calls`` (lists of ``{"name", "arguments"}`` or JSON text of one,
+    read as ``tracesim eval`` reads them); their results add ``<name>.details`` (JSON). A cell
+    that is not a list of tool calls gives their results ``status="error"`` naming the column
+    and the item (a frame has no bad rows); string evaluators score the row as usual.
+
     Example:
         >>> import pandas as pd
         >>> rows = pd.DataFrame({"id": ["q1", "q2"], "output": ["Paris", "Lyon"],
@@ -81,7 +91,10 @@ def score_frame(
         >>> scores[["id", "levenshtein.score", "levenshtein.status"]].to_dict("list")
         {'id': ['q1', 'q2'], 'levenshtein.score': [1.0, nan], 'levenshtein.status': ['ok', 'skipped']}
     """
-    scores, _ = scored_frame(frame, build_evaluators(evaluators), output, expected, input)
+    built = build_evaluators(evaluators)
+    cols = Columns(output, expected, input, "id", tool_calls, expected_tool_calls)
+    runs = frame_runs(frame, cols) if any(scores_runs(ev) for ev in built) else None
+    scores, _ = scored_frame(frame, built, output, expected, input, runs)
     kept = [name for name in keep if name in frame.columns]
     return pandas().concat([frame[kept], scores], axis=1) if kept else scores
 
@@ -127,6 +140,29 @@ def result_columns(
             details = _outputs.clean([details_text(r.details) for r in mine])
             columns[f"{ev.name}.details"] = pd.array(details, dtype=pd.StringDtype())
     return columns
+
+
+def frame_runs(frame: pd.DataFrame, cols: Columns) -> list[RunValues | None] | None:
+    """What run evaluators score per row of ``frame`` (None when it has no tool call columns).
+
+    Example:
+        >>> import pandas as pd
+        >>> frame = pd.DataFrame({"output": ["ok"], "tool_calls": ['[{"name": "a"}]']})
+        >>> frame_runs(frame, Columns())[0].output
+        [ToolCall(name='a', arguments={})]
+    """
+    from tracesim.batch._records import run_cells
+
+    names = (cols.output, cols.expected, cols.tool_calls, cols.expected_tool_calls)
+    present = [name for name in dict.fromkeys(names) if name in frame.columns]
+    if not cols.has_runs(present):
+        return None
+    columns = {name: _values(frame[name]) for name in present}
+    runs: list[RunValues | None] = []
+    for i in range(len(frame)):
+        run = run_cells({name: values[i] for name, values in columns.items()}, cols)
+        runs.append(RunValues(error=run) if isinstance(run, str) else run)
+    return runs
 
 
 def fields_of(evaluator: Any) -> tuple[str, ...]:

@@ -92,7 +92,9 @@ class RunValues:
     """What run evaluators (``scores_runs``) score for one row instead of its output and expected
     value: ``output``, a `tracesim.runs.Run` (a span's, rebuilt from its trace) or a list of tool
     calls (a data file's ``tool_calls`` column), and ``expected``, a `tracesim.runs.Expected`.
-    ``missing`` says why the row has no run: run evaluators then skip it with that reason.
+    ``missing`` says why the row has no run: run evaluators then skip it with that reason;
+    ``error`` why its run cannot be read (a bad cell, where no bad row can be reported): run
+    evaluators then give an error result saying so.
 
     Example:
         >>> RunValues(missing="the 'tool_calls' cell is empty").output is None
@@ -102,6 +104,7 @@ class RunValues:
     output: Any = None
     expected: Any = None
     missing: str | None = None
+    error: str | None = None
 
 
 def scores_runs(evaluator: Any) -> bool:
@@ -165,17 +168,17 @@ def _truncation(run: RunValues | None) -> str | None:
     return None
 
 
-def _row_for(row: Triple, run: RunValues | None) -> Triple | str:
-    """What one evaluator scores of a row: the row, its run's values, or why it has no run."""
+def _row_for(row: Triple, run: RunValues | None) -> Triple | RunValues:
+    """What one evaluator scores of a row: the row, its run's values, or the run it cannot score."""
     if run is None:
         return row
-    if run.missing is not None:
-        return run.missing
+    if run.missing is not None or run.error is not None:
+        return run
     return run.output, run.expected, row[2]
 
 
-def _evaluate(ev: Evaluator, row: Triple | str) -> EvalResult:
-    if isinstance(row, str):
+def _evaluate(ev: Evaluator, row: Triple | RunValues) -> EvalResult:
+    if isinstance(row, RunValues):
         return _no_run(ev, row)
     output, expected, input_value = row
     try:
@@ -184,10 +187,15 @@ def _evaluate(ev: Evaluator, row: Triple | str) -> EvalResult:
         return ev._error(exc, 0.0)
 
 
-def _no_run(ev: Evaluator, why: str) -> EvalResult:
+def _no_run(ev: Evaluator, run: RunValues) -> EvalResult:
     from tracesim.evaluators import EvalResult
 
-    return EvalResult(name=ev.name, threshold=ev.threshold, status="skipped", explanation=why)
+    if run.error is not None:
+        error = f"bad_run: {run.error}"
+        return EvalResult(
+            name=ev.name, threshold=ev.threshold, status="error", error=error, error_type="bad_run"
+        )
+    return EvalResult(name=ev.name, threshold=ev.threshold, status="skipped", explanation=run.missing)
 
 
 def _score_async(
@@ -212,7 +220,7 @@ async def _gather(
     async def one(number: int, i: int, ev: Evaluator, row: Triple) -> tuple[int, int, EvalResult]:
         run = runs[number] if runs is not None and scores_runs(ev) else None
         values = _row_for(row, run)
-        if isinstance(values, str):
+        if isinstance(values, RunValues):
             return number, i, _no_run(ev, values)
         output, expected, input_value = values
         async with limits[i]:
