@@ -15,6 +15,10 @@ Two levels:
   results to Phoenix as annotations; never twice (``tracesim replay``). Replay and backfill
   keep one kind of ledger (`tracesim.batch._ledger`) of what reached where.
 
+Run evaluators (``trajectory_match``, ``tool_correctness``, ``run_budget``...) score agents'
+runs in all of them: a span's run rebuilt from its trace in the file, a data row's
+``tool_calls`` column against its ``expected_tool_calls``.
+
 This is tracesim's offline work: what runs on files after the traced process, never inside it.
 
 Importing this package is cheap: replay (and httpx) load when first used; pandas, pyarrow and

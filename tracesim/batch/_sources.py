@@ -240,7 +240,9 @@ class Spans:
     in the ``evaluators`` rules of ``tracesim.configure``. The output and input are read where
     each convention writes them (``output.value``, GenAI messages...), the expected output from
     ``tracesim.expected.value``. Each record keeps its ``trace_id``, ``span_id`` and
-    ``span_end_ns`` (when the span ended, where a backfill places its scores).
+    ``span_end_ns`` (when the span ended, where a backfill places its scores). For run
+    evaluators, a span's run is rebuilt from the spans of its trace, and its expected tool calls
+    read from ``tracesim.expected.tool_calls``; the parts then keep traces whole (see `parts`).
 
     Example:
         >>> Spans(".tracesim/traces*.jsonl", name="answer*", kind="agent").kind
