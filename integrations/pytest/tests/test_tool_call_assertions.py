@@ -231,6 +231,10 @@ def test_a_passing_row_prints_no_calls_and_rows_travel_as_json() -> None:
     assert "t.py::test_b: trajectory_match on 'agent', fail:" in lines
     assert not any(line.startswith("t.py::test_a:") for line in lines)
     assert Row.from_json(failed.to_json()) == failed
+    markdown = summary.markdown()
+    assert "- t\\.py\\:\\:test\\_b\\: trajectory\\_match on &#39;agent&#39;\\, fail" in markdown
+    assert "  - expected: lookup\\(\\{\\}\\)" in markdown
+    assert "test\\_a\\:" not in markdown
     assert "calls" not in Row("t", "s", "exact", 1.0, True, 1.0, "ok").to_json()
 
 

@@ -300,7 +300,8 @@ class Summary:
         return ["", "tool calls of the failed run evaluators:", *lines] if lines else []
 
     def markdown(self) -> str:
-        """A GitHub-flavoured Markdown section with the same table."""
+        """A GitHub-flavoured Markdown section with the same table, then the tool calls of the
+        failed run evaluators as a list (every piece escaped as a table cell is)."""
         table = self.table()
 
         def cells(line: list[str]) -> str:
@@ -308,7 +309,17 @@ class Summary:
 
         body = [cells(line) for line in table]
         body.insert(1, "|" + "---|" * len(table[0]))
-        return "\n".join(["### tracesim evaluations", "", self.headline(), "", *body, ""]) + "\n"
+        calls = []
+        for row in self.rows:
+            if not call_lines(row) or not row.calls:
+                continue
+            test = plugin_support.redact_text(row.test)
+            scored = f"{test}: {row.evaluator} on {row.source!r}, {row.verdict}"
+            calls.append(f"- {markdown_cell(scored)}")
+            calls.extend(f"  - {markdown_cell(k)}: {markdown_cell(v)}" for k, v in row.calls.items())
+        if calls:
+            calls = ["", "Tool calls of the failed run evaluators:", "", *calls]
+        return "\n".join(["### tracesim evaluations", "", self.headline(), "", *body, *calls, ""]) + "\n"
 
     def to_json(self) -> dict[str, Any]:
         """Every test with its outcome and its rows, and the counts."""
