@@ -268,3 +268,42 @@ def test_score_frame_reads_the_tool_call_columns_and_reports_a_bad_cell_in_the_r
     for row_id in BAD:
         assert [rows[row_id][f"{name}.status"] for name in NAMES] == ["error", "error", "error", "ok"]
         assert rows[row_id]["tool_correctness.error"] == f"bad_run: {BAD[row_id]}"
+
+
+@pytest.mark.parametrize("engine", ["local", "dask"])
+def test_the_tool_call_columns_can_have_other_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], engine: str
+) -> None:
+    if engine == "dask":
+        pytest.importorskip("distributed", reason="the 'dask' extra is not installed")
+    data = tmp_path / "renamed.jsonl"
+    row = {"id": "a", "output": "12 C", "calls": [WARSAW], "wanted": [WARSAW, CONVERT]}
+    data.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    out = tmp_path / ("out" if engine == "dask" else "out.jsonl")
+    args = [
+        "eval",
+        str(data),
+        "-e",
+        "tool_correctness:threshold=0.9",
+        "--no-progress",
+        "--workers",
+        "1",
+        "-o",
+        str(out),
+    ]
+    args += ["--tool-calls-col", "calls", "--expected-tool-calls-col", "wanted", "--engine", engine]
+    if engine == "dask":
+        args += ["--out-format", "jsonl"]
+    assert main(args) == 0
+    assert (
+        "renamed.jsonl:1: tool_correctness failed: missing " + json.dumps([CONVERT])
+        in capsys.readouterr().out
+    )
+    if engine == "dask":
+        line = json.loads((out / "part-00000.jsonl").read_text(encoding="utf-8"))
+        details = json.loads(line["tool_correctness.details"])
+    else:
+        line = json.loads(out.read_text(encoding="utf-8"))
+        details = line["results"]["tool_correctness"]["details"]
+    assert details["missing"] == [CONVERT]
+    assert details["matched"] == [[0, 0, 1.0]]
