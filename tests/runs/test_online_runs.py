@@ -17,6 +17,7 @@ import openai
 import pytest
 from llm_server import CHAT, LLMServer, Reply
 from opentelemetry import context as otel_context
+from opentelemetry import trace as otel_trace
 
 import tracesim
 from tracesim import _runtime
@@ -443,3 +444,31 @@ def test_a_rule_scores_an_agent_span_without_output_by_its_last_answer() -> None
     assert agent.attributes["tracesim.eval.trajectory_match.score"] == 1.0
     # the LLM span that only asked for the tool is not scored as an answer by the agent rule
     assert not any(key.startswith("tracesim.eval.") for key in captured.named("response")[0].attributes)
+
+
+def test_spans_kept_in_all_traces_are_bounded_and_counted() -> None:
+    from tracesim._runs._recorder import RunRecorder
+
+    recorder = RunRecorder(record_all=True, max_kept=4)
+    with capture_spans():
+        tracer = _runtime.active().tracer  # type: ignore[union-attr]
+        roots = []
+        for _ in range(3):  # three agents running at once, two steps each
+            root = tracer.start_span("agent")
+            recorder.started(root)
+            roots.append(root)
+        for root in roots:
+            for name in ("first", "second"):
+                step = tracer.start_span(name, context=otel_trace.set_span_in_context(root))
+                recorder.started(step)
+                step.end()
+                recorder.ended(step)  # type: ignore[arg-type]
+        assert recorder.kept == 4
+        runs = [recorder.take(root, None, None, 0.0) for root in roots]
+        for root in roots:
+            root.end()
+            recorder.ended(root)  # type: ignore[arg-type]
+    assert [len(run.steps) for run in runs] == [2, 2, 0]
+    assert runs[2].truncated_reason == "2 span(s) of the trace were not kept (the recorder's span limit)"
+    assert recorder.traces == {}
+    assert recorder.kept == 0

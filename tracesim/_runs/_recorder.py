@@ -15,9 +15,9 @@ The scoring worker takes a `RunSource`'s run: it waits, up to a bound, for the s
 running under the scored span, then builds the `tracesim.runs.Run` from what is there
 (marked truncated when children had not ended). The caller never waits.
 
-Everything is bounded: spans kept per trace (``max_spans``; the rest are counted and the run
-is marked), traces kept at once (``max_traces``; the oldest unwatched one goes first, counted
-in ``evicted``).
+Everything is bounded: spans kept per trace (``max_spans``) and in all (``max_kept``; the rest
+are counted and the run is marked), traces kept at once (``max_traces``; the oldest unwatched
+one goes first, counted in ``evicted``).
 """
 
 from __future__ import annotations
@@ -37,6 +37,8 @@ DEFAULT_MAX_SPANS = 4 * DEFAULT_MAX_STEPS
 """Ended spans kept per trace: a run's steps and their siblings outside the scored subtree."""
 DEFAULT_MAX_TRACES = 1000
 """Traces kept at once; a busier process evicts the oldest trace no scored span waits for."""
+DEFAULT_MAX_KEPT = 20_000
+"""Ended spans kept in all traces together; past it, spans are counted, not kept."""
 
 
 class _Trace:
@@ -59,12 +61,16 @@ class RunRecorder:
         record_all: bool = False,
         max_spans: int = DEFAULT_MAX_SPANS,
         max_traces: int = DEFAULT_MAX_TRACES,
+        max_kept: int = DEFAULT_MAX_KEPT,
         max_steps: int = DEFAULT_MAX_STEPS,
         max_value_chars: int = DEFAULT_MAX_VALUE_CHARS,
     ) -> None:
         self.record_all = record_all
         self.max_spans = max_spans
         self.max_traces = max_traces
+        self.max_kept = max_kept
+        self.kept = 0
+        """Ended spans kept now, in all traces."""
         self.max_steps = max_steps
         self.max_value_chars = max_value_chars
         self.traces: dict[int, _Trace] = {}
@@ -108,8 +114,9 @@ class RunRecorder:
         if trace is None:
             return
         trace.open.pop(context.span_id, None)
-        if len(trace.ended) < self.max_spans:
+        if len(trace.ended) < self.max_spans and self.kept < self.max_kept:
             trace.ended.append(span)
+            self.kept += 1  # under the GIL; a count off by a few under a race only moves the bound
         else:
             trace.left_out += 1
         parent = span.parent
@@ -188,7 +195,7 @@ class RunRecorder:
             oldest = next((key for key, kept in self.traces.items() if not kept.roots), None)
             if oldest is None:
                 oldest = next(iter(self.traces))
-            del self.traces[oldest]
+            self.kept -= len(self.traces.pop(oldest).ended)
             self.evicted += 1
         trace = self.traces[trace_id] = _Trace()
         return trace
@@ -197,8 +204,8 @@ class RunRecorder:
         """Forget a trace no scored span needs any more."""
         if trace.roots:
             return
-        if not self.record_all or trace.root_ended:
-            self.traces.pop(trace_id, None)
+        if (not self.record_all or trace.root_ended) and self.traces.pop(trace_id, None) is not None:
+            self.kept -= len(trace.ended)
 
 
 def _running_under(trace: _Trace, root_id: int) -> list[ReadableSpan]:
