@@ -35,8 +35,9 @@ def test_a_failed_run_evaluator_lists_the_runs_steps_at_the_end_of_its_trace(
 ) -> None:
     lines = _show(capsys, str(weather_file))
     head = lines.index("run of weather  ✗ tool_names 0.000  1 tool call  1 step:")
-    assert lines[head + 1].startswith('   1. tool lookup {"city": "Warsaw"}  ')
-    assert lines[head + 2] == ""  # the end of the trace's block
+    assert lines[head + 1] == "   why (tool_names): missing 'convert' x1"  # the result's explanation
+    assert lines[head + 2].startswith('   1. tool lookup {"city": "Warsaw"}  ')
+    assert lines[head + 3] == ""  # the end of the trace's block
     trace = max(i for i, line in enumerate(lines[:head]) if line.startswith("trace "))
     assert lines[trace + 2] == "│  in: Warsaw in celsius?"  # under the run that missed convert
     assert sum(line.startswith("run of ") for line in lines) == 1  # the passing run lists nothing

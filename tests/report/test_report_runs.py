@@ -67,6 +67,7 @@ def test_the_json_document_has_each_agents_runs_tools_and_worst_runs(
         ("tool", "convert", '{"celsius": 150.0}'),
     ]
     assert boiling["steps"][1]["error"] == "ValueError: 150.0 C is not a weather"
+    assert boiling["explanation"] == "missing 'convert' x1"  # tool_names counts calls that succeeded
     assert boiling["steps"][0]["error"] is None
     assert boiling["steps"][0]["duration_s"] > 0
     assert [s["name"] for s in celsius["steps"]] == ["lookup"]
@@ -89,8 +90,9 @@ def test_the_text_report_prints_the_agents_their_tools_and_their_worst_runs(
     assert any(line.startswith("│ weather │ convert │     2 │      1 │      50.0% │") for line in lines)
     worst = lines.index("Worst runs of weather (up to 3; --json or --html for more steps)")
     assert lines[worst + 1].startswith("✗ tool_names 0.000  trace ")
-    assert lines[worst + 2].startswith('   1. tool lookup {"city": "Warsaw"}  ')
-    assert lines[worst + 3].startswith(
+    assert lines[worst + 2] == "   why: missing 'convert' x1"
+    assert lines[worst + 3].startswith('   1. tool lookup {"city": "Warsaw"}  ')
+    assert lines[worst + 4].startswith(
         '   2. tool convert {"celsius": 150.0}  ERROR ValueError: 150.0 C is not a weather  '
     )
     assert "LLM" not in out  # no model call in these runs: no LLM columns

@@ -50,6 +50,7 @@ __all__ = [
     "agent_stats",
     "is_agent",
     "is_run_result",
+    "one_line",
     "run_steps",
     "step_text",
 ]
@@ -227,11 +228,11 @@ def step_text(step: RunStep, number: int, *, width: int = 100, cost: str | None 
 
     parts = [f"{'   ' * (max(step.depth, 1) - 1)}{number}. {step.kind} {visible(step.name)}"]
     if step.arguments is not None:
-        parts[0] += " " + _short(visible(step.arguments), width)
+        parts[0] += " " + one_line(visible(step.arguments), width)
     if step.requested:
-        parts.append("requested " + _short(visible(", ".join(step.requested)), width))
+        parts.append("requested " + one_line(visible(", ".join(step.requested)), width))
     if step.error:
-        parts.append("ERROR " + _short(visible(step.error), width))
+        parts.append("ERROR " + one_line(visible(step.error), width))
     if step.duration_s is not None:
         parts.append(format_duration(step.duration_s))
     usage = []
@@ -247,7 +248,13 @@ def step_text(step: RunStep, number: int, *, width: int = 100, cost: str | None 
     return "  ".join(parts)
 
 
-def _short(value: str, width: int) -> str:
+def one_line(value: str, width: int) -> str:
+    """``value`` on one line (white space runs made one space), cut to ``width`` with ``…``.
+
+    Example:
+        >>> one_line("missing  'convert'   x1", 12), one_line("missing  'convert'   x1", 30)
+        ("missing 'co…", "missing 'convert' x1")
+    """
     flat = " ".join(value.split())
     width = max(width, 1)
     return flat if len(flat) <= width else flat[: width - 1] + "…"
@@ -261,6 +268,7 @@ class _Scored:
     score: float | None = None
     passed: bool | None = None
     failed: bool = False
+    explanation: str | None = None  # as read: redacted and cut only for the runs shown
 
 
 @dataclass
@@ -349,6 +357,8 @@ def _run_results(judged: Iterable[Judged], text: Texts) -> dict[tuple[str, str],
         ):
             scored.evaluator, scored.score = name, score
             scored.passed = passed if isinstance(passed, bool) else None
+            explanation = attributes.get(sc.EVALUATION_EXPLANATION)
+            scored.explanation = explanation if isinstance(explanation, str) and explanation else None
         scored.failed = scored.failed or bad
     return found
 
@@ -443,6 +453,7 @@ def _case(item: _Sample, index: TraceRuns, text: Texts, prices: PriceTable | Non
         evaluator=scored.evaluator,
         score=scored.score,
         passed=scored.passed,
+        explanation=_cut(text.once(scored.explanation)) if scored.explanation else None,
         error=_cut(text.once(error)) if error else None,
         duration_s=record.duration_s,
         tool_calls=len(run.tool_calls),

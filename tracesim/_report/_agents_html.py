@@ -90,7 +90,8 @@ def _run(case: RunCase) -> str:
         f"<tbody>{''.join(rows)}</tbody></table></div>"
     )
     verdict = "fail" if case.passed is False else "pass" if case.passed is True else ""
-    return f'<p class="run {verdict}">{html_text(run_head(case))}</p>{table}{more}'
+    why = f'<p class="note">why: {html_text(case.explanation)}</p>' if case.explanation else ""
+    return f'<p class="run {verdict}">{html_text(run_head(case))}</p>{why}{table}{more}'
 
 
 def _step_row(number: int, step: RunStep, llm: bool) -> str:

@@ -12,7 +12,7 @@ from rich.text import Text
 
 from tracesim import _semconv as sc
 from tracesim._pricing import PriceTable, format_usd
-from tracesim._report._agents import TraceRuns, agent_name, is_run_result, run_steps, step_text
+from tracesim._report._agents import TraceRuns, agent_name, is_run_result, one_line, run_steps, step_text
 from tracesim._report._format import DASH, format_count, format_duration, format_rate, format_score
 from tracesim._report._report_data import AgentStats, Report, RunCase
 from tracesim._report._tables import print_table
@@ -118,7 +118,7 @@ def run_head(case: RunCase) -> str:
     """What a worst run is: its verdict, trace, duration, calls, tokens and cost, on one line.
 
     Example:
-        >>> case = RunCase("weather", "ab" * 16, "cd" * 8, "tool_names", 0.5, False, None, 0.25,
+        >>> case = RunCase("weather", "ab" * 16, "cd" * 8, "tool_names", 0.5, False, None, None, 0.25,
         ...                2, 1, 120, None, False, (), 0)
         >>> for part in run_head(case).split("  "):
         ...     print(part)
@@ -159,6 +159,8 @@ def _print_worst(agent: AgentStats, console: Console) -> None:
     console.print(Text(visible(title)), soft_wrap=True)
     for case in agent.worst_runs:
         console.print(Text(visible(run_head(case)), style="bold"), soft_wrap=True)
+        if case.explanation:
+            console.print(Text(visible(f"   why: {one_line(case.explanation, _CHARS)}")), soft_wrap=True)
         for number, step in enumerate(case.steps[:STEPS_SHOWN], start=1):
             cost = format_usd(step.cost_usd) if step.cost_usd is not None else None
             console.print(Text("   " + step_text(step, number, width=_CHARS, cost=cost)), soft_wrap=True)
@@ -201,6 +203,7 @@ def failed_runs(
     """
     by_id = {(span.trace_id, span.span_id): span for span in spans}
     targets: dict[tuple[str, str], list[str]] = {}
+    whys: dict[tuple[str, str], list[str]] = {}  # each failed result's explanation
     for span in spans:
         carrier = span.attributes.get(sc.SPAN_KIND) == "EVALUATOR" and len(span.links) == 1
         target = by_id.get((span.links[0].trace_id, span.links[0].span_id)) if carrier else span
@@ -210,6 +213,12 @@ def failed_runs(
             attributes = event.attributes
             if is_run_result(attributes) and _failed(attributes):
                 targets.setdefault((target.trace_id, target.span_id), []).append(_verdict(attributes))
+                explanation = attributes.get(sc.EVALUATION_EXPLANATION)
+                if isinstance(explanation, str) and explanation:
+                    name = visible(str(attributes.get(sc.EVALUATION_NAME)))
+                    whys.setdefault((target.trace_id, target.span_id), []).append(
+                        f"   why ({name}): {one_line(visible(explanation), width)}"
+                    )
     if not targets:
         return {}
     index = TraceRuns(spans)
@@ -229,6 +238,7 @@ def failed_runs(
             head.insert(-1, f"cut short ({visible(run.truncated_reason)})")
         out = lines.setdefault(target.trace_id, [])
         out.append("  ".join(head))
+        out.extend(sorted(whys.get(key, ())))
         for number, step in enumerate(shown, start=1):
             cost = format_usd(step.cost_usd) if step.cost_usd is not None else None
             out.append("   " + step_text(step, number, width=width, cost=cost))

@@ -324,8 +324,9 @@ class RunStep:
 class RunCase:
     """One of an agent's worst runs, with its first steps.
 
-    ``evaluator``, ``score`` and ``passed`` are those of its lowest-scored run evaluator
-    result (``None`` when no run evaluator scored it). ``steps`` holds the first steps in start
+    ``evaluator``, ``score``, ``passed`` and ``explanation`` (which calls were missing, extra or
+    mismatched, cut to 300 characters) are those of its lowest-scored run evaluator result
+    (``None`` when no run evaluator scored it). ``steps`` holds the first steps in start
     order; ``more_steps`` counts those left out. ``truncated`` says the run itself was cut
     short when it was rebuilt (a step limit, or steps that had not ended).
     """
@@ -336,6 +337,7 @@ class RunCase:
     evaluator: str | None
     score: float | None
     passed: bool | None
+    explanation: str | None
     error: str | None
     duration_s: float
     tool_calls: int
