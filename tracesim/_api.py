@@ -192,7 +192,11 @@ def scoring_stats() -> ScoringStats:
     runtime = _runtime.current
     if runtime is None or runtime.scoring is None:
         return ScoringStats()
-    return dataclasses.replace(runtime.scoring.stats)
+    stats = dataclasses.replace(runtime.scoring.stats)
+    runs = runtime.runs
+    if runs is not None:
+        stats.runs_traces_evicted = runs.evicted
+    return stats
 
 
 def export_stats() -> ExportStats:

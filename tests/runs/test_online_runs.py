@@ -204,7 +204,9 @@ def test_a_child_that_never_ends_is_waited_for_within_the_bound_then_marked(inst
     with capture_spans(scoring_mode="background", max_defer_s=0.4) as captured:
         assert agent() == "answered before its tool ended"  # the caller does not wait
         assert tracesim.force_flush(5.0)
+        stats = tracesim.scoring_stats()
         left[0].end()
+    assert (stats.runs_truncated, stats.runs_spans_left_out, stats.runs_traces_evicted) == (1, 0, 0)
     (run,) = seen.runs
     assert run.truncated
     assert run.truncated_reason == "1 step(s) had not ended: 'background tool'"

@@ -156,6 +156,10 @@ class RunRecorder:
 
     def take(self, span: Any, output: Any, end_ns: int | None, wait_s: float) -> Run:
         """``span``'s run: waits up to ``wait_s`` for the spans still running under it."""
+        return self.take_counted(span, output, end_ns, wait_s)[0]
+
+    def take_counted(self, span: Any, output: Any, end_ns: int | None, wait_s: float) -> tuple[Run, int]:
+        """`take`, and how many spans of the trace were counted but not kept."""
         context = span.get_span_context()
         deadline = time.monotonic() + wait_s
         with self._lock:
@@ -177,7 +181,7 @@ class RunRecorder:
             if trace is not None:
                 trace.roots.pop(context.span_id, None)
                 self._settle(context.trace_id, trace)
-        return build_run(
+        run = build_run(
             span,
             spans,
             running=running,
@@ -187,6 +191,7 @@ class RunRecorder:
             output=output,
             left_out=left_out,
         )
+        return run, left_out
 
     # ------------------------------------------------------------ bookkeeping (under the lock)
 
@@ -234,7 +239,7 @@ def _running_under(trace: _Trace, root_id: int) -> list[ReadableSpan]:
 class RunSource:
     """One scoring job's run, taken once by the worker (`take`), or given up (`release`)."""
 
-    __slots__ = ("_done", "_end_ns", "_output", "_recorder", "_span")
+    __slots__ = ("_done", "_end_ns", "_output", "_recorder", "_span", "left_out")
 
     def __init__(self, recorder: RunRecorder, span: Any, output: Any, end_ns: int | None) -> None:
         self._recorder = recorder
@@ -242,11 +247,14 @@ class RunSource:
         self._output = output
         self._end_ns = end_ns
         self._done = False
+        self.left_out = 0
+        """Spans of the trace counted but not kept, once the run is taken."""
 
     def take(self, wait_s: float) -> Run:
         """The run (built once; a second call builds it again from what is left)."""
         self._done = True
-        return self._recorder.take(self._span, self._output, self._end_ns, wait_s)
+        run, self.left_out = self._recorder.take_counted(self._span, self._output, self._end_ns, wait_s)
+        return run
 
     def release(self) -> None:
         """Give the run up, unless it was taken already. Idempotent."""

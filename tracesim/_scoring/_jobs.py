@@ -105,6 +105,12 @@ class ScoringStats:
     """Results that arrived after the span ended and went on a carrier span."""
     pending: int = 0
     """Calls queued or being scored right now."""
+    runs_truncated: int = 0
+    """Runs scored cut short: children still running, or more steps or spans than kept."""
+    runs_spans_left_out: int = 0
+    """Spans of scored traces the run recorder counted but did not keep (its memory bounds)."""
+    runs_traces_evicted: int = 0
+    """Traces the run recorder let go of early to keep at most 1,000 at once."""
 
 
 class Binder(Protocol):

@@ -277,6 +277,9 @@ class ScoringPipeline:
         except Exception:
             internal_error("scoring: building the run")
             return
+        if run.truncated:
+            self.stats.runs_truncated += 1
+            self.stats.runs_spans_left_out += source.left_out
         if job.output is FROM_RUN and run.output is not None:  # an agent span without output
             job.output = run.output
 
