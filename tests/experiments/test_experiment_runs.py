@@ -22,6 +22,7 @@ import pytest
 from llm_server import CHAT, LLMServer, Reply
 
 import tracesim
+from tracesim import _runtime
 from tracesim.evaluators import Evaluator
 from tracesim.experiments import Case, Dataset, ExperimentReport, _run_steps
 from tracesim.runs import Expected, Run
@@ -269,6 +270,25 @@ def test_an_async_task_with_repeats_and_a_file_of_expected_tool_calls(tmp_path: 
     assert kept is not None
     assert [s["arguments"] for s in kept["steps"]] == ['{"city":"Rome"}']
     assert "bad (repeat 1): 1 tool calls, 0 LLM calls" in str(report)
+
+
+def test_the_recorder_lets_every_cases_spans_go_whatever_became_of_the_case() -> None:
+    def task(question: str) -> str:
+        lookup("Warsaw")
+        if question == "boom":
+            raise LookupError("no such city")
+        return "12 C"
+
+    expected = Expected(output="12 C", tool_calls=WARSAW)
+    dataset = Dataset([Case(q, expected=expected, id=q) for q in ("fine", "boom", "again")])
+    with capture_spans():
+        report = dataset.evaluate(task, evaluators=["trajectory_match"], repeat=3)
+        recorder = _runtime.active().runs  # type: ignore[union-attr]
+        assert recorder is not None
+        assert recorder.traces == {}
+    assert report.row("boom").error == "LookupError: no such city"
+    assert report.row("boom").run is None  # no run evaluator ran: the task failed
+    assert report.row("again", 2).score("trajectory_match") == 1.0
 
 
 def test_a_long_run_is_kept_bounded() -> None:

@@ -329,8 +329,12 @@ class _Runner:
             if source is None:
                 return None
             loop = asyncio.get_running_loop()
-            # on the pool: waiting for spans still running under it must not hold up the loop
-            return await loop.run_in_executor(self.pool, source.take, RUN_WAIT_S)
+            try:
+                # on the pool: waiting for spans still running under it must not hold up the loop
+                return await loop.run_in_executor(self.pool, source.take, RUN_WAIT_S)
+            except BaseException:  # cancelled: the recorder must not keep the trace for it
+                source.release()
+                raise
         except Exception:
             internal_error("experiment: build a case's run")
             return None
