@@ -349,3 +349,43 @@ def test_the_run_steps_module_examples_run() -> None:
     outcome = doctest.testmod(_run_steps, optionflags=doctest.ELLIPSIS)
     assert outcome.failed == 0
     assert outcome.attempted > 5
+
+
+AGENT_MODULE = """
+import tracesim
+
+
+@tracesim.trace(kind="tool")
+def lookup(city):
+    return {"Warsaw": "12 C"}.get(city, "unknown")
+
+
+def agent(question):
+    if question.endswith("?"):
+        lookup("Berlin")  # a wrong call first
+    return lookup("Warsaw")
+"""
+
+
+def test_from_the_command_line_a_file_of_expected_calls_and_the_failed_runs_in_its_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tracesim.cli._experiment import main
+
+    (tmp_path / "weather_agent.py").write_text(AGENT_MODULE)
+    rows = [
+        {"id": "plain", "input": "Warsaw", "expected": "12 C", "expected_tool_calls": WARSAW},
+        {"id": "asked", "input": "Warsaw?", "expected": "12 C", "expected_tool_calls": WARSAW},
+    ]
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    argv = ["run", "weather_agent.py:agent", "--dataset", "cases.jsonl", "-e", "trajectory_match"]
+    assert main([*argv, "-e", "exact", "--no-progress", "--out", "run.json"]) == 0
+    printed = capsys.readouterr().out
+    section = printed[printed.index("failed runs") :]
+    assert "asked: 2 tool calls, 0 LLM calls" in section
+    assert 'tool lookup {"city":"Berlin"} -> unknown' in section
+    assert "plain:" not in section
+    saved = ExperimentReport.load(tmp_path / "run.json")
+    assert saved.row("plain").score("trajectory_match") == 1.0
+    assert saved.row("asked").score("trajectory_match") == 0.0
+    assert saved.row("asked").score("exact") == 1.0
