@@ -261,3 +261,59 @@ def test_the_batch_runs_are_the_runs_tracesim_rebuilds_from_a_trace_file(traces:
     assert len(agents) == 2
     for agent in agents:  # the batch's conversion (an empty resource, see _RunIndex) changes no run
         assert _RunIndex(records).run(agent) == RunIndex(records).run(agent)
+
+
+def test_spans_without_expected_values_get_them_from_a_golden_file(tmp_path: Path) -> None:
+    """Spans traced before anyone wrote down what was expected: a golden file gives it by input."""
+    path = tmp_path / "traces.jsonl"
+    tracesim.configure(jsonl_path=str(path), scoring_mode="off")
+
+    @tracesim.trace(kind="tool")
+    def lookup(city: str, unit: str) -> str:
+        return "12 C"
+
+    @tracesim.trace(kind="agent")
+    def agent(question: str) -> str:
+        if question == "own":  # a span's own expected value wins over the golden file's
+            tracesim.current_span().set_expected(Expected(tool_calls=[{"name": "convert"}]))
+        return lookup("Oslo", unit="C")
+
+    for question in ("Weather in Warsaw?", "own", "not in the file"):
+        agent(question)
+    tracesim.shutdown()
+    golden = tmp_path / "golden.jsonl"
+    in_celsius = [{"name": "lookup", "arguments": {"city": "Warsaw", "unit": "C"}}]
+    rows = [
+        {"question": "Weather in Warsaw?", "expected": "12 C", "expected_tool_calls": in_celsius},
+        {"question": "own", "expected_tool_calls": WARSAW},
+    ]
+    golden.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+
+    report = score(
+        Spans(str(path), kind="agent", golden=str(golden), golden_key="question"),
+        evaluators=[CORRECTNESS, "exact"],
+        output=tmp_path / "out",
+        engine="local",
+        output_format="jsonl",
+    )
+    warsaw, own, missing = results(tmp_path / "out")
+    assert (warsaw["expected"], warsaw["expected_tool_calls"]) == ("12 C", in_celsius)
+    assert (warsaw["exact.score"], warsaw["tool_correctness.score"]) == (1.0, 0.5)  # Oslo for Warsaw: half
+    assert warsaw["tool_correctness.details"]["partial"][0]["credit"] == 0.5
+    assert own["expected_tool_calls"] == [{"name": "convert", "arguments": {}}]
+    assert own["tool_correctness.details"]["missing"] == [{"name": "convert", "arguments": {}}]
+    assert (missing["tool_correctness.status"], missing["exact.status"]) == ("skipped", "skipped")
+    assert report.scored == 3
+
+
+def test_a_golden_file_with_bad_tool_calls_is_refused_naming_its_line(tmp_path: Path) -> None:
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text(
+        json.dumps({"input": "a", "expected_tool_calls": WARSAW})
+        + "\n"
+        + json.dumps({"input": "b", "expected_tool_calls": [{"arguments": {}}]})
+        + "\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(tracesim.ConfigError, match=r"golden\.jsonl.*line 2.*expected_tool_calls\[0\]\.name"):
+        Spans(str(tmp_path / "traces.jsonl"), golden=str(golden))

@@ -307,3 +307,11 @@ def test_the_tool_call_columns_can_have_other_names(
         details = line["results"]["tool_correctness"]["details"]
     assert details["missing"] == [CONVERT]
     assert details["matched"] == [[0, 0, 1.0]]
+
+
+def test_golden_is_for_trace_files_on_dask(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = write_jsonl(tmp_path / "runs.jsonl")
+    assert main(["eval", str(data), "-e", "exact", "--golden", str(data)]) == 2
+    assert "--golden needs --engine dask" in capsys.readouterr().err
+    assert main(["eval", str(data), "-e", "exact", "--engine", "dask", "--golden", str(data)]) == 2
+    assert "--span, --kind and --golden are for trace files: add --format traces" in capsys.readouterr().err

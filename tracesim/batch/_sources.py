@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -22,7 +23,7 @@ from tracesim.batch._parts import Chunk, Part
 from tracesim.batch._records import Columns, json_rows, run_cells
 
 if TYPE_CHECKING:
-    from tracesim._scoring import Rule
+    from tracesim._scoring import Golden, Rule
 
 __all__ = ["Records", "SourceError", "Spans", "id_text"]
 
@@ -40,6 +41,8 @@ _SUFFIXES: dict[str, Format] = {
 _BLOCK_BYTES = 1024 * 1024  # about 8,000 short answers: a task of seconds, retried cheaply
 _PARQUET_ROWS = 10_000
 _MAX_TRACE_BYTES = 64 * _BLOCK_BYTES
+_GOLDEN: dict[tuple[str, str], Golden] = {}
+_GOLDEN_LOCK = threading.Lock()
 
 
 class SourceError(ValueError):
@@ -256,11 +259,32 @@ class Spans:
     block_bytes: int = _BLOCK_BYTES
     max_trace_bytes: int = _MAX_TRACE_BYTES
     """With run evaluators, a part grows past ``block_bytes`` to keep its traces whole, up to this."""
+    golden: PathLike | None = None
+    """A dataset (JSONL or CSV, read as `tracesim.Golden` reads it) of expected outputs and
+    ``expected_tool_calls``, for the spans that recorded no expected value: looked up by the
+    span's input, its ``golden_key`` argument."""
+    golden_key: str = "input"
 
     key_columns = ("source", "row", "trace_id", "span_id", "span_name", "span_end_ns")
 
     def __post_init__(self) -> None:
         self.rule()  # a bad kind or attribute fails here, before any file is read
+        if self.golden is not None:  # workers may run elsewhere: the driver's folder names it
+            object.__setattr__(self, "golden", os.path.abspath(os.fspath(self.golden)))
+        self.golden_file()  # and a golden file that cannot be read (a ConfigError naming it)
+
+    def golden_file(self) -> Golden | None:
+        """The `tracesim.Golden` of ``golden``, read once per process (and again when it changes)."""
+        if self.golden is None:
+            return None
+        from tracesim._scoring import Golden
+
+        key = (os.fspath(self.golden), self.golden_key)
+        with _GOLDEN_LOCK:
+            found = _GOLDEN.get(key)
+            if found is None:
+                found = _GOLDEN[key] = Golden(key[0], key=self.golden_key)
+        return found
 
     def rule(self) -> Rule:
         from tracesim._scoring import compile_rules
@@ -298,5 +322,5 @@ class Spans:
         from tracesim.batch._spans import read_spans
 
         chunk = Chunk({name: [] for name in self.key_columns})
-        read_spans(part, self.rule(), chunk, runs=runs)
+        read_spans(part, self.rule(), chunk, runs=runs, golden=self.golden_file())
         return chunk

@@ -36,7 +36,7 @@ from tracesim.batch._files import open_binary
 from tracesim.batch._score_rows import RunValues
 
 if TYPE_CHECKING:
-    from tracesim._scoring import Rule
+    from tracesim._scoring import Golden, Rule
     from tracesim.batch._parts import Chunk, Part
     from tracesim.tracefile import SpanRecord
 
@@ -46,7 +46,9 @@ NO_OUTPUT = "the span has no output"
 CUT = "a value was cut when traced (max_value_chars)"
 
 
-def read_spans(part: Part, rule: Rule, chunk: Chunk, *, runs: bool = False) -> None:
+def read_spans(
+    part: Part, rule: Rule, chunk: Chunk, *, runs: bool = False, golden: Golden | None = None
+) -> None:
     """Add the records (and bad rows) of one block of a trace file to ``chunk``.
 
     A line longer than 64 MiB or nested more than 256 levels deep is a bad row naming the
@@ -55,12 +57,15 @@ def read_spans(part: Part, rule: Rule, chunk: Chunk, *, runs: bool = False) -> N
     ``tracesim report``), not spans of the traced program.
 
     With ``runs``, every span of the block is kept until the block is read; then each selected
-    span gets its run (`span_runs`), rebuilt from its own trace's spans, grouped once.
+    span gets its run (`span_runs`), rebuilt from its own trace's spans, grouped once. With
+    ``golden``, a span that recorded no expected value gets the one ``golden`` has for its
+    input (`golden_expected`): an expected output, expected tool calls, or both.
     """
     from tracesim.tracefile import spans_from_request
 
     kept: list[SpanRecord] = []
     selected: list[tuple[int, SpanRecord]] = []
+    looked_up: dict[int, Any] = {}  # a span's place: the expected tool calls golden gave it
     block = part.block
     with open_binary(part.path) as handle:
         handle.seek(block.start)
@@ -83,6 +88,8 @@ def read_spans(part: Part, rule: Rule, chunk: Chunk, *, runs: bool = False) -> N
             for span in spans:
                 if span.name != EXPORT_DROPPED and rule.selects(span.name, _kinds(span), span.attributes):
                     triple, bad = span_record(span)
+                    if golden is not None and bad is None and not _has_expected(span):
+                        triple, looked_up[len(chunk.bad)] = golden_expected(golden, triple)
                     if runs and bad is None:
                         selected.append((len(chunk.bad), span))
                     chunk.add(
@@ -91,18 +98,48 @@ def read_spans(part: Part, rule: Rule, chunk: Chunk, *, runs: bool = False) -> N
                         bad,
                     )
     if selected:
-        span_runs(chunk, selected, kept, part.split)
+        span_runs(chunk, selected, kept, part.split, looked_up)
+
+
+def _has_expected(span: SpanRecord) -> bool:
+    return EXPECTED_VALUE in span.attributes or EXPECTED_TOOL_CALLS in span.attributes
+
+
+def golden_expected(golden: Golden, triple: tuple[Any, Any, Any]) -> tuple[tuple[Any, Any, Any], Any]:
+    """``triple`` with the expected output ``golden`` has for its input, and the expected tool
+    calls (None when it has none).
+
+    The span's input is the traced call's: its arguments as a JSON object (looked up by the
+    golden file's key argument), or its one argument's value.
+    """
+    from tracesim.runs import NOT_GIVEN, Expected
+
+    output, _, input_value = triple
+    if isinstance(input_value, dict):
+        found = golden.lookup((), input_value, input_value)
+    else:
+        key = golden.key if isinstance(golden.key, str) else "input"
+        found = golden.lookup((input_value,), {}, {key: input_value})
+    if isinstance(found, Expected):
+        expected_output = None if found.output is NOT_GIVEN else found.output
+        return (output, expected_output, input_value), found.tool_calls
+    return (output, found, input_value), None
 
 
 def span_runs(
-    chunk: Chunk, selected: list[tuple[int, SpanRecord]], spans: list[SpanRecord], split: frozenset[str]
+    chunk: Chunk,
+    selected: list[tuple[int, SpanRecord]],
+    spans: list[SpanRecord],
+    split: frozenset[str],
+    looked_up: dict[int, Any] | None = None,
 ) -> None:
     """Give each selected span (by its place in ``chunk``) its run and expected tool calls.
 
     The runs come from `tracesim._runs.RunIndex` over ``spans`` (the traces grouped once per
     block); the expected value run evaluators get is an `Expected` of the span's expected output
-    and its ``tracesim.expected.tool_calls`` (JSON). That attribute, when it is not a list of
-    tool calls, makes the span a bad row naming it. A span of a trace in ``split`` (a trace the
+    and its ``tracesim.expected.tool_calls`` (JSON), or the tool calls ``looked_up`` in a golden
+    file for it. That attribute, when it is not a list of tool calls, makes the span a bad row
+    naming it. A span of a trace in ``split`` (a trace the
     block holds only part of) gets its run marked truncated.
     """
     import dataclasses
@@ -111,9 +148,13 @@ def span_runs(
     from tracesim.runs import NOT_GIVEN, Expected
 
     index = _RunIndex(spans)
+    looked_up = looked_up or {}
     for place, span in selected:
         try:
-            calls = _expected_calls(span.attributes.get(EXPECTED_TOOL_CALLS))
+            if place in looked_up:
+                calls = looked_up[place]
+            else:
+                calls = _expected_calls(span.attributes.get(EXPECTED_TOOL_CALLS))
         except ConfigError as exc:
             chunk.triples[place] = (None, None, None)
             chunk.bad[place] = f"bad {EXPECTED_TOOL_CALLS} ({exc.setting}: {exc.accepted})"

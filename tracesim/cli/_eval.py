@@ -142,6 +142,18 @@ def _add_dask_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--span", metavar="GLOB", help="--format traces: score the spans with this name")
     group.add_argument("--kind", help="--format traces: score the spans of this kind (agent, llm, chat...)")
     group.add_argument(
+        "--golden",
+        metavar="FILE",
+        help="--format traces: expected outputs and expected_tool_calls (JSONL or CSV, as tracesim.Golden "
+        "reads it) for the spans that recorded none, looked up by the span's input",
+    )
+    group.add_argument(
+        "--golden-key",
+        default="input",
+        metavar="ARG",
+        help="--golden: the traced function's argument to look up, and the file's column (default: input)",
+    )
+    group.add_argument(
         "--out-format",
         choices=("parquet", "jsonl"),
         help="--engine dask: results as Parquet or JSONL parts (default: parquet, or jsonl for -o X.jsonl)",
@@ -448,7 +460,11 @@ def _workers(args: argparse.Namespace) -> int:
 def _refuse_dask_options(args: argparse.Namespace) -> None:
     if args.format in ("parquet", "traces"):
         raise UsageError(f"--format {args.format} needs --engine dask (pip install 'tracesim[dask]')")
-    for option, value in (("--scheduler", args.scheduler), ("--out-format", args.out_format)):
+    for option, value in (
+        ("--scheduler", args.scheduler),
+        ("--out-format", args.out_format),
+        ("--golden", args.golden),
+    ):
         if value is not None:
             raise UsageError(f"{option} needs --engine dask")
 
@@ -465,12 +481,18 @@ def _run_dask(args: argparse.Namespace) -> int:
     if args.scheduler is not None and args.workers is not None:
         raise UsageError("--workers sizes the local cluster; the --scheduler cluster has its own workers")
     workers = _workers(args) if args.workers is not None else None
-    if (args.span or args.kind) and args.format != "traces":
-        raise UsageError("--span and --kind select spans of trace files: add --format traces")
+    if (args.span or args.kind or args.golden) and args.format != "traces":
+        raise UsageError("--span, --kind and --golden are for trace files: add --format traces")
     out = args.out or _default_out(args.data)
     try:
         source: Records | Spans = (
-            Spans(args.data, name=args.span or "*", kind=args.kind)
+            Spans(
+                args.data,
+                name=args.span or "*",
+                kind=args.kind,
+                golden=args.golden,
+                golden_key=args.golden_key,
+            )
             if args.format == "traces"
             else Records(
                 args.data,
