@@ -3,7 +3,9 @@
 It retrieves from a tiny built-in knowledge base, calls a calculator tool for arithmetic and
 "generates" an answer by picking the best-matching sentence, so it runs offline, needs no
 model, and gives the same trees every time. Its answers are scored online against a golden
-file (`GOLDEN`, written next to the traces) with metrics that need no NLTK data.
+file (`GOLDEN`, written next to the traces) with metrics that need no NLTK data, and its runs
+against the tool calls each question needs (`TOOL_CALLS`: the calculator for arithmetic, no
+tool otherwise) with ``trajectory_match``.
 """
 
 from __future__ import annotations
@@ -59,10 +61,17 @@ GOLDEN = {
     "What is (1903 - 1867) / 4?": "9",
 }
 
+# The tool calls each answered question needs: the calculator for arithmetic, none otherwise.
+TOOL_CALLS: dict[str, list[dict[str, Any]]] = {
+    "What is 17 * 23?": [{"name": "calculator", "arguments": {"expression": "17 * 23"}}],
+    "What is (1903 - 1867) / 4?": [{"name": "calculator", "arguments": {"expression": "(1903 - 1867) / 4"}}],
+}
+
 EVALUATORS = (
     {"type": "levenshtein", "threshold": 0.7},
     {"type": "rouge", "rouge_type": "rougeL"},
     {"type": "f1"},
+    {"type": "trajectory_match", "mode": "strict"},
 )
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -115,13 +124,17 @@ def generate(question: str, documents: list[str]) -> str:
 
 
 def write_golden(path: str) -> None:
-    """Write `GOLDEN` as a JSON-lines dataset: ``{"question": ..., "expected": ...}`` per line."""
+    """Write `GOLDEN` as a JSON-lines dataset: ``{"question", "expected", "expected_tool_calls"}``
+    per line."""
     import json
 
     from tracesim import _outputs
 
     lines = (
-        json.dumps({"question": question, "expected": expected}) + "\n"
+        json.dumps(
+            {"question": question, "expected": expected, "expected_tool_calls": TOOL_CALLS.get(question, [])}
+        )
+        + "\n"
         for question, expected in GOLDEN.items()
     )
     _outputs.write_text(path, "".join(lines))

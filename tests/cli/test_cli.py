@@ -57,9 +57,10 @@ def test_demo_writes_every_call_with_input_output_and_the_right_tree(tmp_path: P
         # scored online against the golden file, results on the agent span itself
         events = root.event("gen_ai.evaluation.result")
         results = {e.attributes["gen_ai.evaluation.name"]: e.attributes for e in events}
-        assert set(results) == {"levenshtein", "rouge", "f1"}
+        assert set(results) == {"levenshtein", "rouge", "f1", "trajectory_match"}
         question = root.attributes["input.value"]
-        if question in _demo_agent.GOLDEN:
+        if question in _demo_agent.GOLDEN:  # its run too: the calculator for arithmetic, else no tool
+            assert root.attributes["tracesim.eval.trajectory_match.score"] == 1.0
             assert root.attributes["tracesim.expected.value"] == _demo_agent.GOLDEN[question]
             assert all(r["tracesim.evaluation.status"] == "ok" for r in results.values())
         else:
@@ -87,7 +88,8 @@ def test_show_prints_the_trees_of_a_file(tmp_path: Path) -> None:
     assert lines[2] == "│  in: What is (1903 - 1867) / 4?"
     assert lines[3] == "│  out: 9"
     assert lines[4] == "│  expected: 9"
-    assert lines[5] == "│  scores: ✓ f1 1 pass  ✓ levenshtein 1 pass  ✓ rouge 1 pass"  # by name
+    scores = "✓ f1 1 pass  ✓ levenshtein 1 pass  ✓ rouge 1 pass  ✓ trajectory_match 1 pass"  # by name
+    assert lines[5] == f"│  scores: {scores}"
     assert lines[6].startswith("└─ calculator  TOOL  ")
     n = len(_demo_agent.QUESTIONS)
     assert lines[-2:] == [
