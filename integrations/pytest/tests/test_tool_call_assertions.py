@@ -207,6 +207,12 @@ def test_string_evaluators_score_the_runs_output_and_the_expected_output() -> No
         calls_only = check.score(run, Expected(tool_calls=[{"name": "lookup"}]), evaluators=["exact"])
     assert [(r.name, r.score) for r in results] == [("exact", 1.0), ("trajectory_match", 1.0)]
     assert calls_only[0].status == "skipped"  # no expected output to compare the run's output with
+    with capture_spans() as captured:
+        check = TracesimEval(captured)
+        text_only = check.score(run, "12 C", evaluators=["trajectory_match", "exact"])
+        as_mapping = check.score(run, {"tool_calls": [{"name": "lookup"}]}, evaluators=["tool_names"])
+    assert [(r.name, r.status) for r in text_only] == [("trajectory_match", "skipped"), ("exact", "ok")]
+    assert as_mapping[0].score == 1.0
 
 
 def test_the_module_assert_passes_lists_the_differences_of_a_result() -> None:

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Generator, Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -160,8 +160,9 @@ class TracesimEval:
         An agent's run scores as one: ``output`` may be a `tracesim.runs.Run` (or the
         ``tracesim.record_run`` block that holds it) or a list of tool calls, ``expected`` a
         `tracesim.Expected` or a list of tool calls. Evaluators that score runs
-        (``trajectory_match``, ``tool_correctness``...) get them as they are; the others get
-        the run's output and the expected output (and skip without one).
+        (``trajectory_match``, ``tool_correctness``...) get them as they are (any other
+        expected value is the expected output: they skip, no tool calls being expected); the
+        others get the run's output and the expected output (and skip without one).
 
         The results come back redacted as the test's reports show them (name, label,
         explanation, error and details): pytest prints a result whose assertion fails, on the
@@ -174,8 +175,9 @@ class TracesimEval:
         results = []
         for evaluator in built:
             if scores_runs(evaluator):
-                result = self._redacted(evaluator.evaluate(run, expected, input=input))
-                self._calls[id(result)] = run_calls(expected, run, result)
+                wanted_run = _expected_run(expected)
+                result = self._redacted(evaluator.evaluate(run, wanted_run, input=input))
+                self._calls[id(result)] = run_calls(wanted_run, run, result)
             else:
                 value = run.output if isinstance(run, Run) else run
                 wanted = expected.output if isinstance(expected, Expected) else expected
@@ -214,6 +216,24 @@ class TracesimEval:
         ]
         _raise_failures(rows, strict=True)
         return results
+
+
+def _expected_run(expected: Any) -> Any:
+    """What a run evaluator is given of ``expected``: a list of tool calls or an `Expected` as
+    they are, a mapping with ``output``/``tool_calls`` as an `Expected`, any other value as the
+    expected output (so the evaluator skips, saying no tool calls were expected).
+
+    Example:
+        >>> _expected_run("12 C")
+        Expected(output='12 C', tool_calls=None)
+        >>> _expected_run([{"name": "lookup"}])
+        [{'name': 'lookup'}]
+    """
+    if expected is None or isinstance(expected, (Expected, list, tuple)):
+        return expected
+    if isinstance(expected, Mapping) and set(expected) <= {"output", "tool_calls"} and expected:
+        return Expected.of(expected)
+    return Expected(output=expected)
 
 
 def _span_results(spans: Sequence[ReadableSpan]) -> Iterator[tuple[str, EvalResult, dict[str, str] | None]]:
