@@ -5,15 +5,18 @@
 The cases are the recorded reference cases (tests/evaluators/data/run_cases_ragas_pydantic.jsonl):
 per evaluator type, all its cases scored ``--repeat`` times per round. Each side gets its input
 already built, as it would hold it when scoring: tracesim a `tracesim.runs.Run` and the expected
-calls as written (parsed on every call, as the scoring pipeline hands them over); ragas a
+calls as written, parsed on every call (the scoring pipeline hands an `Expected`, whose calls are
+read the same way); ragas a
 ``MultiTurnSample`` and one metric per option set, awaited on one event loop; pydantic-evals an
 ``EvaluatorContext`` over a span tree of real OpenTelemetry spans and one evaluator per case (its
 expectation is an option). The peers run in a subprocess with ``--peer-python`` (a virtualenv
 with ragas 0.4.3, pydantic-evals 2.62.0 and opentelemetry-sdk; see the recording script); when
 it is missing or lacks a package, that peer is skipped and the reason printed. Rounds of the two
 sides alternate; the figures are microseconds per case (median over rounds) and the ratio peer /
-tracesim (goal: >= 10). Scores are compared with the recorded ones on both sides. Prints numbers
-only; nothing here asserts timings.
+tracesim (goal: >= 10). Scores are compared with the recorded ones on both sides. The last line
+is the floor: ``evaluate()`` of a metric that returns a constant, the fixed cost of a result, and
+the most any run evaluator could gain on each peer against it. Prints numbers only; nothing
+here asserts timings.
 """
 
 from __future__ import annotations
@@ -144,6 +147,26 @@ def tracesim_round(
     return (middle - start) * per_case, (end - middle) * per_case, scores
 
 
+def floor_round(repeat: int, count: int) -> float:
+    """Microseconds per call of ``evaluate()`` whose metric does nothing but return a fixed
+    `Measurement` with four details: what every run evaluator pays per result (the timing, the
+    threshold and label, the `EvalResult`), whatever it measures."""
+    from tracesim.evaluators._base import Measurement
+    from tracesim.evaluators._run_checks import RunEvaluator
+
+    class Constant(RunEvaluator):
+        type_name = "constant"
+
+        def measure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
+            return Measurement(1.0, {"a": 1, "b": 2, "c": 3, "d": 4})
+
+    evaluator, calls = Constant(), [{"name": "a", "arguments": {}}]
+    start = time.perf_counter()
+    for _ in range(repeat * count):
+        evaluator.evaluate(calls, calls)
+    return (time.perf_counter() - start) / (repeat * count) * 1e6
+
+
 def peer_round(python: str, cases: list[dict[str, Any]], repeat: int) -> dict[str, Any]:
     if not Path(python).exists():
         return {kind: {"skipped": f"no peer Python at {python}"} for kind in KINDS}
@@ -173,8 +196,10 @@ def main() -> None:
     theirs: dict[str, list[float]] = {kind: [] for kind in KINDS}
     skipped: dict[str, str] = {}
     wrong: dict[str, int] = {}
+    floor: list[float] = []
     for _ in range(args.rounds):
         peer = peer_round(args.peer_python, cases, args.repeat)
+        floor.append(floor_round(args.repeat, 100))
         for kind in KINDS:
             mine = [case for case in cases if case["evaluator"] == kind]
             recorded = [case["score"] for case in mine]
@@ -200,6 +225,14 @@ def main() -> None:
             continue
         peer_us = statistics.median(theirs[kind])
         print(f"{head} {peer_us:>7.2f} {peer_us / mine_us:>5.1f}x {peer_us / bare_us:>9.1f}x  {wrong[kind]}")
+    floor_us = statistics.median(floor)
+    print(
+        f"floor: evaluate() of a metric that returns a constant costs {floor_us:.2f} us; against it a peer "
+        "at P us allows at most P/floor: "
+        + ", ".join(
+            f"{kind} {statistics.median(theirs[kind]) / floor_us:.1f}x" for kind in KINDS if theirs[kind]
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -121,7 +121,9 @@ class CappedCalls(Evaluator):
     cuts_runs: ClassVar[bool] = True  # False: a Run is read whole (its counts must stay exact)
 
     def __init__(self, *, max_calls: int | None = DEFAULT_MAX_CALLS, **shared: Any) -> None:
-        self.max_calls = check_int(f"{self.type_name}.max_calls", max_calls, low=1, allow_none=True)
+        if not (max_calls is None or (type(max_calls) is int and max_calls >= 1)):  # else: its error
+            max_calls = check_int(f"{self.type_name}.max_calls", max_calls, low=1, allow_none=True)
+        self.max_calls = max_calls
         super().__init__(**shared)
 
     def evaluate(self, output: Any, expected: Any, *, input: Any = None) -> EvalResult:

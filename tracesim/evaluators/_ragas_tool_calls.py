@@ -21,7 +21,15 @@ from typing import Any
 from tracesim.evaluators._base import Measurement
 from tracesim.evaluators._call_cap import DEFAULT_MAX_CALLS
 from tracesim.evaluators._options import check_bool
-from tracesim.evaluators._run_checks import Call, RunEvaluator, _flat, actual_calls, call_data, name_counts
+from tracesim.evaluators._run_checks import (
+    _SCALARS,
+    Call,
+    RunEvaluator,
+    _flat,
+    actual_calls,
+    call_data,
+    name_counts,
+)
 
 __all__ = ["ToolCallAccuracy", "ToolCallF1"]
 
@@ -137,6 +145,13 @@ def _unmatched_by_name(calls: Sequence[Call], others: Sequence[Call]) -> list[di
 
 def _hashable(value: Any) -> Any:
     """``value`` as ragas hashes it: mappings as frozensets of pairs, lists as tuples."""
+    kind = type(value)  # the JSON types first, by exact type (the abstract-class checks are slow)
+    if kind is dict:
+        return frozenset((key, _hashable(item)) for key, item in value.items())
+    if kind is list or kind is tuple:
+        return tuple(_hashable(item) for item in value)
+    if kind in _SCALARS:
+        return value
     if isinstance(value, Mapping):
         return frozenset((key, _hashable(item)) for key, item in value.items())
     if isinstance(value, (list, tuple)):

@@ -56,11 +56,22 @@ def _flat(arguments: dict[Any, Any]) -> bool:
     return True
 
 
+def _plain(value: Any) -> Any:
+    """`tracesim.runs.plain` with the JSON types checked by exact type first (its ``Mapping``
+    check is an abstract-class lookup, slow on every nested value)."""
+    kind = type(value)
+    if kind is dict:
+        return {key: _plain(item) for key, item in value.items()}
+    if kind in _SCALARS or kind is list:  # plain() leaves lists as they are
+        return value
+    return plain_data(value)
+
+
 def arguments_data(arguments: Any) -> Any:
     """A call's arguments as plain JSON-like data (read-only views and tuples thawed)."""
     if type(arguments) is dict and _flat(arguments):
         return arguments
-    return plain_data(arguments)
+    return _plain(arguments)
 
 
 def _from_tool_call(call: ToolCall, failed: bool = False) -> Call:
@@ -77,7 +88,7 @@ def _dict_call(item: dict[Any, Any]) -> Call | None:
     if arguments is None and "arguments" not in item:
         arguments = item.get("args")
     if type(arguments) is not dict or not _flat(arguments):
-        arguments = {} if arguments is None else plain_data(parse_arguments(arguments))
+        arguments = {} if arguments is None else _plain(parse_arguments(arguments))
     return (name, arguments, item.get("error") is not None)
 
 
@@ -118,7 +129,7 @@ def _run_calls(run: Run) -> list[Call]:
         if call is not None and step.kind == "tool":
             arguments = call.arguments
             if type(arguments) is not dict or not _flat(arguments):
-                arguments = plain_data(arguments)
+                arguments = _plain(arguments)
             calls.append((call.name, arguments, step.error is not None or call.error is not None))
     return calls
 
@@ -417,23 +428,37 @@ class ToolArguments(RunEvaluator):
         max_calls: int | None = DEFAULT_MAX_CALLS,
         **shared: Any,
     ) -> None:
+        # Exact types pass at once (a case-by-case check may build one evaluator per case);
+        # anything else goes through the checks that say what is wrong.
         key = self.type_name
         if not isinstance(tool, str) or not tool:
             raise ConfigError(f"{key}.tool", tool, "the tool's name, a non-empty string")
         self.tool = tool
-        parsed = parse_arguments(arguments) if isinstance(arguments, (str, Mapping)) else arguments
+        parsed: Any
+        if type(arguments) is dict and all(type(name) is str for name in arguments):
+            parsed = dict(arguments)  # what parse_arguments gives: a copy with text keys
+        else:
+            parsed = parse_arguments(arguments) if isinstance(arguments, (str, Mapping)) else arguments
         if not isinstance(parsed, dict):
             raise ConfigError(f"{key}.arguments", arguments, "a mapping of argument names to values")
         self.arguments: dict[str, Any] = parsed
-        self.match = check_choice(f"{key}.match", match, ARGUMENT_MATCHES)
+        self.match = (
+            match if match in ARGUMENT_MATCHES else check_choice(f"{key}.match", match, ARGUMENT_MATCHES)
+        )
         self.occurrence: int | str
-        if isinstance(occurrence, str):
+        if type(occurrence) is int and occurrence >= 0:
+            self.occurrence = occurrence
+        elif isinstance(occurrence, str):
             if occurrence not in ("first", "last"):
                 raise ConfigError(f"{key}.occurrence", occurrence, "a 0-based index, 'first' or 'last'")
             self.occurrence = occurrence
         else:
             self.occurrence = int(check_int(f"{key}.occurrence", occurrence, low=0) or 0)
-        self.include_failed = check_bool(f"{key}.include_failed", include_failed)
+        self.include_failed = (
+            include_failed
+            if type(include_failed) is bool
+            else check_bool(f"{key}.include_failed", include_failed)
+        )
         super().__init__(max_calls=max_calls, **shared)
 
     def measure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
