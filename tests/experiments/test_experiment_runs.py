@@ -389,3 +389,19 @@ def test_from_the_command_line_a_file_of_expected_calls_and_the_failed_runs_in_i
     assert saved.row("plain").score("trajectory_match") == 1.0
     assert saved.row("asked").score("trajectory_match") == 0.0
     assert saved.row("asked").score("exact") == 1.0
+
+
+def test_a_sync_tasks_time_is_the_time_it_ran_in_its_thread() -> None:
+    inner: dict[str, float] = {}
+
+    def task(question: str) -> str:
+        import time
+
+        began = time.perf_counter()
+        time.sleep(0.02)  # done before the event loop looks again
+        inner[question] = time.perf_counter() - began
+        return question
+
+    report = Dataset([Case(q, id=q) for q in ("a", "b", "c")]).evaluate(task, max_concurrency=3)
+    for row in report.rows:
+        assert row.duration_s >= inner[row.case_id]  # it covers the task's own time, whenever the loop woke

@@ -281,30 +281,41 @@ class _Runner:
         """The task's output, or the exception it raised, and how long it ran."""
         task = self.experiment.task
         started = time.perf_counter()
+        times: list[float] = []  # a sync task's start and end, taken in its thread
         try:
             if self.is_async:
                 output = await self._bounded(asyncio.ensure_future(task(value)))
             else:
-                future, running = self._in_thread(task, value)
+                future, running, times = self._in_thread(task, value)
                 await running.wait()
-                started = time.perf_counter()
+                started = times[0]  # the thread's, not the loop's: the task may have ended already
                 output = await self._bounded(future)
                 if inspect.isawaitable(output):  # a sync callable that hands back a coroutine
+                    times = times[:1]  # it runs on until the coroutine ends
                     output = await self._bounded(asyncio.ensure_future(output))
         except Exception as exc:
-            return None, exc, time.perf_counter() - started
-        return output, None, time.perf_counter() - started
+            return None, exc, _ended(times) - started
+        return output, None, _ended(times) - started
 
-    def _in_thread(self, task: Callable[[Any], Any], value: Any) -> tuple[asyncio.Future[Any], asyncio.Event]:
+    def _in_thread(
+        self, task: Callable[[Any], Any], value: Any
+    ) -> tuple[asyncio.Future[Any], asyncio.Event, list[float]]:
+        """The task on the pool, the event set when it starts, and its start and end times (the
+        end appended when it returns or raises)."""
         loop = asyncio.get_running_loop()
         context = contextvars.copy_context()  # the run's span is current in the task's thread
         running = asyncio.Event()
+        times: list[float] = []
 
         def call() -> Any:
+            times.append(time.perf_counter())
             loop.call_soon_threadsafe(running.set)
-            return context.run(task, value)
+            try:
+                return context.run(task, value)
+            finally:
+                times.append(time.perf_counter())
 
-        return loop.run_in_executor(self.pool, call), running
+        return loop.run_in_executor(self.pool, call), running, times
 
     async def _bounded(self, future: asyncio.Future[Any]) -> Any:
         limit = self.experiment.timeout_s
@@ -415,6 +426,12 @@ class _Runner:
         except Exception:
             internal_error("experiment: record a run")
         finish(handle, error, end_ns)  # the span lasts as long as the task ran, scoring excluded
+
+
+def _ended(times: list[float]) -> float:
+    """When the task ended: its thread's time when it took one, else now (an async task, a sync
+    task still running past its limit, or one whose coroutine was awaited here)."""
+    return times[1] if len(times) > 1 else time.perf_counter()
 
 
 def _score_sync(
