@@ -251,18 +251,6 @@ def test_a_dask_cluster_gives_the_runs_the_scores_of_the_local_engine(traces: Pa
     assert on_dask.tallies["trajectory_match"].mean == 0.5
 
 
-def test_the_batch_runs_are_the_runs_tracesim_rebuilds_from_a_trace_file(traces: Path) -> None:
-    from tracesim._runs._records import RunIndex
-    from tracesim.batch._spans import _RunIndex
-    from tracesim.tracefile import load_spans
-
-    records = list(load_spans(traces))
-    agents = [record for record in records if record.name == "agent"]
-    assert len(agents) == 2
-    for agent in agents:  # the batch's conversion (an empty resource, see _RunIndex) changes no run
-        assert _RunIndex(records).run(agent) == RunIndex(records).run(agent)
-
-
 def test_spans_without_expected_values_get_them_from_a_golden_file(tmp_path: Path) -> None:
     """Spans traced before anyone wrote down what was expected: a golden file gives it by input."""
     path = tmp_path / "traces.jsonl"

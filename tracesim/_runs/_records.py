@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, Status, StatusCode, TraceFlags
@@ -42,6 +43,8 @@ def readable_span(record: SpanRecord) -> ReadableSpan:
         name=record.name,
         context=context,
         parent=parent,
+        # A run reads no resource; without one the SDK runs its resource detectors (~1 ms a span).
+        resource=Resource.get_empty(),
         attributes=dict(record.attributes),
         events=[Event(event.name, dict(event.attributes), event.time_unix_nano) for event in record.events],
         status=Status(_STATUS.get(record.status_code, StatusCode.UNSET), record.status_message or None),

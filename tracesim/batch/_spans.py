@@ -145,9 +145,10 @@ def span_runs(
     import dataclasses
 
     from tracesim._errors import ConfigError
+    from tracesim._runs import RunIndex
     from tracesim.runs import NOT_GIVEN, Expected
 
-    index = _RunIndex(spans)
+    index = RunIndex(spans)
     looked_up = looked_up or {}
     for place, span in selected:
         try:
@@ -242,55 +243,3 @@ def _decoded(attributes: Mapping[str, Any], value: Any, key: str, mime_key: str)
         return json.loads(value)
     except ValueError:
         return value
-
-
-class _RunIndex:
-    """`tracesim._runs.RunIndex` (runs from a trace file's spans, grouped by trace once), with the
-    spans made with an empty resource.
-
-    Workaround: ``readable_span`` there makes each ``ReadableSpan`` without a resource, and the
-    SDK then runs its resource detectors (`Resource.create`, about 1 ms a span, in threads): 85%
-    of a batch run's time with run evaluators. A run reads no resource. When ``readable_span``
-    passes one, this class gives way to ``RunIndex``.
-    """
-
-    def __init__(self, spans: list[SpanRecord]) -> None:
-        self._traces: dict[str, list[SpanRecord]] = {}
-        for span in spans:
-            self._traces.setdefault(span.trace_id, []).append(span)
-        self._converted: dict[str, list[Any]] = {}
-
-    def run(self, root: SpanRecord) -> Any:
-        from tracesim._runs import build_run
-
-        spans = self._converted.get(root.trace_id)
-        if spans is None:
-            spans = [_readable(record) for record in self._traces.get(root.trace_id, ())]
-            self._converted[root.trace_id] = spans
-        found = next((span for span in spans if f"{span.context.span_id:016x}" == root.span_id), None)
-        return build_run(found or _readable(root), spans)
-
-
-def _readable(record: SpanRecord) -> Any:
-    """``record`` as `tracesim._runs._records.readable_span` makes it, with an empty resource."""
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import Event, ReadableSpan
-    from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-    from opentelemetry.trace import SpanContext, Status, StatusCode, TraceFlags
-
-    trace_id = int(record.trace_id, 16)
-    context = SpanContext(trace_id, int(record.span_id, 16), False, TraceFlags(TraceFlags.SAMPLED))
-    parent = SpanContext(trace_id, int(record.parent_span_id, 16), False) if record.parent_span_id else None
-    code = {"OK": StatusCode.OK, "ERROR": StatusCode.ERROR}.get(record.status_code, StatusCode.UNSET)
-    return ReadableSpan(
-        name=record.name,
-        context=context,
-        parent=parent,
-        resource=Resource.get_empty(),
-        attributes=dict(record.attributes),
-        events=[Event(event.name, dict(event.attributes), event.time_unix_nano) for event in record.events],
-        status=Status(code, record.status_message or None),
-        start_time=record.start_time_unix_nano,
-        end_time=record.end_time_unix_nano,
-        instrumentation_scope=InstrumentationScope(record.scope) if record.scope else None,
-    )
