@@ -280,3 +280,26 @@ def test_the_ordered_table_is_the_package_s(seed: int) -> None:
     as_calls = lambda calls: [(c["name"], c["arguments"], None) for c in calls]  # noqa: E731
     evaluator = ToolCorrectness(consider_ordering=True, params=["input_parameters"])
     assert evaluator.evaluate(called, wanted).score == _reference_ordered(as_calls(called), as_calls(wanted))
+
+
+# -- run evaluators: an Expected's calls read once ------------------------------------------
+
+
+def test_an_expected_read_again_gives_the_same_calls_and_the_memory_is_bounded() -> None:
+    from tracesim.evaluators import _run_checks
+    from tracesim.evaluators._run_checks import ToolNames, expected_calls
+    from tracesim.runs import Expected
+
+    expected = Expected(tool_calls=[{"name": "a", "arguments": {"x": [1]}}, {"name": "b"}])
+    first, again = expected_calls(expected), expected_calls(expected)
+    assert first == again == [("a", {"x": [1]}, False), ("b", {}, False)]
+    assert first is not again  # each caller gets its own list
+    first.clear()
+    assert expected_calls(expected) == again
+    evaluator = ToolNames()
+    scores = [evaluator.evaluate([{"name": "a"}], expected).score for _ in range(3)]
+    assert scores == [0.0, 0.0, 0.0]
+    for index in range(_run_checks._READ_EXPECTED_MAX + 40):
+        expected_calls(Expected(tool_calls=[{"name": f"t{index}"}]))
+    assert len(_run_checks._READ_EXPECTED) <= _run_checks._READ_EXPECTED_MAX
+    assert expected_calls(expected) == again  # read again after being dropped

@@ -194,8 +194,12 @@ class ToolCallF1(RunEvaluator):
             "precision": precision,
             "recall": recall,
             "matched": true_positives,
-            "missing": [call_data(call) for key, call in want.items() if key not in got],
-            "extra": [call_data(call) for key, call in got.items() if key not in want],
+            "missing": [
+                {"name": call[0], "arguments": call[1]} for key, call in want.items() if key not in got
+            ],
+            "extra": [
+                {"name": call[0], "arguments": call[1]} for key, call in got.items() if key not in want
+            ],
         }
         return Measurement(round(f1, 4), details)
 

@@ -78,20 +78,6 @@ def _from_tool_call(call: ToolCall, failed: bool = False) -> Call:
     return (call.name, arguments_data(call.arguments), failed or call.error is not None)
 
 
-def _dict_call(item: dict[Any, Any]) -> Call | None:
-    """A call from a mapping that is plainly well formed, or None (then `ToolCall.of` reads it
-    and names what is wrong)."""
-    name = item.get("name")
-    if type(name) is not str or not name or not _CALL_KEYS.issuperset(item):
-        return None
-    arguments = item.get("arguments")
-    if arguments is None and "arguments" not in item:
-        arguments = item.get("args")
-    if type(arguments) is not dict or not _flat(arguments):
-        arguments = {} if arguments is None else _plain(parse_arguments(arguments))
-    return (name, arguments, item.get("error") is not None)
-
-
 def read_calls(value: Any, where: str) -> list[Call]:
     """The tool calls of a `Run`, or of a list of calls (or JSON text of one) as
     `tracesim.runs.tool_calls` reads it (a bad item is its `ConfigError`). Mappings that are
@@ -99,11 +85,16 @@ def read_calls(value: Any, where: str) -> list[Call]:
     if type(value) is list or type(value) is tuple:
         calls: list[Call] = []
         for item in value:
-            if type(item) is dict:
-                call = _dict_call(item)
-                if call is None:
+            if type(item) is dict:  # _dict_call, inline: this loop runs for every call scored
+                name = item.get("name")
+                if type(name) is not str or not name or not _CALL_KEYS.issuperset(item):
                     break
-                calls.append(call)
+                arguments = item.get("arguments")
+                if arguments is None and "arguments" not in item:
+                    arguments = item.get("args")
+                if type(arguments) is not dict or not _flat(arguments):
+                    arguments = {} if arguments is None else _plain(parse_arguments(arguments))
+                calls.append((name, arguments, item.get("error") is not None))
             elif isinstance(item, ToolCall):
                 calls.append(_from_tool_call(item))
             else:
@@ -173,12 +164,34 @@ def count_calls(output: Any, *, include_failed: bool = True) -> int:
     return count
 
 
+_READ_EXPECTED: dict[int, tuple[tuple[ToolCall, ...], tuple[Call, ...]]] = {}
+"""The calls of recently read `Expected` values, by the identity of their (immutable) tuple of
+calls: a decorator's or a rule's `Expected` is scored against every run, by several evaluators.
+Each entry holds its tuple, so an identity is never reused while its entry lives."""
+
+_READ_EXPECTED_MAX = 256
+
+
 def expected_calls(expected: Any) -> list[Call] | None:
-    """The expected tool calls: an `Expected`'s (None when it names none), or a list of calls."""
+    """The expected tool calls: an `Expected`'s (None when it names none), or a list of calls.
+
+    Example:
+        >>> calls = Expected(tool_calls=[{"name": "a", "arguments": {"x": 1}}])
+        >>> expected_calls(calls), expected_calls(calls) == expected_calls(calls)
+        ([('a', {'x': 1}, False)], True)
+    """
     if isinstance(expected, Expected):
-        return (
-            None if expected.tool_calls is None else [_from_tool_call(call) for call in expected.tool_calls]
-        )
+        given = expected.tool_calls
+        if given is None:
+            return None
+        known = _READ_EXPECTED.get(id(given))
+        if known is not None and known[0] is given:
+            return list(known[1])
+        read = tuple(_from_tool_call(call) for call in given)
+        if len(_READ_EXPECTED) >= _READ_EXPECTED_MAX:
+            _READ_EXPECTED.clear()
+        _READ_EXPECTED[id(given)] = (given, read)
+        return list(read)
     return read_calls(expected, "expected")
 
 

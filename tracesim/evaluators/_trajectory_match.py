@@ -126,9 +126,23 @@ def output_calls(output: Any, where: str = "output") -> list[_Call]:
     if type(output) is list:  # the common case, without building messages
         calls: list[_Call] = []
         for index, item in enumerate(output):
-            if type(item) is dict:
-                call = _plain_call(item)
-                calls.append(_call_of(item, where, index) if call is None else call)
+            if type(item) is dict:  # _plain_call, inline: this loop runs for every call scored
+                name = item.get("name")
+                if type(name) is str and name and _KEYS.issuperset(item):
+                    arguments = item.get("arguments")
+                    if arguments is None and "arguments" not in item:
+                        arguments = item.get("args")
+                    if type(arguments) is dict:
+                        for key in arguments:
+                            if type(key) is not str:
+                                break
+                        else:
+                            calls.append((name, arguments, item.get("output")))
+                            continue
+                    else:
+                        calls.append((name, parse_arguments(arguments), item.get("output")))
+                        continue
+                calls.append(_call_of(item, where, index))
             elif isinstance(item, (list, tuple)):
                 calls.extend(_call_of(call, where, index, inner) for inner, call in enumerate(item))
             else:
