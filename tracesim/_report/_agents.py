@@ -7,12 +7,12 @@ built from the spans of its own trace by `tracesim._runs.build_run`, as ``traces
 it, so tool calls are counted as the run evaluators count them (a call the model requested and
 the tool span that executed it are one call).
 
-Cost: the spans of the traces that hold an agent are grouped and turned into SDK spans once
-(`TraceRuns`); a file without agents costs nothing more. A run costs about 0.2 ms (nearly all
-of it `build_run`). `TraceRuns` does what `tracesim._runs.RunIndex` does, but its SDK spans get
-an empty resource, where ``ReadableSpan`` without one runs the SDK's resource detectors for each
-span (about 1 ms a span: 100 s for a 100,000-span file), and only error spans keep their events
-(a run reads them for the exception alone).
+Cost: the spans of the traces that hold an agent are grouped once (by `collect`); each such
+trace gets its `tracesim._runs.RunIndex`, which turns its spans into SDK spans once for all the
+agents in it and is let go when they are built, so memory holds one trace's SDK spans at a time
+(one index over a 100,000-span file would hold them all: 130 MB more, and nearly twice the CPU
+time, measured). A file without agents costs nothing more; a run costs about 0.15 ms,
+nearly all of it `tracesim._runs.build_run`.
 
 What the report shows of a run (names, models, arguments, errors) is taken through the report's
 `Texts`, whole (as the run holds it, each value within `tracesim._runs` bounds), before it is
@@ -32,10 +32,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import Event, ReadableSpan
-from opentelemetry.trace import SpanContext, Status, StatusCode, TraceFlags
-
 from tracesim import _semconv as sc
 from tracesim._pricing import PriceTable
 from tracesim._report._collect import Judged, _finite, _status, is_agent
@@ -43,7 +39,7 @@ from tracesim._report._format import format_duration
 from tracesim._report._math import percentile
 from tracesim._report._redacted import Texts
 from tracesim._report._report_data import AgentStats, RunCase, RunStep, ToolStats
-from tracesim._runs import build_run
+from tracesim._runs import RunIndex
 from tracesim._terminal import visible
 from tracesim.runs import Run, Step, plain
 from tracesim.tracefile import SpanRecord
@@ -52,7 +48,6 @@ __all__ = [
     "RUN_EVALUATORS",
     "RUN_STEPS",
     "WORST_RUNS",
-    "TraceRuns",
     "agent_name",
     "agent_stats",
     "is_agent",
@@ -82,8 +77,6 @@ WORST_RUNS = 3
 RUN_STEPS = 20
 """Steps listed per worst run; the rest are counted."""
 _TEXT = 300  # characters of a step's arguments or error kept
-_STATUS = {"OK": StatusCode.OK, "ERROR": StatusCode.ERROR}
-_NO_RESOURCE = Resource.get_empty()  # a run reads no resource; ReadableSpan would detect one per span
 
 
 def agent_name(span: SpanRecord) -> str:
@@ -100,72 +93,6 @@ def is_run_result(attributes: Mapping[str, Any]) -> bool:
         (True, False)
     """
     return attributes.get(sc.EVALUATION_NAME) in RUN_EVALUATORS
-
-
-class TraceRuns:
-    """The runs of spans in a set of traces: each trace's spans grouped and converted once.
-
-    Like `tracesim._runs.RunIndex` (whose spans are rebuilt the same way), with the spans
-    converted without a resource, which a run never reads.
-
-    Example:
-        >>> from tracesim.tracefile import SpanRecord
-        >>> tid = "0" * 31 + "1"
-        >>> agent = SpanRecord(tid, "0" * 15 + "1", None, "agent", "INTERNAL", 0, 3, {})
-        >>> tool = SpanRecord(tid, "0" * 15 + "2", "0" * 15 + "1", "lookup", "INTERNAL", 1, 2,
-        ...                   {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup"})
-        >>> [call.name for call in TraceRuns([agent, tool]).run(agent).tool_calls]
-        ['lookup']
-    """
-
-    def __init__(self, records: Iterable[SpanRecord]) -> None:
-        self._traces: dict[str, list[SpanRecord]] = defaultdict(list)
-        for record in records:
-            self._traces[record.trace_id].append(record)
-        self._converted: dict[str, tuple[list[ReadableSpan], dict[str, ReadableSpan]]] = {}
-
-    def trace(self, trace_id: str) -> list[SpanRecord]:
-        """The spans of one trace, as given."""
-        return self._traces.get(trace_id, [])
-
-    def run(self, root: SpanRecord, *, prices: PriceTable | None = None) -> Run:
-        """The run under ``root`` (one of the spans given, or any span record); LLM steps without
-        a cost of their own priced with ``prices`` (default: the shipped table)."""
-        converted = self._converted.get(root.trace_id)
-        if converted is None:
-            spans = [_sdk_span(record) for record in self._traces.get(root.trace_id, ())]
-            by_id = {f"{span.context.span_id:016x}": span for span in spans if span.context is not None}
-            converted = self._converted[root.trace_id] = (spans, by_id)
-        spans, by_id = converted
-        root_span = by_id.get(root.span_id) or _sdk_span(root)
-        return build_run(root_span, spans, prices=prices)
-
-    def forget(self, trace_id: str) -> None:
-        """Drop one trace's converted spans (its runs are built): memory stays one trace's."""
-        self._converted.pop(trace_id, None)
-
-
-def _sdk_span(record: SpanRecord) -> ReadableSpan:
-    """``record`` as the SDK span `build_run` reads (as `tracesim._runs.readable_span` makes it).
-
-    Events are kept only on error spans: a run reads them for the exception alone.
-    """
-    trace_id = int(record.trace_id, 16)
-    context = SpanContext(trace_id, int(record.span_id, 16), False, TraceFlags(TraceFlags.SAMPLED))
-    parent = SpanContext(trace_id, int(record.parent_span_id, 16), False) if record.parent_span_id else None
-    error = record.status_code == "ERROR"
-    events = [Event(e.name, dict(e.attributes), e.time_unix_nano) for e in record.events] if error else []
-    return ReadableSpan(
-        name=record.name,
-        context=context,
-        parent=parent,
-        resource=_NO_RESOURCE,
-        attributes=record.attributes,  # read, not copied: redacted views redact only what a run reads
-        events=events,
-        status=Status(_STATUS.get(record.status_code, StatusCode.UNSET), record.status_message or None),
-        start_time=record.start_time_unix_nano,
-        end_time=record.end_time_unix_nano,
-    )
 
 
 def run_steps(
@@ -324,19 +251,18 @@ def agent_stats(
     if not agents:
         return ()
     scored = _run_results(judged, text)
-    index = TraceRuns(record for members in traces.values() for record in members)
     samples: dict[tuple[str | None, str], list[_Sample]] = defaultdict(list)
     by_trace: dict[str, list[tuple[SpanRecord, str | None]]] = defaultdict(list)
     for record, group in agents:
         by_trace[record.trace_id].append((record, group))
     for trace_id, members in by_trace.items():
+        index = RunIndex(traces.get(trace_id, ()))  # this trace's SDK spans, for its agents, then let go
         for record, group in members:
             name = text(agent_name(record))
             found = scored.get((record.trace_id, record.span_id), _Scored())
             samples[(group, name)].append(_Sample.of(record, name, found, index.run(record, prices=prices)))
-        index.forget(trace_id)  # memory: one trace's spans converted at a time
     return tuple(
-        _agent_row(group, name, items, index, text, prices)
+        _agent_row(group, name, items, traces, text, prices)
         for (group, name), items in sorted(samples.items(), key=lambda kv: (kv[0][0] or "", kv[0][1]))
     )
 
@@ -371,7 +297,7 @@ def _agent_row(
     group: str | None,
     name: str,
     items: list[_Sample],
-    index: TraceRuns,
+    traces: Mapping[str, list[SpanRecord]],
     text: Texts,
     prices: PriceTable | None,
 ) -> AgentStats:
@@ -398,7 +324,7 @@ def _agent_row(
         truncated=sum(item.truncated for item in items),
         tools=_tools(items, text),
         worst_runs=tuple(
-            _case(item, index, text, prices) for item in sorted(items, key=_badness)[:WORST_RUNS]
+            _case(item, traces, text, prices) for item in sorted(items, key=_badness)[:WORST_RUNS]
         ),
     )
 
@@ -442,11 +368,12 @@ def _badness(item: _Sample) -> tuple[bool, bool, float, float, str, str]:
     )
 
 
-def _case(item: _Sample, index: TraceRuns, text: Texts, prices: PriceTable | None) -> RunCase:
+def _case(
+    item: _Sample, traces: Mapping[str, list[SpanRecord]], text: Texts, prices: PriceTable | None
+) -> RunCase:
     """One worst run, rebuilt from its trace's spans; what it shows is taken through ``text``."""
     record = item.record
-    run = index.run(record, prices=prices)
-    index.forget(record.trace_id)
+    run = RunIndex(traces.get(record.trace_id, ())).run(record, prices=prices)
     steps, more = run_steps(run, text=text)
     error = record.status_message or ("error" if record.status_code == "ERROR" else None)
     scored = item.scored

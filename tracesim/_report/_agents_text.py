@@ -12,10 +12,11 @@ from rich.text import Text
 
 from tracesim import _semconv as sc
 from tracesim._pricing import PriceTable, format_usd
-from tracesim._report._agents import TraceRuns, agent_name, is_run_result, one_line, run_steps, step_text
+from tracesim._report._agents import agent_name, is_run_result, one_line, run_steps, step_text
 from tracesim._report._format import DASH, format_count, format_duration, format_rate, format_score
 from tracesim._report._report_data import AgentStats, Report, RunCase
 from tracesim._report._tables import print_table
+from tracesim._runs import RunIndex
 from tracesim._terminal import visible
 from tracesim.tracefile import SpanRecord
 
@@ -221,7 +222,7 @@ def failed_runs(
                     )
     if not targets:
         return {}
-    index = TraceRuns(spans)
+    index = RunIndex(spans)
     lines: dict[str, list[str]] = {}
     for key, verdicts in targets.items():
         target = by_id[key]
