@@ -112,14 +112,15 @@ class Runtime:
         # Rules also score spans other instrumentations make (held from export until scored).
         self.foreign: ForeignScoring | None = None
         # The spans of runs being scored (see tracesim._runs._recorder); only with scoring on.
+        # With tracing on, also without scoring: `record_run` and experiments take runs from it.
         self.runs: RunRecorder | None = None
-        if scoring:
+        if self.enabled:
             from tracesim._runs._recorder import RunRecorder
 
             # A rule scoring runs, or scoring agents (whose output may be their last LLM answer),
             # may select another instrumentation's span, known only at its end: every trace is
             # then kept until its local root ends.
-            record_all = any(
+            record_all = scoring is not None and any(
                 rule.kind == "agent" or any(scores_runs(e) for e in rule.evaluators) for rule in self.rules
             )
             self.runs = RunRecorder(record_all=record_all, max_value_chars=capture.max_value_chars)

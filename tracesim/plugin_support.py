@@ -48,6 +48,7 @@ from tracesim._semconv import (
     EVALUATION_SCORE_VALUE,
     EVALUATION_STATUS,
     EVALUATION_THRESHOLD,
+    EXPECTED_TOOL_CALLS,
     SPAN_KIND,
 )
 from tracesim._terminal import visible
@@ -67,6 +68,7 @@ __all__ = [
     "EVALUATION_SCORE_VALUE",
     "EVALUATION_STATUS",
     "EVALUATION_THRESHOLD",
+    "EXPECTED_TOOL_CALLS",
     "SPAN_KIND",
     "InputError",
     "build_evaluators",

@@ -239,11 +239,16 @@ def test_without_configure_a_run_evaluator_scores_what_the_task_returns_or_says_
     assert text.row("q").scores["exact"].status == "skipped"  # no expected output: not the run's fault
 
 
-def test_with_scoring_off_the_error_names_the_setting() -> None:
-    dataset = Dataset([Case("q", expected=Expected(tool_calls=PARIS), id="q")])
+def test_with_online_scoring_off_the_runs_are_still_recorded() -> None:
+    @tracesim.trace(kind="tool")
+    def lookup(city: str) -> str:
+        return "15 C"
+
+    dataset = Dataset([Case("Paris", expected=Expected(tool_calls=PARIS), id="q")])
     with capture_spans(scoring_mode="off"):
-        report = dataset.evaluate(lambda question: "15 C", evaluators=["trajectory_match"])
-    assert "records no runs (scoring_mode='off')" in (report.row("q").scores["trajectory_match"].error or "")
+        report = dataset.evaluate(lookup, evaluators=["trajectory_match"])
+    result = report.row("q").scores["trajectory_match"]
+    assert (result.status, result.score) == ("ok", 1.0), result.error
 
 
 def test_an_async_task_with_repeats_and_a_file_of_expected_tool_calls(tmp_path: Path) -> None:

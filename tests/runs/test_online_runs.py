@@ -474,3 +474,15 @@ def test_spans_kept_in_all_traces_are_bounded_and_counted() -> None:
     assert runs[2].truncated_reason == "2 span(s) of the trace were not kept (the recorder's span limit)"
     assert recorder.traces == {}
     assert recorder.kept == 0
+
+
+def test_record_run_works_with_scoring_off() -> None:
+    @tracesim.trace(kind="tool")
+    def lookup(city: str) -> str:
+        return "12 C"
+
+    with capture_spans(scoring_mode="off"), tracesim.record_run() as recorded:
+        lookup("Warsaw")
+    assert [call.as_dict() for call in recorded.run.tool_calls] == [
+        {"name": "lookup", "arguments": {"city": "Warsaw"}, "output": "12 C"}
+    ]

@@ -474,10 +474,8 @@ def _marked(evaluator: Evaluator, result: EvalResult, subject: Any, no_runs: str
 
 def _why_no_runs(runtime: Runtime | None) -> str | None:
     """Why a configuration records no runs for an experiment's run evaluators; None when it does."""
-    if runtime is None:
+    if runtime is None or runtime.runs is None:
         return "tracesim is not configured (or configured with enabled=False)"
-    if runtime.runs is None:
-        return "this configuration records no runs (scoring_mode='off')"
     return None
 
 

@@ -79,6 +79,7 @@ def test_the_plugin_support_api_is_pinned_documented_and_its_examples_run() -> N
             "EVALUATION_SCORE_VALUE",
             "EVALUATION_STATUS",
             "EVALUATION_THRESHOLD",
+            "EXPECTED_TOOL_CALLS",
             "SPAN_KIND",
             "InputError",
             "build_evaluators",

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from tracesim import plugin_support
-from tracesim.plugin_support import visible
+from tracesim.plugin_support import EXPECTED_TOOL_CALLS, visible
 from tracesim.runs import NOT_GIVEN, Expected, Run
 from tracesim_pytest import _report as reporting
 from tracesim_pytest._calls import differences, listed_calls, run_calls, scores_runs
@@ -56,7 +56,6 @@ if TYPE_CHECKING:
 
 __all__ = ["TracesimEval", "assert_passes"]
 
-_EXPECTED_TOOL_CALLS = "tracesim.expected.tool_calls"  # the expected calls, as JSON, on a scored span
 MARKER = "tracesim"
 FIXTURE = "tracesim_eval"
 _RECORDER = pytest.StashKey["TracesimEval"]()
@@ -253,7 +252,7 @@ def _span_results(spans: Sequence[ReadableSpan]) -> Iterator[tuple[str, EvalResu
                 found = differences(result.details)
                 calls = None
                 if found:
-                    wanted = listed_calls((target.attributes or {}).get(_EXPECTED_TOOL_CALLS))
+                    wanted = listed_calls((target.attributes or {}).get(EXPECTED_TOOL_CALLS))
                     calls = {**({"expected": wanted} if wanted is not None else {}), **found}
                 yield target.name, result, calls
 
