@@ -29,6 +29,7 @@ from tracesim.evaluators._run_checks import (
     actual_calls,
     call_data,
     name_counts,
+    read_calls,
 )
 
 __all__ = ["ToolCallAccuracy", "ToolCallF1"]
@@ -183,10 +184,9 @@ class ToolCallF1(RunEvaluator):
     default_threshold = 0.5
 
     def measure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
-        got = _distinct(actual_calls(output))
+        got = _distinct(read_calls(output, "output"))
         want = _distinct(self._expected(expected))
-        matched = got.keys() & want.keys()
-        true_positives = len(matched)
+        true_positives = len(got.keys() & want.keys())
         precision = true_positives / len(got) if got else 0.0
         recall = true_positives / len(want) if want else 0.0
         f1 = 0.0 if precision + recall == 0 else 2 * precision * recall / (precision + recall)
@@ -194,14 +194,15 @@ class ToolCallF1(RunEvaluator):
             "precision": precision,
             "recall": recall,
             "matched": true_positives,
-            "missing": [
-                {"name": call[0], "arguments": call[1]} for key, call in want.items() if key not in got
-            ],
-            "extra": [
-                {"name": call[0], "arguments": call[1]} for key, call in got.items() if key not in want
-            ],
+            "missing": _left_out(want, got) if true_positives < len(want) else [],
+            "extra": _left_out(got, want) if true_positives < len(got) else [],
         }
         return Measurement(round(f1, 4), details)
+
+
+def _left_out(calls: dict[Any, Call], others: dict[Any, Call]) -> list[dict[str, Any]]:
+    """The calls of ``calls`` that ``others`` lacks, as details."""
+    return [{"name": call[0], "arguments": call[1]} for key, call in calls.items() if key not in others]
 
 
 def _distinct(calls: Sequence[Call]) -> dict[Any, Call]:
