@@ -37,15 +37,20 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tracesim._capture import dumps
 from tracesim._errors import ConfigError
 
 __all__ = [
+    "DIFFERENCE_KEYS",
     "NOT_GIVEN",
     "STEP_KINDS",
     "Expected",
     "Run",
     "Step",
     "ToolCall",
+    "call_text",
+    "calls_text",
+    "differences",
     "parse_arguments",
     "plain",
     "tool_calls",
@@ -372,3 +377,103 @@ class Expected:
 
 
 _tool_calls = tool_calls  # for `Expected`, whose parameter of the same name hides the function
+
+
+# ---------------------------------------------------------------- tool calls as text
+
+DIFFERENCE_KEYS = (
+    "missing",
+    "extra",
+    "mismatched",
+    "partial",
+    "missing_keys",
+    "extra_keys",
+    "exceeded",
+    "first_difference",
+    "run_truncated",
+)
+"""The details of run evaluators that say how a run differs from the expected one, in the order
+`differences` lists them."""
+
+
+def _cut(text: str, limit: int | None) -> str:
+    return text if limit is None or len(text) <= limit else text[: max(limit - 1, 0)] + "…"
+
+
+def call_text(call: ToolCall | Mapping[str, Any], limit: int | None = None) -> str:
+    """A tool call on one line, ``name(arguments as JSON)``, cut to ``limit`` characters.
+
+    Example:
+        >>> call_text({"name": "lookup", "arguments": {"city": "Warsaw"}})
+        'lookup({"city":"Warsaw"})'
+        >>> call_text(ToolCall("search", "warsaw weather"), limit=12)
+        'search("war…'
+    """
+    if isinstance(call, ToolCall):
+        name, arguments = call.name, call.arguments
+    else:
+        name, arguments = str(call.get("name")), call.get("arguments", {})
+    return _cut(f"{name}({dumps(arguments)})", limit)
+
+
+def calls_text(calls: Iterable[Any], *, most: int = 20, limit: int | None = None) -> str:
+    """Tool calls on one line, `call_text` each, the first ``most`` of them (the rest counted);
+    ``none`` for no calls.
+
+    Example:
+        >>> calls_text([{"name": "a"}, {"name": "b", "arguments": {"x": 1}}, {"name": "c"}], most=2)
+        'a({}), b({"x":1}), … (1 more)'
+        >>> calls_text([])
+        'none'
+    """
+    listed = list(calls)
+    text = ", ".join(_item(call) for call in listed[:most])
+    if len(listed) > most:
+        text += f", … ({len(listed) - most} more)"
+    return _cut(text or "none", limit)
+
+
+def differences(details: Any, *, limit: int | None = 300, most: int = 20) -> list[tuple[str, str]]:
+    """How a run differs from the expected one, as a run evaluator's details say: ``(label, text)``
+    pairs, one per kind of difference in `DIFFERENCE_KEYS` order (empty ones left out), each cut
+    to ``limit`` characters, lists to their first ``most`` items.
+
+    Example:
+        >>> differences({"missing": [{"name": "lookup", "arguments": {"city": "Warsaw"}}],
+        ...              "extra": {"convert": 2}, "matched": [[0, 0, 1.0]], "partial": []})
+        [('missing', 'lookup({"city":"Warsaw"})'), ('extra', 'convert ×2')]
+        >>> differences({"mismatched": {"city": {"expected": "Warsaw", "actual": "Paris"}}})
+        [('mismatched', 'city: {"expected":"Warsaw","actual":"Paris"}')]
+    """
+    if not isinstance(details, Mapping):
+        return []
+    found = []
+    for key in DIFFERENCE_KEYS:
+        value = details.get(key)
+        if value in (None, [], {}, ""):
+            continue
+        found.append((key.replace("_", " "), _cut(_difference(value, most), limit)))
+    return found
+
+
+def _difference(value: Any, most: int) -> str:
+    if isinstance(value, list):
+        return ", ".join(_item(item) for item in value[:most]) + (" …" if len(value) > most else "")
+    if isinstance(value, Mapping):
+        if all(isinstance(n, int) and not isinstance(n, bool) for n in value.values()):
+            return ", ".join(f"{name} ×{count}" for name, count in value.items())
+        return "; ".join(f"{name}: {_item(item)}" for name, item in value.items())
+    return _item(value)
+
+
+def _item(item: Any) -> str:
+    if isinstance(item, ToolCall):
+        return call_text(item)
+    if isinstance(item, Mapping):
+        if isinstance(item.get("name"), str):
+            return call_text(item)
+        call, closest = item.get("call"), item.get("closest")
+        if isinstance(call, Mapping) and isinstance(call.get("name"), str):
+            near = f" (closest: {call_text(closest)})" if isinstance(closest, Mapping) else ""
+            return call_text(call) + near
+    return item if isinstance(item, str) else dumps(item)

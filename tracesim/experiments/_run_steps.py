@@ -27,6 +27,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from tracesim import runs
 from tracesim._capture import dumps
 from tracesim._report import format_duration
 from tracesim.runs import Run, Step, ToolCall
@@ -46,18 +47,7 @@ MAX_STEPS = 50
 """Steps of a failed run a row keeps (the text view prints the first 20; the JSON and HTML hold all kept)."""
 MAX_CHARS = 300
 """Characters kept of each value of a step (arguments, output, error) and of each difference line."""
-DIFFERENCE_KEYS = (
-    "missing",
-    "extra",
-    "mismatched",
-    "partial",
-    "missing_keys",
-    "extra_keys",
-    "exceeded",
-    "first_difference",
-    "run_truncated",
-)
-"""The details of run evaluators that say how a run differs from the expected one, in the order shown."""
+DIFFERENCE_KEYS = runs.DIFFERENCE_KEYS
 
 
 def cut(text: str, limit: int = MAX_CHARS) -> str:
@@ -80,14 +70,8 @@ def call_text(call: ToolCall | Mapping[str, Any]) -> str:
     Example:
         >>> call_text({"name": "lookup", "arguments": {"city": "Warsaw"}})
         'lookup({"city":"Warsaw"})'
-        >>> call_text(ToolCall("search", "warsaw weather"))
-        'search("warsaw weather")'
     """
-    if isinstance(call, ToolCall):
-        name, arguments = call.name, call.arguments
-    else:
-        name, arguments = str(call.get("name")), call.get("arguments", {})
-    return cut(f"{name}({dumps(arguments)})")
+    return runs.call_text(call, MAX_CHARS)
 
 
 def run_data(run: Run, failed: list[str] | None = None) -> dict[str, Any]:
@@ -192,47 +176,15 @@ def expected_calls(expected: Any) -> str | None:
     calls = data.get("tool_calls") if isinstance(data, Mapping) else None
     if not isinstance(calls, list):
         return None
-    return cut(", ".join(_item(call) for call in calls[:20]) + (" …" if len(calls) > 20 else "")) or "none"
+    return runs.calls_text(calls, limit=MAX_CHARS)
 
 
 def differences(details: Any) -> list[tuple[str, str]]:
-    """How a run differs from the expected one, as an evaluator's details say: ``(label, text)``
-    pairs, one per kind of difference, each cut to `MAX_CHARS`.
+    """How a run differs from the expected one (`tracesim.runs.differences`), each line cut to
+    `MAX_CHARS`.
 
     Example:
-        >>> differences({"missing": [{"name": "lookup", "arguments": {"city": "Warsaw"}}],
-        ...              "extra": {"convert": 2}, "matched": [[0, 0, 1.0]], "partial": []})
-        [('missing', 'lookup({"city":"Warsaw"})'), ('extra', 'convert ×2')]
-        >>> differences({"mismatched": {"city": {"expected": "Warsaw", "actual": "Paris"}}})
-        [('mismatched', 'city: {"expected":"Warsaw","actual":"Paris"}')]
+        >>> differences({"extra": {"convert": 2}, "partial": []})
+        [('extra', 'convert ×2')]
     """
-    if not isinstance(details, Mapping):
-        return []
-    found = []
-    for key in DIFFERENCE_KEYS:
-        value = details.get(key)
-        if value in (None, [], {}, ""):
-            continue
-        found.append((key.replace("_", " "), cut(_difference(value))))
-    return found
-
-
-def _difference(value: Any) -> str:
-    if isinstance(value, list):
-        return ", ".join(_item(item) for item in value[:20]) + (" …" if len(value) > 20 else "")
-    if isinstance(value, Mapping):
-        if all(isinstance(n, int) and not isinstance(n, bool) for n in value.values()):
-            return ", ".join(f"{name} ×{count}" for name, count in value.items())
-        return "; ".join(f"{name}: {_item(item)}" for name, item in value.items())
-    return _item(value)
-
-
-def _item(item: Any) -> str:
-    if isinstance(item, Mapping):
-        if isinstance(item.get("name"), str):
-            return call_text(item)
-        call, closest = item.get("call"), item.get("closest")
-        if isinstance(call, Mapping) and isinstance(call.get("name"), str):
-            near = f" (closest: {call_text(closest)})" if isinstance(closest, Mapping) else ""
-            return call_text(call) + near
-    return item if isinstance(item, str) else dumps(item)
+    return runs.differences(details, limit=MAX_CHARS)

@@ -22,12 +22,10 @@ Example:
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from tracesim import plugin_support
-from tracesim.runs import Expected, Run, tool_calls
+from tracesim import runs
+from tracesim.runs import Expected, Run, calls_text, tool_calls
 
 if TYPE_CHECKING:
     from tracesim.evaluators import EvalResult
@@ -37,36 +35,11 @@ __all__ = ["MAX_CHARS", "differences", "listed_calls", "run_calls", "scores_runs
 MAX_CHARS = 500
 """Characters kept of each line (a list of calls, a difference)."""
 _MAX_CALLS = 20  # calls listed per line; the rest are counted
-_DIFFERENCES = (
-    "missing",
-    "extra",
-    "mismatched",
-    "partial",
-    "missing_keys",
-    "extra_keys",
-    "exceeded",
-    "first_difference",
-    "run_truncated",
-)
 
 
 def scores_runs(evaluator: Any) -> bool:
     """Whether ``evaluator`` scores a run (its tool calls) rather than an output value."""
     return getattr(evaluator, "scores_runs", False) is True
-
-
-def _cut(text: str) -> str:
-    return text if len(text) <= MAX_CHARS else text[: MAX_CHARS - 1] + "…"
-
-
-def _json(value: Any) -> str:
-    return json.dumps(plugin_support.to_jsonable(value), ensure_ascii=False, separators=(",", ":"))
-
-
-def _call(call: Any) -> str:
-    if isinstance(call, Mapping):
-        return f"{call.get('name')}({_json(call.get('arguments', {}))})"
-    return f"{call.name}({_json(call.arguments)})"
 
 
 def listed_calls(value: Any) -> str | None:
@@ -89,10 +62,7 @@ def listed_calls(value: Any) -> str | None:
             calls = None
     if calls is None:
         return None
-    text = ", ".join(_call(call) for call in calls[:_MAX_CALLS])
-    if len(calls) > _MAX_CALLS:
-        text += f", … ({len(calls) - _MAX_CALLS} more)"
-    return _cut(text or "none")
+    return calls_text(calls, most=_MAX_CALLS, limit=MAX_CHARS)
 
 
 def differences(details: Any) -> dict[str, str]:
@@ -105,36 +75,7 @@ def differences(details: Any) -> dict[str, str]:
         >>> differences({"exceeded": {"max_tool_calls": {"limit": 1, "actual": 3, "over": 2}}})
         {'exceeded': 'max_tool_calls: {"limit":1,"actual":3,"over":2}'}
     """
-    if not isinstance(details, Mapping):
-        return {}
-    found = {}
-    for key in _DIFFERENCES:
-        value = details.get(key)
-        if value in (None, [], {}, ""):
-            continue
-        found[key.replace("_", " ")] = _cut(_difference(value))
-    return found
-
-
-def _difference(value: Any) -> str:
-    if isinstance(value, list):
-        more = " …" if len(value) > _MAX_CALLS else ""
-        return ", ".join(_item(item) for item in value[:_MAX_CALLS]) + more
-    if isinstance(value, Mapping):
-        if all(isinstance(n, int) and not isinstance(n, bool) for n in value.values()):
-            return ", ".join(f"{name} ×{count}" for name, count in value.items())
-        return "; ".join(f"{name}: {_item(item)}" for name, item in value.items())
-    return _item(value)
-
-
-def _item(item: Any) -> str:
-    if isinstance(item, Mapping):
-        if isinstance(item.get("name"), str):
-            return _call(item)
-        call, closest = item.get("call"), item.get("closest")
-        if isinstance(call, Mapping) and isinstance(call.get("name"), str):
-            return _call(call) + (f" (closest: {_call(closest)})" if isinstance(closest, Mapping) else "")
-    return item if isinstance(item, str) else _json(item)
+    return dict(runs.differences(details, limit=MAX_CHARS, most=_MAX_CALLS))
 
 
 def run_calls(expected: Any, actual: Any, result: EvalResult) -> dict[str, str]:
