@@ -12,7 +12,9 @@ once per round; the best round's microseconds per case are shown, and the ratio 
 building its ``LLMTestCase``/``ToolCall`` inputs from the same plain calls as well (tracesim
 always parses its inputs inside ``evaluate``). The peer side runs in a subprocess with the Python that has
 the packages (``--peer-python``); without it the peer side is skipped, with the reason printed.
-The peer's scores are checked against the recorded ones. Prints numbers only; asserts nothing.
+The peer's scores are checked against the recorded ones. ``--cap`` times tool_correctness
+alone on 1,000 calls against 1,000 (its cap), the shapes where pairing is slowest. Prints
+numbers only; asserts nothing.
 """
 
 from __future__ import annotations
@@ -143,11 +145,35 @@ def peer_side(python: str, rounds: int) -> dict[str, dict[str, float]] | str:
     return parsed
 
 
+def at_the_cap() -> None:
+    """Seconds for tool_correctness to score 1,000 calls against 1,000 (its default cap), in its
+    two pairing modes with and without argument credit: calls of 7 names against calls of 5,
+    and the worst shape, 1,000 calls of one name against the same reversed."""
+    from tracesim.evaluators._tool_correctness import ToolCorrectness
+
+    names = [{"name": f"tool{i % 7}", "arguments": {"q": f"v{i}", "n": i}} for i in range(1000)]
+    others = [{"name": f"tool{i % 5}", "arguments": {"q": f"v{i}", "n": i + 1}} for i in range(1000)]
+    one_name = [{"name": "t", "arguments": {"q": f"v{i}", "n": i}} for i in range(1000)]
+    shapes = (("7 names vs 5", names, others), ("1 name, reversed", one_name, one_name[::-1]))
+    print(f"{'tool_correctness at 1,000 calls':<58} {'seconds':>8} {'score':>7}")
+    for options in ({}, {"params": ["input_parameters"]}, {"consider_ordering": True},
+                    {"consider_ordering": True, "params": ["input_parameters"]}):  # fmt: skip
+        evaluator = ToolCorrectness(**options)
+        for label, output, expected in shapes:
+            start = time.perf_counter()
+            score = evaluator.evaluate(output, expected).score
+            print(f"{json.dumps(options) + ', ' + label:<58} {time.perf_counter() - start:>8.3f} {score:>7}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--peer-python", default="/tmp/peers/bin/python")
+    parser.add_argument("--cap", action="store_true", help="time tool_correctness at its 1,000-call cap")
     args = parser.parse_args()
+    if args.cap:
+        at_the_cap()
+        return
     with CASES.open(encoding="utf-8") as handle:
         cases = [json.loads(line) for line in handle]
     work = tracesim_side(cases)
