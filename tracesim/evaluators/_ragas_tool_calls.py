@@ -54,8 +54,13 @@ def _argument_score(got: Any, want: Any) -> tuple[float, list[str], list[str]]:
         return (1.0 if same else 0.0), [], ([] if same else ["(arguments as text)"])
     if not want:
         return (1.0 if not got else 0.0), [], []
-    missing = [key for key in want if key not in got]
-    wrong = [key for key in want if key in got and str(got[key]) != str(want[key])]
+    missing: list[str] = []
+    wrong: list[str] = []
+    for key in want:  # one pass, keys in the expected order
+        if key not in got:
+            missing.append(key)
+        elif str(got[key]) != str(want[key]):
+            wrong.append(key)
     return (len(want) - len(missing) - len(wrong)) / len(want), missing, wrong
 
 
