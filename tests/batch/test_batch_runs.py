@@ -180,7 +180,7 @@ def test_each_agent_span_is_scored_on_its_run_rebuilt_from_the_trace_file(
         (bad["row"], "tool_correctness"),
         (bad["row"], "run_budget"),
     ]
-    assert report.failed_runs[1][3].startswith('missing [{"name": "lookup", "arguments": {"city": "Oslo"}}')
+    assert report.failed_runs[1][3].startswith('missing lookup({"city":"Oslo"})')
 
 
 def test_parts_cut_anywhere_would_split_runs_so_they_are_cut_between_traces(traces: Path) -> None:

@@ -62,13 +62,14 @@ def test_piped_tables_keep_names_whole_and_rows_on_one_line(long_names: Path, co
     assert done.returncode == 1, done.stderr  # 1 of 3 passed: the gate fails
     group = "support-bot-with-a-long-service-name"
     rows = _rows(done.stdout)
-    assert [row[:4] for row in rows if row[1] == SPAN] == [[group, SPAN, "AGENT", "3"]]
+    assert [row[:4] for row in rows if row[1] == SPAN and row[2] == "AGENT"] == [[group, SPAN, "AGENT", "3"]]
     assert [row[:8] for row in rows if row[1] == EVALUATOR] == [
         [group, EVALUATOR, SPAN, "3", "0.633", "33.3%", "1", "2"]
     ]
-    assert len(rows) == 3  # two span rows, one evaluator row: no row wrapped onto a second line
+    # two span rows, one evaluator row, one agent row, one tool row: no row wrapped onto a second line
+    assert len(rows) == 5
     heads = [line for line in done.stdout.splitlines() if line.startswith("┃")]
-    assert len(heads) == 2  # one header line per table: no header wrapped either
+    assert len(heads) == 4  # one header line per table (spans, evaluators, agents, tools): none wrapped
     assert "┃ pass rate ┃" in heads[1]
     assert "…" not in done.stdout
     gate = f"tracesim report: --fail-under {EVALUATOR}: pass rate 0.333 < 0.800 (1 of 3 passed): FAILED"

@@ -51,7 +51,7 @@ def test_json_document(known_file: Path, capsys: pytest.CaptureFixture[str]) -> 
     doc = json.loads(capsys.readouterr().out)
     assert list(doc) == [
         "schema", "files", "group_by", "totals", "spans", "evaluators", "evaluator_totals", "warnings",
-        "llm_usage", "worst_cases", "error_types", "timeline", "gates",
+        "llm_usage", "worst_cases", "error_types", "timeline", "agents", "gates",
     ]  # fmt: skip
     assert doc["timeline"] is None  # the spans started within 30 s
     assert doc["llm_usage"] is None  # no span reports token usage

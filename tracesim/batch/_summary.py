@@ -91,42 +91,35 @@ def tokens_of(result: EvalResult) -> int:
     return total if isinstance(total, int) and not result.details.get("cached") else 0
 
 
-_DIFFERENCES = ("missing", "extra", "partial", "mismatched", "first_difference", "exceeded")
-"""The details of a run evaluator that say how a run differs from what was expected."""
 _MAX_DIFFERENCE_CHARS = 300
 
 
 def call_differences(result: EvalResult) -> str | None:
     """How a failed run differs from the expected one, in a line: the missing, extra, partly
-    matched and first mismatched tool calls, or the budget exceeded, as a run evaluator's details
-    name them; else its explanation, else its details; None when it has none of them.
+    matched and mismatched tool calls, or the budget exceeded, as a run evaluator's details name
+    them (`tracesim.runs.differences`); else its explanation, else its details; None when it has
+    none of them.
 
     Example:
         >>> from tracesim.evaluators import EvalResult
         >>> result = EvalResult(name="tool_correctness", details={
         ...     "missing": [{"name": "convert", "arguments": {}}], "extra": [], "matched": [[0, 0, 1.0]]})
         >>> call_differences(result)
-        'missing [{"name": "convert", "arguments": {}}]'
+        'missing convert({})'
     """
-    import json
+    from tracesim._capture import dumps
+    from tracesim.runs import differences
 
     details = result.details if isinstance(result.details, dict) else {}
-    parts = []
-    for key in _DIFFERENCES:
-        value = details.get(key)
-        if value:
-            try:
-                parts.append(f"{key} {json.dumps(value, ensure_ascii=False, default=str)}")
-            except (ValueError, TypeError, RecursionError):
-                parts.append(f"{key} {value!r}")
+    parts = [f"{label} {text}" for label, text in differences(details, limit=_MAX_DIFFERENCE_CHARS)]
     if not parts and result.explanation:
         parts.append(result.explanation)
     if not parts and details:
-        parts.append(json.dumps(details, ensure_ascii=False, default=str))
+        parts.append(dumps(details))
     if not parts:
         return None
     line = "; ".join(parts)
-    return line if len(line) <= _MAX_DIFFERENCE_CHARS else line[: _MAX_DIFFERENCE_CHARS - 3] + "..."
+    return line if len(line) <= _MAX_DIFFERENCE_CHARS else line[: _MAX_DIFFERENCE_CHARS - 1] + "…"
 
 
 def print_failed_runs(failed: list[tuple[str, int, str, str]], console: Any) -> None:
