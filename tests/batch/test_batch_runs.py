@@ -27,16 +27,11 @@ pytest.importorskip(
     reason="the 'openai' extra (opentelemetry-instrumentation-genai-openai) is not installed",
 )
 
+from scripted_agent import weather_agent  # noqa: E402
+
 from tracesim.batch import Spans, score  # noqa: E402
 from tracesim.integrations import uninstrument_openai  # noqa: E402
 
-LOOKUP = {
-    "type": "function",
-    "function": {
-        "name": "lookup",
-        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
-    },
-}
 TRAJECTORY = {"type": "trajectory_match"}
 CORRECTNESS = {"type": "tool_correctness", "params": ["input_parameters"]}
 BUDGET = {"type": "run_budget", "max_llm_calls": 2, "max_tool_calls": 1}
@@ -61,26 +56,12 @@ def agent_trace(directory: Path, server: LLMServer) -> Path:
     path = directory / "traces.jsonl"
     tracesim.configure(jsonl_path=str(path), scoring_mode="off")
 
-    @tracesim.trace(kind="tool")
-    def lookup(city: str) -> str:
-        return {"Warsaw": "12 C", "Paris": "15 C"}.get(city, "unknown")
-
-    @tracesim.trace(kind="agent")
-    def agent(question: str) -> str:
-        tracesim.current_span().set_expected(EXPECTED[question])
-        messages: list[Any] = [{"role": "user", "content": question}]
-        with openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as client:
-            for _ in range(4):
-                reply = client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=[LOOKUP])
-                tracesim.force_flush()  # the run's spans so far on one line, the rest on later ones
-                message = reply.choices[0].message
-                if not message.tool_calls:
-                    return str(message.content)
-                messages.append(message.model_dump(exclude_none=True))
-                for call in message.tool_calls:
-                    result = lookup(**json.loads(call.function.arguments))
-                    messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
-        return "gave up"
+    agent = weather_agent(
+        server,
+        rounds=4,
+        before=lambda question: tracesim.current_span().set_expected(EXPECTED[question]),
+        after_reply=tracesim.force_flush,  # the run's spans so far on one line, the rest on later ones
+    )
 
     server.script(
         CHAT,

@@ -17,9 +17,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
-import openai
 import pytest
 from llm_server import CHAT, LLMServer, Reply
+from scripted_agent import lookup, weather_agent
 
 import tracesim
 from tracesim import _runtime
@@ -34,13 +34,6 @@ pytest.importorskip(
 )
 from tracesim.integrations import uninstrument_openai
 
-LOOKUP: Any = {
-    "type": "function",
-    "function": {
-        "name": "lookup",
-        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
-    },
-}
 WARSAW = [{"name": "lookup", "arguments": {"city": "Warsaw"}}]
 PARIS = [{"name": "lookup", "arguments": {"city": "Paris"}}]
 
@@ -50,32 +43,6 @@ def server(llm_server: LLMServer) -> Iterator[LLMServer]:
     tracesim.instrument_openai()
     yield llm_server
     uninstrument_openai()
-
-
-@tracesim.trace(kind="tool")
-def lookup(city: str) -> str:
-    return {"Warsaw": "12 C", "Paris": "15 C"}.get(city, "unknown")
-
-
-def weather_agent(server: LLMServer) -> Any:
-    """An agent: the model asks for tools, the tools run, until the model answers."""
-
-    @tracesim.trace(kind="agent")
-    def agent(question: str) -> str:
-        messages: list[Any] = [{"role": "user", "content": question}]
-        with openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as client:
-            for _ in range(5):
-                reply = client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=[LOOKUP])
-                message = reply.choices[0].message
-                if not message.tool_calls:
-                    return str(message.content)
-                messages.append(message.model_dump(exclude_none=True))
-                for call in message.tool_calls:
-                    found = lookup(**json.loads(call.function.arguments))  # type: ignore[union-attr]
-                    messages.append({"role": "tool", "tool_call_id": call.id, "content": found})
-        return "gave up"
-
-    return agent
 
 
 def cases() -> Dataset:

@@ -18,6 +18,7 @@ import openai
 import pytest
 from llm_server import CHAT, LLMServer, Reply
 from opentelemetry.sdk.trace import ReadableSpan
+from scripted_agent import LOOKUP, weather_agent
 
 import tracesim
 from tracesim import _runtime
@@ -30,14 +31,6 @@ pytest.importorskip(
     reason="the 'openai' extra (opentelemetry-instrumentation-genai-openai) is not installed",
 )
 from tracesim.integrations import uninstrument_openai
-
-LOOKUP = {
-    "type": "function",
-    "function": {
-        "name": "lookup",
-        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
-    },
-}
 
 
 @pytest.fixture(scope="module")
@@ -58,32 +51,6 @@ def named(spans: tuple[ReadableSpan, ...], name: str) -> ReadableSpan:
     matches = [span for span in spans if span.name == name]
     assert len(matches) == 1, [span.name for span in spans]
     return matches[0]
-
-
-def weather_agent(server: LLMServer) -> Any:
-    """An agent loop by hand: the model asks for ``lookup`` calls, the agent runs them, and
-    answers when the model writes text."""
-
-    @tracesim.trace(kind="tool")
-    def lookup(city: str) -> str:
-        return {"Warsaw": "12 C", "Paris": "15 C"}.get(city, "unknown")
-
-    @tracesim.trace(kind="agent")
-    def agent(question: str) -> str:
-        messages: list[Any] = [{"role": "user", "content": question}]
-        with openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as client:
-            for _ in range(5):
-                reply = client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=[LOOKUP])
-                message = reply.choices[0].message
-                if not message.tool_calls:
-                    return str(message.content)
-                messages.append(message.model_dump(exclude_none=True))
-                for call in message.tool_calls:
-                    result = lookup(**json.loads(call.function.arguments))  # type: ignore[union-attr]
-                    messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
-        return "gave up"
-
-    return agent
 
 
 def test_an_openai_agent_run_has_its_llm_calls_and_each_tool_call_once(instrumented: LLMServer) -> None:

@@ -13,11 +13,11 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-import openai
 import pytest
 from llm_server import CHAT, LLMServer, Reply
 from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
+from scripted_agent import weather_agent
 
 import tracesim
 from tracesim import _runtime
@@ -32,13 +32,6 @@ pytest.importorskip(
 )
 from tracesim.integrations import uninstrument_openai
 
-LOOKUP = {
-    "type": "function",
-    "function": {
-        "name": "lookup",
-        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
-    },
-}
 WARSAW_THEN_PARIS = [
     {"name": "lookup", "arguments": {"city": "Warsaw"}},
     {"name": "lookup", "arguments": {"city": "Paris"}},
@@ -84,29 +77,6 @@ def result(span: SpanRecord, name: str) -> dict[str, Any]:
     if "tracesim.evaluation.details" in event:
         event["details"] = json.loads(event["tracesim.evaluation.details"])
     return event
-
-
-def weather_agent(server: LLMServer, **trace_options: Any) -> Any:
-    @tracesim.trace(kind="tool")
-    def lookup(city: str) -> str:
-        return {"Warsaw": "12 C", "Paris": "15 C"}.get(city, "unknown")
-
-    @tracesim.trace(kind="agent", **trace_options)
-    def agent(question: str) -> str:
-        messages: list[Any] = [{"role": "user", "content": question}]
-        with openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as client:
-            for _ in range(5):
-                reply = client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=[LOOKUP])
-                message = reply.choices[0].message
-                if not message.tool_calls:
-                    return str(message.content)
-                messages.append(message.model_dump(exclude_none=True))
-                for call in message.tool_calls:
-                    found = lookup(**json.loads(call.function.arguments))  # type: ignore[union-attr]
-                    messages.append({"role": "tool", "tool_call_id": call.id, "content": found})
-        return "gave up"
-
-    return agent
 
 
 def script_two_lookups(server: LLMServer) -> None:
