@@ -262,13 +262,19 @@ class LLMJudge(ModelEvaluator):
                 self.structured = mode
 
     async def ameasure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
-        messages = self.messages(output, expected, input=input)
-        answer, usage, mode = await self.ask(messages)
-        details: dict[str, Any] = {"model": self.model, "structured": mode, **usage.details()}
+        details: dict[str, Any] = {}
         if self._truncated(
             output, expected if self.include_expected else None, input if self.include_input else None
         ):
             details["truncated_to"] = self.max_chars
+        return await self.grade(self.messages(output, expected, input=input), details)
+
+    async def grade(self, messages: list[dict[str, str]], shown: Mapping[str, Any]) -> Measurement:
+        """Ask the model to grade ``messages`` and read its verdict; ``shown`` (what the prompt
+        cut or left out) joins the details. An answer without a usable score raises
+        `Unparseable`: the judge refuses rather than guesses."""
+        answer, usage, mode = await self.ask(messages)
+        details: dict[str, Any] = {"model": self.model, "structured": mode, **usage.details(), **shown}
         text = answer.get("arguments") or answer.get("content")
         verdict = parse_verdict(text, self.scale)
         if isinstance(verdict, Refusal):

@@ -35,10 +35,8 @@ from tracesim._capture import bounded_json
 from tracesim._redact import MARGIN, safe_cut
 from tracesim.evaluators._base import DEFAULT, Measurement, _Default
 from tracesim.evaluators._call_cap import _first_items
-from tracesim.evaluators._judge import _RAW_KEPT, LLMJudge, _summary, escape
-from tracesim.evaluators._judge_parse import Refusal, parse_verdict
+from tracesim.evaluators._judge import LLMJudge, escape
 from tracesim.evaluators._model_connection import ConnectionKeywords, ModelConnection
-from tracesim.evaluators._model_evaluator import Unparseable
 from tracesim.evaluators._options import check_int
 from tracesim.runs import NOT_GIVEN, Expected, Run, Step, ToolCall, tool_calls
 
@@ -382,16 +380,4 @@ class TrajectoryJudge(LLMJudge):
 
     async def ameasure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
         messages, shown = self._prompt(output, expected, input)
-        answer, usage, mode = await self.ask(messages)
-        details: dict[str, Any] = {"model": self.model, "structured": mode, **usage.details(), **shown}
-        text = answer.get("arguments") or answer.get("content")
-        verdict = parse_verdict(text, self.scale)
-        if isinstance(verdict, Refusal):  # as LLMJudge: refuse rather than guess
-            details["refused"] = verdict.why
-            raw = text if text is None else text[:_RAW_KEPT]
-            message = f"no usable score in the model's answer: {verdict.why} ({_summary(text)})"
-            raise Unparseable(message, raw, details)
-        details["read_from"] = verdict.source
-        if verdict.overruled_count:
-            details["overruled"] = {"count": verdict.overruled_count, "scores": list(verdict.overruled)}
-        return Measurement(verdict.score, details, explanation=verdict.reason)
+        return await self.grade(messages, shown)  # as LLMJudge: refuse rather than guess
