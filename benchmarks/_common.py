@@ -142,3 +142,36 @@ class Sink:
     def stop(self) -> None:
         self._process.terminate()
         self._process.join(10)
+
+
+def paced_latencies(
+    fn: Callable[[str], object], inputs: Sequence[str], calls: int, rate: float
+) -> list[float]:
+    """Call ``fn`` on ``inputs`` in turn at ``rate`` calls per second (open loop, as traffic
+    arrives); return each call's wall time in µs."""
+    latencies = []
+    interval = 1.0 / rate
+    next_at = time.perf_counter()
+    for i in range(calls):
+        now = time.perf_counter()
+        if now < next_at:
+            time.sleep(next_at - now)
+        start = time.perf_counter_ns()
+        fn(inputs[i % len(inputs)])
+        latencies.append((time.perf_counter_ns() - start) / 1000)
+        next_at += interval
+    return latencies
+
+
+def sustained_rate(fn: Callable[[str], object], inputs: Sequence[str], calls: int) -> tuple[float, int]:
+    """Scored calls per second from the first call until the last score is recorded, and the
+    calls dropped meanwhile."""
+    import tracesim
+
+    before = tracesim.scoring_stats()
+    start = time.perf_counter()
+    for i in range(calls):
+        fn(inputs[i % len(inputs)])
+    tracesim.force_flush(600)
+    elapsed = time.perf_counter() - start
+    return calls / elapsed, tracesim.scoring_stats().dropped - before.dropped

@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
-from collections.abc import Callable
 
-from _common import Discard  # benchmarks run as scripts: their folder is on sys.path
+from _common import (  # benchmarks run as scripts: their folder is on sys.path
+    Discard,
+    paced_latencies,
+    sustained_rate,
+)
 
 import tracesim
 from tracesim import _runtime
@@ -76,32 +78,6 @@ def expected(city: str) -> tracesim.Expected:
     )
 
 
-def paced_latencies(fn: Callable[[str], str], calls: int, rate: float) -> list[float]:
-    """Call ``fn`` at ``rate`` calls per second; return each call's wall time in µs."""
-    latencies = []
-    interval = 1.0 / rate
-    next_at = time.perf_counter()
-    for i in range(calls):
-        now = time.perf_counter()
-        if now < next_at:
-            time.sleep(next_at - now)
-        start = time.perf_counter_ns()
-        fn(CITIES[i % len(CITIES)])
-        latencies.append((time.perf_counter_ns() - start) / 1000)
-        next_at += interval
-    return latencies
-
-
-def sustained_rate(fn: Callable[[str], str], calls: int) -> tuple[float, int]:
-    before = tracesim.scoring_stats()
-    start = time.perf_counter()
-    for i in range(calls):
-        fn(CITIES[i % len(CITIES)])
-    tracesim.force_flush(600)
-    elapsed = time.perf_counter() - start
-    return calls / elapsed, tracesim.scoring_stats().dropped - before.dropped
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -127,7 +103,7 @@ def main() -> None:
     check = tracesim.scoring_stats()
     assert check.errors == 0, f"{check.errors} evaluator errors in the warm-up"
 
-    rate, dropped = sustained_rate(scored, args.calls)
+    rate, dropped = sustained_rate(scored, CITIES, args.calls)
     print(
         f"sustained: {rate:,.0f} scored runs/s (5 tool spans, 3 run evaluators, 2 cores); dropped {dropped}"
     )
@@ -140,7 +116,7 @@ def main() -> None:
         if round_number % 2:
             order.reverse()
         for name, fn in order:
-            medians[name].append(statistics.median(paced_latencies(fn, args.calls, pace)))
+            medians[name].append(statistics.median(paced_latencies(fn, CITIES, args.calls, pace)))
             tracesim.force_flush(600)
     base, with_runs = (statistics.median(medians[name]) for name in names)
     ratios = [s / b for s, b in zip(medians[names[1]], medians[names[0]], strict=True)]

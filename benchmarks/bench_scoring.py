@@ -24,7 +24,11 @@ import statistics
 import time
 from collections.abc import Callable
 
-from _common import Discard  # benchmarks run as scripts: their folder is on sys.path
+from _common import (  # benchmarks run as scripts: their folder is on sys.path
+    Discard,
+    paced_latencies,
+    sustained_rate,
+)
 
 import tracesim
 from tracesim.evaluators import Bleu, Levenshtein, Rouge
@@ -59,34 +63,6 @@ def rss_mb() -> float:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
     return float("nan")
-
-
-def paced_latencies(fn: Callable[[str], str], calls: int, rate: float) -> list[float]:
-    """Call ``fn`` at ``rate`` calls per second; return each call's wall time in µs."""
-    latencies = []
-    interval = 1.0 / rate
-    next_at = time.perf_counter()
-    for i in range(calls):
-        now = time.perf_counter()
-        if now < next_at:
-            time.sleep(next_at - now)
-        start = time.perf_counter_ns()
-        fn(QUESTIONS[i % len(QUESTIONS)])
-        latencies.append((time.perf_counter_ns() - start) / 1000)
-        next_at += interval
-    return latencies
-
-
-def sustained_rate(fn: Callable[[str], str], calls: int) -> tuple[float, int]:
-    """Scored calls per second from the first call until the last score is recorded."""
-    before = tracesim.scoring_stats()
-    start = time.perf_counter()
-    for i in range(calls):
-        fn(QUESTIONS[i % len(QUESTIONS)])
-    tracesim.force_flush(600)
-    elapsed = time.perf_counter() - start
-    after = tracesim.scoring_stats()
-    return calls / elapsed, after.dropped - before.dropped
 
 
 def memory_run(fn: Callable[[str], str], calls: int) -> list[tuple[int, float]]:
@@ -125,7 +101,7 @@ def main() -> None:
             fn(q)
     tracesim.force_flush()
 
-    rate, dropped = sustained_rate(scored, args.calls * 2)
+    rate, dropped = sustained_rate(scored, QUESTIONS, args.calls * 2)
     print(
         f"sustained: {rate:,.0f} scored calls/s (3 evaluators, 2 worker threads, 2 cores); dropped {dropped}"
     )
@@ -137,7 +113,7 @@ def main() -> None:
         if round_number % 2:
             order.reverse()
         for name, fn in order:
-            latencies = paced_latencies(fn, args.calls, pace)
+            latencies = paced_latencies(fn, QUESTIONS, args.calls, pace)
             medians[name].append(statistics.median(latencies))
             tracesim.force_flush(600)
     base = statistics.median(medians["traced"])
