@@ -303,3 +303,39 @@ def test_an_expected_read_again_gives_the_same_calls_and_the_memory_is_bounded()
         expected_calls(Expected(tool_calls=[{"name": f"t{index}"}]))
     assert len(_run_checks._READ_EXPECTED) <= _run_checks._READ_EXPECTED_MAX
     assert expected_calls(expected) == again  # read again after being dropped
+
+
+# -- tool_call_f1: the one-pass reading is read_calls then _distinct -------------------------
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_f1_reads_lists_and_runs_in_one_pass_as_read_calls_does(seed: int) -> None:
+    from tracesim.evaluators._ragas_tool_calls import _distinct, _distinct_of
+    from tracesim.evaluators._run_checks import read_calls
+    from tracesim.runs import Run, Step, ToolCall
+
+    rng = random.Random(seed)
+    items: list[dict[str, Any]] = []
+    for call in _random_calls(rng, rng.randint(0, 12)):
+        shape = rng.randrange(5)
+        if shape == 1:
+            del call["arguments"]
+        elif shape == 2:
+            call["args"] = call.pop("arguments")
+        elif shape == 3:
+            call["arguments"] = rng.choice([None, '{"p": 1}', "plain text", {"n": (1, 2)}])
+        elif shape == 4:
+            call["error"] = "boom"
+        items.append(call)
+    run = Run(
+        steps=tuple(
+            Step(
+                kind="tool",
+                name=c["name"],
+                tool_call=ToolCall.of({k: v for k, v in c.items() if k != "error"}),
+            )
+            for c in items
+        )
+    )
+    for value in (items, run):
+        assert _distinct_of(value, "output") == _distinct(read_calls(value, "output"))

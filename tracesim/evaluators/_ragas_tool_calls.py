@@ -22,15 +22,18 @@ from tracesim.evaluators._base import Measurement
 from tracesim.evaluators._call_cap import DEFAULT_MAX_CALLS
 from tracesim.evaluators._options import check_bool
 from tracesim.evaluators._run_checks import (
+    _CALL_KEYS,
     _SCALARS,
     Call,
     RunEvaluator,
     _flat,
+    _plain,
     actual_calls,
     call_data,
     name_counts,
     read_calls,
 )
+from tracesim.runs import Run, parse_arguments
 
 __all__ = ["ToolCallAccuracy", "ToolCallF1"]
 
@@ -189,8 +192,11 @@ class ToolCallF1(RunEvaluator):
     default_threshold = 0.5
 
     def measure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
-        got = _distinct(read_calls(output, "output"))
-        want = _distinct(self._expected(expected))
+        got = _distinct_of(output, "output")
+        if type(expected) is list:
+            want = _distinct_of(expected, "expected")
+        else:
+            want = _distinct(self._expected(expected))
         true_positives = len(got.keys() & want.keys())
         precision = true_positives / len(got) if got else 0.0
         recall = true_positives / len(want) if want else 0.0
@@ -222,3 +228,47 @@ def _distinct(calls: Sequence[Call]) -> dict[Any, Call]:
         )
         distinct.setdefault((call[0], hashed), call)
     return distinct
+
+
+def _distinct_of(value: Any, where: str) -> dict[Any, Call]:
+    """`_distinct` of the calls `read_calls` reads from ``value``, in one pass for the common
+    inputs (a list of plainly well-formed mappings, a `Run` whose steps requested no calls);
+    anything else is read by `read_calls`, which names a bad item."""
+    distinct: dict[Any, Call] = {}
+    if type(value) is list:
+        for item in value:
+            if type(item) is not dict:
+                break
+            name = item.get("name")
+            if type(name) is not str or not name or not _CALL_KEYS.issuperset(item):
+                break
+            arguments = item.get("arguments")
+            if arguments is None and "arguments" not in item:
+                arguments = item.get("args")
+            if type(arguments) is dict and _flat(arguments):
+                key = (name, frozenset(arguments.items()))
+            else:
+                arguments = {} if arguments is None else _plain(parse_arguments(arguments))
+                key = (name, _hashable(arguments))
+            if key not in distinct:
+                distinct[key] = (name, arguments, item.get("error") is not None)
+        else:
+            return distinct
+    elif isinstance(value, Run):
+        for step in value.steps:
+            if step.requested:  # requests are paired with their executions by the Run
+                break
+            call = step.tool_call
+            if call is None or step.kind != "tool":
+                continue
+            name, arguments = call.name, call.arguments
+            if type(arguments) is dict and _flat(arguments):
+                key = (name, frozenset(arguments.items()))
+            else:
+                arguments = _plain(arguments)
+                key = (name, _hashable(arguments))
+            if key not in distinct:
+                distinct[key] = (name, arguments, step.error is not None or call.error is not None)
+        else:
+            return distinct
+    return _distinct(read_calls(value, where))
