@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from tracesim._report import DASH, format_duration, format_rate, format_score, html_text
 from tracesim._version import __version__
 from tracesim.experiments._case import expected_data
-from tracesim.experiments._run_steps import differences, expected_calls
+from tracesim.experiments._run_steps import expected_calls, failures
 from tracesim.experiments._text_view import failed_runs, preview, summary_line
 
 if TYPE_CHECKING:
@@ -175,22 +175,15 @@ def _failed_runs(report: RunView) -> str:
     for row in rows[:RUNS_SHOWN]:
         run = row.run or {}
         title = row.case_id + (f" (repeat {row.repeat})" if row.repeat else "")
-        counts = f"{run.get('tool_calls', 0)} tool calls, {run.get('llm_calls', 0)} LLM calls"
+        counts, failed = failures(row)
         items = []
         wanted = expected_calls(row.expected)
         if wanted is not None:
             items.append(f"<li>expected calls: <code>{html_text(wanted)}</code></li>")
-        names = run.get("failed")
-        for name in names if isinstance(names, list) else []:
-            result = row.scores.get(name)
-            if result is None:
-                continue
-            verdict = "error" if result.status == "error" else "failed"
-            reason = result.error if result.status == "error" else result.explanation
-            text = f"{name} {verdict}, score {format_score(result.score)}" + (f": {reason}" if reason else "")
+        for text, differences in failed:
             found = "".join(
                 f"<li>{html_text(label)}: <code>{html_text(value)}</code></li>"
-                for label, value in differences(result.details)
+                for label, value in differences
             )
             listed = f"<ul>{found}</ul>" if found else ""
             items.append(f'<li class="fail">{html_text(text)}{listed}</li>')

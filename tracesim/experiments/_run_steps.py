@@ -29,7 +29,7 @@ from typing import Any
 
 from tracesim import runs
 from tracesim._capture import dumps
-from tracesim._report import format_duration
+from tracesim._report import format_duration, format_score
 from tracesim.runs import Run, Step, ToolCall
 
 __all__ = [
@@ -39,6 +39,7 @@ __all__ = [
     "call_text",
     "differences",
     "expected_calls",
+    "failures",
     "run_data",
     "step_lines",
 ]
@@ -188,3 +189,31 @@ def differences(details: Any) -> list[tuple[str, str]]:
         [('extra', 'convert ×2')]
     """
     return runs.differences(details, limit=MAX_CHARS)
+
+
+def failures(row: Any) -> tuple[str, list[tuple[str, list[tuple[str, str]]]]]:
+    """What the views show of a row whose run failed: its counts (``3 tool calls, 2 LLM calls``),
+    then each failed run evaluator's line (``name failed, score S: why``) with its `differences`.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> from tracesim.evaluators import EvalResult
+        >>> result = EvalResult(name="tool_names", score=0.0, passed=False, details={"extra": {"lookup": 1}})
+        >>> row = SimpleNamespace(run={"tool_calls": 2, "llm_calls": 3, "failed": ["tool_names"]},
+        ...                       scores={"tool_names": result})
+        >>> failures(row)
+        ('2 tool calls, 3 LLM calls', [('tool_names failed, score 0.000', [('extra', 'lookup ×1')])])
+    """
+    run = row.run or {}
+    counts = f"{run.get('tool_calls', 0)} tool calls, {run.get('llm_calls', 0)} LLM calls"
+    found = []
+    names = run.get("failed")
+    for name in names if isinstance(names, list) else []:
+        result = row.scores.get(name)
+        if result is None:
+            continue
+        verdict = "error" if result.status == "error" else "failed"
+        reason = result.error if result.status == "error" else result.explanation
+        line = f"{name} {verdict}, score {format_score(result.score)}" + (f": {reason}" if reason else "")
+        found.append((line, differences(result.details)))
+    return counts, found

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from tracesim._capture import dumps
 from tracesim._report import DASH, format_duration, format_rate, format_score
 from tracesim._terminal import visible
-from tracesim.experiments._run_steps import differences, expected_calls, step_lines
+from tracesim.experiments._run_steps import expected_calls, failures, step_lines
 
 if TYPE_CHECKING:
     from tracesim.experiments._case_results import CaseResult
@@ -125,26 +125,18 @@ def _failed_run_lines(cases: Sequence[CaseSummary]) -> Iterator[str]:
     yield ""
     yield "failed runs (evaluators that score runs), worst cases first:"
     for row in rows[:RUNS_SHOWN]:
-        run = row.run or {}
         repeat = f" (repeat {row.repeat})" if row.repeat else ""
-        counts = f"{run.get('tool_calls', 0)} tool calls, {run.get('llm_calls', 0)} LLM calls"
+        counts, failed = failures(row)
         yield visible(f"{row.case_id}{repeat}: {counts}")
         wanted = expected_calls(row.expected)
         if wanted is not None:
             yield visible(f"  expected calls: {wanted}")
-        names = run.get("failed")
-        for name in names if isinstance(names, list) else []:
-            result = row.scores.get(name)
-            if result is None:
-                continue
-            verdict = "error" if result.status == "error" else "failed"
-            reason = result.error if result.status == "error" else result.explanation
-            line = f"  {name} {verdict}, score {format_score(result.score)}"
-            yield visible(f"{line}: {reason}" if reason else line)
-            for label, text in differences(result.details):
+        for line, found in failed:
+            yield visible(f"  {line}")
+            for label, text in found:
                 yield visible(f"    {label}: {text}")
         yield "  steps:"
-        for line in step_lines(run, limit=STEPS_SHOWN):
+        for line in step_lines(row.run or {}, limit=STEPS_SHOWN):
             yield visible(f"    {line}")
     if len(rows) > RUNS_SHOWN:
         yield f"... and {len(rows) - RUNS_SHOWN} more failed runs (the JSON file holds them)"
