@@ -339,3 +339,41 @@ def test_f1_reads_lists_and_runs_in_one_pass_as_read_calls_does(seed: int) -> No
     )
     for value in (items, run):
         assert _distinct_of(value, "output") == _distinct(read_calls(value, "output"))
+
+
+# -- run evaluators turn a Measurement into its result as the base class does ----------------
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        Measurement(0.5, {"k": 1}),
+        Measurement(1.0, {}, "why", "custom label"),
+        Measurement(0.0, {"k": [1]}),
+        Measurement(1, {}),  # an int: the base class's path
+        Measurement(1.5, {}),  # outside the score range: an error result
+        Measurement(math.inf, {}),
+        Measurement(math.nan, {}),
+        0.25,
+        True,
+    ],
+)
+@pytest.mark.parametrize("threshold", [None, 0.5])
+def test_a_run_evaluator_finishes_a_measurement_as_the_base_class_does(
+    value: Any, threshold: float | None
+) -> None:
+    from tracesim.evaluators._run_checks import RunEvaluator
+
+    class Fixed(RunEvaluator):
+        type_name = "fixed"
+
+        def measure(self, output: Any, expected: Any, *, input: Any = None) -> Any:
+            return value
+
+    evaluator = Fixed(threshold=threshold)
+    calls = [{"name": "a", "arguments": {}}]
+    mine = evaluator.evaluate(calls, calls).model_dump(exclude={"duration_s"})
+    base = Evaluator.evaluate(evaluator, calls, calls).model_dump(exclude={"duration_s"})
+    assert mine == base
+    assert mine["status"] == base["status"]
+    assert mine["score"] is None or type(mine["score"]) is float

@@ -13,12 +13,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+from math import isfinite
 from time import perf_counter
 from typing import Any, ClassVar
 
-from tracesim.evaluators._base import Evaluator
+from tracesim.evaluators._base import Evaluator, Measurement
 from tracesim.evaluators._options import check_int
-from tracesim.evaluators._result import EvalResult
+from tracesim.evaluators._result import EvalResult, measured_result
 from tracesim.runs import Expected, Run
 
 __all__ = ["DEFAULT_MAX_CALLS", "NO_EXPECTED_CALLS", "CappedCalls", "cut_calls"]
@@ -131,35 +132,74 @@ class CappedCalls(Evaluator):
         Skipped when tool calls are compared and an `Expected` gives none.
 
         The body of `Evaluator.evaluate` is repeated here rather than reached through
-        ``super()``: a run evaluator's metric takes a few microseconds, and each layer counts.
+        ``super()``, and a `Measurement` with a float score inside the score range is turned
+        into its result here as `Evaluator._finish` would (anything else goes to ``_finish``):
+        a run evaluator's metric takes a few microseconds, and each layer counts.
         """
         cut = None
+        limit = self.max_calls
         if self.requires_expected:
             if expected is None:
                 return self._skipped()
-            if isinstance(expected, Expected) and expected.tool_calls is None:
+            if type(expected) is not list and isinstance(expected, Expected) and expected.tool_calls is None:
                 return EvalResult(
                     name=self.name, threshold=self.threshold, status="skipped", explanation=NO_EXPECTED_CALLS
                 )
-            limit = self.max_calls
             if limit is not None and not (
-                type(output) is list
-                and len(output) <= limit
-                and type(expected) is list
-                and len(expected) <= limit
+                _within(output, limit, self.cuts_runs) and type(expected) is list and len(expected) <= limit
             ):
                 output, expected, cut = cut_calls(output, expected, limit, runs=self.cuts_runs)
-        elif self.max_calls is not None and not (type(output) is list and len(output) <= self.max_calls):
-            output, expected, cut = cut_calls(
-                output, expected, self.max_calls, runs=self.cuts_runs, sides_both=False
-            )
+        elif limit is not None and not _within(output, limit, self.cuts_runs):
+            output, expected, cut = cut_calls(output, expected, limit, runs=self.cuts_runs, sides_both=False)
         start = perf_counter()
         try:
             value = self.measure(output, expected, input=input)
         except Exception as exc:
             result = self._error(exc, perf_counter() - start)
         else:
-            result = self._finish(value, perf_counter() - start)
+            duration_s = perf_counter() - start
+            low, high = self.score_range
+            if (
+                type(value) is Measurement
+                and type(score := value.score) is float
+                and isfinite(score)
+                and low <= score <= high
+            ):
+                passed = self.passes(score)
+                label = value.label
+                if label is None and passed is not None:
+                    label = "pass" if passed else "fail"
+                result = measured_result(
+                    self.name,
+                    score,
+                    passed,
+                    label,
+                    self.threshold,
+                    duration_s,
+                    value.explanation,
+                    value.details,
+                )
+            else:
+                result = self._finish(value, duration_s)
         if cut is not None and result.status != "skipped":
             result.details["truncated_to"] = cut
         return result
+
+
+def _within(value: Any, limit: int, runs: bool) -> bool:
+    """Whether ``value`` surely holds no more than ``limit`` calls, so `cut_calls` would leave it
+    whole (False when it cannot tell at a glance: `cut_calls` then decides)."""
+    kind = type(value)
+    if kind is list:
+        return len(value) <= limit
+    if kind is Run:
+        if not runs:
+            return True  # read whole
+        steps = value.steps
+        if len(steps) > limit:
+            return False
+        for step in steps:  # noqa: SIM110 - a loop: faster than any() over a generator
+            if step.requested:
+                return False
+        return True
+    return False

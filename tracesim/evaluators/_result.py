@@ -71,14 +71,6 @@ def _trusted(values: dict[str, Any], fields_set: frozenset[str]) -> EvalResult:
     return result
 
 
-def _text_keys(details: dict[Any, Any]) -> bool:
-    """Whether every key of ``details`` is a ``str`` (not a subclass: validation converts those)."""
-    for key in details:  # noqa: SIM110 - a loop: faster than all() over a generator
-        if type(key) is not str:
-            return False
-    return True
-
-
 def measured_result(
     name: str,
     score: float,
@@ -107,22 +99,33 @@ def measured_result(
         and type(duration_s) is float
         and (explanation is None or type(explanation) is str)
         and type(details) is dict
-        and _text_keys(details)
     ):
-        values = {
-            "name": name,
-            "score": score,
-            "passed": passed,
-            "label": label,
-            "threshold": threshold,
-            "explanation": explanation,
-            "details": dict(details),  # validation copies the mapping too
-            "status": "ok",
-            "error": None,
-            "error_type": None,
-            "duration_s": duration_s,
-        }
-        return _trusted(values, _MEASURED_FIELDS)
+        for key in details:  # text keys only (a loop here: this runs for every result)
+            if type(key) is not str:
+                break
+        else:
+            result = _new(EvalResult)  # as _trusted does, inline
+            _set(
+                result,
+                "__dict__",
+                {
+                    "name": name,
+                    "score": score,
+                    "passed": passed,
+                    "label": label,
+                    "threshold": threshold,
+                    "explanation": explanation,
+                    "details": dict(details),  # validation copies the mapping too
+                    "status": "ok",
+                    "error": None,
+                    "error_type": None,
+                    "duration_s": duration_s,
+                },
+            )
+            _set(result, "__pydantic_fields_set__", set(_MEASURED_FIELDS))
+            _set(result, "__pydantic_extra__", None)
+            _set(result, "__pydantic_private__", None)
+            return result
     return EvalResult(
         name=name,
         score=score,
