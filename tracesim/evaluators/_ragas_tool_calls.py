@@ -109,7 +109,12 @@ class ToolCallAccuracy(RunEvaluator):
             return Measurement(1.0 if not got and not want else 0.0, details)
         if not self.strict_order:
             got, want = sorted(got, key=_sort_key), sorted(want, key=_sort_key)
-        got_names, want_names = [call[0] for call in got], [call[0] for call in want]
+        got_names: list[str] = []
+        want_names: list[str] = []
+        for call in got:  # loops rather than comprehensions: these lists are short
+            got_names.append(call[0])
+        for call in want:
+            want_names.append(call[0])
         aligned = got_names == want_names if self.strict_order else sorted(got_names) == sorted(want_names)
         details["aligned"] = aligned
         if not aligned:

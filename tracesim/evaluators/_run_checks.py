@@ -92,7 +92,12 @@ def read_calls(value: Any, where: str) -> list[Call]:
                 arguments = item.get("arguments")
                 if arguments is None and "arguments" not in item:
                     arguments = item.get("args")
-                if type(arguments) is not dict or not _flat(arguments):
+                if type(arguments) is dict:
+                    for key, value in arguments.items():  # _flat, inline
+                        if type(key) is not str or type(value) not in _SCALARS:
+                            arguments = _plain(parse_arguments(arguments))
+                            break
+                else:
                     arguments = {} if arguments is None else _plain(parse_arguments(arguments))
                 calls.append((name, arguments, item.get("error") is not None))
             elif isinstance(item, ToolCall):

@@ -103,7 +103,17 @@ class ToolCorrectness(CappedCalls):
         else:
             score = self._greedy(called, wanted, pairs)
         if not self.exact_match:
-            details["matched"] = [list(pair) for pair in pairs]  # [expected index, actual index, credit]
+            # Loops rather than comprehensions: each comprehension is a function call, and these
+            # lists are short.
+            matched: list[list[Any]] = []  # [expected index, actual index, credit]
+            partial: list[dict[str, Any]] = []
+            for i, j, credit in pairs:
+                matched.append([i, j, credit])
+                if credit < 1:
+                    partial.append(
+                        {"expected": _as_dict(wanted[i]), "actual": _as_dict(called[j]), "credit": credit}
+                    )
+            details["matched"] = matched
             if len(pairs) == len(wanted) == len(called):
                 details["missing"] = details["extra"] = []
             else:
@@ -115,16 +125,16 @@ class ToolCorrectness(CappedCalls):
                 details["extra"] = [
                     _as_dict(call) for j, call in enumerate(called) if j not in matched_called
                 ]
-            details["partial"] = [
-                {"expected": _as_dict(wanted[i]), "actual": _as_dict(called[j]), "credit": credit}
-                for i, j, credit in pairs
-                if credit < 1
-            ]
+            details["partial"] = partial
         if self.strict_mode and score < 1:
             score = 0.0
-        texts = [call[0] for call in called if isinstance(call[1], str)] + [
-            call[0] for call in wanted if isinstance(call[1], str)
-        ]
+        texts: list[str] = []
+        for call in called:
+            if isinstance(call[1], str):
+                texts.append(call[0])
+        for call in wanted:
+            if isinstance(call[1], str):
+                texts.append(call[0])
         if texts:
             details["arguments_as_text"] = sorted(set(texts))
         return Measurement(float(score), details)
