@@ -377,3 +377,14 @@ def test_a_run_evaluator_finishes_a_measurement_as_the_base_class_does(
     assert mine == base
     assert mine["status"] == base["status"]
     assert mine["score"] is None or type(mine["score"]) is float
+
+
+def test_a_slot_pydantic_does_not_have_falls_back_to_object_setattr() -> None:
+    from tracesim.evaluators._result import _slot_setter
+
+    class Plain:
+        pass
+
+    target = Plain()
+    _slot_setter("__not_a_pydantic_slot__")(target, 7)
+    assert target.__not_a_pydantic_slot__ == 7  # type: ignore[attr-defined]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -54,7 +55,22 @@ class EvalResult(BaseModel):
 # the two paths equal.
 
 _new = object.__new__
-_set = object.__setattr__
+
+
+def _slot_setter(name: str) -> Callable[[Any, Any], None]:
+    """The setter of one of BaseModel's slots (``__dict__``, ``__pydantic_extra__``...): the
+    descriptor's own ``__set__``, a little cheaper than ``object.__setattr__`` finding it each
+    time (which stays the fallback, should pydantic lay its slots out otherwise)."""
+    setter = getattr(BaseModel.__dict__.get(name), "__set__", None)
+    if setter is None:
+        return lambda instance, value: object.__setattr__(instance, name, value)
+    return setter  # type: ignore[no-any-return]
+
+
+_set_dict = _slot_setter("__dict__")
+_set_fields = _slot_setter("__pydantic_fields_set__")
+_set_extra = _slot_setter("__pydantic_extra__")
+_set_private = _slot_setter("__pydantic_private__")
 _MEASURED_FIELDS = frozenset(
     ("name", "score", "passed", "label", "threshold", "explanation", "details", "duration_s")
 )
@@ -64,10 +80,10 @@ _SCORED_FIELDS = frozenset(("name", "score", "passed", "label", "threshold", "du
 def _trusted(values: dict[str, Any], fields_set: frozenset[str]) -> EvalResult:
     """An `EvalResult` holding ``values`` (every field, each of the type validation gives)."""
     result = _new(EvalResult)
-    _set(result, "__dict__", values)
-    _set(result, "__pydantic_fields_set__", set(fields_set))
-    _set(result, "__pydantic_extra__", None)
-    _set(result, "__pydantic_private__", None)
+    _set_dict(result, values)
+    _set_fields(result, set(fields_set))
+    _set_extra(result, None)
+    _set_private(result, None)
     return result
 
 
@@ -105,9 +121,8 @@ def measured_result(
                 break
         else:
             result = _new(EvalResult)  # as _trusted does, inline
-            _set(
+            _set_dict(
                 result,
-                "__dict__",
                 {
                     "name": name,
                     "score": score,
@@ -122,9 +137,9 @@ def measured_result(
                     "duration_s": duration_s,
                 },
             )
-            _set(result, "__pydantic_fields_set__", set(_MEASURED_FIELDS))
-            _set(result, "__pydantic_extra__", None)
-            _set(result, "__pydantic_private__", None)
+            _set_fields(result, set(_MEASURED_FIELDS))
+            _set_extra(result, None)
+            _set_private(result, None)
             return result
     return EvalResult(
         name=name,
