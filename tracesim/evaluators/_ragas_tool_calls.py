@@ -44,8 +44,9 @@ def _sort_key(call: Call) -> tuple[str, ...]:
     if not isinstance(arguments, dict):
         return (name, str(arguments))
     key = [name]
-    for name in sorted(arguments):
-        key += [name, str(arguments[name])]
+    for argument in sorted(arguments):
+        key.append(argument)
+        key.append(str(arguments[argument]))
     return tuple(key)
 
 
@@ -115,7 +116,8 @@ class ToolCallAccuracy(RunEvaluator):
             got_names.append(call[0])
         for call in want:
             want_names.append(call[0])
-        aligned = got_names == want_names if self.strict_order else sorted(got_names) == sorted(want_names)
+        # Without strict_order both sides are sorted by name first, so their names are in order.
+        aligned = got_names == want_names
         details["aligned"] = aligned
         if not aligned:
             details["expected_names"], details["actual_names"] = want_names, got_names
