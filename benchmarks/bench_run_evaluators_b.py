@@ -213,7 +213,7 @@ def main() -> None:
             theirs[kind].append(peer[kind]["us"])
             wrong[kind] += sum(a != b for a, b in zip(peer[kind]["scores"], recorded, strict=True))
     print("microseconds per case, best round of each side; ratio = peer / tracesim (goal >= 10)")
-    print("'measure' is the metric alone, without the validated EvalResult that evaluate() returns")
+    print("'measure' is the metric alone, without the timing, threshold and EvalResult of evaluate()")
     columns = ("cases", 5), ("evaluate", 9), ("measure", 8), ("peer", 7), ("ratio", 6), ("vs measure", 10)
     print(f"{'evaluator':<19} " + " ".join(f"{title:>{width}}" for title, width in columns) + "  diff")
     for kind in KINDS:

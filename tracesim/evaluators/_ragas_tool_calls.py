@@ -28,7 +28,6 @@ from tracesim.evaluators._run_checks import (
     RunEvaluator,
     _flat,
     _plain,
-    actual_calls,
     call_data,
     name_counts,
     read_calls,
@@ -101,7 +100,7 @@ class ToolCallAccuracy(RunEvaluator):
         super().__init__(max_calls=max_calls, **shared)
 
     def measure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
-        got: Sequence[Call] = actual_calls(output)
+        got: Sequence[Call] = read_calls(output, "output")
         want: Sequence[Call] = self._expected(expected)
         details: dict[str, Any] = {"strict_order": self.strict_order}
         if not got or not want:
