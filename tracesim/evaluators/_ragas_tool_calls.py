@@ -107,8 +107,11 @@ class ToolCallAccuracy(RunEvaluator):
             details["missing"] = [call_data(call) for call in want]
             details["extra"] = [call_data(call) for call in got]
             return Measurement(1.0 if not got and not want else 0.0, details)
-        if not self.strict_order:
-            got, want = sorted(got, key=_sort_key), sorted(want, key=_sort_key)
+        if not self.strict_order:  # one call is in order already: no sort key to build
+            if len(got) > 1:
+                got = sorted(got, key=_sort_key)
+            if len(want) > 1:
+                want = sorted(want, key=_sort_key)
         got_names: list[str] = []
         want_names: list[str] = []
         for call in got:  # loops rather than comprehensions: these lists are short
