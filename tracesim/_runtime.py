@@ -41,6 +41,7 @@ from tracesim._scoring import (
     plan,
     result_sinks,
     scores_runs,
+    suggestion,
 )
 from tracesim._semconv import LLM_COUNTED_IN_PARENT, SPAN_KINDS
 from tracesim._version import __version__
@@ -167,13 +168,14 @@ class Runtime:
         foreign = self.foreign
         if foreign is None:
             return
-        for rule in foreign.unmatched():
+        for rule in foreign.unmatched_rules():
             seen = ", ".join(f"{name!r} ({kind})" for name, kind in foreign.seen) or "none"
+            hint = suggestion(rule, list(foreign.seen))
             _logger.warning(
-                "tracesim: the evaluator rule %s selected no span before shutdown; spans seen: %s. "
-                "Check its match, kind and attributes.",
-                rule,
+                "tracesim: the evaluator rule %s selected no span before shutdown; spans seen: %s. %s",
+                rule.describe(),
                 seen,
+                f"Did you mean {hint}?" if hint else "Check its match, kind and attributes.",
             )
 
     def force_flush(self, timeout_s: float) -> bool:

@@ -275,6 +275,34 @@ def test_a_rule_that_selected_nothing_says_so_once_at_shutdown(
     assert "'chat gpt-4o-mini' (llm/chat)" in said[0]  # what it could have meant
 
 
+def test_a_rule_matches_a_framework_span_by_its_agents_or_workflows_own_name(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    rules = [
+        {"match": "weather", "evaluators": ["exact"], "expected": {"value": "12 C"}},
+        {"match": "Lang", "evaluators": [{"type": "exact", "name": "never"}]},
+    ]
+    tracesim.configure(jsonl_path=tmp_path / "t.jsonl", evaluators=rules)
+    runtime = _runtime.active()
+    assert runtime is not None
+    assert runtime.provider is not None
+    tracer = runtime.provider.get_tracer("a-framework")
+    named = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "weather", "output.value": "12 C"}
+    with tracer.start_as_current_span("invoke_agent weather", attributes=named):
+        pass
+    with tracer.start_as_current_span(
+        "invoke_workflow LangGraph", attributes={"gen_ai.workflow.name": "LangGraph"}
+    ):
+        pass
+    with caplog.at_level(logging.WARNING, "tracesim"):
+        tracesim.shutdown()
+    spans = {span.name: span for span in load_spans(tmp_path / "t.jsonl")}
+    assert spans["invoke_agent weather"].attributes["tracesim.eval.exact.score"] == 1.0
+    said = [r.getMessage() for r in caplog.records if "selected no span" in r.getMessage()]
+    assert len(said) == 1
+    assert "Did you mean match: '*Lang*' (it would select 'invoke_workflow LangGraph')?" in said[0]
+
+
 def test_tracesims_own_spans_are_selected_by_their_attributes_too() -> None:
     rule = {"attributes": {"tenant": "acme"}, "evaluators": ["exact"], "expected": {"value": "ok"}}
     with capture_spans(evaluators=[rule]) as captured:

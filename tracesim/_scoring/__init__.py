@@ -42,6 +42,7 @@ from tracesim._scoring._selection import (
     evaluators_seen,
     plan,
     scores_runs,
+    suggestion,
 )
 from tracesim._scoring._sinks import PhoenixSink, result_sinks
 
@@ -72,6 +73,7 @@ __all__ = [
     "result_sinks",
     "scores_runs",
     "snapshot",
+    "suggestion",
     "take_expected",
     "target_context",
     "timeout",

@@ -23,6 +23,7 @@ __all__ = [
     "compile_rules",
     "sample_unit",
     "scores_runs",
+    "suggestion",
 ]
 
 _RULE_KEYS = ("match", "kind", "attributes", "evaluators", "expected")
@@ -80,10 +81,14 @@ def build_evaluators(specs: Sequence[Any], where: str) -> tuple[Any, ...]:
 class Rule:
     """Attach ``evaluators`` to spans selected by name, kind and attributes.
 
-    ``kind`` is a tracesim / OpenInference kind (``llm``, ``agent``...) or a GenAI operation
-    (``chat``, ``embeddings``...): a span has both, its ``openinference.span.kind`` and its
-    ``gen_ai.operation.name``, and either may match. ``attributes`` must all be on the span:
-    strings are globs on the value's text, other values compare equal.
+    ``match`` is a glob on the span's name, or on the agent's or workflow's own name when the
+    span records one (``gen_ai.agent.name``, ``agent.name``, ``gen_ai.workflow.name``): a
+    framework names its spans ``invoke_agent weather`` or ``invoke_workflow LangGraph``, and
+    ``match: weather`` selects the first. ``kind`` is a tracesim / OpenInference kind (``llm``,
+    ``agent``...) or a GenAI operation (``chat``, ``embeddings``...): a span has both, its
+    ``openinference.span.kind`` and its ``gen_ai.operation.name``, and either may match.
+    ``attributes`` must all be on the span: strings are globs on the value's text, other values
+    compare equal.
 
     Example:
         >>> rule = Rule("chat *", "llm", (), attributes=(("gen_ai.request.model", "gpt-4o*"),))
@@ -91,6 +96,9 @@ class Rule:
         True
         >>> rule.selects("chat gpt-4o-mini", ("llm", "chat"), {"gen_ai.request.model": "o3"})
         False
+        >>> graph = {"gen_ai.workflow.name": "LangGraph"}
+        >>> Rule("LangGraph", None, ()).selects("invoke_workflow LangGraph", (), graph)
+        True
     """
 
     match: str
@@ -110,7 +118,9 @@ class Rule:
             if self.kind not in kinds:
                 return False
         if self.match != "*" and not fnmatch.fnmatchcase(name, self.match):
-            return False
+            own = _own_name(attributes)
+            if own is None or not fnmatch.fnmatchcase(own, self.match):
+                return False
         if self.attributes:
             attributes = attributes or {}
             for key, wanted in self.attributes:
@@ -125,6 +135,42 @@ class Rule:
             parts.append(f"kind {self.kind!r}")
         parts += [f"{key}={wanted!r}" for key, wanted in self.attributes]
         return f"{self.where} ({', '.join(parts)})"
+
+
+_OWN_NAME_KEYS = ("gen_ai.agent.name", "agent.name", "gen_ai.workflow.name")
+"""Where a span records the name of the agent or workflow it runs (GenAI, OpenInference)."""
+
+
+def _own_name(attributes: Mapping[str, Any] | None) -> str | None:
+    for key in _OWN_NAME_KEYS:
+        value = (attributes or {}).get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def suggestion(rule: Rule, seen: Sequence[tuple[str, str]]) -> str | None:
+    """A ``match`` that would have selected one of the spans ``seen`` (``(name, "kind/operation")``
+    pairs) of the rule's kind, when ``rule``'s pattern is part of its name (``LangGraph`` of
+    ``invoke_workflow LangGraph``); else None.
+
+    Example:
+        >>> seen = [("chat gpt-4o", "llm/chat"), ("invoke_workflow LangGraph", "chain")]
+        >>> suggestion(Rule("langgraph", None, ()), seen)
+        "match: '*LangGraph*' (it would select 'invoke_workflow LangGraph')"
+        >>> suggestion(Rule("langgraph", "agent", ()), seen) is None
+        True
+    """
+    plain = rule.match.strip("*?")
+    if not plain or any(c in plain for c in "*?["):
+        return None
+    for name, kinds in seen:
+        if rule.kind is not None and rule.kind not in kinds.split("/"):
+            continue
+        at = name.lower().find(plain.lower())
+        if at >= 0:
+            return f"match: '*{name[at : at + len(plain)]}*' (it would select {name!r})"
+    return None
 
 
 def _same(value: Any, wanted: Any) -> bool:
