@@ -344,7 +344,8 @@ _LLM_OPERATIONS = frozenset(op for op, kind in KIND_OF_OPERATION.items() if kind
 
 def _genai_conventions(span: Any, parent_context: otel_context.Context) -> None:
     """For a span a GenAI instrumentation started: the OpenInference kind of its operation (what
-    Phoenix reads), and a mark when it is an LLM call directly inside another one.
+    Phoenix reads), and a mark when it is an LLM call directly inside another one, whichever
+    convention the outer one follows (GenAI, OpenInference, OpenLLMetry).
 
     The anthropic client traces its own calls, so under `instrument_anthropic` one request is a
     ``chat`` span with the client's span inside, both with the tokens: counted once, scored once.
@@ -362,8 +363,19 @@ def _genai_conventions(span: Any, parent_context: otel_context.Context) -> None:
         if kind is not None:
             span.set_attribute("openinference.span.kind", kind)
     if operation in _LLM_OPERATIONS:
-        parent = getattr(otel_trace.get_current_span(parent_context), "attributes", None)
-        if parent and parent.get("gen_ai.operation.name") in _LLM_OPERATIONS:
+        outer = otel_trace.get_current_span(parent_context)
+        parent = getattr(outer, "attributes", None)
+        scope = getattr(outer, "instrumentation_scope", None)
+        own = scope is not None and scope.name == "tracesim"  # your @trace(kind="llm") is not the call
+        if (
+            parent
+            and not own
+            and (
+                parent.get("gen_ai.operation.name") in _LLM_OPERATIONS
+                or parent.get("openinference.span.kind") in ("LLM", "EMBEDDING")  # OpenInference's
+                or isinstance(parent.get("llm.request.type"), str)  # OpenLLMetry's
+            )
+        ):
             span.set_attribute(LLM_COUNTED_IN_PARENT, True)
 
 

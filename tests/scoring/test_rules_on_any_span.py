@@ -424,3 +424,39 @@ def test_a_rule_expecting_tool_calls_records_them_on_a_foreign_span_as_on_traces
         {"name": "lookup", "arguments": {"city": "W"}}
     ]
     assert results_of(llm)["exact"]["tracesim.evaluation.passed"] is True
+
+
+def test_an_llm_call_inside_another_conventions_llm_span_is_counted_once_and_inside_yours_it_counts(
+    server: LLMServer,
+) -> None:
+    """OpenInference's LLM span (OpenAI Agents', LangChain's) around the OpenAI integration's
+    chat span is one call; a ``@trace(kind="llm")`` function around it is your code, not the call."""
+    server.judge = lambda request: "Warsaw"
+    tracesim.instrument_openai()
+    try:
+        with capture_spans() as captured:
+            runtime = _runtime.active()
+            assert runtime is not None
+            assert runtime.provider is not None
+            tracer = runtime.provider.get_tracer("openinference-like")
+            with tracer.start_as_current_span("response", attributes={"openinference.span.kind": "LLM"}):
+                ask(server, "Where?")
+
+            @tracesim.trace(kind="llm")
+            def my_model_call() -> None:
+                ask(server, "Where?")
+
+            @tracesim.trace(kind="embedding")
+            def my_embedding() -> None:
+                with openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as client:
+                    client.embeddings.create(model="text-embedding-3-small", input="Warsaw")
+
+            my_model_call()
+            my_embedding()
+    finally:
+        uninstrument_openai()
+    under_openinference, under_yours = captured.named("chat gpt-4o-mini")
+    assert under_openinference.attributes["tracesim.llm.counted_in_parent"] is True
+    assert "tracesim.llm.counted_in_parent" not in under_yours.attributes  # its tokens count
+    embedding = captured.by_name("embeddings text-embedding-3-small")
+    assert "tracesim.llm.counted_in_parent" not in embedding.attributes
