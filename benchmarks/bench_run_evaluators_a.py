@@ -155,14 +155,14 @@ def at_the_cap() -> None:
     others = [{"name": f"tool{i % 5}", "arguments": {"q": f"v{i}", "n": i + 1}} for i in range(1000)]
     one_name = [{"name": "t", "arguments": {"q": f"v{i}", "n": i}} for i in range(1000)]
     shapes = (("7 names vs 5", names, others), ("1 name, reversed", one_name, one_name[::-1]))
-    print(f"{'tool_correctness at 1,000 calls':<58} {'seconds':>8} {'score':>7}")
+    print(f"{'tool_correctness at 1,000 calls':<64} {'seconds':>8} {'score':>7}")
     for options in ({}, {"params": ["input_parameters"]}, {"consider_ordering": True},
                     {"consider_ordering": True, "params": ["input_parameters"]}):  # fmt: skip
         evaluator = ToolCorrectness(**options)
         for label, output, expected in shapes:
             start = time.perf_counter()
             score = evaluator.evaluate(output, expected).score
-            print(f"{json.dumps(options) + ', ' + label:<58} {time.perf_counter() - start:>8.3f} {score:>7}")
+            print(f"{json.dumps(options) + ', ' + label:<64} {time.perf_counter() - start:>8.3f} {score:>7}")
 
 
 def main() -> None:
