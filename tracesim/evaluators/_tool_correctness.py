@@ -169,12 +169,12 @@ class ToolCorrectness(CappedCalls):
         """Each expected call, in order, takes the untaken actual call of its name with the most
         credit (the first on ties), as the package pairs them.
 
-        The package scans every actual call for every expected one and keeps the taken calls in
-        a set compared by value; at 1,000 calls of one name that is a billion comparisons. Here
-        the scan covers the calls of the expected call's name only, stops at the first call with
-        full credit (no credit exceeds 1, and a later one would have to exceed it to be chosen),
-        and on long lists a call is "taken" when the first call equal to it is (`_first_equal`),
-        a set lookup. The pairs are the package's, call for call.
+        Scanning every actual call for every expected one, the taken calls searched one by one,
+        is a billion comparisons at 1,000 calls of one name. Here the scan covers the calls of
+        the expected call's name only, stops at the first call with full credit (no credit
+        exceeds 1, and a later one would have to exceed it to be chosen), and on long lists a
+        call is "taken" when the first call equal to it is (`_first_equal`), a set lookup. The
+        pairs are the package's, call for call.
         """
         if not wanted:
             return 0.0 if called else 1.0
