@@ -280,6 +280,7 @@ class GenAIIntegration:
             except DependencyConflictError as exc:
                 raise MissingIntegrationError(self.name, str(exc.conflict)) from None
             self._instrumentor = instrumentor
+            _record_tool_content()
             return True
 
     def uninstrument(self) -> None:
@@ -313,6 +314,55 @@ class _Content:
             if value:
                 text = capture_value([_plain(item) for item in value], runtime.capture).text
                 span.set_attribute(attribute, text)
+
+
+_TOOL_CONTENT = (("gen_ai.tool.call.arguments", "arguments"), ("gen_ai.tool.call.result", "tool_result"))
+_tool_content_lock = threading.Lock()
+
+
+def _record_tool_content() -> None:
+    """Have util-genai's tool calls record their arguments and result when tracesim captures.
+
+    util-genai collects them (it has tracesim's completion hook) but writes them on the span only
+    when its environment variable says so, and never hands them to the hook: so LangChain's
+    (and LangGraph's) ``execute_tool`` spans had neither. Its ``ToolInvocation._apply_finish``
+    (private; ``opentelemetry-util-genai`` is pinned exactly by every integration) is wrapped
+    once, process-wide: after it, the two values are written as captured values are, bounded,
+    for invocations made by a tracesim integration whose ``capture`` is not off.
+    """
+    try:
+        from opentelemetry.util.genai._tool_invocation import ToolInvocation
+    except ImportError:  # another util-genai layout: tool spans keep what the instrumentation wrote
+        return
+    with _tool_content_lock:
+        original = ToolInvocation._apply_finish
+        if getattr(original, "_tracesim", False):
+            return
+
+        def _apply_finish(invocation: Any, error: Any = None) -> None:
+            original(invocation, error)
+            try:
+                _write_tool_content(invocation)
+            except Exception:
+                internal_error("tool call content")
+
+        _apply_finish._tracesim = True  # type: ignore[attr-defined]
+        ToolInvocation._apply_finish = _apply_finish  # type: ignore[method-assign,assignment]
+
+
+def _write_tool_content(invocation: Any) -> None:
+    hook = getattr(invocation, "_completion_hook", None)
+    hook = getattr(hook, "_wrapped", hook)  # util-genai wraps the hook it is given
+    runtime = _runtime.current
+    span = getattr(invocation, "span", None)
+    if not isinstance(hook, _Content) or hook._integration.capture is False:
+        return  # not made by one of tracesim's integrations, or its capture is off
+    if runtime is None or not runtime.capture.enabled or span is None or not span.is_recording():
+        return
+    for attribute, field in _TOOL_CONTENT:
+        value = getattr(invocation, field, None)
+        if value is not None:
+            span.set_attribute(attribute, capture_value(_plain(value), runtime.capture).text)
 
 
 def _plain(item: Any) -> Any:

@@ -375,7 +375,7 @@ def test_a_langchain_tool_loop_run_takes_each_calls_arguments_from_its_request(
         ("tool", "lookup"),
         ("llm", "chat gpt-4o-mini"),
     ]
-    # LangChain's tool span has the call's id and no arguments: they are the request's
+    # LangChain's tool span has the call's id, and its arguments as tracesim captured them
     tool_step = run.steps[1].tool_call
     assert tool_step is not None
     assert tool_step.id == run.steps[0].requested[0].id

@@ -138,6 +138,38 @@ def test_a_tool_is_a_tool_span_under_the_agent(server: LLMServer) -> None:
     assert used.parent_span_id == _one(spans, "agent").span_id
     assert used.attributes["gen_ai.tool.name"] == "capital"
     assert used.attributes["openinference.span.kind"] == "TOOL"
+    # its arguments and result follow tracesim's capture (not the instrumentation's env variable)
+    assert json.loads(used.attributes["gen_ai.tool.call.arguments"]) == {"country": "Poland"}
+    assert used.attributes["gen_ai.tool.call.result"] == "Warsaw"
+
+
+def test_a_tools_arguments_and_result_are_bounded_redacted_and_follow_capture(server: LLMServer) -> None:
+    secret = "sk-proj-Abc123Def456Ghi789Jkl012Mno345"
+
+    @tool
+    def call_api(key: str, note: str) -> str:
+        """Call an API with a key."""
+        return f"called with {key}"
+
+    tracesim.instrument_langchain()
+    with capture_spans(max_value_chars=200) as captured:
+        call_api.invoke({"key": secret, "note": "x" * 1000})
+    used = _one(captured.spans, "execute_tool")
+    arguments, result = (
+        used.attributes["gen_ai.tool.call.arguments"],
+        used.attributes["gen_ai.tool.call.result"],
+    )
+    assert "Abc123Def456" not in arguments + result
+    assert "[REDACTED:" in result
+    assert len(arguments) <= 200 + 64  # cut to max_value_chars, with its marker
+    for capture_off in ({"capture": False}, {}):
+        if not capture_off:
+            tracesim.instrument_langchain(capture=False)  # off for this integration only
+        with capture_spans(**capture_off) as captured:
+            call_api.invoke({"key": secret, "note": "n"})
+        attributes = _one(captured.spans, "execute_tool").attributes
+        assert "gen_ai.tool.call.arguments" not in attributes
+        assert "gen_ai.tool.call.result" not in attributes
 
 
 def test_message_content_follows_the_capture_setting(server: LLMServer) -> None:

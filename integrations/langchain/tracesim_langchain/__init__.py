@@ -10,8 +10,9 @@ LangChain callback manager turns chat model calls into ``chat <model>`` spans (m
 usage, finish reasons), a chain (``prompt | model | parser``) into an ``invoke_workflow
 <name>`` span, agents into ``invoke_agent``, tools into ``execute_tool`` and retrievers into
 ``retrieval`` spans. Spans go through tracesim's current configuration and messages follow
-tracesim's ``capture`` setting, as for OpenAI; a tool's arguments and result are not recorded
-(the instrumentation writes them only when its own environment variable asks for it).
+tracesim's ``capture`` setting, as for OpenAI; so do a tool's arguments and result
+(``gen_ai.tool.call.arguments`` / ``.result``, bounded like every captured value), which the
+instrumentation itself writes only when its own environment variable asks for it.
 
 With the OpenAI integration on as well, a ``ChatOpenAI`` call is still one span: util-genai
 sees the client's call running inside LangChain's ``chat`` span and, instead of a second span,
