@@ -35,9 +35,11 @@ def test_a_failed_run_evaluator_lists_the_runs_steps_at_the_end_of_its_trace(
 ) -> None:
     lines = _show(capsys, str(weather_file))
     head = lines.index("run of weather  ✗ tool_names 0.000  1 tool call  1 step:")
-    assert lines[head + 1] == "   why (tool_names): missing 'convert' x1"  # the result's explanation
-    assert lines[head + 2].startswith('   1. tool lookup {"city": "Warsaw"}  ')
-    assert lines[head + 3] == ""  # the end of the trace's block
+    # the calls it should have made (tracesim.expected.tool_calls), then the result's explanation
+    assert lines[head + 1] == '   expected: lookup({"city":"Warsaw"}), convert({"celsius":12.0})'
+    assert lines[head + 2] == "   why (tool_names): missing 'convert' x1"
+    assert lines[head + 3].startswith('   1. tool lookup {"city": "Warsaw"}  ')
+    assert lines[head + 4] == ""  # the end of the trace's block
     trace = max(i for i, line in enumerate(lines[:head]) if line.startswith("trace "))
     assert lines[trace + 2] == "│  in: Warsaw in celsius?"  # under the run that missed convert
     assert sum(line.startswith("run of ") for line in lines) == 1  # the passing run lists nothing
@@ -136,3 +138,35 @@ def test_the_steps_shown_are_redacted(tmp_path: Path, capsys: pytest.CaptureFixt
     out = "\n".join(_show(capsys, str(w.path), "--width", "200"))
     assert secret not in out
     assert '1. tool lookup {"user": "[REDACTED:email]"}' in out
+
+
+def test_without_an_explanation_the_differences_in_the_details_say_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import tracesim
+
+    path = tmp_path / "traces.jsonl"
+    tracesim.configure(jsonl_path=str(path))
+
+    @tracesim.trace(kind="tool")
+    def lookup(city: str) -> str:
+        return "12 C"
+
+    expected = tracesim.Expected(tool_calls=[{"name": "lookup", "arguments": {"city": "Warsaw"}}])
+
+    @tracesim.trace(
+        kind="agent",
+        evaluators=[{"type": "tool_correctness", "params": ["input_parameters"]}],
+        expected=expected,
+    )
+    def weather(city: str) -> str:
+        return lookup("Paris")
+
+    weather("Warsaw")
+    tracesim.shutdown()
+    lines = _show(capsys, str(path))
+    assert '   expected: lookup({"city":"Warsaw"})' in lines
+    assert (
+        '   why (tool_correctness): missing lookup({"city":"Warsaw"}); extra lookup({"city":"Paris"})'
+        in lines
+    )

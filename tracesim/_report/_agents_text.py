@@ -3,6 +3,7 @@ worst runs, and the steps ``tracesim show`` lists under a run evaluator's failed
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -18,6 +19,7 @@ from tracesim._report._report_data import AgentStats, Report, RunCase
 from tracesim._report._tables import print_table
 from tracesim._runs import RunIndex
 from tracesim._terminal import visible
+from tracesim.runs import calls_text, differences
 from tracesim.tracefile import SpanRecord
 
 __all__ = [
@@ -215,7 +217,9 @@ def failed_runs(
             if is_run_result(attributes) and _failed(attributes):
                 targets.setdefault((target.trace_id, target.span_id), []).append(_verdict(attributes))
                 explanation = attributes.get(sc.EVALUATION_EXPLANATION)
-                if isinstance(explanation, str) and explanation:
+                if not isinstance(explanation, str) or not explanation:  # the differences its details name
+                    explanation = "; ".join(f"{label} {text}" for label, text in _differences(attributes))
+                if explanation:
                     name = visible(str(attributes.get(sc.EVALUATION_NAME)))
                     whys.setdefault((target.trace_id, target.span_id), []).append(
                         f"   why ({name}): {one_line(visible(explanation), width)}"
@@ -239,6 +243,9 @@ def failed_runs(
             head.insert(-1, f"cut short ({visible(run.truncated_reason)})")
         out = lines.setdefault(target.trace_id, [])
         out.append("  ".join(head))
+        wanted = _expected_calls(target.attributes.get(sc.EXPECTED_TOOL_CALLS))
+        if wanted is not None:
+            out.append(f"   expected: {one_line(visible(wanted), width)}")
         out.extend(sorted(whys.get(key, ())))
         for number, step in enumerate(shown, start=1):
             cost = format_usd(step.cost_usd) if step.cost_usd is not None else None
@@ -246,6 +253,25 @@ def failed_runs(
         if more:
             out.append(f"   ... and {format_count(more)} more")
     return lines
+
+
+def _differences(attributes: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The missing, extra and mismatched calls a result's details name (`tracesim.runs.differences`)."""
+    raw = attributes.get(sc.EVALUATION_DETAILS)
+    try:
+        details = json.loads(raw) if isinstance(raw, str) else None
+    except ValueError:
+        return []
+    return differences(details)
+
+
+def _expected_calls(raw: Any) -> str | None:
+    """The expected tool calls a span recorded (``tracesim.expected.tool_calls``), on one line."""
+    try:
+        calls = json.loads(raw) if isinstance(raw, str) else None
+    except ValueError:
+        return None
+    return calls_text(calls) if isinstance(calls, list) else None
 
 
 def _failed(attributes: Mapping[str, Any]) -> bool:
