@@ -247,3 +247,30 @@ def test_every_run_evaluator_comparing_calls_skips_an_expected_without_tool_call
             assert result.explanation == "no expected tool calls to compare against"
         else:
             assert result.status == "ok", name
+
+
+def test_a_failed_strict_match_names_the_missing_extra_and_mismatched_calls() -> None:
+    from tracesim.evaluators import TrajectoryMatch
+
+    actual = [
+        {"name": "lookup", "arguments": {"city": "Paris"}},
+        {"name": "convert", "arguments": {"celsius": 12}},
+        {"name": "log"},
+    ]
+    expected = [
+        {"name": "lookup", "arguments": {"city": "Warsaw"}},
+        {"name": "convert", "arguments": {"celsius": 12}},
+    ]
+    result = TrajectoryMatch().evaluate(actual, expected)
+    assert result.score == 0.0
+    assert "missing" not in result.details  # each expected name was called
+    assert result.details["mismatched"] == [
+        {
+            "call": {"name": "lookup", "arguments": {"city": "Warsaw"}},
+            "closest": {"name": "lookup", "arguments": {"city": "Paris"}},
+        }
+    ]
+    assert result.details["extra"] == [{"name": "log", "arguments": {}}]  # Paris is the closest above
+    passing = TrajectoryMatch().evaluate(expected, expected)
+    assert passing.score == 1.0
+    assert not {"missing", "extra", "mismatched"} & set(passing.details)

@@ -263,6 +263,9 @@ class TrajectoryMatch(CappedCalls):
 
     Arguments that are text (not a JSON object) are compared as text, whatever the mode
     (``ignore`` still ignores them), and ``details["arguments_as_text"]`` names those calls.
+    A failed ``strict`` match also names, whatever the order, the expected calls no actual call
+    matched (``missing``, or ``mismatched`` with the closest call of that name) and the actual
+    calls none expected (``extra``), besides where the messages first differ.
     See the module docstring for how a `Run` is read as messages for ``strict``.
     Each side is cut to its first ``max_calls`` calls (1,000 by default; None for no cap),
     marked in ``details["truncated_to"]``.
@@ -322,6 +325,12 @@ class TrajectoryMatch(CappedCalls):
             ok = self._strict(got_groups, want_groups, details)
             got = [call for group in got_groups for call in group]
             want = [call for group in want_groups for call in group]
+            if not ok:  # say which calls differ, whatever the order (the score stays agentevals')
+                missing, mismatched = self._cover(got, want)
+                extra = self._cover(want, got)[0]
+                for key, value in (("missing", missing), ("extra", extra), ("mismatched", mismatched)):
+                    if value:
+                        details[key] = value
         else:
             got = output_calls(output)
             want = expected_calls(expected) or []
