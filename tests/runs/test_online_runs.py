@@ -456,3 +456,154 @@ def test_record_run_works_with_scoring_off() -> None:
     assert [call.as_dict() for call in recorded.run.tool_calls] == [
         {"name": "lookup", "arguments": {"city": "Warsaw"}, "output": "12 C"}
     ]
+
+
+# -- what the review found: claims, nesting, long-lived roots, unsampled spans, eviction, release
+
+
+def test_record_run_under_a_rule_that_scores_the_same_span_keeps_its_run() -> None:
+    rule = {
+        "kind": "agent",
+        "evaluators": ["trajectory_match"],
+        "expected": {"tool_calls": WARSAW_THEN_PARIS},
+    }
+
+    @tracesim.trace(kind="tool")
+    def lookup(city: str) -> str:
+        return "12 C"
+
+    with capture_spans(evaluators=[rule]) as captured, tracesim.record_run("check") as recorded:
+        lookup("Warsaw")
+        lookup("Paris")
+    assert [call.arguments for call in recorded.run.tool_calls] == [{"city": "Warsaw"}, {"city": "Paris"}]
+    assert not recorded.run.truncated
+    assert captured.by_name("check").attributes["tracesim.eval.trajectory_match.score"] == 1.0
+
+
+def test_a_scored_tool_inside_a_scored_agent_is_a_finished_step_of_its_run() -> None:
+    seen = Seen()
+    slow = Seen()
+    gate = threading.Event()
+    original = slow.measure
+
+    def measure(output: Any, expected: Any, *, input: Any = None) -> float:
+        gate.wait(5)  # the tool's own scoring is still going when the agent's run is built
+        return original(output, expected, input=input)
+
+    slow.measure = measure  # type: ignore[method-assign]
+
+    @tracesim.trace(kind="tool", evaluators=[slow])
+    def lookup(city: str) -> str:
+        return "12 C"
+
+    @tracesim.trace(kind="agent", evaluators=[seen])
+    def agent() -> str:
+        return lookup("Warsaw")
+
+    with capture_spans(scoring_mode="background", scoring_workers=2, max_defer_s=10.0):
+        agent()
+        deadline = threading.Event()
+        for _ in range(500):
+            if seen.runs:
+                break
+            deadline.wait(0.01)
+        gate.set()
+        assert tracesim.force_flush(10.0)
+    (run,) = seen.runs
+    assert not run.truncated, run.truncated_reason
+    assert [(step.name, step.duration_s is not None) for step in run.steps] == [("lookup", True)]
+
+
+def test_a_long_lived_root_under_an_agent_rule_does_not_starve_later_runs() -> None:
+    rule = {
+        "kind": "agent",
+        "evaluators": ["trajectory_match"],
+        "expected": {"tool_calls": [{"name": "lookup"}]},
+    }
+    rule["evaluators"] = [{"type": "trajectory_match", "args": "ignore"}]
+
+    @tracesim.trace(kind="tool")
+    def lookup(city: str) -> str:
+        return "12 C"
+
+    @tracesim.trace(kind="agent")
+    def agent(city: str) -> str:
+        return lookup(city)
+
+    with capture_spans(evaluators=[rule]) as captured, tracesim.span("nightly job"):
+        for number in range(600):  # 1,200 spans under one root: more than a trace keeps
+            agent(f"city {number}")
+    scores = [span.attributes["tracesim.eval.trajectory_match.score"] for span in captured.named("agent")]
+    assert scores == [1.0] * 600
+
+
+def test_a_span_that_is_not_recorded_is_not_watched() -> None:
+    from tracesim._runs._recorder import RunRecorder
+
+    recorder = RunRecorder()
+    context = otel_trace.SpanContext(1, 2, is_remote=False, trace_flags=otel_trace.TraceFlags(0))
+    recorder.watch(otel_trace.NonRecordingSpan(context))
+    assert recorder.traces == {}
+
+
+def test_the_run_of_an_evicted_trace_says_so() -> None:
+    from tracesim._runs._recorder import RunRecorder
+
+    recorder = RunRecorder(max_traces=1)
+    with capture_spans():
+        tracer = _runtime.active().tracer  # type: ignore[union-attr]
+        first, second = tracer.start_span("first agent"), tracer.start_span("second agent")
+        recorder.watch(first)
+        source = recorder.source(first, "done", None)
+        recorder.watch(second)  # a second trace while the first is kept: the first goes
+        assert source is not None
+        run = source.take(0.0)
+        first.end()
+        second.end()
+    assert recorder.evicted == 1
+    assert run.truncated
+    assert run.truncated_reason == "the recorder let go of part of this trace (more than 1 traces at once)"
+
+
+@pytest.mark.parametrize("how", ["sampled out", "queue full", "shutdown"])
+def test_kept_spans_are_let_go_when_a_run_will_not_be_scored(how: str) -> None:
+    seen = Seen()
+    gate = threading.Event()
+    original = seen.measure
+
+    def measure(output: Any, expected: Any, *, input: Any = None) -> float:
+        gate.wait(5)
+        return original(output, expected, input=input)
+
+    seen.measure = measure  # type: ignore[method-assign]
+    seen.sample_rate = 0.0 if how == "sampled out" else 1.0
+
+    @tracesim.trace(kind="tool")
+    def lookup(city: str) -> str:
+        return "12 C"
+
+    @tracesim.trace(kind="agent", evaluators=[seen])
+    def agent() -> str:
+        return lookup("Warsaw")
+
+    settings: dict[str, Any] = {"scoring_mode": "background", "scoring_workers": 1, "max_defer_s": 30.0}
+    if how == "queue full":
+        settings["scoring_queue_size"] = 1
+    tracesim.configure(exporters=[], **settings)
+    try:
+        recorder = _runtime.active().runs  # type: ignore[union-attr]
+        assert recorder is not None
+        for _ in range(3):
+            agent()
+        if how == "shutdown":
+            tracesim.shutdown(timeout_s=0.2)
+        elif how == "queue full":
+            assert tracesim.scoring_stats().dropped == 2
+        left = {trace_id: set(kept.roots) for trace_id, kept in recorder.traces.items()}
+        if how == "queue full":
+            assert len(left) == 1  # the one run still being scored, and only it
+        else:
+            assert left == {}
+    finally:
+        gate.set()
+        tracesim.shutdown()

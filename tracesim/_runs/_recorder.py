@@ -7,9 +7,10 @@ it was asked to watch:
 
 * a span tracesim starts with a run evaluator in its plan is *watched* from its start
   (`RunRecorder.watch`), so its trace's spans are kept from then on;
-* rules that score runs may select spans of other instrumentations, known only when they end
-  (after their children): then every trace is kept (``record_all``), and dropped when its
-  local root ends with nothing left to score.
+* rules that score runs, or agents, may select spans of other instrumentations, known only
+  when they end (after their children): then every trace is kept (``record_all``), and dropped
+  when its local root ends with nothing left to score; a trace half full drops the spans of
+  each run once it is scored.
 
 The scoring worker takes a `RunSource`'s run: it waits, up to a bound, for the spans still
 running under the scored span, then builds the `tracesim.runs.Run` from what is there
@@ -22,6 +23,7 @@ one goes first, counted in ``evicted``).
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from typing import Any
@@ -42,14 +44,16 @@ DEFAULT_MAX_KEPT = 20_000
 
 
 class _Trace:
-    __slots__ = ("ended", "left_out", "open", "root_ended", "roots")
+    __slots__ = ("ended", "evicted_before", "left_out", "open", "returned", "root_ended", "roots")
 
-    def __init__(self) -> None:
+    def __init__(self, evicted_before: bool = False) -> None:
         self.ended: list[ReadableSpan] = []
         self.open: dict[int, ReadableSpan] = {}  # span id -> started, not ended
-        self.roots: dict[int, bool] = {}  # scored span id -> claimed by a scoring job
-        self.left_out = 0  # ended spans over max_spans
+        self.roots: dict[int, int] = {}  # scored span id -> scoring jobs that will take its run (0: none yet)
+        self.returned: set[int] = set()  # spans kept as their call returned, ahead of their end
+        self.left_out = 0  # ended spans over max_spans or max_kept
         self.root_ended = False  # the trace's local root (no parent in this process) has ended
+        self.evicted_before = evicted_before  # an earlier part of this trace was evicted
 
 
 class RunRecorder:
@@ -77,6 +81,7 @@ class RunRecorder:
         """Trace id -> what is kept of it. Empty (and ``record_all`` off): the pipeline skips the recorder."""
         self.evicted = 0
         """Traces dropped to stay within ``max_traces``; their runs are scored with what was kept."""
+        self._evicted_ids: dict[int, None] = {}  # the last evicted trace ids, to mark their runs
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._waiting = 0
@@ -86,13 +91,13 @@ class RunRecorder:
     def watch(self, span: Any) -> None:
         """Keep the spans of ``span``'s trace from now on: it is scored by a run evaluator."""
         context = span.get_span_context()
-        if not context.is_valid:
-            return
+        if not context.is_valid or not span.is_recording():
+            return  # a span not sampled never ends in the pipeline: nothing to keep for it
         with self._lock:
             trace = self.traces.get(context.trace_id)
             if trace is None:
                 trace = self._new(context.trace_id)
-            trace.roots.setdefault(context.span_id, False)
+            trace.roots.setdefault(context.span_id, 0)
 
     def started(self, span: Any) -> None:
         """A span started (every span of the process while the recorder is active)."""
@@ -105,6 +110,27 @@ class RunRecorder:
                 trace = self.traces.get(context.trace_id) or self._new(context.trace_id)
         trace.open[context.span_id] = span
 
+    def returned(self, span: Any, end_ns: int) -> None:
+        """A traced call returned and its span stays open while it is scored: for the runs of
+        the spans above it, it is a step that ended at ``end_ns`` (not one still running)."""
+        context = span.get_span_context()
+        trace = self.traces.get(context.trace_id)
+        if trace is None or context.span_id not in trace.open:
+            return
+        snapshot = getattr(span, "_readable_span", None)
+        if snapshot is None:
+            return
+        copy = snapshot()
+        copy._end_time = end_ns  # the SDK's own field: the copy is this call's span as it returned
+        with self._lock:
+            if self.traces.get(context.trace_id) is not trace:
+                return
+            trace.open.pop(context.span_id, None)
+            trace.returned.add(context.span_id)
+            self._keep(trace, copy)
+            if self._waiting:
+                self._changed.notify_all()
+
     def ended(self, span: ReadableSpan) -> None:
         """A span ended (after rules had their look at it)."""
         context = span.context
@@ -113,45 +139,46 @@ class RunRecorder:
         trace = self.traces.get(context.trace_id)
         if trace is None:
             return
-        trace.open.pop(context.span_id, None)
-        if len(trace.ended) < self.max_spans and self.kept < self.max_kept:
-            trace.ended.append(span)
-            self.kept += 1  # under the GIL; a count off by a few under a race only moves the bound
-        else:
-            trace.left_out += 1
+        span_id = context.span_id
         parent = span.parent
         local_root = parent is None or parent.is_remote
-        if context.span_id in trace.roots or local_root or self._waiting:
-            with self._lock:
-                if trace.roots.get(context.span_id) is False:
-                    del trace.roots[context.span_id]  # ended unscored (it raised): nothing will take it
-                if local_root:
-                    trace.root_ended = True
-                self._settle(context.trace_id, trace)
-                if self._waiting:
-                    self._changed.notify_all()
+        with self._lock:
+            if self.traces.get(context.trace_id) is not trace:
+                return  # let go of meanwhile
+            trace.open.pop(span_id, None)
+            if span_id in trace.returned:
+                trace.returned.discard(span_id)  # kept when its call returned
+            else:
+                self._keep(trace, span)
+            if trace.roots.get(span_id) == 0:
+                del trace.roots[span_id]  # ended unscored (it raised): nothing will take it
+            if local_root:
+                trace.root_ended = True
+            self._settle(context.trace_id, trace)
+            if self._waiting:
+                self._changed.notify_all()
 
     # ------------------------------------------------------------ the scoring side
 
     def source(self, span: Any, output: Any, end_ns: int | None) -> RunSource | None:
-        """The run of ``span`` for its scoring job (claimed: kept until the job takes it)."""
+        """The run of ``span`` for a scoring job: claimed, its spans kept until the job takes it."""
         context = span.get_span_context()
         with self._lock:
             trace = self.traces.get(context.trace_id)
             if trace is None:
-                if not self.record_all:
+                if not self.record_all and context.trace_id not in self._evicted_ids:
                     return None
                 trace = self._new(context.trace_id)
-            trace.roots[context.span_id] = True
+            trace.roots[context.span_id] = trace.roots.get(context.span_id, 0) + 1
         return RunSource(self, span, output, end_ns)
 
     def release(self, span: Any) -> None:
-        """``span``'s run will not be taken (its job was dropped, or sampled out)."""
+        """``span``'s run will not be taken by one of its jobs (dropped, or sampled out)."""
         context = span.get_span_context()
         with self._lock:
             trace = self.traces.get(context.trace_id)
             if trace is not None:
-                trace.roots.pop(context.span_id, None)
+                self._unclaim(trace, context.span_id)
                 self._settle(context.trace_id, trace)
 
     def take(self, span: Any, output: Any, end_ns: int | None, wait_s: float) -> Run:
@@ -163,23 +190,26 @@ class RunRecorder:
         context = span.get_span_context()
         deadline = time.monotonic() + wait_s
         with self._lock:
-            trace = self.traces.get(context.trace_id)
-            running: list[ReadableSpan] = []
-            while trace is not None:
-                running = _running_under(trace, context.span_id)
-                remaining = deadline - time.monotonic()
-                if not running or remaining <= 0:
-                    break
-                self._waiting += 1
-                try:
-                    self._changed.wait(remaining)
-                finally:
-                    self._waiting -= 1
+            self._waiting += 1  # before looking: an end that comes meanwhile wakes this wait
+            try:
                 trace = self.traces.get(context.trace_id)
+                running: list[ReadableSpan] = []
+                while trace is not None:
+                    running = _running_under(trace, context.span_id)
+                    remaining = deadline - time.monotonic()
+                    if not running or remaining <= 0:
+                        break
+                    self._changed.wait(remaining)
+                    trace = self.traces.get(context.trace_id)
+            finally:
+                self._waiting -= 1
             spans = list(trace.ended) if trace is not None else []
             left_out = trace.left_out if trace is not None else 0
+            evicted = context.trace_id in self._evicted_ids or (trace is not None and trace.evicted_before)
             if trace is not None:
-                trace.roots.pop(context.span_id, None)
+                self._unclaim(trace, context.span_id)
+                if self.record_all and not trace.roots and len(trace.ended) * 2 >= self.max_spans:
+                    self._prune(trace, context.span_id)  # a long-lived root must not fill the trace
                 self._settle(context.trace_id, trace)
         run = build_run(
             span,
@@ -191,9 +221,46 @@ class RunRecorder:
             output=output,
             left_out=left_out,
         )
+        if evicted:
+            why = f"the recorder let go of part of this trace (more than {self.max_traces} traces at once)"
+            reason = f"{run.truncated_reason}; {why}" if run.truncated_reason else why
+            run = dataclasses.replace(run, truncated=True, truncated_reason=reason)
         return run, left_out
 
     # ------------------------------------------------------------ bookkeeping (under the lock)
+
+    def _keep(self, trace: _Trace, span: ReadableSpan) -> None:
+        if len(trace.ended) < self.max_spans and self.kept < self.max_kept:
+            trace.ended.append(span)
+            self.kept += 1
+        else:
+            trace.left_out += 1
+
+    def _unclaim(self, trace: _Trace, span_id: int) -> None:
+        claims = trace.roots.get(span_id)
+        if claims is not None:
+            if claims <= 1:
+                del trace.roots[span_id]
+            else:
+                trace.roots[span_id] = claims - 1
+
+    def _prune(self, trace: _Trace, root_id: int) -> None:
+        """Forget the spans under ``root_id``, whose run was taken, when the trace is half full: a
+        long-lived local root (a batch job's span) would otherwise fill it with runs scored long
+        ago. A run above them, selected later by a rule, is then marked as missing them."""
+        parents = _parents(trace)
+        kept = []
+        for span in trace.ended:
+            ancestor = span.parent.span_id if span.parent is not None else None
+            seen = 0
+            while ancestor is not None and ancestor != root_id and seen < 10_000:
+                ancestor = parents.get(ancestor)
+                seen += 1
+            if ancestor != root_id:
+                kept.append(span)
+        self.kept -= len(trace.ended) - len(kept)
+        trace.left_out += len(trace.ended) - len(kept)
+        trace.ended = kept
 
     def _new(self, trace_id: int) -> _Trace:
         if len(self.traces) >= self.max_traces:
@@ -202,7 +269,10 @@ class RunRecorder:
                 oldest = next(iter(self.traces))
             self.kept -= len(self.traces.pop(oldest).ended)
             self.evicted += 1
-        trace = self.traces[trace_id] = _Trace()
+            self._evicted_ids[oldest] = None
+            if len(self._evicted_ids) > self.max_traces:
+                del self._evicted_ids[next(iter(self._evicted_ids))]
+        trace = self.traces[trace_id] = _Trace(evicted_before=trace_id in self._evicted_ids)
         return trace
 
     def _settle(self, trace_id: int, trace: _Trace) -> None:
@@ -213,15 +283,20 @@ class RunRecorder:
             self.kept -= len(trace.ended)
 
 
-def _running_under(trace: _Trace, root_id: int) -> list[ReadableSpan]:
-    """The spans of ``trace`` started under ``root_id`` that have not ended."""
-    if not trace.open:
-        return []
+def _parents(trace: _Trace) -> dict[int, int | None]:
     parents: dict[int, int | None] = {}
     for span in (*trace.ended, *trace.open.values()):
         context, parent = span.context, span.parent
         if context is not None:
             parents[context.span_id] = parent.span_id if parent is not None else None
+    return parents
+
+
+def _running_under(trace: _Trace, root_id: int) -> list[ReadableSpan]:
+    """The spans of ``trace`` started under ``root_id`` that have not ended."""
+    if not trace.open:
+        return []
+    parents = _parents(trace)
     under: list[ReadableSpan] = []
     for span_id, span in list(trace.open.items()):
         if span_id == root_id:

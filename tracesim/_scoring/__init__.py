@@ -31,7 +31,7 @@ from tracesim._scoring._expect import (
     release_expected,
     take_expected,
 )
-from tracesim._scoring._jobs import Job, ScoringStats, checked, failure, snapshot, timeout
+from tracesim._scoring._jobs import FROM_RUN, Job, ScoringStats, checked, failure, snapshot, timeout
 from tracesim._scoring._pipeline import ScoringPipeline
 from tracesim._scoring._results import emit_carrier, end_time_of, target_context, write
 from tracesim._scoring._selection import (
@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from tracesim._scoring._held_spans import ForeignScoring
 
 __all__ = [
+    "FROM_RUN",
     "NOT_SET",
     "ForeignScoring",
     "Golden",

@@ -35,7 +35,15 @@ __all__ = [
     "unresponsive",
 ]
 
-FROM_RUN: Any = type("_FromRun", (), {"__repr__": lambda self: "FROM_RUN"})()
+FROM_RUN: Any = type(
+    "_FromRun",
+    (),
+    {
+        "__repr__": lambda self: "FROM_RUN",
+        "__copy__": lambda self: self,
+        "__deepcopy__": lambda self, memo: self,  # a job's output is snapshotted: it stays itself
+    },
+)()
 """A job's output when its span recorded none and it is read from its run (an agent span of
 another instrumentation: the run's final answer)."""
 

@@ -511,6 +511,7 @@ class ScoringPipeline:
             left = list(self._inflight.values())
         for job in left:
             self._expire(job)
+            _release_run(job)
         for _ in self._threads:
             self._queue.put(None)
         self._queue.wake()

@@ -19,8 +19,8 @@ from tracesim import _semconv as sc
 from tracesim._capture import CaptureOptions, capture_value, captured_attributes
 from tracesim._errors import ConfigError
 from tracesim._internal_errors import internal_error
-from tracesim._scoring import NOT_SET as _NOT_SET
 from tracesim._scoring import (
+    FROM_RUN,
     Job,
     Plan,
     build_evaluators,
@@ -29,6 +29,8 @@ from tracesim._scoring import (
     snapshot,
     take_expected,
 )
+from tracesim._scoring import NOT_SET as _NOT_SET
+from tracesim.runs import NOT_GIVEN
 
 if TYPE_CHECKING:
     from tracesim._runtime import Runtime
@@ -354,8 +356,13 @@ def score(
             handle._input,
             handle._expected,
         )
-        if plan.runs and runtime.runs is not None:
-            job.run_source = runtime.runs.source(handle._otel, job.output, end_ns)
+        runs = runtime.runs
+        if runs is not None:
+            if runs.traces:
+                runs.returned(handle._otel, end_ns)  # for the runs above it, this call has ended
+            if plan.runs:
+                given = NOT_GIVEN if job.output is FROM_RUN else job.output  # else read from the run
+                job.run_source = runs.source(handle._otel, given, end_ns)
         runtime.scoring.submit(job, plan.always)
     except Exception:
         try:
@@ -465,8 +472,11 @@ class span:
         handle, self._handle = self._handle, None
         if handle is None:
             return
-        if exc is None and handle._plan is not None and handle._output_set:
-            score(handle, handle._output, time.time_ns(), (handle._input,), {}, BLOCK_BINDER)
+        plan = handle._plan
+        if exc is None and plan is not None and (handle._output_set or plan.runs):
+            # a block that set no output still has a run to score: its string evaluators skip
+            output = handle._output if handle._output_set else FROM_RUN
+            score(handle, output, time.time_ns(), (handle._input,), {}, BLOCK_BINDER)
         else:
             finish(handle, exc)
 
