@@ -39,6 +39,7 @@ from typing import Any
 
 from tracesim._capture import dumps
 from tracesim._errors import ConfigError
+from tracesim._redact import MARGIN, safe_cut
 
 __all__ = [
     "DIFFERENCE_KEYS",
@@ -397,7 +398,11 @@ DIFFERENCE_KEYS = (
 
 
 def _cut(text: str, limit: int | None) -> str:
-    return text if limit is None or len(text) <= limit else text[: max(limit - 1, 0)] + "…"
+    """``text`` cut to ``limit`` characters, never through what could be a secret (redaction,
+    which comes later, must still recognise it whole)."""
+    if limit is None or len(text) <= limit:
+        return text
+    return text[: safe_cut(text[: limit + 2 * MARGIN], max(limit - 1, 0))] + "…"
 
 
 def call_text(call: ToolCall | Mapping[str, Any], limit: int | None = None) -> str:
@@ -406,8 +411,11 @@ def call_text(call: ToolCall | Mapping[str, Any], limit: int | None = None) -> s
     Example:
         >>> call_text({"name": "lookup", "arguments": {"city": "Warsaw"}})
         'lookup({"city":"Warsaw"})'
-        >>> call_text(ToolCall("search", "warsaw weather"), limit=12)
-        'search("war…'
+        >>> call_text(ToolCall("search", {"q": "weather", "key": "sk-proj-Abc123Def456Ghi789"}), limit=40)
+        'search({"q":"weather","key":"…'
+
+    Cut, a value that could be a secret is left out whole, never in part, so the redaction that
+    follows still recognises what is kept.
     """
     if isinstance(call, ToolCall):
         name, arguments = call.name, call.arguments

@@ -108,6 +108,7 @@ def call_differences(result: EvalResult) -> str | None:
         'missing convert({})'
     """
     from tracesim._capture import dumps
+    from tracesim._redact import MARGIN, safe_cut
     from tracesim.runs import differences
 
     details = result.details if isinstance(result.details, dict) else {}
@@ -119,7 +120,10 @@ def call_differences(result: EvalResult) -> str | None:
     if not parts:
         return None
     line = "; ".join(parts)
-    return line if len(line) <= _MAX_DIFFERENCE_CHARS else line[: _MAX_DIFFERENCE_CHARS - 1] + "…"
+    if len(line) <= _MAX_DIFFERENCE_CHARS:
+        return line
+    # never through what could be a secret: the line is redacted when printed, and must be whole then
+    return line[: safe_cut(line[: _MAX_DIFFERENCE_CHARS + 2 * MARGIN], _MAX_DIFFERENCE_CHARS - 1)] + "…"
 
 
 def print_failed_runs(failed: list[tuple[str, int, str, str]], console: Any) -> None:

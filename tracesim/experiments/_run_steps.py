@@ -29,6 +29,7 @@ from typing import Any
 
 from tracesim import runs
 from tracesim._capture import dumps
+from tracesim._redact import MARGIN, safe_cut
 from tracesim._report import format_duration, format_score
 from tracesim.runs import Run, Step, ToolCall
 
@@ -52,13 +53,17 @@ DIFFERENCE_KEYS = runs.DIFFERENCE_KEYS
 
 
 def cut(text: str, limit: int = MAX_CHARS) -> str:
-    """``text`` cut to ``limit`` characters, an ellipsis marking the cut.
+    """``text`` cut to ``limit`` characters, an ellipsis marking the cut; a word the cut would split
+    (it could be a secret) is left out whole.
 
     Example:
-        >>> cut("abcdef", 4)
-        'abc…'
+        >>> cut("the key sk-proj-Abc123Def456Ghi789 opens it", 20)
+        'the key …'
     """
-    return text if len(text) <= limit else text[: max(limit - 1, 0)] + "…"
+    if len(text) <= limit:
+        return text
+    # never through what could be a secret: the report redacts the row later, and must see it whole
+    return text[: safe_cut(text[: limit + 2 * MARGIN], max(limit - 1, 0))] + "…"
 
 
 def _value(value: Any) -> str:
