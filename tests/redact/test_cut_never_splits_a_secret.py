@@ -48,7 +48,9 @@ def _experiment_row(call: dict[str, object]) -> str:
 
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize(
-    ("writer", "limit"), [(_summary, 300), (_pytest_lines, 500), (_experiment_row, 300)], ids=lambda w: str(w)
+    ("writer", "limit"),
+    [(_summary, 300), (_pytest_lines, 500), (_experiment_row, 300)],
+    ids=["summary", "pytest", "experiment"],
 )
 def test_a_secret_at_the_cut_is_never_kept_in_part(
     writer: Callable[[dict[str, object]], str], limit: int, kind: str
