@@ -154,7 +154,8 @@ def _not_an_answer(attributes: Mapping[str, Any], output: str | None) -> str | N
 
 
 def _run_output(attributes: Mapping[str, Any], output: str | None) -> Any:
-    """A held span's run output: its output text, JSON parsed as `build_run` parses it."""
+    """A held span's run output: its output text as rules read it; without one, the run's
+    (`build_run` reads it from the span's convention, else the last LLM answer)."""
     return NOT_GIVEN if output is None else output
 
 
