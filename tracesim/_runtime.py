@@ -284,7 +284,8 @@ class _Forwarding:
 
     processors: tuple[SpanProcessor, ...] = ()
     runs: RunRecorder | None = None
-    """The active runtime's run recorder: it sees every span first when it keeps any trace."""
+    """The active runtime's run recorder while it keeps some trace (or every trace): it sees
+    every span then; None otherwise, so a span pays one attribute read for it."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -308,8 +309,8 @@ class _Forwarding:
         if extra:  # `tracesim.attributes` blocks: on every span, whoever starts it
             span.set_attributes(extra)
         _genai_conventions(span, context)
-        runs = self.runs
-        if runs is not None and (runs.traces or runs.record_all):
+        runs = self.runs  # set only while the recorder keeps some trace (see RunRecorder.on_active)
+        if runs is not None:
             runs.started(span)
         for processor in self.processors:
             processor.on_start(span, parent_context=parent_context)
@@ -322,7 +323,7 @@ class _Forwarding:
         runtime = current
         held = runtime is not None and runtime.foreign is not None and runtime.offer(span)
         runs = self.runs
-        if runs is not None and (runs.traces or runs.record_all):
+        if runs is not None:
             runs.ended(span)  # after the rules: a run they score is claimed before its trace could go
         if held:
             return  # held until scored, then sent on to that runtime's processors
@@ -608,7 +609,16 @@ def install(runtime: Runtime | None) -> Runtime | None:
         _redaction_in_force.set_current(runtime.redaction if runtime is not None else None)
         forwarding = _pipeline()
         forwarding.processors = runtime.processors if runtime is not None else ()
-        forwarding.runs = runtime.runs if runtime is not None else None
+        forwarding.runs = None
+        recorder = runtime.runs if runtime is not None else None
+        if recorder is not None:
+            # Every span passes the recorder only while it keeps some trace: it says when.
+            def switch(active: bool, runtime: Runtime = runtime) -> None:  # type: ignore[assignment]
+                if current is runtime:
+                    forwarding.runs = runtime.runs if active else None
+
+            recorder.on_active = switch
+            switch(recorder.active)
         _internal_errors.set_raise(runtime is not None and runtime.settings.internal_errors == "raise")
         if runtime is not None:
             _was_configured = True

@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan
@@ -82,9 +83,17 @@ class RunRecorder:
         self.evicted = 0
         """Traces dropped to stay within ``max_traces``; their runs are scored with what was kept."""
         self._evicted_ids: dict[int, None] = {}  # the last evicted trace ids, to mark their runs
+        self.on_active: Callable[[bool], None] | None = None
+        """Told when the recorder starts or stops keeping traces: the span pipeline shows it
+        spans only meanwhile."""
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._waiting = 0
+
+    @property
+    def active(self) -> bool:
+        """Whether the span pipeline must show this recorder every span (it keeps some trace)."""
+        return self.record_all or bool(self.traces)
 
     # ------------------------------------------------------------ the span pipeline's side
 
@@ -273,6 +282,8 @@ class RunRecorder:
             if len(self._evicted_ids) > self.max_traces:
                 del self._evicted_ids[next(iter(self._evicted_ids))]
         trace = self.traces[trace_id] = _Trace(evicted_before=trace_id in self._evicted_ids)
+        if len(self.traces) == 1 and not self.record_all:
+            self._switch(True)
         return trace
 
     def _settle(self, trace_id: int, trace: _Trace) -> None:
@@ -281,6 +292,12 @@ class RunRecorder:
             return
         if (not self.record_all or trace.root_ended) and self.traces.pop(trace_id, None) is not None:
             self.kept -= len(trace.ended)
+            if not self.traces and not self.record_all:
+                self._switch(False)
+
+    def _switch(self, active: bool) -> None:
+        if self.on_active is not None:
+            self.on_active(active)
 
 
 def _parents(trace: _Trace) -> dict[int, int | None]:
