@@ -30,21 +30,6 @@ pytest.importorskip(
     "opentelemetry.instrumentation.genai.openai",
     reason="the 'openai' extra (opentelemetry-instrumentation-genai-openai) is not installed",
 )
-from tracesim.integrations import uninstrument_openai
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[LLMServer]:
-    with LLMServer() as running:
-        yield running
-
-
-@pytest.fixture
-def instrumented(server: LLMServer) -> Iterator[LLMServer]:
-    server.reset()
-    tracesim.instrument_openai()
-    yield server
-    uninstrument_openai()
 
 
 def named(spans: tuple[ReadableSpan, ...], name: str) -> ReadableSpan:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -30,26 +29,11 @@ pytest.importorskip(
     "opentelemetry.instrumentation.genai.openai",
     reason="the 'openai' extra (opentelemetry-instrumentation-genai-openai) is not installed",
 )
-from tracesim.integrations import uninstrument_openai
 
 WARSAW_THEN_PARIS = [
     {"name": "lookup", "arguments": {"city": "Warsaw"}},
     {"name": "lookup", "arguments": {"city": "Paris"}},
 ]
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[LLMServer]:
-    with LLMServer() as running:
-        yield running
-
-
-@pytest.fixture
-def instrumented(server: LLMServer) -> Iterator[LLMServer]:
-    server.reset()
-    tracesim.instrument_openai()
-    yield server
-    uninstrument_openai()
 
 
 class Seen(Evaluator):
