@@ -16,6 +16,7 @@ from report.tracefiles import TraceWriter, result
 from tracesim import _semconv as sc
 from tracesim.cli import main
 from tracesim.evaluators import TrajectoryMatch
+from tracesim.tracefile import load_spans
 
 
 @pytest.fixture
@@ -170,3 +171,31 @@ def test_without_an_explanation_the_differences_in_the_details_say_why(
         '   why (tool_correctness): missing lookup({"city":"Warsaw"}); extra lookup({"city":"Paris"})'
         in lines
     )
+
+
+def test_a_run_evaluator_renamed_in_its_configuration_is_still_shown_as_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import tracesim
+
+    path = tmp_path / "traces.jsonl"
+    tracesim.configure(jsonl_path=str(path))
+
+    @tracesim.trace(kind="tool")
+    def lookup(city: str) -> str:
+        return "12 C"
+
+    expected = tracesim.Expected(tool_calls=[{"name": "lookup", "arguments": {"city": "Warsaw"}}])
+    renamed = [{"type": "trajectory_match", "name": "route_check"}, {"type": "exact", "name": "answer_check"}]
+
+    @tracesim.trace(kind="agent", evaluators=renamed, expected=expected)
+    def weather(city: str) -> str:
+        return lookup("Paris")
+
+    weather("Warsaw")
+    tracesim.shutdown()
+    events = [e.attributes for s in load_spans(path) for e in s.events]
+    marks = {e["gen_ai.evaluation.name"]: e.get("tracesim.evaluation.run") for e in events}
+    assert marks == {"route_check": True, "answer_check": None}  # only the run evaluator's result
+    lines = _show(capsys, str(path))
+    assert any(line.startswith("run of weather  ✗ route_check 0.000") for line in lines), lines

@@ -86,13 +86,17 @@ def agent_name(span: SpanRecord) -> str:
 
 
 def is_run_result(attributes: Mapping[str, Any]) -> bool:
-    """Whether a result event's evaluator scores runs (its name is one of `RUN_EVALUATORS`).
+    """Whether a result event's evaluator scored a run: the event says so
+    (``tracesim.evaluation.run``, whatever the evaluator was named), or, in files written before
+    it did, its name is one of `RUN_EVALUATORS`.
 
     Example:
         >>> is_run_result({"gen_ai.evaluation.name": "tool_names"}), is_run_result({})
         (True, False)
+        >>> is_run_result({"gen_ai.evaluation.name": "route_check", "tracesim.evaluation.run": True})
+        True
     """
-    return attributes.get(sc.EVALUATION_NAME) in RUN_EVALUATORS
+    return attributes.get(sc.EVALUATION_RUN) is True or attributes.get(sc.EVALUATION_NAME) in RUN_EVALUATORS
 
 
 def run_steps(

@@ -382,7 +382,14 @@ class ScoringPipeline:
                 job.done.add(evaluator.name)
                 late = job.ended
                 if not late:
-                    write(job.handle.otel_span, result, self.capture, job.end_ns, redaction=self.redaction)
+                    write(
+                        job.handle.otel_span,
+                        result,
+                        self.capture,
+                        job.end_ns,
+                        redaction=self.redaction,
+                        run=scores_runs(evaluator),
+                    )
                 job.pending -= 1
                 last = job.pending == 0
                 end_now = last and not job.ended
@@ -397,6 +404,7 @@ class ScoringPipeline:
                     self.capture,
                     at_ns=job.end_ns,
                     redaction=self.redaction,
+                    run=scores_runs(evaluator),
                 )
             for sink in self.sinks:
                 kind = getattr(evaluator, "annotator_kind", "CODE")

@@ -93,9 +93,13 @@ def write(
     timestamp: int | None,
     *,
     redaction: Redaction | None = None,
+    run: bool = False,
 ) -> None:
-    """Record ``result`` on a span that is still open (``redaction``: see `key_name`)."""
+    """Record ``result`` on a span that is still open (``redaction``: see `key_name`); ``run``
+    marks the result of an evaluator that scored the span's run (``tracesim.evaluation.run``)."""
     event, flat = render(result, capture, redaction=redaction)
+    if run:
+        event[sc.EVALUATION_RUN] = True
     span.add_event(sc.EVALUATION_EVENT, event, timestamp=timestamp)
     span.set_attributes(flat)
 
@@ -109,6 +113,7 @@ def emit_carrier(
     at_ns: int | None = None,
     *,
     redaction: Redaction | None = None,
+    run: bool = False,
 ) -> SpanContext:
     """Record ``result`` on a new carrier span linked to (and parented by) ``target``.
 
@@ -129,7 +134,7 @@ def emit_carrier(
         attributes=span_attributes,
         start_time=placed,
     )
-    write(span, result, capture, now, redaction=redaction)
+    write(span, result, capture, now, redaction=redaction, run=run)
     span.end(end_time=placed)
     return span.get_span_context()
 

@@ -414,8 +414,9 @@ class _Runner:
             if case.expected is not None:
                 handle.set_expected(case.expected)
             if runtime is not None and handle.is_recording():
+                runs = {e.name for e in self.experiment.evaluators if scores_runs(e)}
                 for result in scores.values():
-                    write(handle.otel_span, result, runtime.capture, end_ns)
+                    write(handle.otel_span, result, runtime.capture, end_ns, run=result.name in runs)
                 for evaluator in self.experiment.evaluators:
                     for sink in runtime.sinks:
                         kind = getattr(evaluator, "annotator_kind", "CODE")
