@@ -114,10 +114,16 @@ def span_input(attributes: Mapping[str, Any]) -> str | None:
         'Capital of Poland?'
         >>> span_input({"gen_ai.tool.name": "lookup", "gen_ai.tool.call.arguments": '{"city":"Warsaw"}'})
         '{"city":"Warsaw"}'
+        >>> span_input({"gen_ai.input.messages": '[{"role": "user", "parts": [{"type": "text",'
+        ...     ' "content": "Weather?"}]}, {"role": "user", "parts": [{"type": "tool_call_response",'
+        ...     ' "result": "12 C"}]}]'})
+        'Weather?'
     """
     raw = attributes.get("gen_ai.input.messages")
     if raw is not None:
-        text = _genai_text(raw, last_user=True)
+        # the last user message with text: in a tool loop the last "user" message may hold only
+        # the tool's results (pydantic-ai's), and the question is the one before
+        text = _genai_text(raw, last_user=True, with_text=True)
         if text is not None:
             return text
     raw = attributes.get("pydantic_ai.all_messages")  # the whole run: the last user message with text

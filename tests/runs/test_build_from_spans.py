@@ -248,6 +248,9 @@ def test_a_pydantic_ai_agent_run_is_built_from_its_own_spans(pydantic_server: LL
     assert run.cost_usd is not None
     assert run.output == "It is 12 C"  # final_result
     assert run.steps[0].input == "Weather in Warsaw?"
+    # the second model call's last "user" message holds only the tool's result: its input is
+    # still the question (show prints it as the span's in: line)
+    assert run.steps[2].input == "Weather in Warsaw?"
 
 
 def test_a_pydantic_ai_agent_also_traced_by_the_openai_integration_counts_each_call_once(
