@@ -11,16 +11,15 @@ recorded number. ``run_budget``'s other limits have no peer and are tested direc
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
+from evaluators.recorded_runs import RAGAS_PYDANTIC, recorded
 
 from tracesim import ConfigError
 from tracesim.evaluators._run_checks import RunBudget, RunEvaluator, ToolArguments, ToolNames, Trajectory
 from tracesim.runs import Expected, Run, Step, ToolCall
 
-CASES = Path(__file__).parent / "data" / "run_cases_ragas_pydantic.jsonl"
 TYPES: dict[str, type[RunEvaluator]] = {
     "tool_names": ToolNames,
     "trajectory": Trajectory,
@@ -30,8 +29,7 @@ TYPES: dict[str, type[RunEvaluator]] = {
 
 
 def _cases() -> list[dict[str, Any]]:
-    rows = [json.loads(line) for line in CASES.read_text(encoding="utf-8").splitlines()]
-    return [row for row in rows if row["evaluator"] in TYPES]
+    return recorded(RAGAS_PYDANTIC, TYPES)
 
 
 def as_run(calls: list[dict[str, Any]]) -> Run:

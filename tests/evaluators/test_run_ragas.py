@@ -11,23 +11,21 @@ on (text arguments, an `Expected` without tool calls).
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
+from evaluators.recorded_runs import RAGAS_PYDANTIC, recorded
 
 from tracesim import ConfigError
 from tracesim.evaluators._ragas_tool_calls import ToolCallAccuracy, ToolCallF1
 from tracesim.evaluators._run_checks import RunEvaluator
 from tracesim.runs import Expected, Run, Step, ToolCall
 
-CASES = Path(__file__).parent / "data" / "run_cases_ragas_pydantic.jsonl"
 TYPES: dict[str, type[RunEvaluator]] = {"tool_call_accuracy": ToolCallAccuracy, "tool_call_f1": ToolCallF1}
 
 
 def _cases() -> list[dict[str, Any]]:
-    rows = [json.loads(line) for line in CASES.read_text(encoding="utf-8").splitlines()]
-    return [row for row in rows if row["evaluator"] in TYPES]
+    return recorded(RAGAS_PYDANTIC, TYPES)
 
 
 def as_run(calls: list[dict[str, Any]]) -> Run:

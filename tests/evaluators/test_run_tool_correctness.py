@@ -8,25 +8,16 @@ without available tools, so without its model-judged part).
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
+from evaluators.recorded_runs import AGENTEVALS_DEEPEVAL, recorded
 
 from tracesim import ConfigError
 from tracesim.evaluators._tool_correctness import ToolCorrectness
 from tracesim.runs import Expected, Run, Step, ToolCall
 
-DATA = Path(__file__).parent / "data" / "run_cases_agentevals_deepeval.jsonl"
-
-
-def _cases() -> list[dict[str, Any]]:
-    with DATA.open(encoding="utf-8") as handle:
-        cases = [json.loads(line) for line in handle]
-    return [case for case in cases if case["evaluator"] == "tool_correctness"]
-
-
-CASES = _cases()
+CASES = recorded(AGENTEVALS_DEEPEVAL, {"tool_correctness"})
 
 
 def test_enough_cases_cover_every_option() -> None:

@@ -7,25 +7,16 @@ agentevals 0.0.9 by ``data/record_run_cases_agentevals_deepeval.py``.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
+from evaluators.recorded_runs import AGENTEVALS_DEEPEVAL, recorded
 
 from tracesim import ConfigError
 from tracesim.evaluators._trajectory_match import TrajectoryMatch
 from tracesim.runs import Expected, Run, Step, ToolCall
 
-DATA = Path(__file__).parent / "data" / "run_cases_agentevals_deepeval.jsonl"
-
-
-def _cases() -> list[dict[str, Any]]:
-    with DATA.open(encoding="utf-8") as handle:
-        cases = [json.loads(line) for line in handle]
-    return [case for case in cases if case["evaluator"] == "trajectory_match"]
-
-
-CASES = _cases()
+CASES = recorded(AGENTEVALS_DEEPEVAL, {"trajectory_match"})
 
 
 def test_enough_cases_cover_every_mode() -> None:
