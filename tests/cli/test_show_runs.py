@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from report.agentfiles import write_weather_runs
@@ -141,12 +142,10 @@ def test_the_steps_shown_are_redacted(tmp_path: Path, capsys: pytest.CaptureFixt
     assert '1. tool lookup {"user": "[REDACTED:email]"}' in out
 
 
-def test_without_an_explanation_the_differences_in_the_details_say_why(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def _weather_looked_up_paris(path: Path, evaluators: list[Any]) -> None:
+    """A trace file of one agent run, scored online, that looked up Paris when asked for Warsaw."""
     import tracesim
 
-    path = tmp_path / "traces.jsonl"
     tracesim.configure(jsonl_path=str(path))
 
     @tracesim.trace(kind="tool")
@@ -155,16 +154,19 @@ def test_without_an_explanation_the_differences_in_the_details_say_why(
 
     expected = tracesim.Expected(tool_calls=[{"name": "lookup", "arguments": {"city": "Warsaw"}}])
 
-    @tracesim.trace(
-        kind="agent",
-        evaluators=[{"type": "tool_correctness", "params": ["input_parameters"]}],
-        expected=expected,
-    )
+    @tracesim.trace(kind="agent", evaluators=evaluators, expected=expected)
     def weather(city: str) -> str:
         return lookup("Paris")
 
     weather("Warsaw")
     tracesim.shutdown()
+
+
+def test_without_an_explanation_the_differences_in_the_details_say_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "traces.jsonl"
+    _weather_looked_up_paris(path, [{"type": "tool_correctness", "params": ["input_parameters"]}])
     lines = _show(capsys, str(path))
     assert '   expected: lookup({"city":"Warsaw"})' in lines
     assert (
@@ -176,24 +178,9 @@ def test_without_an_explanation_the_differences_in_the_details_say_why(
 def test_a_run_evaluator_renamed_in_its_configuration_is_still_shown_as_one(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import tracesim
-
     path = tmp_path / "traces.jsonl"
-    tracesim.configure(jsonl_path=str(path))
-
-    @tracesim.trace(kind="tool")
-    def lookup(city: str) -> str:
-        return "12 C"
-
-    expected = tracesim.Expected(tool_calls=[{"name": "lookup", "arguments": {"city": "Warsaw"}}])
     renamed = [{"type": "trajectory_match", "name": "route_check"}, {"type": "exact", "name": "answer_check"}]
-
-    @tracesim.trace(kind="agent", evaluators=renamed, expected=expected)
-    def weather(city: str) -> str:
-        return lookup("Paris")
-
-    weather("Warsaw")
-    tracesim.shutdown()
+    _weather_looked_up_paris(path, renamed)
     events = [e.attributes for s in load_spans(path) for e in s.events]
     marks = {e["gen_ai.evaluation.name"]: e.get("tracesim.evaluation.run") for e in events}
     assert marks == {"route_check": True, "answer_check": None}  # only the run evaluator's result
