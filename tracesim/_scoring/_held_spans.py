@@ -249,10 +249,6 @@ class ForeignScoring:
             else "Score spans that record their output",
         )
 
-    def unmatched(self) -> list[str]:
-        """The rules that selected no span, described for a message."""
-        return [rule.describe() for rule in self.unmatched_rules()]
-
     def unmatched_rules(self) -> list[Rule]:
         """The rules that selected no span."""
         return [rule for index, rule in enumerate(self.rules) if index not in self.matched]
