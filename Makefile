@@ -40,11 +40,13 @@ $(VENV)/.installed-core: pyproject.toml hatch_build.py tracesim/_redact/_probe.c
 # The integrations and the pytest plugin are distributions of their own (integrations/<name>/),
 # installed editable from the checkout: the extras openai, anthropic and langchain require
 # tracesim-<name> at tracesim's version, and pip takes the local ones given here.
-INTEGRATIONS := openai anthropic langchain pytest
+# pydantic-ai needs Python 3.11 or later: on 3.10 its integration is left out (its tests skip, naming it).
+INTEGRATIONS := openai anthropic langchain pytest openai_agents litellm mcp \
+	$(shell $(PYTHON) -c 'import sys; print("pydantic_ai" if sys.version_info >= (3, 11) else "")')
 
 $(VENV)/.installed-test: pyproject.toml hatch_build.py tracesim/_redact/_probe.c \
 		$(foreach name,$(INTEGRATIONS),integrations/$(name)/pyproject.toml) | $(BIN)/python
-	$(BIN)/pip install -q -e '.[test,docs,embeddings,openai,anthropic,langchain,pytest,dask]' \
+	$(BIN)/pip install -q -e '.[test,docs,embeddings,openai,anthropic,langchain,pytest,dask,openai_agents,litellm,mcp,pydantic_ai]' \
 		$(foreach name,$(INTEGRATIONS),-e integrations/$(name))
 	touch $@ $(VENV)/.installed-core
 

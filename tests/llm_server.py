@@ -172,6 +172,9 @@ class LLMServer:
         self.dims, self.model = dims, model
         self.delay_s = 0.0
         self.judge: Callable[[Json], str] = lambda request: DEFAULT_JUDGEMENT
+        # how a request no script answers is answered (None: normally), e.g. an agent's loop:
+        # a tool call first, then text once the request carries the tool's result
+        self.policy: Callable[[str, Json], Reply | None] | None = None
         self.errors: list[BaseException] = []  # bugs of the server itself; the fixture fails on them
         # counters are written under _cond and read without it (an int read is atomic)
         self.in_flight = self.max_in_flight = 0
@@ -242,7 +245,7 @@ class LLMServer:
         with self._cond:
             self._requests, self._scripts = [], {}
             self.max_in_flight, self.connections = self.in_flight, 0
-            self.delay_s, self.judge = 0.0, lambda request: DEFAULT_JUDGEMENT
+            self.delay_s, self.judge, self.policy = 0.0, lambda request: DEFAULT_JUDGEMENT, None
             self._gate.clear()
 
     def script(self, path: str, *replies: Reply) -> None:
@@ -287,9 +290,13 @@ class LLMServer:
             self._requests.append(record)
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
-            queue = self._scripts.get(route(record.path))
+            path = route(record.path)
+            queue = self._scripts.get(path)
             self._cond.notify_all()
-            return (queue.popleft() if queue else Reply.ok()), next(self._ids)
+            reply = queue.popleft() if queue else None
+            if reply is None and self.policy is not None and record.body is not None:
+                reply = self.policy(path, record.body)
+            return (reply or Reply.ok()), next(self._ids)
 
     def _depart(self) -> None:
         with self._cond:

@@ -52,6 +52,14 @@ def test_top_level_names_are_pinned() -> None:
             "uninstrument_anthropic",
             "uninstrument_langchain",
             "uninstrument_openai",
+            "instrument_litellm",
+            "instrument_mcp",
+            "instrument_openai_agents",
+            "instrument_pydantic_ai",
+            "uninstrument_litellm",
+            "uninstrument_mcp",
+            "uninstrument_openai_agents",
+            "uninstrument_pydantic_ai",
         ]
     )
 

@@ -36,10 +36,18 @@ if TYPE_CHECKING:  # imported when first used: a traced call needs neither (impo
     from tracesim.integrations import (
         instrument_anthropic,
         instrument_langchain,
+        instrument_litellm,
+        instrument_mcp,
         instrument_openai,
+        instrument_openai_agents,
+        instrument_pydantic_ai,
         uninstrument_anthropic,
         uninstrument_langchain,
+        uninstrument_litellm,
+        uninstrument_mcp,
         uninstrument_openai,
+        uninstrument_openai_agents,
+        uninstrument_pydantic_ai,
     )
     from tracesim.runs import Expected
 
@@ -56,6 +64,14 @@ _LAZY = {
     "uninstrument_anthropic": "tracesim.integrations",
     "uninstrument_langchain": "tracesim.integrations",
     "uninstrument_openai": "tracesim.integrations",
+    "instrument_litellm": "tracesim.integrations",
+    "instrument_mcp": "tracesim.integrations",
+    "instrument_openai_agents": "tracesim.integrations",
+    "instrument_pydantic_ai": "tracesim.integrations",
+    "uninstrument_litellm": "tracesim.integrations",
+    "uninstrument_mcp": "tracesim.integrations",
+    "uninstrument_openai_agents": "tracesim.integrations",
+    "uninstrument_pydantic_ai": "tracesim.integrations",
 }
 
 
@@ -102,7 +118,11 @@ __all__ = [
     "force_flush",
     "instrument_anthropic",
     "instrument_langchain",
+    "instrument_litellm",
+    "instrument_mcp",
     "instrument_openai",
+    "instrument_openai_agents",
+    "instrument_pydantic_ai",
     "last_span",
     "propagate_context",
     "record_run",
@@ -113,5 +133,9 @@ __all__ = [
     "trace",
     "uninstrument_anthropic",
     "uninstrument_langchain",
+    "uninstrument_litellm",
+    "uninstrument_mcp",
     "uninstrument_openai",
+    "uninstrument_openai_agents",
+    "uninstrument_pydantic_ai",
 ]

@@ -17,6 +17,9 @@ The module is named for what its users write: instrumentation, as in OpenTelemet
   current configuration and stays quiet when tracing is suppressed.
 - `MissingIntegrationError`: raised when an integration, or what it instruments, is not
   installed; the message names the extra to install.
+- `captures` and `captured_text`: for an integration that writes content itself (a tool's
+  arguments, a framework's messages), whether tracesim records content right now and the text
+  it records for a value (bounded like every captured value; redacted on export like the rest).
 
 A distribution registers its integration in its ``pyproject.toml``::
 
@@ -46,7 +49,7 @@ from opentelemetry import trace as otel_trace
 from opentelemetry.util.types import Attributes
 
 from tracesim import _runtime
-from tracesim._capture import capture_value
+from tracesim._capture import CaptureOptions, capture_value
 from tracesim._config import INTEGRATIONS_GROUP
 from tracesim._errors import TracesimError
 from tracesim._internal_errors import internal_error
@@ -58,6 +61,8 @@ __all__ = [
     "GenAIIntegration",
     "Integration",
     "MissingIntegrationError",
+    "captured_text",
+    "captures",
 ]
 
 ENTRY_POINT_GROUP = INTEGRATIONS_GROUP
@@ -72,6 +77,8 @@ _CONTENT_ATTRIBUTES = (
     ("system_instruction", "gen_ai.system_instructions"),
     ("tool_definitions", "gen_ai.tool.definitions"),
 )
+
+_DEFAULT_CAPTURE = CaptureOptions()
 
 _SUPPRESS = getattr(otel_context, "_SUPPRESS_INSTRUMENTATION_KEY", "suppress_instrumentation")
 
@@ -120,6 +127,42 @@ class Integration(Protocol):
     def uninstrument(self) -> None:
         """Turn tracing of the library off (nothing to do when it was off)."""
         ...
+
+
+def captures(capture: bool | None = None) -> bool:
+    """Whether an integration records content (messages, tool arguments and results) right now.
+
+    True when tracesim is configured, tracing is on and values are captured (``capture=True``,
+    the default), unless the integration's own ``capture`` override is False. Read it when the
+    content is written, not when the integration is installed: the configuration may change
+    (``configure()`` again, ``shutdown()``).
+
+    Example:
+        >>> captures()  # tracesim not configured: nothing is recorded
+        False
+        >>> captures(capture=False)
+        False
+    """
+    if capture is False:
+        return False
+    runtime = _runtime.current
+    return runtime is not None and runtime.enabled and runtime.capture.enabled
+
+
+def captured_text(value: Any) -> str:
+    """``value`` as tracesim records a captured value: a string as itself, anything else as
+    JSON (dataclasses as their fields), cut to the configured ``max_value_chars`` with a visible
+    marker and never inside a token. Redaction happens on export, for every span alike.
+
+    Example:
+        >>> captured_text({"city": "Paris"})
+        '{"city":"Paris"}'
+        >>> captured_text("sunny")
+        'sunny'
+    """
+    runtime = _runtime.current
+    options = runtime.capture if runtime is not None else _DEFAULT_CAPTURE
+    return capture_value(_plain(value), options).text
 
 
 class CurrentProvider(otel_trace.TracerProvider):

@@ -45,7 +45,7 @@ class Redactor(Protocol):
     def __call__(self, value: str, attribute: str, /) -> str: ...
 
 
-INTEGRATIONS = ("openai", "anthropic", "langchain")
+INTEGRATIONS = ("openai", "anthropic", "langchain", "pydantic_ai", "openai_agents", "litellm", "mcp")
 # The entry-point group integrations register in (tracesim.instrumentation.ENTRY_POINT_GROUP)
 INTEGRATIONS_GROUP = "tracesim.integrations"
 """Libraries `configure(instrument=...)` can trace."""

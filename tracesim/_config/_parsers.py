@@ -111,6 +111,11 @@ def names_of(options: Sequence[str]) -> Callable[[Any], tuple[str, ...]]:
     return parse
 
 
+def _builtin_name(name: str, builtin: Sequence[str]) -> str:
+    normal = name.lower().replace("-", "_")
+    return normal if normal in builtin else name
+
+
 def integration_names(builtin: Sequence[str], group: str) -> Callable[[Any], tuple[str, ...]]:
     """Names of integrations: tracesim's own (``builtin``), or any name an installed distribution
     registers under the entry-point ``group`` (looked up only for a name not built in, so the
@@ -123,7 +128,8 @@ def integration_names(builtin: Sequence[str], group: str) -> Callable[[Any], tup
         names = tuple(str(i).strip() for i in items if str(i).strip())
         if tuple(n.lower() for n in names) in (("none",), ()):
             return ()
-        names = tuple(n.lower() if n.lower() in builtin else n for n in names)
+        # tracesim's own by their name in any case, and with - for _ as pip writes extras
+        names = tuple(_builtin_name(n, builtin) for n in names)
         unknown = [n for n in names if n not in builtin]
         if unknown:
             from importlib.metadata import entry_points
