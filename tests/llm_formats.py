@@ -6,7 +6,8 @@ Each answer is built from the request body and the text the server decided to sa
     status, answer = messages_answer("scripted-model", {"messages": [...]}, "Warsaw.", 1)
 
 A streamed answer is ``{SSE: [data, ...]}`` (OpenAI: ``data:`` lines, then ``[DONE]``) or
-``{SSE_EVENTS: [event, ...]}`` (Anthropic: each event also named on an ``event:`` line).
+``{SSE_EVENTS: [event, ...]}`` (Anthropic's, and the Responses API's: each event also named on an
+``event:`` line).
 """
 
 from __future__ import annotations
@@ -57,20 +58,37 @@ def error_body(code: int, message: str | None = None) -> Json:
 # -- OpenAI Responses ---------------------------------------------------------------------------
 
 
-def responses_answer(model: str, body: Json, text: str, n: int) -> tuple[int, Json]:
-    """The Responses API: ``input`` (text or messages) in, one output message with its usage out."""
-    if body.get("stream"):
-        return 400, error_body(400, "the scripted server does not stream Responses")
+def responses_answer(model: str, body: Json, text: str, n: int, tool: str | None = None) -> tuple[int, Json]:
+    """The Responses API: ``input`` (text or items) in, one output item with its usage out.
+
+    The item is an assistant message saying ``text``, or a ``function_call`` of ``tool`` (or of
+    the function a ``tool_choice`` forces) with ``text`` as its arguments. ``stream: true`` gets
+    the event stream (`response_events`).
+    """
     given = body.get("input")
-    prompt = given if isinstance(given, str) else " ".join(message_text(m) for m in given or [])
+    prompt = given if isinstance(given, str) else " ".join(_item_text(m) for m in given or [])
     p, c = len(tokens(prompt)), len(tokens(text))
-    output = {
-        "type": "message",
-        "id": f"msg_{n}",
-        "status": "completed",
-        "role": "assistant",
-        "content": [{"type": "output_text", "text": text, "annotations": []}],
-    }
+    choice = body.get("tool_choice")
+    if isinstance(choice, dict) and choice.get("type") == "function" and not tool:
+        tool = str(choice.get("name"))
+    output: Json
+    if tool:  # what a model that decided to call a tool answers
+        output = {
+            "type": "function_call",
+            "id": f"fc_{n}",
+            "call_id": f"call_{n}",
+            "name": tool,
+            "arguments": text,
+            "status": "completed",
+        }
+    else:
+        output = {
+            "type": "message",
+            "id": f"msg_{n}",
+            "status": "completed",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": text, "annotations": []}],
+        }
     usage = {
         "input_tokens": p,
         "input_tokens_details": {"cached_tokens": 0},
@@ -94,7 +112,53 @@ def responses_answer(model: str, body: Json, text: str, n: int) -> tuple[int, Js
         "metadata": {},
         "usage": usage,
     }
+    if body.get("stream"):
+        return 200, {SSE_EVENTS: response_events(answer)}
     return 200, answer
+
+
+def _item_text(item: object) -> str:
+    """An input item's text: a message's, or what a ``function_call_output`` item returns."""
+    if isinstance(item, dict) and item.get("type") == "function_call_output":
+        output = item.get("output")
+        return output if isinstance(output, str) else ""
+    return message_text(item)
+
+
+def response_events(answer: Json) -> list[Json]:
+    """A streamed Responses answer, as the API sends it: created, the item added, its text (or
+    the call's arguments) word by word, the item done, then ``response.completed`` with usage."""
+    (item,) = answer["output"]
+    head = answer | {"status": "in_progress", "output": [], "usage": None}
+    events: list[Json] = [
+        {"type": "response.created", "response": head},
+        {"type": "response.in_progress", "response": head},
+    ]
+    at = {"item_id": item["id"], "output_index": 0}
+    if item["type"] == "function_call":
+        events.append(
+            {"type": "response.output_item.added", "output_index": 0, "item": item | {"arguments": ""}}
+        )
+        events += [
+            {"type": "response.function_call_arguments.delta", **at, "delta": piece}
+            for piece in re.findall(r"\S+\s*", item["arguments"])
+        ]
+        events.append({"type": "response.function_call_arguments.done", **at, "arguments": item["arguments"]})
+    else:
+        (part,) = item["content"]
+        opened = item | {"status": "in_progress", "content": []}
+        events.append({"type": "response.output_item.added", "output_index": 0, "item": opened})
+        at |= {"content_index": 0}
+        events.append({"type": "response.content_part.added", **at, "part": part | {"text": ""}})
+        events += [
+            {"type": "response.output_text.delta", **at, "delta": word, "logprobs": []}
+            for word in re.findall(r"\S+\s*", part["text"])
+        ]
+        events.append({"type": "response.output_text.done", **at, "text": part["text"], "logprobs": []})
+        events.append({"type": "response.content_part.done", **at, "part": part})
+    events.append({"type": "response.output_item.done", "output_index": 0, "item": item})
+    events.append({"type": "response.completed", "response": answer})
+    return [event | {"sequence_number": i} for i, event in enumerate(events)]
 
 
 # -- Anthropic Messages -------------------------------------------------------------------------

@@ -104,8 +104,8 @@ class Reply:
 
     @classmethod
     def tool_call(cls, name: str, arguments: str) -> Reply:
-        """Answer a chat request with a call of tool ``name`` (``arguments``: JSON text), whatever
-        its ``tool_choice``: what a model does when it decides to call a tool."""
+        """Answer a chat (or Responses) request with a call of tool ``name`` (``arguments``: JSON
+        text), whatever its ``tool_choice``: what a model does when it decides to call a tool."""
         return cls("tool_call", text=arguments, tool=name)
 
     @classmethod
@@ -320,8 +320,9 @@ class LLMServer:
     ) -> tuple[int, Json]:
         if path in (RESPONSES, MESSAGES):
             text = self.judge(body or {}) if content is None else content
-            answer = responses_answer if path == RESPONSES else messages_answer
-            return answer(self.model, body or {}, text, n)
+            if path == RESPONSES:
+                return responses_answer(self.model, body or {}, text, n, tool)
+            return messages_answer(self.model, body or {}, text, n)
         if path in (EMBEDDINGS, CHAT):
             if path == EMBEDDINGS:
                 return self._embeddings(body or {})
