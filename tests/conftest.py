@@ -28,6 +28,13 @@ if not os.environ.get("NLTK_DATA"):
             os.environ["NLTK_DATA"] = str(_folder)
             break
 
+# No network: LiteLLM fetches its model price list from GitHub when imported, unless told to
+# use the copy inside its wheel (read once, at import); the Agents SDK sends its own traces to
+# OpenAI's servers when a key is set and its default processor is in place, so no test key
+# reaches it from the machine's environment.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.pop("OPENAI_API_KEY", None)
+
 
 @pytest.fixture(autouse=True)
 def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:

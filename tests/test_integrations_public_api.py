@@ -27,7 +27,14 @@ REPO = Path(__file__).resolve().parents[1]
 INTEGRATIONS = REPO / "integrations"
 DISTRIBUTIONS = sorted(path.parent for path in INTEGRATIONS.glob("*/pyproject.toml"))
 # The integrations configure(instrument=[...]) turns on: each is the extra of the same name.
-INSTRUMENTED = ["anthropic", "langchain", "openai"]
+INSTRUMENTED = ["anthropic", "langchain", "litellm", "mcp", "openai", "openai_agents", "pydantic_ai"]
+# pydantic-ai needs Python 3.11 or later, and so does its integration (its extra says so)
+MARKERS = {"pydantic_ai": "; python_version >= '3.11'"}
+
+
+def distribution_name(name: str) -> str:
+    """``tracesim-<name>`` as a distribution is written: ``pydantic_ai`` -> ``tracesim-pydantic-ai``."""
+    return f"tracesim-{name.replace('_', '-')}"
 
 
 def _shipped_files(distribution: Path) -> list[Path]:
@@ -94,7 +101,7 @@ def test_an_integration_imports_only_tracesims_public_api(distribution: Path) ->
 @pytest.mark.parametrize("distribution", DISTRIBUTIONS, ids=lambda path: path.name)
 def test_an_integration_is_at_tracesims_version_and_needs_exactly_it(distribution: Path) -> None:
     project = tomllib.loads((distribution / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    assert project["name"] == f"tracesim-{distribution.name}"
+    assert project["name"] == distribution_name(distribution.name)
     assert project["version"] == tracesim.__version__
     assert f"tracesim=={tracesim.__version__}" in project["dependencies"]
 
@@ -102,7 +109,8 @@ def test_an_integration_is_at_tracesims_version_and_needs_exactly_it(distributio
 @pytest.mark.parametrize("name", INSTRUMENTED)
 def test_the_extra_is_the_integration_at_tracesims_version(name: str) -> None:
     core = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    assert core["optional-dependencies"][name] == [f"tracesim-{name}=={tracesim.__version__}"]
+    pin = f"{distribution_name(name)}=={tracesim.__version__}{MARKERS.get(name, '')}"
+    assert core["optional-dependencies"][name] == [pin]
 
 
 @pytest.mark.parametrize("name", INSTRUMENTED)
