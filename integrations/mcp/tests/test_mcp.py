@@ -8,15 +8,17 @@ module (mcp_harness.py).
 
 from __future__ import annotations
 
+import asyncio
 import doctest
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from llm_server import CHAT, LLMServer, Reply
-from mcp_harness import RESULT_SECRET, Session
+from mcp_harness import RESULT_SECRET, SERVER, Session
 from secret_kinds import leaked
 
 import tracesim
@@ -343,6 +345,33 @@ def test_another_tools_span_is_not_taken_for_this_call(mcp: Session) -> None:
     tool = captured.by_name("execute_tool get_weather")
     assert tool.parent_span_id == captured.by_name("plan_trip").span_id
     assert "mcp.method.name" not in captured.by_name("plan_trip").attributes
+
+
+def test_the_high_level_client_makes_one_span_per_call(tmp_path: Path) -> None:
+    from mcp import Client, StdioServerParameters
+
+    script = tmp_path / "weather_server.py"
+    script.write_text(SERVER, encoding="utf-8")
+    tracesim.instrument_mcp()
+
+    async def call() -> Any:
+        async with Client(StdioServerParameters(command=sys.executable, args=[str(script)])) as client:
+            return await client.call_tool("get_weather", {"city": "Paris"})
+
+    with capture_spans() as captured:
+        assert asyncio.run(call()).content[0].text == "Sunny in Paris."
+        spans = captured.spans
+    (tool,) = [s for s in spans if s.name.startswith("execute_tool")]
+    assert tool.attributes["gen_ai.tool.call.result"] == "Sunny in Paris."
+    assert tool.attributes["jsonrpc.request.id"].isdigit()  # from the session's call, on the one span
+
+
+def test_configure_instrument_turns_it_on(mcp: Session, tmp_path: Path) -> None:
+    path = tmp_path / "traces.jsonl"
+    tracesim.configure(instrument=["mcp"], exporters=["jsonl"], jsonl_path=str(path))
+    mcp.run(mcp.client.call_tool("get_weather", {"city": "Paris"}))
+    assert tracesim.force_flush()
+    assert _one(load_spans(path), "execute_tool").attributes["gen_ai.tool.name"] == "get_weather"
 
 
 def test_after_uninstrument_the_session_is_the_sdks_own_again(mcp: Session) -> None:

@@ -2,11 +2,13 @@
 
 ``ClientSession.call_tool`` is wrapped on the class, so every session sees it whatever imported
 it first: a raw session, ``mcp.Client``, or a framework's MCP tools (the OpenAI Agents SDK's
-``MCPServerStdio``, pydantic-ai's toolsets). Three small helpers feed the span what the call
-alone does not show: the JSON-RPC request id (``JSONRPCDispatcher._allocate_id``, read once per
-call through a context variable) and the transport (a session opened over ``stdio_client``
-talks through a pipe: its process is started by ``_create_platform_compatible_process``, which
-``stdio_client`` looks up in its module on every call).
+``MCPServerStdio``, pydantic-ai's toolsets). ``mcp.Client.call_tool`` is wrapped too: it may
+send one call in several rounds, each a ``ClientSession.call_tool``, and they make one span.
+Three small helpers feed the span what the call alone does not show: the JSON-RPC request id
+(``JSONRPCDispatcher._allocate_id``, read once per call through a context variable) and the
+transport (a session opened over ``stdio_client`` talks through a pipe: its process is
+started by ``_create_platform_compatible_process``, which ``stdio_client`` looks up in its
+module on every call, and the session made next in that context is marked).
 """
 
 from __future__ import annotations
@@ -91,6 +93,9 @@ class MCPIntegration:
             self._wrap(ClientSession, "call_tool", self._call_tool)
             self._wrap(ClientSession, "list_tools", self._list_tools)
             self._wrap(ClientSession, "__init__", _remember_transport)
+            # mcp.Client may send a call in rounds (input requests, a re-list and retry): one span,
+            # which each round's ClientSession.call_tool finds current and adds its details to
+            self._wrap_optional("mcp.client.client", "Client", "call_tool", self._call_tool)
             self._wrap_optional(
                 "mcp.shared.jsonrpc_dispatcher", "JSONRPCDispatcher", "_allocate_id", _note_id
             )
