@@ -18,6 +18,29 @@ With the OpenAI integration on as well, a ``ChatOpenAI`` call is still one span:
 sees the client's call running inside LangChain's ``chat`` span and, instead of a second span,
 adds what the client learnt (response id, token usage) to LangChain's.
 
+LangGraph runs LangChain's callbacks, so the same switch traces it. An agent made by
+``langchain.agents.create_agent(..., name="weather_agent")`` is an ``invoke_agent
+weather_agent`` span (``gen_ai.agent.name``; input the last user message, output its last
+answer) with a ``chat`` span per model call and an ``execute_tool`` span per tool call inside:
+a run with LLM and tool steps for ``tracesim.record_run()`` and run evaluators. A compiled
+``StateGraph`` is one ``invoke_workflow <name>`` span (``gen_ai.workflow.name``: ``LangGraph``,
+or the ``compile(name=...)``); its nodes are not spans, the calls they make are. Rules select
+both by that name (``match: weather_agent``, ``match: LangGraph``). A graph's output is its last
+message: a state without ``messages`` records its input (its fields as JSON) but no output, as
+the instrumentation reads outputs from messages only; score such a graph through a traced
+function that returns the answer. Streams (``stream``/``astream``) keep their token usage when
+the model reports it: ``ChatOpenAI`` asks for it by default from OpenAI's endpoint only
+(``stream_usage=True`` for others).
+
+Why this instrumentation: it follows the GenAI semantic conventions tracesim reads everywhere
+(``gen_ai.*``: operation, model, usage, agent and workflow names), it is built on the same
+util-genai as the OpenAI integration (so a model call traced by both is one span), and it
+adds less CPU to an agent run than OpenInference's LangChain instrumentation
+(``benchmarks/bench_framework_langgraph.py``), which writes the LangChain objects it sees
+serialized as JSON and no ``gen_ai.*`` attributes. Running OpenInference's alongside traces
+every run twice, in two separate span trees: each agent's run is still right, but the trace
+counts each model call twice.
+
 Example:
     >>> import tracesim
     >>> tracesim.instrument_langchain()  # doctest: +SKIP
