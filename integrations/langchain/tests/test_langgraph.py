@@ -376,8 +376,12 @@ def test_secrets_in_the_prompt_the_tool_arguments_and_its_result_reach_no_output
     assert server.count(CHAT) == 2
     text = path.read_text(encoding="utf-8")
     assert leaked(text) == []
-    used = _one(load_spans(path), "execute_tool")
-    assert "[REDACTED:email]" in used.attributes["gen_ai.tool.call.arguments"]  # redacted, not dropped
+    spans = load_spans(path)
+    prompt = _one(spans, "invoke_agent").attributes["gen_ai.input.messages"]
+    assert "[REDACTED:api_key]" in prompt  # redacted, not dropped
+    assert "[REDACTED:email]" in prompt
+    used = _one(spans, "execute_tool")
+    assert "[REDACTED:email]" in used.attributes["gen_ai.tool.call.arguments"]
     assert "[REDACTED:" in used.attributes["gen_ai.tool.call.result"]
     capsys.readouterr()
     for command in (["show", str(path)], ["report", str(path)], ["report", "--json", str(path)]):
