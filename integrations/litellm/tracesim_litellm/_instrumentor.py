@@ -110,7 +110,8 @@ class LiteLLMInstrumentor(BaseInstrumentor):  # type: ignore[misc]  # BaseInstru
     ``instrument()`` (``from litellm import completion``) is the original and is not traced.
     """
 
-    _originals: dict[str, Any] = {}  # noqa: RUF012  (BaseInstrumentor is a singleton)
+    _calls: _Calls | None = None  # (BaseInstrumentor is a singleton: state on the class)
+    _originals: dict[str, Any] = {}  # noqa: RUF012
     _wrappers: dict[str, Any] = {}  # noqa: RUF012
 
     def instrumentation_dependencies(self) -> Collection[str]:
@@ -125,36 +126,51 @@ class LiteLLMInstrumentor(BaseInstrumentor):  # type: ignore[misc]  # BaseInstru
             completion_hook=kwargs.get("completion_hook"),
             instrumentation_scope_name="tracesim_litellm",
         )
-        calls = _Calls(handler, litellm, lambda: bool(self._is_instrumented_by_opentelemetry))
+        calls = _Calls(handler, litellm)
         wrappers = {"completion": calls.completion, "acompletion": calls.acompletion}
-        self._originals, self._wrappers = {}, {}
+        self._calls, self._originals, self._wrappers = calls, {}, {}
         for name in PATCHED:
-            original = getattr(litellm, name)
+            original = _unwrap_inert(getattr(litellm, name))
             wrapper = functools.wraps(original)(wrappers[name](original))
+            wrapper._tracesim_calls = calls  # type: ignore[attr-defined]
             self._originals[name], self._wrappers[name] = original, wrapper
             setattr(litellm, name, wrapper)
 
     def _uninstrument(self, **kwargs: Any) -> None:
         litellm: Any = importlib.import_module("litellm")
+        calls: _Calls | None = getattr(self, "_calls", None)
+        if calls is not None:
+            calls.active = False  # a wrapper something else still holds passes calls through
         for name, wrapper in self._wrappers.items():
             if getattr(litellm, name, None) is wrapper:  # else wrapped again since: left inert
                 setattr(litellm, name, self._originals[name])
-        self._originals, self._wrappers = {}, {}
+        self._calls, self._originals, self._wrappers = None, {}, {}
+
+
+def _unwrap_inert(function: Any) -> Any:
+    """``function`` without the inert wrappers of earlier installations on top of it.
+
+    Another instrumentation that wrapped tracesim's wrapper and restores it on its own
+    ``uninstrument()`` puts an inert wrapper of a past installation back on the module.
+    """
+    while (calls := getattr(function, "_tracesim_calls", None)) is not None and not calls.active:
+        function = function.__wrapped__
+    return function
 
 
 class _Calls:
     """The wrappers of one installation, sharing its handler."""
 
-    def __init__(self, handler: TelemetryHandler, litellm: Any, active: Callable[[], bool]) -> None:
+    def __init__(self, handler: TelemetryHandler, litellm: Any) -> None:
         self._handler = handler
-        self._active = active
+        self.active = True  # until this installation is uninstrumented
         self._providers = frozenset(str(getattr(p, "value", p)) for p in litellm.provider_list)
         self._litellm = litellm
 
     def completion(self, original: Callable[..., Any]) -> Callable[..., Any]:
         def completion(*args: Any, **kwargs: Any) -> Any:
             # acompletion=True asks the sync entry point for a coroutine: acompletion's own work
-            if not self._active() or kwargs.get("acompletion") is True:
+            if not self.active or kwargs.get("acompletion") is True:
                 return original(*args, **kwargs)
             invocation = self._start(args, kwargs)
             if invocation is None:
@@ -170,7 +186,7 @@ class _Calls:
 
     def acompletion(self, original: Callable[..., Any]) -> Callable[..., Any]:
         async def acompletion(*args: Any, **kwargs: Any) -> Any:
-            if not self._active():
+            if not self.active:
                 return await original(*args, **kwargs)
             invocation = self._start(args, kwargs)
             if invocation is None:
