@@ -35,7 +35,7 @@ the model reports it: ``ChatOpenAI`` asks for it by default from OpenAI's endpoi
 Why this instrumentation: it follows the GenAI semantic conventions tracesim reads everywhere
 (``gen_ai.*``: operation, model, usage, agent and workflow names), it is built on the same
 util-genai as the OpenAI integration (so a model call traced by both is one span), and it
-adds less CPU to an agent run than OpenInference's LangChain instrumentation
+costs an agent run no more CPU than OpenInference's LangChain instrumentation
 (``benchmarks/bench_framework_langgraph.py``), which writes the LangChain objects it sees
 serialized as JSON and no ``gen_ai.*`` attributes. Running OpenInference's alongside traces
 every run twice, in two separate span trees: each agent's run is still right, but the trace
