@@ -159,6 +159,8 @@ def test_a_run_nests_under_a_traced_agent_with_its_agent_model_and_tool_spans(
     assert agent.attributes["gen_ai.agent.name"] == "weather_agent"
     assert _messages_text(agent, "gen_ai.input.messages") == QUESTION
     assert _messages_text(agent, "gen_ai.output.messages") == ANSWER
+    assert _messages_text(workflow, "gen_ai.input.messages") == QUESTION  # the run's, from its agent
+    assert _messages_text(workflow, "gen_ai.output.messages") == ANSWER
     assert json.loads(str(tool.attributes["gen_ai.tool.call.arguments"])) == {"city": "Paris"}
     assert tool.attributes["gen_ai.tool.call.result"] == "Sunny in Paris"
     for chat in chats:

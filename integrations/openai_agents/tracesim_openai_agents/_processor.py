@@ -9,7 +9,8 @@ that processor leaves out:
 
 - the agent's input and output (``gen_ai.input.messages`` / ``gen_ai.output.messages``): the
   SDK's agent span has neither, so they are read from the model calls made inside it (the first
-  user message one of them was sent, the last text one answered);
+  user message one of them was sent, the last text one answered); the workflow's, from its
+  agents (the first one's input, the last answer);
 - a tool's arguments and result (``gen_ai.tool.call.arguments`` / ``.result``);
 - a handoff, as a ``handoff <agent>`` span under the agent handing off.
 
@@ -26,7 +27,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agents.tracing import Span
+from agents.tracing import Span, Trace
 from agents.tracing.span_data import (
     AgentSpanData,
     FunctionSpanData,
@@ -84,6 +85,7 @@ class Processor(GenAITracingProcessor):
         self._tracer = tracer
         self._agent_of: dict[str, str] = {}  # SDK span id -> id of the agent span it runs in
         self._seen: dict[str, _Seen] = {}  # agent span id -> what its model calls showed
+        self._runs: dict[str, _Seen] = {}  # trace id -> its first agent's input, last agent's answer
         self._handoffs: dict[str, otel_trace.Span] = {}
 
     def on_span_start(self, span: Span[Any]) -> None:
@@ -122,17 +124,26 @@ class Processor(GenAITracingProcessor):
                 if data.input:
                     target.set_attribute(_ARGUMENTS, captured_text(data.input))
                 if data.output is not None:
-                    target.set_attribute(_RESULT, captured_text(_plain(data.output)))
+                    target.set_attribute(_RESULT, captured_text(_dumped(data.output)))
             elif seen is not None:
-                if seen.input is not None:
-                    target.set_attribute(_INPUT, captured_text([_message("user", seen.input)]))
-                if seen.output is not None:
-                    target.set_attribute(_OUTPUT, captured_text([_message("assistant", seen.output)]))
+                _write(target, seen)
+                run = self._runs.setdefault(span.trace_id, _Seen())
+                run.input = seen.input if run.input is None else run.input
+                run.output = seen.output or run.output
         error = span.error
         if error is not None:
             invocation.fail(Error(type="_OTHER", message=_error_text(error, content)))
             return
         invocation.stop()
+
+    def on_trace_end(self, trace: Trace) -> None:
+        """End the workflow span, with the run's input and answer (its agents') when recorded."""
+        run = self._runs.pop(trace.trace_id, None)
+        invocation = self._invocations.get(trace)
+        target = getattr(invocation, "span", None)
+        if run is not None and target is not None and target.is_recording() and captures(self._capture()):
+            _write(target, run)
+        super().on_trace_end(trace)
 
     def _note(self, agent: str, data: GenerationSpanData | ResponseSpanData) -> None:
         seen = self._seen.setdefault(agent, _Seen())
@@ -150,6 +161,14 @@ class Processor(GenAITracingProcessor):
         self._handoffs.clear()
         self._agent_of.clear()
         self._seen.clear()
+        self._runs.clear()
+
+
+def _write(target: otel_trace.Span, seen: _Seen) -> None:
+    if seen.input is not None:
+        target.set_attribute(_INPUT, captured_text([_message("user", seen.input)]))
+    if seen.output is not None:
+        target.set_attribute(_OUTPUT, captured_text([_message("assistant", seen.output)]))
 
 
 def _end(handoff: otel_trace.Span, span: Span[Any], content: bool) -> None:
@@ -183,10 +202,21 @@ def _message(role: str, text: str) -> dict[str, Any]:
     return message
 
 
-def _plain(value: Any) -> Any:
-    """A pydantic model (the openai client's types) as plain data; anything else as it is."""
+def _dumped(value: Any) -> Any:
+    """A tool's result as plain data when it is a pydantic model (written as its JSON)."""
     dump = getattr(value, "model_dump", None)
-    return dump() if callable(dump) else value
+    return dump(mode="json") if callable(dump) else value
+
+
+def _get(value: Any, key: str) -> Any:
+    """A field of a dict or of an object (the openai client's pydantic types), read in place:
+    dumping a whole response to plain data costs more than the rest of the processor."""
+    return value.get(key) if isinstance(value, Mapping) else getattr(value, key, None)
+
+
+def _items(value: Any) -> Iterable[Any]:
+    """The items of a list (or tuple); nothing for anything else."""
+    return value if isinstance(value, (list, tuple)) else ()
 
 
 def _text(content: Any) -> str:
@@ -194,18 +224,8 @@ def _text(content: Any) -> str:
     ``output_text``) joined."""
     if isinstance(content, str):
         return content
-    if isinstance(content, Iterable) and not isinstance(content, (bytes, Mapping)):
-        parts = (_plain(part) for part in content)
-        return "".join(
-            str(part["text"])
-            for part in parts
-            if isinstance(part, Mapping) and isinstance(part.get("text"), str)
-        )
-    return ""
-
-
-def _has_text(part: Mapping[str, Any]) -> bool:
-    return isinstance(part.get("text"), str)
+    texts = (_get(part, "text") for part in _items(content))
+    return "".join(text for text in texts if isinstance(text, str))
 
 
 def input_text(given: Any) -> str | None:
@@ -223,12 +243,9 @@ def input_text(given: Any) -> str | None:
     """
     if isinstance(given, str):
         return given or None
-    if not isinstance(given, Iterable) or isinstance(given, (bytes, Mapping)):
-        return None
-    for item in given:
-        message = _plain(item)
-        if isinstance(message, Mapping) and message.get("role") == "user":
-            text = _text(message.get("content"))
+    for item in _items(given):
+        if _get(item, "role") == "user":
+            text = _text(_get(item, "content"))
             if text:
                 return text
     return None
@@ -247,19 +264,13 @@ def output_text(data: GenerationSpanData | ResponseSpanData) -> str | None:
         >>> output_text(GenerationSpanData(output=[{"role": "assistant", "content": None}])) is None
         True
     """
-    if isinstance(data, ResponseSpanData):
-        answers = [_plain(data.response)] if data.response is not None else []
-    else:
-        answers = [_plain(item) for item in data.output or ()]
+    answers = [data.response] if isinstance(data, ResponseSpanData) else _items(data.output)
     texts: list[str] = []
     for answer in answers:
-        if not isinstance(answer, Mapping):
-            continue
-        if answer.get("role") == "assistant":
-            texts.append(_text(answer.get("content")))
-        for item in answer.get("output") or ():  # a Responses API response
-            item = _plain(item)
-            if isinstance(item, Mapping) and item.get("type") == "message":
-                texts.append(_text(item.get("content")))
+        if _get(answer, "role") == "assistant":
+            texts.append(_text(_get(answer, "content")))
+        for item in _items(_get(answer, "output")):  # a Responses API response
+            if _get(item, "type") == "message":
+                texts.append(_text(_get(item, "content")))
     text = "".join(texts)
     return text or None
