@@ -30,6 +30,7 @@ from tracesim._capture import CaptureOptions, make_options
 from tracesim._config import Settings, resolve
 from tracesim._errors import ConfigError
 from tracesim._foreign_spans import KIND_OF_OPERATION
+from tracesim._llm_twins import LLMTwins
 from tracesim._own_model_calls import MODEL_CALL_KEY
 from tracesim._redact import Redactor
 from tracesim._scoring import (
@@ -290,6 +291,15 @@ class _Forwarding:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._model_calls: set[int] = set()  # spans started inside an evaluator's model call
+        self._twins = LLMTwins()
+
+    def _on_ending(self, span: Any) -> None:
+        """A span with token counts that repeats another instrumentation's span of the same call
+        (two instrumentations of one framework, side by side) is marked: counted once."""
+        try:
+            self._twins.ending(span)
+        except Exception:  # never into the code that ends the span
+            _internal_errors.internal_error("model calls seen twice")
 
     def on_start(self, span: Any, parent_context: otel_context.Context | None = None) -> None:
         # Every span of the process passes here: the current context is read once, and the
@@ -390,7 +400,7 @@ def _pipeline() -> Any:
         if _PIPELINE is None:
             from opentelemetry.sdk.trace import SpanProcessor
 
-            # The SDK's base class supplies what tracesim does not override (``_on_ending`` ...).
+            # The SDK's base class supplies what tracesim does not override.
             _PIPELINE = type("_Pipeline", (_Forwarding, SpanProcessor), {})()
         return _PIPELINE
 

@@ -1,0 +1,92 @@
+"""One model call seen by two instrumentations side by side (sibling spans) is counted once."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pytest
+
+import tracesim
+from tracesim.instrumentation import CurrentProvider
+from tracesim.testing import capture_spans
+
+COUNTED = "tracesim.llm.counted_in_parent"
+GENAI = {"gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": 11, "gen_ai.usage.output_tokens": 7}
+OPENINFERENCE = {
+    "openinference.span.kind": "LLM",
+    "llm.token_count.prompt": 11,
+    "llm.token_count.completion": 7,
+}
+
+
+def _call(scope: str, attributes: Mapping[str, Any]) -> Callable[[], None]:
+    """A span as an instrumentation of that scope makes it: attributes set at the end, as
+    OpenInference's callback handler does."""
+    tracer = CurrentProvider().get_tracer(scope)
+
+    def make() -> None:
+        span = tracer.start_span("model call")
+        span.set_attributes(dict(attributes))
+        span.end()
+
+    return make
+
+
+def _marks(run: Callable[[], None], *, traced: bool = True) -> list[bool]:
+    with capture_spans() as captured:
+        (tracesim.trace(kind="agent", name="agent")(run) if traced else run)()
+        return [s.attributes.get(COUNTED) is True for s in captured.spans if s.name == "model call"]
+
+
+def _overlapping(scope_a: str, attrs_a: Mapping[str, Any], scope_b: str, attrs_b: Mapping[str, Any]) -> None:
+    tracer_a, tracer_b = CurrentProvider().get_tracer(scope_a), CurrentProvider().get_tracer(scope_b)
+    a = tracer_a.start_span("model call")
+    b = tracer_b.start_span("model call")
+    a.set_attributes(dict(attrs_a))
+    b.set_attributes(dict(attrs_b))
+    a.end()
+    b.end()
+
+
+def test_the_same_call_from_two_instrumentations_is_counted_once() -> None:
+    marks = _marks(lambda: _overlapping("openinference.x", OPENINFERENCE, "opentelemetry.x", GENAI))
+    assert marks == [False, True]  # the second to end is the twin
+
+
+def test_a_third_instrumentation_of_the_same_call_is_a_twin_too() -> None:
+    def three() -> None:
+        tracers = [CurrentProvider().get_tracer(name) for name in ("one", "two", "three")]
+        spans = [tracer.start_span("model call") for tracer in tracers]
+        for span in spans:
+            span.set_attributes(GENAI)
+            span.end()
+
+    assert _marks(three) == [False, True, True]
+
+
+@pytest.mark.parametrize(
+    ("scope_b", "attrs_b"),
+    [
+        pytest.param("opentelemetry.x", {**GENAI, "gen_ai.usage.output_tokens": 8}, id="other-tokens"),
+        pytest.param("openinference.x", GENAI, id="same-instrumentation"),
+    ],
+)
+def test_calls_that_differ_are_both_counted(scope_b: str, attrs_b: Mapping[str, Any]) -> None:
+    assert _marks(lambda: _overlapping("openinference.x", OPENINFERENCE, scope_b, attrs_b)) == [False, False]
+
+
+def test_calls_one_after_the_other_are_both_counted() -> None:
+    first, second = _call("openinference.x", OPENINFERENCE), _call("opentelemetry.x", GENAI)
+    assert _marks(lambda: (first(), second())) == [False, False]
+
+
+def test_calls_in_different_traces_are_both_counted() -> None:
+    # no common parent: each overlapping span is the root of a trace of its own
+    run = lambda: _overlapping("openinference.x", OPENINFERENCE, "opentelemetry.x", GENAI)  # noqa: E731
+    assert _marks(run, traced=False) == [False, False]
+
+
+def test_a_span_without_token_counts_is_left_alone() -> None:
+    plain = {"gen_ai.operation.name": "chat"}
+    assert _marks(lambda: _overlapping("one", plain, "two", plain)) == [False, False]
