@@ -385,3 +385,33 @@ def test_expected_tool_calls_are_cut_like_any_captured_value() -> None:
     text = captured.by_name("answer").attributes["tracesim.expected.tool_calls"]
     assert isinstance(text, str)
     assert len(text) < 400
+
+
+def test_two_rules_on_one_span_give_it_the_output_of_one_and_the_tool_calls_of_the_other() -> None:
+    def answer() -> str:
+        return "Warsaw"
+
+    rules = [
+        {"match": "answer", "evaluators": ["levenshtein"], "expected": "Warsaw"},
+        {"match": "answer", "evaluators": [Recorder()], "expected": {"tool_calls": SEARCH}},
+    ]
+    recorder = rules[1]["evaluators"][0]
+    with capture_spans(evaluators=rules) as captured:
+        tracesim.trace(kind="agent")(answer)()
+    span = captured.by_name("answer")
+    assert levenshtein(span) is True
+    (seen,) = recorder.seen
+    assert (seen.output, seen.tool_calls) == ("Warsaw", (ToolCall("search", {"city": "Warsaw"}),))
+    assert json.loads(span.attributes["tracesim.expected.tool_calls"]) == SEARCH
+
+
+def test_of_two_rules_the_first_ones_expected_output_wins() -> None:
+    recorder = Recorder()
+    rules = [
+        {"match": "answer", "evaluators": [recorder], "expected": "Warsaw"},
+        {"match": "answer", "evaluators": ["levenshtein"], "expected": "Paris"},
+    ]
+    with capture_spans(evaluators=rules) as captured:
+        tracesim.trace(kind="agent", name="answer")(lambda: "Warsaw")()
+    assert [e.output for e in recorder.seen] == ["Warsaw"]
+    assert levenshtein(captured.by_name("answer")) is True  # against "Warsaw", not "Paris"

@@ -32,7 +32,16 @@ from tracesim._capture import CaptureOptions, capture_value, captured_attributes
 from tracesim._errors import ConfigError
 from tracesim.runs import NOT_GIVEN, Expected, tool_calls
 
-__all__ = ["Golden", "expect", "expected_attributes", "expected_output", "handed", "resolve_expected"]
+__all__ = [
+    "Golden",
+    "combined",
+    "complete",
+    "expect",
+    "expected_attributes",
+    "expected_output",
+    "handed",
+    "resolve_expected",
+]
 
 _logger = logging.getLogger("tracesim")
 NOT_SET: Any = object()
@@ -270,6 +279,44 @@ def handed(evaluator: Any, expected: Any) -> Any:
             return expected
         return Expected(output=expected)
     return expected_output(expected)
+
+
+def combined(first: Any, second: Any) -> Any:
+    """Two expected values for one call (two rules select its span): each part from the first
+    that gives it. ``first``'s output and tool calls win; ``second`` fills what ``first`` lacks,
+    so a rule with a golden answer and one with expected tool calls both apply.
+
+    Example:
+        >>> both = combined("Paris", Expected(tool_calls=[{"name": "search"}]))
+        >>> both.output, [call.name for call in both.tool_calls]
+        ('Paris', ['search'])
+        >>> combined("Paris", "London")
+        'Paris'
+    """
+    if first is None:
+        return second
+    if second is None:
+        return first
+    output = first.output if isinstance(first, Expected) else first
+    calls = first.tool_calls if isinstance(first, Expected) else None
+    if output is NOT_GIVEN and isinstance(second, Expected):
+        output = second.output
+    elif output is NOT_GIVEN:
+        output = second
+    if calls is None and isinstance(second, Expected):
+        calls = second.tool_calls
+    if calls is None and not isinstance(first, Expected):
+        return first
+    if isinstance(first, Expected) and output is first.output and calls is first.tool_calls:
+        return first
+    return Expected(output=output, tool_calls=calls)
+
+
+def complete(expected: Any) -> bool:
+    """Whether an expected value gives both an output and tool calls (no other source is read)."""
+    if not isinstance(expected, Expected):
+        return False
+    return expected.output is not NOT_GIVEN and expected.tool_calls is not None
 
 
 def expected_output(expected: Any) -> Any:

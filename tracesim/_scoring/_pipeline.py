@@ -27,7 +27,7 @@ from opentelemetry import trace as otel_trace
 from tracesim import _semconv as sc
 from tracesim._capture import CaptureOptions
 from tracesim._internal_errors import WarnOnce, internal_error
-from tracesim._scoring._expect import NOT_SET, handed, resolve_expected
+from tracesim._scoring._expect import NOT_SET, combined, complete, handed, resolve_expected
 from tracesim._scoring._jobs import (
     FROM_RUN,
     Job,
@@ -286,19 +286,25 @@ class ScoringPipeline:
     def _expected(self, job: Job, arguments: Mapping[str, Any]) -> tuple[Any, BaseException | None]:
         """The call's expected value (a plain output or an `Expected`; None when there is none),
         or the error its source raised. Each evaluator is handed its part by `handed`."""
-        handle = job.handle
         expected = job.expected
         if expected is NOT_SET:
+            # Several sources (the code's, then each rule's that selects the span): each part
+            # (output, tool calls) from the first that gives it.
             for source in job.sources:
                 try:
-                    expected = resolve_expected(source, job.args, job.kwargs, arguments)
+                    found = resolve_expected(source, job.args, job.kwargs, arguments)
                 except Exception as exc:
-                    return None, exc
-                if expected is not NOT_SET:
-                    if expected is not None:
-                        handle.set_expected(expected)
-                    job.expected = expected  # what the results were measured against, for the sinks
-                    break
+                    if expected is NOT_SET:
+                        return None, exc
+                    break  # what the sources before it gave stands
+                if found is not NOT_SET:
+                    expected = found if expected is NOT_SET else combined(expected, found)
+                    if complete(expected):
+                        break
+            if expected is not NOT_SET:
+                if expected is not None:
+                    job.handle.set_expected(expected)
+                job.expected = expected  # what the results were measured against, for the sinks
         return (None if expected is NOT_SET else expected), None
 
     def _run_cpu(self, job: Job, evaluator: Evaluator, expected: Any, value: Any) -> None:
