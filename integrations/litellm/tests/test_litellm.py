@@ -271,17 +271,19 @@ def test_with_openinference_on_too_each_call_is_two_nested_llm_spans(
             assert inner.attributes["openinference.span.kind"] == "LLM"
 
 
-@pytest.mark.xfail(
-    reason="core: OpenInference holds its span kind aside until the span ends (OpenInferenceSpan), so "
-    "_genai_conventions (tracesim/_runtime.py) sees no LLM span at either span's start",
-    strict=True,
-)
 @pytest.mark.parametrize("outer", ["openinference", "tracesim"])
 def test_with_openinference_on_too_each_call_is_counted_once(
     server: LLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str], outer: str
 ) -> None:
     path = tmp_path / "traces.jsonl"
     spans = _with_openinference(server, path, outer)
+    theirs = [s for s in spans if s.scope.startswith("openinference")]
+    for ours in _chats(spans):  # the pair of spans of one call: exactly one is counted
+        (partner,) = [
+            s for s in theirs if ours.span_id == s.parent_span_id or s.span_id == ours.parent_span_id
+        ]
+        marks = [s.attributes.get("tracesim.llm.counted_in_parent") is True for s in (ours, partner)]
+        assert sorted(marks) == [False, True]
     usage = _report(path, capsys)["llm_usage"]["totals"]
     assert usage["calls"] == 2
     assert usage["input_tokens"] == sum(int(s.attributes["gen_ai.usage.input_tokens"]) for s in _chats(spans))
@@ -433,6 +435,22 @@ def test_a_routers_calls_are_spans(server: LLMServer) -> None:
     assert reply.choices[0].message.content == "Warsaw."
     assert span.name == "chat gpt-4o-mini"
     assert span.attributes["gen_ai.provider.name"] == "openai"
+
+
+def test_embeddings_sync_and_async_are_spans_with_model_dimensions_and_tokens(server: LLMServer) -> None:
+    tracesim.instrument_litellm()
+    options: dict[str, Any] = {"model": "openai/text-embedding-3-small", "api_base": server.base_url}
+    options |= {"api_key": "test", "max_retries": 0}
+    with capture_spans() as captured:
+        assert len(litellm.embedding(input=["sunny in Paris"], **options).data) == 1
+        assert len(asyncio.run(litellm.aembedding(input=["rain", "snow"], **options)).data) == 2
+        spans = captured.spans
+    assert [s.name for s in spans] == ["embeddings text-embedding-3-small"] * 2
+    for span, words in zip(spans, (3, 2), strict=True):
+        assert span.attributes["gen_ai.provider.name"] == "openai"
+        assert span.attributes["gen_ai.embeddings.dimension.count"] == 64  # what the server sends
+        assert span.attributes["gen_ai.usage.input_tokens"] == words
+        assert span.attributes["openinference.span.kind"] == "EMBEDDING"
 
 
 def test_after_uninstrument_only_tracesims_own_spans_are_left(server: LLMServer) -> None:

@@ -1,4 +1,4 @@
-"""tracesim's LiteLLM integration: every ``litellm.completion`` / ``acompletion`` call a span.
+"""tracesim's LiteLLM integration: every LiteLLM completion and embedding call a span.
 
 Installed with ``pip install 'tracesim[litellm]'`` (or ``pip install tracesim-litellm``) and
 turned on with ``tracesim.instrument_litellm()`` or ``configure(instrument=["litellm"])``,
@@ -11,8 +11,9 @@ the response id and model, finish reasons, token usage, errors (status ERROR, ``
 the exception reaches the caller as LiteLLM raised it), streams sync and async (token counts
 when the provider sends them, e.g. with ``stream_options={"include_usage": True}``), and,
 when tracesim captures content, the messages, the tool definitions and the answer with its
-tool calls, bounded and redacted like every captured value. LiteLLM's ``Router`` calls the
-same entry points, so its calls are spans too.
+tool calls, bounded and redacted like every captured value. ``litellm.embedding`` /
+``aembedding`` calls are ``embeddings <model>`` spans (dimensions, input tokens). LiteLLM's
+``Router`` calls the same entry points, so its calls are spans too.
 
 Which instrumentation it builds on, and why: tracesim's own, small instrumentor
 (``tracesim_litellm._instrumentor``) on ``opentelemetry-util-genai``, the library the

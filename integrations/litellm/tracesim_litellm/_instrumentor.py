@@ -1,11 +1,12 @@
-"""The LiteLLM instrumentor: ``litellm.completion`` / ``acompletion`` calls as util-genai inferences.
+"""The LiteLLM instrumentor: completion and embedding calls as util-genai invocations.
 
 An OpenTelemetry ``BaseInstrumentor`` (so it takes ``tracer_provider``, ``completion_hook`` and
 ``raise_exception_on_conflict`` like the OpenTelemetry project's GenAI instrumentations, and
 checks the installed LiteLLM against `SUPPORTED`). Installing it replaces the public entry
 points on the ``litellm`` module (`PATCHED`) with functions that open a ``chat <model>`` span
-through ``opentelemetry-util-genai``'s ``TelemetryHandler.inference`` around the original call;
-`LiteLLMInstrumentor` in the package's docstring says why there and not deeper.
+(``embeddings <model>`` for ``embedding`` / ``aembedding``) through ``opentelemetry-util-genai``'s
+``TelemetryHandler`` around the original call. The package's docstring says why it patches
+there and not deeper.
 
 What a span records, read from the arguments LiteLLM was given and the OpenAI-shaped response
 it returns: ``gen_ai.provider.name`` from LiteLLM's routing prefix (``openai/gpt-4o-mini`` ->
@@ -37,7 +38,7 @@ from urllib.parse import urlsplit
 
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 from opentelemetry.util.genai.handler import TelemetryHandler
-from opentelemetry.util.genai.invocation import InferenceInvocation
+from opentelemetry.util.genai.invocation import EmbeddingInvocation, InferenceInvocation
 from opentelemetry.util.genai.stream import AsyncStreamWrapper, SyncStreamWrapper
 from opentelemetry.util.genai.types import (
     FunctionToolDefinition,
@@ -55,7 +56,7 @@ __all__ = ["PATCHED", "SUPPORTED", "LiteLLMInstrumentor", "provider_and_model"]
 SUPPORTED = ("litellm >= 1.80, < 2",)
 """The LiteLLM versions the instrumentor accepts (OpenTelemetry's dependency check reads it)."""
 
-PATCHED = ("completion", "acompletion")
+PATCHED = ("completion", "acompletion", "embedding", "aembedding")
 """The ``litellm`` module attributes replaced while instrumented."""
 
 _logger = logging.getLogger(__name__)
@@ -102,7 +103,7 @@ def provider_and_model(
 
 
 class LiteLLMInstrumentor(BaseInstrumentor):  # type: ignore[misc]  # BaseInstrumentor is untyped
-    """Traces ``litellm.completion`` and ``litellm.acompletion`` (and so LiteLLM's ``Router``).
+    """Traces LiteLLM's `PATCHED` entry points (and so LiteLLM's ``Router``, which calls them).
 
     ``instrument(tracer_provider=..., completion_hook=...)`` installs it, ``uninstrument()``
     restores the original functions (when nothing has replaced them since; otherwise the
@@ -127,7 +128,12 @@ class LiteLLMInstrumentor(BaseInstrumentor):  # type: ignore[misc]  # BaseInstru
             instrumentation_scope_name="tracesim_litellm",
         )
         calls = _Calls(handler, litellm)
-        wrappers = {"completion": calls.completion, "acompletion": calls.acompletion}
+        wrappers = {
+            "completion": calls.completion,
+            "acompletion": calls.acompletion,
+            "embedding": calls.embedding,
+            "aembedding": calls.aembedding,
+        }
         self._calls, self._originals, self._wrappers = calls, {}, {}
         for name in PATCHED:
             original = _unwrap_inert(getattr(litellm, name))
@@ -200,16 +206,73 @@ class _Calls:
 
         return acompletion
 
+    def embedding(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        def embedding(*args: Any, **kwargs: Any) -> Any:
+            # aembedding=True asks the sync entry point for a coroutine: aembedding's own work
+            if not self.active or kwargs.get("aembedding") is True:
+                return original(*args, **kwargs)
+            invocation = self._start_embedding(args, kwargs)
+            if invocation is None:
+                return original(*args, **kwargs)
+            try:
+                result = original(*args, **kwargs)
+            except BaseException as error:
+                invocation.fail(error)
+                raise
+            return _finish_embedding(invocation, result)
+
+        return embedding
+
+    def aembedding(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        async def aembedding(*args: Any, **kwargs: Any) -> Any:
+            if not self.active:
+                return await original(*args, **kwargs)
+            invocation = self._start_embedding(args, kwargs)
+            if invocation is None:
+                return await original(*args, **kwargs)
+            try:
+                result = await original(*args, **kwargs)
+            except BaseException as error:
+                invocation.fail(error)
+                raise
+            return _finish_embedding(invocation, result)
+
+        return aembedding
+
+    def _route(
+        self, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+    ) -> tuple[str, str, str | None, int | None]:
+        """``(provider, request model, server address, server port)``; ValueError without a model."""
+        model = kwargs.get("model", args[0] if args else None)
+        if not isinstance(model, str):
+            raise ValueError("no model")  # LiteLLM refuses the call itself; nothing to describe
+        provider, request_model = provider_and_model(
+            model, kwargs.get("custom_llm_provider"), self._providers, self._litellm.model_cost
+        )
+        return (provider, request_model, *_server(kwargs.get("api_base") or kwargs.get("base_url")))
+
+    def _start_embedding(
+        self, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+    ) -> EmbeddingInvocation | None:
+        try:
+            provider, request_model, address, port = self._route(args, kwargs)
+            invocation = self._handler.embedding(
+                provider, request_model=request_model, server_address=address, server_port=port
+            )
+        except Exception:
+            _logger.debug("tracesim-litellm could not read a call; it goes untraced", exc_info=True)
+            return None
+        dimensions = _number(kwargs.get("dimensions"))
+        if isinstance(dimensions, int):
+            invocation.dimension_count = dimensions
+        if isinstance(kwargs.get("encoding_format"), str):
+            invocation.encoding_formats = [kwargs["encoding_format"]]
+        return invocation
+
     def _start(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> InferenceInvocation | None:
         """The invocation for a call (its span started), or None when the call cannot be read."""
         try:
-            model = kwargs.get("model", args[0] if args else None)
-            if not isinstance(model, str):
-                return None  # LiteLLM refuses the call itself; nothing to describe
-            provider, request_model = provider_and_model(
-                model, kwargs.get("custom_llm_provider"), self._providers, self._litellm.model_cost
-            )
-            address, port = _server(kwargs.get("api_base") or kwargs.get("base_url"))
+            provider, request_model, address, port = self._route(args, kwargs)
             invocation = self._handler.inference(
                 provider, request_model=request_model, server_address=address, server_port=port
             )
@@ -239,6 +302,23 @@ class _Calls:
             _logger.debug("tracesim-litellm could not read a response", exc_info=True)
         invocation.stop()
         return result
+
+
+def _finish_embedding(invocation: EmbeddingInvocation, result: Any) -> Any:
+    try:
+        if isinstance(_get(result, "model"), str):
+            invocation.response_model_name = _get(result, "model")
+        data = _get(result, "data") or ()
+        vector = _get(data[0], "embedding") if data else None
+        if isinstance(vector, Sequence) and invocation.dimension_count is None:
+            invocation.dimension_count = len(vector)
+        usage = _get(result, "usage")
+        if usage is not None:
+            invocation.input_tokens = _number(_get(usage, "prompt_tokens"))
+    except Exception:
+        _logger.debug("tracesim-litellm could not read an embedding response", exc_info=True)
+    invocation.stop()
+    return result
 
 
 def _server(base: Any) -> tuple[str | None, int | None]:
