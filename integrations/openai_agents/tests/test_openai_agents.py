@@ -438,6 +438,38 @@ def test_the_sdks_sensitive_data_switch_leaves_no_content_to_write(server: LLMSe
         assert not [key for key in CONTENT_KEYS if key in attributes], name
 
 
+@function_tool
+def get_forecast(city: str) -> str:
+    """The forecast for a city."""
+    raise ValueError(f"no forecast for {city}")
+
+
+def test_a_failing_tool_is_an_error_span_and_the_run_goes_on(server: LLMServer) -> None:
+    tracesim.instrument_openai_agents()
+    server.script(RESPONSES, Reply.tool_call("get_forecast", '{"city": "Paris"}'), Reply.content(ANSWER))
+
+    async def run() -> str:
+        async with AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0) as client:
+            model = OpenAIResponsesModel(model="gpt-4o-mini", openai_client=client)
+            agent = Agent(name="forecaster", instructions="Answer.", tools=[get_forecast], model=model)
+            return str((await Runner.run(agent, QUESTION)).final_output)
+
+    with capture_spans() as captured:
+        assert asyncio.run(run()) == ANSWER  # the SDK hands the error to the model, which answers
+        tool = captured.by_name("execute_tool get_forecast")
+        agent = captured.by_name("invoke_agent forecaster")
+    assert tool.status_code == "ERROR"
+    assert tool.status_message.startswith("Error running tool")  # the SDK's message,
+    assert '"tool_name":"get_forecast"' in tool.status_message  # and its details (it may quote content)
+    assert agent.status_code != "ERROR"
+    with capture_spans(capture=False) as captured:
+        server.script(RESPONSES, Reply.tool_call("get_forecast", '{"city": "Paris"}'), Reply.content(ANSWER))
+        asyncio.run(run())
+        tool = captured.by_name("execute_tool get_forecast")
+    assert tool.status_code == "ERROR"
+    assert tool.status_message == "Error running tool (non-fatal)"  # without content: the message alone
+
+
 def test_a_handoff_is_a_span_and_each_agent_has_its_own_input_and_answer(server: LLMServer) -> None:
     tracesim.instrument_openai_agents()
     server.script(RESPONSES, Reply.tool_call("transfer_to_weather_agent", "{}"), Reply.content(ANSWER))
