@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import doctest
+import importlib
 import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 from llm_server import CHAT, LLMServer, Reply
 
 from tracesim.tracefile import load_spans
@@ -52,3 +55,10 @@ def test_the_readme_snippets_run(run_python: Any, tmp_path: Path) -> None:
         done = run_python(NO_NETWORK + snippet, cwd=tmp_path, env={"LITELLM_LOCAL_MODEL_COST_MAP": "True"})
         assert done.returncode == 0, done.stderr
         assert "lookups: []" in done.stderr
+
+
+@pytest.mark.parametrize("module", ["tracesim_litellm", "tracesim_litellm._instrumentor"])
+def test_the_docstring_examples_run(module: str) -> None:
+    outcome = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert outcome.attempted > 0, f"{module} has no example"
+    assert outcome.failed == 0
