@@ -7,12 +7,15 @@ through the ``tracesim.integrations`` entry point.
 Each ``ClientSession.call_tool`` of the ``mcp`` SDK (2.x) becomes an ``execute_tool <name>``
 span under the current span, in the OpenTelemetry GenAI conventions for MCP:
 ``gen_ai.operation.name=execute_tool``, ``gen_ai.tool.name``, ``mcp.method.name=tools/call``,
-``jsonrpc.request.id``, ``network.transport=pipe`` for a server over stdio, and, when tracesim
+``jsonrpc.request.id``, ``network.transport=pipe`` for a server over stdio (``tcp`` with
+``server.address`` / ``server.port`` and ``mcp.session.id`` over streamable HTTP), and, when tracesim
 captures values, the arguments and the result (``gen_ai.tool.call.arguments`` / ``.result``,
 the result's text blocks, else its structured content), bounded and redacted like every
 captured value. A result the server marks ``isError`` sets ``error.type=tool_error`` and an
 error status; a JSON-RPC error sets its code; the exception itself reaches the caller as it was.
-``list_tools`` is a ``tools/list`` span.
+``list_tools`` is a ``tools/list`` span. The request id is written as ``jsonrpc.request.id``,
+never as ``gen_ai.tool.call.id``: that is the model's id for the call, by which a run pairs
+a model's request with the step that executed it (with content off, by id alone).
 
 When a framework already opened a tool span for the call (the OpenAI Agents SDK, pydantic-ai,
 tracesim's ``@trace(kind="tool")``), the MCP details go on that span instead of a second one,

@@ -48,8 +48,10 @@ class _RequestId:
 _request: contextvars.ContextVar[_RequestId | None] = contextvars.ContextVar(
     "tracesim_mcp_request", default=None
 )
-# set when stdio_client starts a server process, taken by the next session made in that context
-_opened_transport: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+# set when stdio_client starts a server process ("pipe") or streamable_http_client makes its
+# transport (the transport itself: its URL, its session id once known), taken by the next
+# session made in that context
+_opened_transport: contextvars.ContextVar[Any] = contextvars.ContextVar(
     "tracesim_mcp_transport", default=None
 )
 
@@ -100,6 +102,9 @@ class MCPIntegration:
                 "mcp.shared.jsonrpc_dispatcher", "JSONRPCDispatcher", "_allocate_id", _note_id
             )
             self._wrap_optional("mcp.client.stdio", None, "_create_platform_compatible_process", _note_stdio)
+            self._wrap_optional(
+                "mcp.client.streamable_http", "StreamableHTTPTransport", "__init__", _note_http
+            )
             return True
 
     def uninstrument(self) -> None:
@@ -251,9 +256,26 @@ def _has(span: Span, key: str) -> bool:
 
 
 def _transport(span: Span, session: Any) -> None:
+    """Where the session's server is: a pipe (stdio), or an HTTP endpoint and its MCP session."""
     transport = getattr(session, _TRANSPORT_ATTRIBUTE, None)
-    if transport is not None and span.is_recording():
+    if transport is None or not span.is_recording():
+        return
+    if isinstance(transport, str):
         span.set_attribute("network.transport", transport)
+        return
+    span.set_attribute("network.transport", "tcp")
+    span.set_attribute("network.protocol.name", "http")
+    from urllib.parse import urlsplit
+
+    url = urlsplit(str(getattr(transport, "url", "")))
+    if url.hostname:  # host and port only: never the URL's credentials, path or query
+        span.set_attribute("server.address", url.hostname)
+        port = url.port or {"http": 80, "https": 443}.get(url.scheme)
+        if port is not None:
+            span.set_attribute("server.port", port)
+    session_id = getattr(transport, "session_id", None)
+    if isinstance(session_id, str) and session_id:
+        span.set_attribute("mcp.session.id", session_id)
 
 
 def _set_request_id(span: Span, holder: _RequestId) -> None:
@@ -318,6 +340,14 @@ def _note_stdio(original: Callable[..., Any]) -> Callable[..., Any]:
         return process
 
     return _create_platform_compatible_process
+
+
+def _note_http(original: Callable[..., None]) -> Callable[..., None]:
+    def __init__(transport: Any, *args: Any, **kwargs: Any) -> None:
+        original(transport, *args, **kwargs)
+        _opened_transport.set(transport)  # made in streamable_http_client, in its caller's context
+
+    return __init__
 
 
 def _remember_transport(original: Callable[..., None]) -> Callable[..., None]:
