@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
@@ -314,12 +315,13 @@ class GenAIIntegration:
 
             hook = _Content(self)
             try:  # a version conflict would otherwise only be logged, and nothing instrumented
-                instrumentor.instrument(
-                    tracer_provider=CurrentProvider(),
-                    completion_hook=hook,
-                    raise_exception_on_conflict=True,
-                    **self._options,
-                )
+                with _content_switch_unset():
+                    instrumentor.instrument(
+                        tracer_provider=CurrentProvider(),
+                        completion_hook=hook,
+                        raise_exception_on_conflict=True,
+                        **self._options,
+                    )
             except DependencyConflictError as exc:
                 raise MissingIntegrationError(self.name, str(exc.conflict)) from None
             self._instrumentor = instrumentor
@@ -332,6 +334,29 @@ class GenAIIntegration:
             if self._instrumentor is not None:
                 self._instrumentor.uninstrument()
                 self._instrumentor = None
+
+
+# util-genai's own content switch: its handler reads it once, when an instrumentor makes it.
+_CONTENT_SWITCH = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+_environment_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _content_switch_unset() -> Iterator[None]:
+    """util-genai's environment variable hidden while an instrumentor is installed.
+
+    With it set (``SPAN_ONLY``...), util-genai writes the messages on spans (whole, whatever
+    tracesim's ``capture`` says) and as log events itself; tracesim's hook writes them, bounded,
+    when tracesim captures. Its handler reads the variable once, when the instrumentor makes it,
+    so the variable is hidden for that moment and put back after.
+    """
+    with _environment_lock:
+        saved = os.environ.pop(_CONTENT_SWITCH, None)
+        try:
+            yield
+        finally:
+            if saved is not None:
+                os.environ[_CONTENT_SWITCH] = saved
 
 
 class _Content:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -119,6 +120,23 @@ def test_message_content_follows_the_capture_setting(server: LLMServer) -> None:
         client(server).chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
         (llm,) = captured.spans
     assert "gen_ai.input.messages" not in llm.attributes
+
+
+@pytest.mark.parametrize("mode", ["SPAN_ONLY", "SPAN_AND_EVENT"])
+def test_util_genais_own_content_switch_does_not_override_capture(
+    server: LLMServer, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    # the OpenTelemetry instrumentations' environment variable would have util-genai write the
+    # messages itself, whole, whatever tracesim's capture says
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", mode)
+    tracesim.instrument_openai()
+    with capture_spans(capture=False) as captured:
+        client(server).chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+        (llm,) = captured.spans
+    assert not [key for key in llm.attributes if key.startswith("gen_ai.") and "messages" in key]
+    assert llm.attributes["gen_ai.usage.input_tokens"] > 0
+    # the application's environment is left as it was
+    assert os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] == mode
 
 
 def test_a_secret_in_a_prompt_or_a_completion_never_reaches_the_file(
