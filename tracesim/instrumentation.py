@@ -39,7 +39,6 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -163,7 +162,7 @@ def captured_text(value: Any) -> str:
     """
     runtime = _runtime.current
     options = runtime.capture if runtime is not None else _DEFAULT_CAPTURE
-    return capture_value(_plain(value), options).text
+    return capture_value(value, options).text
 
 
 class CurrentProvider(otel_trace.TracerProvider):
@@ -380,7 +379,7 @@ class _Content:
         for key, attribute in _CONTENT_ATTRIBUTES:
             value = content.get(key)
             if value:
-                text = capture_value([_plain(item) for item in value], runtime.capture).text
+                text = capture_value(value, runtime.capture).text  # dataclasses as their fields
                 span.set_attribute(attribute, text)
 
 
@@ -430,8 +429,4 @@ def _write_tool_content(invocation: Any) -> None:
     for attribute, field in _TOOL_CONTENT:
         value = getattr(invocation, field, None)
         if value is not None:
-            span.set_attribute(attribute, capture_value(_plain(value), runtime.capture).text)
-
-
-def _plain(item: Any) -> Any:
-    return dataclasses.asdict(item) if dataclasses.is_dataclass(item) and not isinstance(item, type) else item
+            span.set_attribute(attribute, capture_value(value, runtime.capture).text)
