@@ -14,6 +14,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # before LiteLLM 
 
 import asyncio
 import json
+import re
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -306,8 +307,16 @@ def test_secrets_in_the_prompt_the_tool_arguments_and_the_tool_result_reach_no_o
     assert tracesim.force_flush()
     capsys.readouterr()
     assert main(["show", str(path)]) == 0
+    shown = capsys.readouterr().out
     assert main(["report", str(path)]) == 0
-    outputs = {"trace file": path.read_text(encoding="utf-8"), "show and report": capsys.readouterr().out}
+    outputs = {
+        "trace file": path.read_text(encoding="utf-8"),
+        "show": shown,
+        "report": capsys.readouterr().out,
+    }
+    line = next(row for row in shown.splitlines() if "chat gpt-4o-mini" in row)
+    assert re.search(r"LLM .* gpt-4o-mini \d+→\d+ tokens  \$", line)  # model, tokens and cost, per call
+    assert "LLM total: 2 calls" in shown
     for where, text in outputs.items():
         for fragment in (KEY_FRAGMENT, MAIL_FRAGMENT, PASSWORD_FRAGMENT):
             assert fragment not in text, f"{fragment} in the {where}"
