@@ -351,10 +351,11 @@ def test_instrument_is_idempotent_and_uninstrument_restores_the_default_set_befo
 
 
 def test_configure_instrument_turns_it_on_by_name(server: LLMServer, tmp_path: Path) -> None:
+    agent = traced(weather_agent(server, name="by_name"))  # made before: an agent's default is read per run
     path = tmp_path / "traces.jsonl"
     tracesim.configure(exporters=["jsonl"], jsonl_path=path, instrument=["pydantic_ai"])
     script_run(server)
-    traced(weather_agent(server, name="by_name"))(QUESTION)
+    agent(QUESTION)
     assert tracesim.force_flush()
     names = [s.name for s in load_spans(path)]
     assert "invoke_agent by_name" in names
