@@ -24,7 +24,8 @@ from tracesim.tracefile import SpanRecord, load_spans
 
 pytest.importorskip("pydantic_ai", reason="pydantic-ai (the 'pydantic_ai' extra) needs Python 3.11 or later")
 openai = pytest.importorskip("openai", reason="pydantic-ai-slim[openai] (the 'test' extra) is missing")
-import httpx2  # noqa: E402  (the openai client's HTTP library)
+# the openai client's HTTP library: httpx2 from openai 3, httpx before
+http = pytest.importorskip("httpx2" if int(openai.__version__.split(".")[0]) >= 3 else "httpx")
 from pydantic_ai import Agent, InstrumentationSettings  # noqa: E402  (after the skips above)
 from pydantic_ai.models.openai import OpenAIChatModel  # noqa: E402
 from pydantic_ai.providers.openai import OpenAIProvider  # noqa: E402
@@ -74,7 +75,7 @@ def script_run(server: LLMServer, arguments: dict[str, str] | None = None) -> No
 def provider(server: LLMServer) -> OpenAIProvider:
     """pydantic-ai's OpenAI provider for the server, keeping no connection open between requests:
     ``run_sync`` runs on a loop of its own, and a kept-alive connection would outlive it (unclosed)."""
-    client = openai.DefaultAsyncHttpxClient(limits=httpx2.Limits(max_keepalive_connections=0))
+    client = openai.DefaultAsyncHttpxClient(limits=http.Limits(max_keepalive_connections=0))
     return OpenAIProvider(base_url=server.base_url, api_key="test", http_client=client)
 
 

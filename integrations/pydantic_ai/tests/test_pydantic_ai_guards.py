@@ -20,7 +20,8 @@ from tracesim.testing import capture_spans
 
 pytest.importorskip("pydantic_ai", reason="pydantic-ai (the 'pydantic_ai' extra) needs Python 3.11 or later")
 openai = pytest.importorskip("openai", reason="pydantic-ai-slim[openai] (the 'test' extra) is missing")
-import httpx2  # noqa: E402  (the openai client's HTTP library)
+# the openai client's HTTP library: httpx2 from openai 3, httpx before
+http = pytest.importorskip("httpx2" if int(openai.__version__.split(".")[0]) >= 3 else "httpx")
 from pydantic_ai import Agent  # noqa: E402  (after the skips above)
 from pydantic_ai.models.openai import OpenAIChatModel  # noqa: E402
 from pydantic_ai.providers.openai import OpenAIProvider  # noqa: E402
@@ -48,7 +49,7 @@ def test_a_pydantic_ai_run_under_suppression_is_no_span(
     server: LLMServer, suppression: Callable[[], Any]
 ) -> None:
     """Guard: the same check, for the pydantic-ai integration."""
-    client = openai.DefaultAsyncHttpxClient(limits=httpx2.Limits(max_keepalive_connections=0))
+    client = openai.DefaultAsyncHttpxClient(limits=http.Limits(max_keepalive_connections=0))
     provider = OpenAIProvider(base_url=server.base_url, api_key="test", http_client=client)
     agent = Agent(OpenAIChatModel("gpt-4o-mini", provider=provider), name="capitals")
     tracesim.instrument_pydantic_ai()
