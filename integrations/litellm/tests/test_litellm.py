@@ -213,6 +213,16 @@ def _report(path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
     return dict(json.loads(capsys.readouterr().out))
 
 
+def test_the_openai_integration_alone_sees_no_call_litellm_makes(server: LLMServer) -> None:
+    """LiteLLM's ``openai/`` route does not go through the client methods the OpenAI integration
+    wraps: with that integration alone, LiteLLM's calls are not traced at all."""
+    tracesim.instrument_openai()
+    with capture_spans() as captured:
+        call(server, MESSAGES)
+        assert captured.spans == []
+    assert server.count(CHAT) == 1
+
+
 def test_with_the_openai_integration_on_too_each_call_is_counted_once(
     server: LLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -223,8 +233,8 @@ def test_with_the_openai_integration_on_too_each_call_is_counted_once(
     assert tracesim.force_flush()
     spans = load_spans(path)
     chats = _chats(spans)
-    # LiteLLM's openai route calls the openai client; either that call is not traced by the
-    # OpenAI integration, or util-genai folds it into LiteLLM's span: one span per call
+    # one span per call, LiteLLM's: had the OpenAI integration traced the client call beneath,
+    # util-genai would have folded it into LiteLLM's span
     assert len(chats) == server.count(CHAT) == 2
     assert {s.scope for s in chats} == {"tracesim_litellm"}
     assert recorded.run.llm_calls == 2
