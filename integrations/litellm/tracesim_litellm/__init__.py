@@ -43,9 +43,10 @@ tracesim instruments keeps the original function, and those calls are not traced
 ``litellm.completion(...)``, which always finds the current function.
 
 What it costs: ``benchmarks/bench_framework_litellm.py`` times a tool loop (two model calls, one
-tool) bare, with this integration (content captured) and with OpenInference's. On a quiet
-machine this integration added about 0.15 ms of CPU per run and OpenInference's 1.45 ms; on a
-loaded one the differences drown in noise of a few milliseconds either way.
+tool) bare, with this integration (content captured) and with OpenInference's. Either adds
+less than the run-to-run noise to a run of about 10 ms of CPU: in two runs of five rounds on a
+quiet machine this integration added 0.15 and -0.06 ms per run, OpenInference's 1.45 and 0.44
+ms (on a loaded machine the noise is a few milliseconds either way).
 
 LiteLLM downloads its price list when imported, unless ``LITELLM_LOCAL_MODEL_COST_MAP=True`` is
 set first; tracesim does not set it (tracesim prices calls from its own table).
