@@ -6,7 +6,7 @@ through entry points, and the core's extras name them (``tracesim[openai]`` is
 cannot show that this holds for a user, so this module does what a user's machine does, once
 per session:
 
-- builds the wheels of the core and of the four integrations (``pip wheel``);
+- builds the wheels of the core and of the eight integrations (``pip wheel``);
 - makes a fresh venv (``python -m venv``, no system site-packages, the pip it ships) and runs
   ``pip install --find-links <wheels> 'tracesim[openai]'``, then ``'tracesim[pytest]'``: nothing
   named tracesim* is on the package index, so the wheels must carry everything, and pip takes
@@ -20,9 +20,9 @@ pytest plugin is loaded once, by its entry point, its ``tracesim_eval`` fixture 
 (tracesim's), ``Requires-Dist`` (exact pins on the instrumentation betas), entry points, and
 that an integration's wheel holds its package alone (no tests, no copy of tracesim).
 
-One venv holds core, openai and pytest: the anthropic and langchain integrations are checked
-in their wheels only (their installs would add the anthropic client and langchain-core, which
-the editable test environment covers).
+One venv holds core, openai and pytest: the other integrations (anthropic, langchain and the
+agent frameworks') are checked in their wheels only (their installs would add the anthropic
+client, langchain-core, the frameworks, which the editable test environment covers).
 """
 
 from __future__ import annotations
@@ -55,7 +55,19 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 REPO = Path(__file__).resolve().parents[1]
 VERSION = tracesim.__version__
-INTEGRATIONS = ("openai", "anthropic", "langchain", "pytest")
+INTEGRATIONS = (
+    *("openai", "anthropic", "langchain", "pytest"),
+    *("pydantic_ai", "openai_agents", "litellm", "mcp"),  # the agent frameworks
+)
+
+
+def distribution(name: str) -> str:
+    """The distribution of an integration, as its metadata names it: ``tracesim-pydantic-ai``."""
+    return f"tracesim-{canonicalize_name(name)}"
+
+
+# pydantic-ai needs Python 3.11, and so does its integration; the others, what tracesim needs
+REQUIRES_PYTHON = {"tracesim-pydantic-ai": ">=3.11"}
 # Entry points each distribution registers: (group, name) -> object.
 ENTRY_POINTS: dict[str, dict[tuple[str, str], str]] = {
     "tracesim": {("console_scripts", "tracesim"): "tracesim.cli:main"},
@@ -63,13 +75,26 @@ ENTRY_POINTS: dict[str, dict[tuple[str, str], str]] = {
     "tracesim-anthropic": {("tracesim.integrations", "anthropic"): "tracesim_anthropic:integration"},
     "tracesim-langchain": {("tracesim.integrations", "langchain"): "tracesim_langchain:integration"},
     "tracesim-pytest": {("pytest11", "tracesim.integrations.pytest_plugin"): "tracesim_pytest.plugin"},
+    "tracesim-pydantic-ai": {("tracesim.integrations", "pydantic_ai"): "tracesim_pydantic_ai:integration"},
+    "tracesim-openai-agents": {
+        ("tracesim.integrations", "openai_agents"): "tracesim_openai_agents:integration"
+    },
+    "tracesim-litellm": {("tracesim.integrations", "litellm"): "tracesim_litellm:integration"},
+    "tracesim-mcp": {("tracesim.integrations", "mcp"): "tracesim_mcp:integration"},
 }
 # What each integration instruments, besides tracesim and the instrumentation betas.
 INSTRUMENTED = {
     "tracesim-openai": "openai",
     "tracesim-anthropic": "anthropic",
     "tracesim-langchain": "langchain-core",
+    "tracesim-pydantic-ai": "pydantic-ai-slim",
+    "tracesim-openai-agents": "openai-agents",
+    "tracesim-litellm": "litellm",
+    "tracesim-mcp": "mcp",
 }
+# The OpenTelemetry betas an integration builds on, which change between minor releases: pinned
+# exactly (the others, the stable instrumentation base, in a range).
+BETAS = ("opentelemetry-util-genai", "opentelemetry-instrumentation-genai-")
 PIP_TIMEOUT = 600
 
 
@@ -145,9 +170,9 @@ def _pip_list(python: Path, cwd: Path) -> dict[str, str]:
 
 
 def _build_and_install(root: Path) -> tuple[dict[str, str], dict[str, str]]:
-    """Build the five wheels into ``root/wheels``; a fresh ``root/venv`` with the user's installs."""
+    """Build every wheel into ``root/wheels``; a fresh ``root/venv`` with the user's installs."""
     dist = root / "wheels"
-    # One pip run builds all five (each in its own isolated build environment, as a user's
+    # One pip run builds them all (each in its own isolated build environment, as a user's
     # `pip wheel` or `python -m build` would); the core compiles its optional C probe.
     sources = [REPO, *(REPO / "integrations" / name for name in INTEGRATIONS)]
     _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", dist, *sources], cwd=root)
@@ -187,12 +212,12 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     return Installed(root / "venv" / "bin" / "python", wheels, after_openai, after_pytest)
 
 
-def test_the_five_wheels_are_built_at_tracesims_version(installed: Installed) -> None:
-    assert sorted(installed.wheels) == sorted(["tracesim", *(f"tracesim-{name}" for name in INTEGRATIONS)])
+def test_the_wheels_are_built_at_tracesims_version(installed: Installed) -> None:
+    assert sorted(installed.wheels) == sorted(["tracesim", *(distribution(name) for name in INTEGRATIONS)])
     core = installed.wheels["tracesim"].metadata
     for name, wheel in installed.wheels.items():
         assert wheel.metadata["Version"] == VERSION, name
-        assert wheel.metadata["Requires-Python"] == core["Requires-Python"], name
+        assert wheel.metadata["Requires-Python"] == REQUIRES_PYTHON.get(name, core["Requires-Python"]), name
         assert wheel.metadata["License-Expression"] == core["License-Expression"], name
         assert wheel.metadata["Description-Content-Type"] == "text/markdown", name
         assert str(wheel.metadata.get_payload()).startswith(f"# {name}\n"), (
@@ -209,10 +234,12 @@ def test_each_wheel_registers_its_entry_points_and_nothing_else(installed: Insta
 def test_the_core_extras_name_each_integration_at_tracesims_version(installed: Installed) -> None:
     core = installed.wheels["tracesim"]
     for name in INTEGRATIONS:
-        in_extra = [req for req in core.requirements if req.marker and req.marker.evaluate({"extra": name})]
-        host = ['pytest>=8; extra == "pytest"'] if name == "pytest" else []  # the plugin's host
-        expected = [f'tracesim-{name}=={VERSION}; extra == "{name}"', *host]
-        assert sorted(str(req) for req in in_extra) == sorted(expected)
+        extra = canonicalize_name(name)  # pip writes tracesim[pydantic_ai] as pydantic-ai
+        in_extra = [req for req in core.requirements if req.marker and req.marker.evaluate({"extra": extra})]
+        host = [("pytest", ">=8")] if name == "pytest" else []  # the plugin's host
+        expected = [(distribution(name), f"=={VERSION}"), *host]
+        found = [(str(canonicalize_name(r.name)), str(r.specifier)) for r in in_extra]
+        assert sorted(found) == sorted(expected), name
     # For one release the core requires the pytest plugin itself (its old paths keep working).
     always = {
         str(canonicalize_name(req.name)): str(req.specifier) for req in core.requirements if not req.marker
@@ -235,9 +262,15 @@ def test_each_integration_requires_its_tracesim_and_pins_its_instrumentation_exa
         instrumented = requirements.pop(INSTRUMENTED[name])
         assert instrumented.specifier, f"{name}: {instrumented.name} has no version range"
         for other, requirement in requirements.items():
+            if other.startswith("tracesim-"):  # another integration it turns on (openai, for agents)
+                assert str(requirement.specifier) == f"=={VERSION}", name
+                continue
             assert other.startswith("opentelemetry-"), f"{name} requires {requirement}"
             operators = [specifier.operator for specifier in requirement.specifier]
-            assert operators == ["=="], f"{name}: {requirement} is a beta and must be pinned exactly"
+            if other.startswith(BETAS):
+                assert operators == ["=="], f"{name}: {requirement} is a beta and must be pinned exactly"
+            else:
+                assert operators, f"{name}: {requirement} has no version range"
             if other == "opentelemetry-util-genai":
                 genai_pins.add(str(requirement.specifier))
     assert len(genai_pins) == 1, f"the integrations must share one opentelemetry-util-genai: {genai_pins}"
@@ -248,7 +281,7 @@ def test_each_integration_requires_its_tracesim_and_pins_its_instrumentation_exa
 
 def test_an_integration_wheel_holds_its_package_alone(installed: Installed) -> None:
     for name in INTEGRATIONS:
-        wheel = installed.wheels[f"tracesim-{name}"]
+        wheel = installed.wheels[distribution(name)]
         package = f"tracesim_{name}/"
         tops = {entry.split("/")[0] for entry in wheel.names}
         assert tops == {package.rstrip("/"), f"tracesim_{name}-{VERSION}.dist-info"}, name  # no tracesim/
