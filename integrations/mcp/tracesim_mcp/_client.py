@@ -141,7 +141,10 @@ class MCPIntegration:
         integration = self
 
         async def call_tool(session: Any, name: str, arguments: Any = None, *args: Any, **kwargs: Any) -> Any:
-            merged = _framework_tool_span(trace.get_current_span(), name)
+            try:
+                merged = _framework_tool_span(trace.get_current_span(), name)
+            except Exception:  # a span of another kind: ours goes under it
+                merged = None
             span = merged or integration._tracer.start_span(
                 f"execute_tool {name}",
                 kind=SpanKind.CLIENT,
@@ -175,10 +178,10 @@ class MCPIntegration:
             span = integration._tracer.start_span(
                 TOOLS_LIST, kind=SpanKind.CLIENT, attributes={"mcp.method.name": TOOLS_LIST}
             )
+            _safely(_transport, span, session)
             holder = _RequestId()
             token = _request.set(holder)
             try:
-                _transport(span, session)
                 with trace.use_span(span, end_on_exit=False, record_exception=False):
                     result = await original(session, *args, **kwargs)
             except BaseException as exc:
