@@ -22,6 +22,7 @@ pytest.importorskip("anthropic", reason="the 'anthropic' extra is not installed"
 import anthropic  # noqa: E402  (after the skips above)
 
 ALL = ["openai", "anthropic", "langchain"]
+FRAMEWORKS = ["pydantic_ai", "openai_agents", "litellm", "mcp"]
 
 
 @pytest.fixture(autouse=True)
@@ -30,10 +31,24 @@ def _uninstrumented() -> Iterator[None]:
     tracesim.uninstrument_openai()
     tracesim.uninstrument_anthropic()
     tracesim.uninstrument_langchain()
+    tracesim.uninstrument_pydantic_ai()
+    tracesim.uninstrument_openai_agents()
+    tracesim.uninstrument_litellm()
+    tracesim.uninstrument_mcp()
 
 
 def test_the_setting_accepts_exactly_the_integrations_there_are() -> None:
-    assert tuple(INSTRUMENTORS) == INTEGRATIONS == tuple(ALL)
+    assert tuple(INSTRUMENTORS) == INTEGRATIONS == (*ALL, *FRAMEWORKS)
+
+
+def test_the_frameworks_are_turned_on_by_their_names_as_written_either_way(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pytest.importorskip("pydantic_ai", reason="pydantic-ai (the pydantic_ai extra) needs Python 3.11+")
+    # as the instrument= entries, or as pip writes the extras (pydantic-ai), in any case
+    monkeypatch.setenv("TRACESIM_INSTRUMENT", "pydantic-ai, OpenAI_Agents,litellm,MCP")
+    tracesim.configure(exporters=[InMemorySpanExporter()], batch_export=False)
+    assert [INSTRUMENTORS[name]() for name in FRAMEWORKS] == [False, False, False, False]  # all on already
 
 
 @pytest.mark.parametrize("source", ["argument", "environment"])
