@@ -14,6 +14,8 @@ submitted to it. Variants, each in processes of its own:
   discards (tracesim's provider not global: the SDK's own spans stay no-ops);
 * ``tracesim-global``: the same, tracesim's provider also the global one (the default of
   ``configure()``), so the SDK's ``MCP send ...`` spans are recorded too;
+* ``tracesim-mcp-only``: ``tracesim.instrument_mcp()`` alone, the agent untraced: the tool span
+  only, what the SDK's own spans cover (the like-for-like comparison with ``mcp-builtin``);
 * ``mcp-builtin``: the SDK's own OpenTelemetry spans (``MCP send tools/call get_weather``:
   method and request id, no arguments or result, no model calls) on a global SDK provider that
   discards in batches (`discard_provider`): the only alternative that makes spans for mcp 2.x.
@@ -145,6 +147,14 @@ def with_tracesim_global(url: str) -> Callable[[], object]:
     return _agent(url, traced=True)
 
 
+def with_tracesim_mcp_only(url: str) -> Callable[[], object]:
+    import tracesim
+
+    configure_tracesim()
+    tracesim.instrument_mcp()
+    return _agent(url, traced=False)
+
+
 def with_mcp_builtin(url: str) -> Callable[[], object]:
     from opentelemetry import trace
 
@@ -159,6 +169,7 @@ if __name__ == "__main__":
             "bare": bare,
             "tracesim": with_tracesim,
             "tracesim-global": with_tracesim_global,
+            "tracesim-mcp-only": with_tracesim_mcp_only,
             "mcp-builtin": with_mcp_builtin,
         },
     )
