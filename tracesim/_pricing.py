@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Final
 
-from tracesim._semconv import LLM_COUNTED_IN_PARENT
+from tracesim._semconv import LLM_COUNTED_IN_PARENT, LLM_TWIN_OF
 
 __all__ = [
     "INPUT_KEYS",
@@ -205,8 +205,12 @@ class Usage:
         return None if split is None else split[0] + split[1]
 
 
-def read_usage(attributes: Mapping[str, Any]) -> Usage | None:
+def read_usage(attributes: Mapping[str, Any], *, twins: bool = False) -> Usage | None:
     """The token usage of a span, or None when it reports no input or output token count.
+
+    None too for a call another span counts: its parent's (``tracesim.llm.counted_in_parent``)
+    or, unless ``twins`` (a run whose spans hold only one of the two), its twin's beside it
+    (``tracesim.llm.twin_of``).
 
     Example:
         >>> usage = read_usage({"gen_ai.request.model": "gpt-4o-mini", "gen_ai.usage.input_tokens": 24})
@@ -216,6 +220,8 @@ def read_usage(attributes: Mapping[str, Any]) -> Usage | None:
     if _USAGE_KEYS.isdisjoint(attributes):  # most spans: one pass over their keys, in C
         return None
     if attributes.get(LLM_COUNTED_IN_PARENT) is True:  # the same call as its parent span: count it once
+        return None
+    if not twins and LLM_TWIN_OF in attributes:  # the same call as another instrumentation's span
         return None
     tokens_in = _first_count(attributes, INPUT_KEYS)
     tokens_out = _first_count(attributes, _OUTPUT_KEYS)
@@ -401,4 +407,8 @@ def has_usage(attributes: Mapping[str, Any]) -> bool:
         >>> has_usage({"llm.token_count.prompt": 12}), has_usage({"input.value": "hi"})
         (True, False)
     """
-    return not _USAGE_KEYS.isdisjoint(attributes) and attributes.get(LLM_COUNTED_IN_PARENT) is not True
+    return (
+        not _USAGE_KEYS.isdisjoint(attributes)
+        and attributes.get(LLM_COUNTED_IN_PARENT) is not True
+        and LLM_TWIN_OF not in attributes
+    )

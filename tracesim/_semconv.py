@@ -109,3 +109,8 @@ LLM_COUNTED_IN_PARENT: Final = "tracesim.llm.counted_in_parent"
 """True on an LLM call span directly inside another (a client library's own span under an
 instrumentation's span of the same call): its tokens and cost are the parent's, so usage totals,
 the OpenInference token counts added at export and evaluator rules leave it out."""
+
+LLM_TWIN_OF: Final = "tracesim.llm.twin_of"
+"""The span id (16 hex digits) of another instrumentation's span of the same model call, beside
+this one rather than around it (two LangChain callback handlers, say): trace totals, the tree
+and rules count the call once, there; a run counts this span when its twin is not in the run."""

@@ -120,7 +120,7 @@ def build_run(
 
     found: list[tuple[ReadableSpan, int]] = []
     still_running: list[str] = []
-    _walk(root_id, 1, children, unended, found, still_running, set())
+    _walk(root_id, 1, children, unended, found, still_running, set(), _twins_inside(root_id, children))
     found.sort(key=lambda item: item[0].start_time or 0)  # stable: ties keep tree order
     reasons: list[str] = []
     if still_running:
@@ -159,6 +159,30 @@ def _collect(span: ReadableSpan, trace_id: int, root_id: int, into: dict[int, Re
         into[context.span_id] = span
 
 
+def _twins_inside(root_id: int, children: Mapping[int, list[ReadableSpan]]) -> frozenset[int]:
+    """The LLM spans under the root whose twin (another instrumentation's span of the same call,
+    ``tracesim.llm.twin_of``) is under it too: the run counts the call once, at the twin."""
+    inside: dict[int, ReadableSpan] = {}
+    stack = [root_id]
+    while stack:
+        for child in children.get(stack.pop(), ()):
+            context = child.context
+            if context is not None and context.span_id not in inside:
+                inside[context.span_id] = child
+                stack.append(context.span_id)
+    dropped = set()
+    for span_id, span in inside.items():
+        twin = (span.attributes or {}).get(sc.LLM_TWIN_OF)
+        if isinstance(twin, str):
+            try:
+                partner = int(twin, 16)
+            except ValueError:
+                continue
+            if partner in inside:
+                dropped.add(span_id)
+    return frozenset(dropped)
+
+
 def _walk(
     parent_id: int,
     depth: int,
@@ -167,6 +191,7 @@ def _walk(
     found: list[tuple[ReadableSpan, int]],
     still_running: list[str],
     seen: set[int],
+    twins: frozenset[int] = frozenset(),
 ) -> None:
     """Depth-first over the subtree (iteratively: a deep agent must not hit the recursion limit)."""
     stack = [(span, depth) for span in reversed(_by_start(children.get(parent_id, ())))]
@@ -183,7 +208,8 @@ def _walk(
         if span_id in unended:
             still_running.append(span.name)
         nested = level
-        if attributes.get(sc.LLM_COUNTED_IN_PARENT) is not True:  # the same call as its parent: once
+        # the same call as its parent, or as its twin in the run: once
+        if attributes.get(sc.LLM_COUNTED_IN_PARENT) is not True and span_id not in twins:
             found.append((span, level))
             nested = level + 1
         stack.extend((child, nested) for child in reversed(_by_start(children.get(span_id, ()))))
@@ -201,7 +227,7 @@ def _kind(attributes: Mapping[str, Any]) -> str:
     traceloop = attributes.get("traceloop.span.kind")
     if isinstance(traceloop, str) and traceloop.lower() in _TRACELOOP_KINDS:
         return _TRACELOOP_KINDS[traceloop.lower()]
-    if isinstance(attributes.get("llm.request.type"), str) or read_usage(attributes) is not None:
+    if isinstance(attributes.get("llm.request.type"), str) or read_usage(attributes, twins=True) is not None:
         return "llm"
     return "span"
 
@@ -210,7 +236,7 @@ def _step(span: ReadableSpan, depth: int, limit: int, table: PriceTable) -> Step
     attributes = span.attributes or {}
     kind = _kind(attributes)
     start, end = span.start_time or 0, span.end_time
-    usage = read_usage(attributes)
+    usage = read_usage(attributes, twins=True)  # a twin here has its partner outside the run
     model = usage.model if usage is not None else None
     if model is None and kind == "llm":
         model = _text(attributes.get(GEN_AI_REQUEST_MODEL)) or _text(attributes.get(LLM_MODEL_NAME))

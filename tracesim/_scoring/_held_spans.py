@@ -179,8 +179,8 @@ class ForeignScoring:
         if scope is not None and scope.name == _OWN_SCOPE:
             return False  # tracesim's own spans were planned when they started
         attributes = span.attributes or {}
-        if attributes.get(sc.LLM_COUNTED_IN_PARENT) is True:
-            return False  # the same call as its parent span, which the rules see
+        if attributes.get(sc.LLM_COUNTED_IN_PARENT) is True or sc.LLM_TWIN_OF in attributes:
+            return False  # the same call as its parent span, or its twin's: the rules see that one
         kinds = span_kinds(attributes)
         chosen = plan((), NOT_SET, self.rules, span.name, kinds, attributes, self.matched)
         self.note(span.name, kinds)

@@ -415,3 +415,46 @@ def test_with_capture_off_no_span_carries_content(server: LLMServer, off: str) -
     assert [s.attributes["gen_ai.usage.output_tokens"] for s in chats] == [2, 5]  # the rest is recorded
     if off == "instrument":  # tracesim's own span follows the configuration, still on
         assert _one(spans, "assistant").attributes["output.value"] == ANSWER
+
+
+@pytest.mark.parametrize("first", ["tracesim", "openinference"])
+def test_with_openinference_in_either_order_each_tree_keeps_its_calls_and_the_trace_counts_them_once(
+    server: LLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str], first: str
+) -> None:
+    instrumentation = pytest.importorskip("openinference.instrumentation.langchain")
+    from tracesim.instrumentation import CurrentProvider
+
+    # The handler added first ends each model call's span first: the other is its twin.
+    openinference = instrumentation.LangChainInstrumentor()
+    if first == "openinference":
+        tracesim.uninstrument_langchain()
+        openinference.instrument(tracer_provider=CurrentProvider())
+        tracesim.instrument_langchain()
+    else:
+        openinference.instrument(tracer_provider=CurrentProvider())
+    # each agent span's run (tracesim's tree and OpenInference's): its two model calls, whichever is the twin
+    budget = {"type": "run_budget", "max_llm_calls": 2, "max_tokens": sum(TOKENS.values())}
+    path = tmp_path / "traces.jsonl"
+    try:
+        tracesim.configure(
+            exporters=["jsonl"],
+            jsonl_path=path,
+            scoring_mode="inline",
+            evaluators=[{"match": "weather_agent", "kind": "agent", "evaluators": [budget]}],
+        )
+        assert tracesim.trace(kind="agent", name="support")(ask)(weather_agent(server)) == ANSWER
+        assert tracesim.force_flush()
+    finally:
+        openinference.uninstrument()
+    spans = load_spans(path)
+    agents = [s for s in spans if s.name in ("invoke_agent weather_agent", "weather_agent")]
+    assert len(agents) == 2
+    for agent in agents:
+        result = results_of(agent)["run_budget"]
+        details = json.loads(str(result["tracesim.evaluation.details"]))
+        used = {option: check["actual"] for option, check in details["limits"].items()}
+        assert used == {"max_llm_calls": 2, "max_tokens": sum(TOKENS.values())}, agent.name
+    twins = [s for s in spans if "tracesim.llm.twin_of" in s.attributes]
+    assert len(twins) == 2  # one per call, in the tree whose handler came second
+    totals = _report(path, capsys)["llm_usage"]["totals"]
+    assert (totals["calls"], totals["input_tokens"], totals["output_tokens"]) == (2, *TOKENS.values())
