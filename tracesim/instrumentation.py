@@ -294,6 +294,16 @@ class GenAIIntegration:
         self._lock = threading.Lock()
         self._instrumentor: Any = None
 
+    @property
+    def instrumented(self) -> bool:
+        """Whether the instrumentation is on.
+
+        Example:
+            >>> GenAIIntegration("example", lambda: None).instrumented
+            False
+        """
+        return self._instrumentor is not None
+
     def instrument(self, capture: bool | None) -> bool:
         """Turn the instrumentation on (False if it already was); ``capture`` applies either way.
 

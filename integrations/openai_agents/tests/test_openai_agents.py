@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import openai
 import pytest
 from llm_formats import RESPONSES
 from llm_server import CHAT, LLMServer, Reply
@@ -518,12 +519,37 @@ def test_uninstrument_restores_the_sdks_processors_and_instrument_again_adds_tra
         assert captured.by_name("invoke_agent weather_agent")
 
     tracesim.uninstrument_openai_agents()
-    assert _processors() == previous
+    # the application chose its processors (none): the SDK's exporter to OpenAI is not put back
+    assert _processors() == []
+    set_trace_processors(previous)  # as the test found them
     tracesim.uninstrument_openai_agents()  # off already: nothing to do
     with capture_spans() as captured:
         script_run(server)
         traced(server)(QUESTION)
         assert [s.name for s in captured.spans] == ["assistant"]  # nor the model calls (openai off too)
+
+
+def test_uninstrument_without_the_application_touching_processors_puts_the_sdks_back() -> None:
+    previous = _processors()
+    tracesim.instrument_openai_agents()
+    assert _processors() != previous
+    tracesim.uninstrument_openai_agents()
+    assert _processors() == previous
+
+
+def test_the_openai_integration_the_application_turned_on_keeps_its_own_capture(server: LLMServer) -> None:
+    tracesim.instrument_openai(capture=False)  # the application's choice for every client call
+    tracesim.instrument_openai_agents()  # content on for the runs
+    for _ in range(2):  # with the agents integration on, then off again
+        with capture_spans() as captured:
+            server.script(CHAT, Reply.content(ANSWER))
+            question: Any = [{"role": "user", "content": QUESTION}]
+            with openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as client:
+                client.chat.completions.create(model="gpt-4o-mini", messages=question)
+            (call,) = captured.spans
+        assert "gen_ai.input.messages" not in call.attributes
+        assert call.attributes["gen_ai.usage.input_tokens"] > 0  # traced, without content
+        tracesim.uninstrument_openai_agents()  # openai stays on: the application turned it on
 
 
 class _Counting(TracingProcessor):

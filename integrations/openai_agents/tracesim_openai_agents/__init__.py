@@ -50,7 +50,8 @@ to the application's. Never disable the SDK's tracing
 too.
 
 **Model calls** are spans of tracesim's ``openai`` integration, which ``instrument_openai_agents``
-turns on (with the same ``capture``) and, if it was the one to turn it on, off again: the SDK's
+turns on (with the same ``capture``) and, if it was the one to turn it on, off again (one the
+application turned on itself keeps its own ``capture``): the SDK's
 OpenAI models (``OpenAIResponsesModel``, the default, and ``OpenAIChatCompletionsModel``) call
 the ``openai`` client. A model on another client (``LitellmModel``, any-llm) gets its call spans
 from that client's integration (``tracesim.instrument_litellm()`` for LiteLLM); without one,
@@ -67,6 +68,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from typing import Any
+
+from tracesim_openai import integration as openai_integration
 
 import tracesim
 from tracesim.instrumentation import GenAIIntegration
@@ -126,10 +129,15 @@ class _Installed:
         set_trace_processors([self._processor])
 
     def reinstate(self) -> None:
-        """Add the processor again if the application's ``set_trace_processors`` removed it."""
+        """Add the processor again if the application's ``set_trace_processors`` removed it.
+
+        The application chose its processors then: those tracesim replaced (the SDK's exporter
+        to OpenAI among them) are not put back when it is turned off.
+        """
         from agents.tracing import add_trace_processor
 
         if self._processor is not None and self._processor not in _processors():
+            self._previous = []
             add_trace_processor(self._processor)
 
     def uninstrument(self) -> None:
@@ -138,8 +146,13 @@ class _Installed:
         processor, self._processor = self._processor, None
         if processor is None:
             return
-        # the previous processors back, and any the application added meanwhile
-        set_trace_processors(self._previous + [p for p in _processors() if p is not processor])
+        current = _processors()
+        others = [p for p in current if p is not processor]
+        if current[:1] == [processor]:
+            # still as installed: the previous processors back, and any added since
+            set_trace_processors(self._previous + others)
+        else:  # the application set processors of its own since: those stay, alone
+            set_trace_processors(others)
         self._previous = []
         processor.shutdown()
 
@@ -158,8 +171,9 @@ class OpenAIAgentsIntegration:
 
     ``instrument(capture)`` installs the processor in the Agents SDK (replacing its exporter to
     OpenAI) and turns tracesim's ``openai`` integration on for the model calls, with the same
-    ``capture``; ``uninstrument()`` restores the SDK's previous processors and turns ``openai``
-    off again if it was off before.
+    ``capture``, unless the application has turned it on (then it keeps its own ``capture``);
+    ``uninstrument()`` restores the SDK's previous processors (unless the application has set
+    its own since) and turns ``openai`` off again if it was off before.
 
     Example:
         >>> switch = OpenAIAgentsIntegration()
@@ -202,8 +216,10 @@ class OpenAIAgentsIntegration:
             turned_on = self._genai.instrument(capture)
             if not turned_on and self._installed is not None:
                 self._installed.reinstate()
-            if tracesim.instrument_openai(capture=capture):
-                self._turned_openai_on = True
+            # The model calls: tracesim's openai integration, with this capture when this turns
+            # it on; left as it is (its own capture) when the application turned it on.
+            if self._turned_openai_on or not openai_integration.instrumented:
+                self._turned_openai_on = tracesim.instrument_openai(capture=capture) or self._turned_openai_on
             return turned_on
 
     def uninstrument(self) -> None:
