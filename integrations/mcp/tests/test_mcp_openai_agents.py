@@ -76,3 +76,22 @@ def test_the_sdks_tool_span_gets_the_mcp_details_and_the_run_counts_one_tool_cal
     run = recorded.run
     assert [(call.name, call.arguments) for call in run.tool_calls] == [("get_weather", {"city": "Paris"})]
     assert run.llm_calls == 2
+
+
+def test_the_sdks_tool_span_keeps_its_content_out_when_its_integration_says_so(
+    llm_server: LLMServer, tmp_path: Path
+) -> None:
+    script = tmp_path / "weather_server.py"
+    script.write_text(SERVER, encoding="utf-8")
+    tracesim.instrument_openai_agents(capture=False)  # the agents' content out
+    tracesim.instrument_mcp()  # MCP's own spans with theirs
+    llm_server.script(
+        CHAT, Reply.tool_call("get_weather", '{"city": "Paris"}'), Reply.content("Sunny in Paris.")
+    )
+    with capture_spans() as captured:
+        assert run_agent(llm_server, script, "Weather in Paris?") == "Sunny in Paris."
+        spans = captured.spans
+    (tool,) = [s for s in spans if s.attributes.get("gen_ai.operation.name") == "execute_tool"]
+    assert tool.attributes["mcp.method.name"] == "tools/call"  # the MCP details, merged
+    assert "gen_ai.tool.call.arguments" not in tool.attributes
+    assert "gen_ai.tool.call.result" not in tool.attributes

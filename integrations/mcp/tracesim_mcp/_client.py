@@ -164,7 +164,7 @@ class MCPIntegration:
                 _failed(span, exc, holder, own=merged is None)
                 raise
             _request.reset(token)
-            _safely(integration._finished, span, result, holder)
+            _safely(integration._finished, span, result, holder, merged is not None)
             if merged is None:
                 span.end()
             return result
@@ -204,10 +204,22 @@ class MCPIntegration:
         _transport(span, session)
         if not merged:
             span.set_attribute("gen_ai.tool.type", "extension")
-        if arguments is not None and captures(self.capture) and not _has(span, "gen_ai.tool.call.arguments"):
+        if arguments is not None and self._writes_content(span, merged, "gen_ai.tool.call.arguments"):
             span.set_attribute("gen_ai.tool.call.arguments", captured_text(arguments))
 
-    def _finished(self, span: Span, result: Any, holder: _RequestId) -> None:
+    def _writes_content(self, span: Span, merged: bool, key: str) -> bool:
+        """Whether the tool's arguments or result go on ``span``: when tracesim captures for
+        MCP, on its own span; on a framework's, only where no capture setting of that
+        framework's governs it (an integration traced through tracesim records its tool content
+        itself, as its own ``capture`` says: a framework whose content was kept out stays so)."""
+        if not captures(self.capture):
+            return False
+        if not merged:
+            return True
+        scope = getattr(getattr(span, "instrumentation_scope", None), "name", "") or ""
+        return not scope.startswith(_CONTENT_GOVERNED) and not _has(span, key)
+
+    def _finished(self, span: Span, result: Any, holder: _RequestId, merged: bool) -> None:
         """The result on the span: an ``isError`` result is the tool's error."""
         if not span.is_recording():
             return
@@ -215,7 +227,7 @@ class MCPIntegration:
         if getattr(result, "is_error", False):
             span.set_attribute("error.type", "tool_error")
             span.set_status(Status(StatusCode.ERROR, "tool_error"))  # the text is content: not here
-        if captures(self.capture) and not _has(span, "gen_ai.tool.call.result"):
+        if self._writes_content(span, merged, "gen_ai.tool.call.result"):
             text = _text_of(result)
             if text is not None:
                 span.set_attribute("gen_ai.tool.call.result", captured_text(text))
@@ -251,6 +263,12 @@ def _framework_tool_span(span: Span, name: str) -> Span | None:
     if is_mcp_call and (tool in (None, name)) and span_name.endswith(f" {name}"):
         return span
     return None
+
+
+# Scopes of the instrumentations whose tool spans follow a capture setting of their own in
+# tracesim (tracesim's functions, its Agents SDK processor, pydantic-ai's output as tracesim turns
+# it on, the OpenTelemetry GenAI instrumentations tracesim drives).
+_CONTENT_GOVERNED = ("tracesim", "pydantic-ai", "opentelemetry.instrumentation.genai")
 
 
 def _has(span: Span, key: str) -> bool:
