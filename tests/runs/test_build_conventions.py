@@ -259,3 +259,37 @@ def test_a_pydantic_ai_agent_span_reads_its_final_result_and_last_user_text() ->
     assert (
         span_output({"output.value": "mine", "llm.output_messages.0.message.content": "theirs"}) == "theirs"
     )
+
+
+SEND = "MCP send tools/call"  # the mcp SDK's own span of the request: a plain span step
+
+
+@pytest.mark.parametrize(
+    ("inner_tool", "expected"),
+    [
+        # an MCP client's span under the framework's span of the same call: one step
+        pytest.param("get_weather", [("tool", "get_weather", 1), ("span", SEND, 2)], id="same"),
+        # a tool that calls another tool: two steps
+        pytest.param(
+            "geocode", [("tool", "get_weather", 1), ("tool", "geocode", 2), ("span", SEND, 3)], id="other"
+        ),
+    ],
+)
+def test_a_tool_span_inside_a_tool_step_of_the_same_tool_is_that_step(
+    tracer: Tracer, inner_tool: str, expected: list[tuple[str, str, int]]
+) -> None:
+    def tool(name: str) -> dict[str, Any]:
+        return {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name}
+
+    with (
+        tracer.start_as_current_span("agent") as root,
+        tracer.start_as_current_span("execute_tool get_weather", attributes=tool("get_weather")) as outer,
+        tracer.start_as_current_span("tools/call", attributes=tool(inner_tool)) as inner,
+        tracer.start_as_current_span(SEND, attributes={"mcp.method.name": "tools/call"}) as wire,
+    ):
+        pass
+    spans = [span for span in (wire, inner, outer) if isinstance(span, ReadableSpan)]
+    assert isinstance(root, ReadableSpan)
+    run = build_run(root, spans)
+    assert [(step.kind, step.name, step.depth) for step in run.steps] == expected
+    assert len(run.tool_calls) == len([kind for kind, _, _ in expected if kind == "tool"])

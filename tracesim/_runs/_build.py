@@ -193,10 +193,16 @@ def _walk(
     seen: set[int],
     twins: frozenset[int] = frozenset(),
 ) -> None:
-    """Depth-first over the subtree (iteratively: a deep agent must not hit the recursion limit)."""
-    stack = [(span, depth) for span in reversed(_by_start(children.get(parent_id, ())))]
+    """Depth-first over the subtree (iteratively: a deep agent must not hit the recursion limit).
+
+    A tool span directly inside a tool step of the same tool is that call seen by a second
+    instrumentation (a framework's ``execute_tool`` and an MCP client's span under it): one step.
+    """
+    stack: list[tuple[ReadableSpan, int, str | None]] = [
+        (span, depth, None) for span in reversed(_by_start(children.get(parent_id, ())))
+    ]
     while stack:
-        span, level = stack.pop()
+        span, level, enclosing_tool = stack.pop()
         span_id = span.context.span_id if span.context is not None else 0
         if span_id in seen:
             continue
@@ -207,12 +213,14 @@ def _walk(
             continue
         if span_id in unended:
             still_running.append(span.name)
-        nested = level
-        # the same call as its parent, or as its twin in the run: once
-        if attributes.get(sc.LLM_COUNTED_IN_PARENT) is not True and span_id not in twins:
+        nested, inside = level, enclosing_tool
+        tool_name = _first_text(attributes, _TOOL_NAME_KEYS) or span.name if kind == "tool" else None
+        # the same call as its parent, or as its twin in the run, or as the tool step around it: once
+        repeated = kind == "tool" and tool_name == enclosing_tool
+        if attributes.get(sc.LLM_COUNTED_IN_PARENT) is not True and span_id not in twins and not repeated:
             found.append((span, level))
-            nested = level + 1
-        stack.extend((child, nested) for child in reversed(_by_start(children.get(span_id, ()))))
+            nested, inside = level + 1, tool_name
+        stack.extend((child, nested, inside) for child in reversed(_by_start(children.get(span_id, ()))))
 
 
 def _by_start(spans: Iterable[ReadableSpan]) -> list[ReadableSpan]:
