@@ -21,11 +21,12 @@ import pytest
 from llm_server import CHAT, LLMServer, Reply
 from pydantic import SecretStr
 from secret_kinds import KINDS, leaked
+from span_checks import one, report, results_of
 
 import tracesim
 from tracesim.cli import main
 from tracesim.testing import capture_spans
-from tracesim.tracefile import SpanRecord, load_spans
+from tracesim.tracefile import load_spans
 
 pytest.importorskip(
     "opentelemetry.instrumentation.genai.langchain",
@@ -115,20 +116,6 @@ def ask(agent: Any, question: str = QUESTION) -> str:
     return str(state["messages"][-1].content)
 
 
-def _one(spans: list[SpanRecord], prefix: str) -> SpanRecord:
-    (found,) = [s for s in spans if s.name.startswith(prefix)]
-    return found
-
-
-def results_of(span: SpanRecord) -> dict[str, dict[str, Any]]:
-    """Each evaluation result on the span, by evaluator name."""
-    return {
-        str(event.attributes["gen_ai.evaluation.name"]): dict(event.attributes)
-        for event in span.events
-        if event.name == "gen_ai.evaluation.result"
-    }
-
-
 def test_an_agent_nests_under_the_traced_function_and_is_a_run_of_agent_llm_and_tool_steps(
     server: LLMServer,
 ) -> None:
@@ -141,9 +128,9 @@ def test_an_agent_nests_under_the_traced_function_and_is_a_run_of_agent_llm_and_
     with capture_spans() as captured, tracesim.record_run("check") as recorded:
         recorded.span.set_output(assistant(QUESTION))
     spans = captured.spans
-    invoked = _one(spans, "invoke_agent")
+    invoked = one(spans, "invoke_agent")
     assert invoked.name == "invoke_agent weather_agent"
-    assert invoked.parent_span_id == _one(spans, "assistant").span_id
+    assert invoked.parent_span_id == one(spans, "assistant").span_id
     steps = [s for s in spans if s.name.startswith(("chat", "execute_tool"))]
     assert len(steps) == 3
     assert {s.parent_span_id for s in steps} == {invoked.span_id}
@@ -180,7 +167,7 @@ def test_a_kind_agent_rule_by_the_agents_name_scores_its_answer_and_its_tool_cal
     with capture_spans(evaluators=[rule]) as captured:
         assert ask(weather_agent(server)) == ANSWER
         spans = captured.spans
-    results = results_of(_one(spans, "invoke_agent"))
+    results = results_of(one(spans, "invoke_agent"))
     assert sorted(results) == ["exact", "tool_call_accuracy", "trajectory_match"]
     for name, result in results.items():
         assert result["tracesim.evaluation.status"] == "ok", name
@@ -191,7 +178,7 @@ def test_a_kind_agent_rule_by_the_agents_name_scores_its_answer_and_its_tool_cal
     server.script(CHAT, Reply.tool_call("get_weather", '{"city": "Lyon"}'), Reply.content(ANSWER))
     with capture_spans(evaluators=[rule]) as captured:
         ask(weather_agent(server))
-        results = results_of(_one(captured.spans, "invoke_agent"))
+        results = results_of(one(captured.spans, "invoke_agent"))
     assert results["exact"]["gen_ai.evaluation.score.value"] == 1.0
     assert results["tool_call_accuracy"]["gen_ai.evaluation.score.value"] == 0.0  # the wrong city
     assert results["trajectory_match"]["gen_ai.evaluation.score.value"] == 0.0
@@ -230,7 +217,7 @@ def test_a_graph_of_plain_fields_records_its_input_but_no_output_so_score_a_trac
     with capture_spans(evaluators=rules) as captured:
         assert answer("hi") == "HI"
         spans = captured.spans
-    workflow = _one(spans, "invoke_workflow")
+    workflow = one(spans, "invoke_workflow")
     assert workflow.name == "invoke_workflow shouter"
     assert json.loads(workflow.attributes["gen_ai.input.messages"])[0]["parts"][0]["content"] == (
         '{"question": "hi"}'
@@ -239,14 +226,7 @@ def test_a_graph_of_plain_fields_records_its_input_but_no_output_so_score_a_trac
     skipped = results_of(workflow)["exact"]
     assert skipped["tracesim.evaluation.status"] == "skipped"
     assert "carries no output" in skipped["gen_ai.evaluation.explanation"]
-    assert results_of(_one(spans, "answer"))["exact"]["gen_ai.evaluation.score.value"] == 1.0
-
-
-def _report(path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
-    capsys.readouterr()
-    assert main(["report", "--json", str(path)]) == 0
-    report: dict[str, Any] = json.loads(capsys.readouterr().out)
-    return report
+    assert results_of(one(spans, "answer"))["exact"]["gen_ai.evaluation.score.value"] == 1.0
 
 
 def test_with_the_openai_integration_on_too_each_model_call_is_counted_once(
@@ -262,7 +242,7 @@ def test_with_the_openai_integration_on_too_each_model_call_is_counted_once(
     # util-genai folds the client's call into LangChain's chat span: two chat spans, not four
     assert [s.name for s in load_spans(path)].count("chat gpt-4o-mini") == 2
     assert (recorded.run.llm_calls, recorded.run.tokens) == (2, sum(TOKENS.values()))
-    totals = _report(path, capsys)["llm_usage"]["totals"]
+    totals = report(path, capsys)["llm_usage"]["totals"]
     assert (totals["calls"], totals["input_tokens"], totals["output_tokens"]) == (2, *TOKENS.values())
 
 
@@ -294,7 +274,7 @@ def test_with_openinference_alongside_the_agents_own_run_counts_each_call_once(s
     assert {s.name for s in spans} >= {"weather_agent", "ChatOpenAI", "invoke_agent weather_agent"}
     # OpenInference's spans are a tree of their own beside the GenAI one: the agent's run (its
     # subtree) holds each call once, and its tool call once
-    result = results_of(_one(spans, "invoke_agent"))["tool_call_accuracy"]
+    result = results_of(one(spans, "invoke_agent"))["tool_call_accuracy"]
     assert result["gen_ai.evaluation.score.value"] == 1.0
     assert [s.name for s in spans].count("chat gpt-4o-mini") == 2
 
@@ -310,7 +290,7 @@ def test_with_openinference_alongside_the_trace_counts_each_call_once(
     # instrumentation) is counted once. (Without a common parent each makes a trace of its own.)
     assert tracesim.trace(kind="agent", name="support")(ask)(weather_agent(server)) == ANSWER
     assert tracesim.force_flush()
-    totals = _report(path, capsys)["llm_usage"]["totals"]
+    totals = report(path, capsys)["llm_usage"]["totals"]
     assert (totals["calls"], totals["input_tokens"], totals["output_tokens"]) == (2, *TOKENS.values())
 
 
@@ -375,10 +355,10 @@ def test_secrets_in_the_prompt_the_tool_arguments_and_its_result_reach_no_output
     text = path.read_text(encoding="utf-8")
     assert leaked(text) == []
     spans = load_spans(path)
-    prompt = _one(spans, "invoke_agent").attributes["gen_ai.input.messages"]
+    prompt = one(spans, "invoke_agent").attributes["gen_ai.input.messages"]
     assert "[REDACTED:api_key]" in prompt  # redacted, not dropped
     assert "[REDACTED:email]" in prompt
-    used = _one(spans, "execute_tool")
+    used = one(spans, "execute_tool")
     assert "[REDACTED:email]" in used.attributes["gen_ai.tool.call.arguments"]
     assert "[REDACTED:" in used.attributes["gen_ai.tool.call.result"]
     capsys.readouterr()
@@ -414,7 +394,7 @@ def test_with_capture_off_no_span_carries_content(server: LLMServer, off: str) -
     chats = [s for s in framework if s.name.startswith("chat")]
     assert [s.attributes["gen_ai.usage.output_tokens"] for s in chats] == [2, 5]  # the rest is recorded
     if off == "instrument":  # tracesim's own span follows the configuration, still on
-        assert _one(spans, "assistant").attributes["output.value"] == ANSWER
+        assert one(spans, "assistant").attributes["output.value"] == ANSWER
 
 
 @pytest.mark.parametrize("first", ["tracesim", "openinference"])
@@ -456,5 +436,5 @@ def test_with_openinference_in_either_order_each_tree_keeps_its_calls_and_the_tr
         assert used == {"max_llm_calls": 2, "max_tokens": sum(TOKENS.values())}, agent.name
     twins = [s for s in spans if "tracesim.llm.twin_of" in s.attributes]
     assert len(twins) == 2  # one per call, in the tree whose handler came second
-    totals = _report(path, capsys)["llm_usage"]["totals"]
+    totals = report(path, capsys)["llm_usage"]["totals"]
     assert (totals["calls"], totals["input_tokens"], totals["output_tokens"]) == (2, *TOKENS.values())

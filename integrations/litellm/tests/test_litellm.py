@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from llm_server import CHAT, LLMServer, Reply
 from secret_kinds import SECRETS
+from span_checks import report
 
 import tracesim
 from tracesim.instrumentation import CurrentProvider
@@ -205,14 +206,6 @@ def test_a_kind_agent_rule_scores_the_agent_against_its_golden_answer_and_its_to
     assert agent.attributes["tracesim.eval.tool_call_accuracy.score"] == 0.0
 
 
-def _report(path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
-    from tracesim.cli import main
-
-    capsys.readouterr()
-    assert main(["report", str(path), "--json"]) == 0
-    return dict(json.loads(capsys.readouterr().out))
-
-
 def test_the_openai_integration_alone_sees_no_call_litellm_makes(server: LLMServer) -> None:
     """LiteLLM's ``openai/`` route does not go through the client methods the OpenAI integration
     wraps: with that integration alone, LiteLLM's calls are not traced at all."""
@@ -238,7 +231,7 @@ def test_with_the_openai_integration_on_too_each_call_is_counted_once(
     assert len(chats) == server.count(CHAT) == 2
     assert {s.scope for s in chats} == {"tracesim_litellm"}
     assert recorded.run.llm_calls == 2
-    usage = _report(path, capsys)["llm_usage"]["totals"]
+    usage = report(path, capsys)["llm_usage"]["totals"]
     assert usage["calls"] == 2
     assert usage["input_tokens"] == sum(int(s.attributes["gen_ai.usage.input_tokens"]) for s in chats)
 
@@ -301,7 +294,7 @@ def test_with_openinference_on_too_each_call_is_counted_once(
         # marked as the same call as its parent, or as its twin (another instrumentation's span)
         marks = [_counted_elsewhere(s) for s in (ours, partner)]
         assert sorted(marks) == [False, True]
-    usage = _report(path, capsys)["llm_usage"]["totals"]
+    usage = report(path, capsys)["llm_usage"]["totals"]
     assert usage["calls"] == 2
     assert usage["input_tokens"] == sum(int(s.attributes["gen_ai.usage.input_tokens"]) for s in _chats(spans))
 

@@ -20,12 +20,13 @@ import pytest
 from llm_server import CHAT, LLMServer, Reply
 from mcp_harness import RESULT_SECRET, SERVER, Session
 from secret_kinds import leaked
+from span_checks import one
 
 import tracesim
 from tracesim.cli import main
 from tracesim.instrumentation import CurrentProvider
 from tracesim.testing import capture_spans
-from tracesim.tracefile import SpanRecord, load_spans
+from tracesim.tracefile import load_spans
 
 pytest.importorskip("mcp", reason="the 'mcp' extra (the mcp SDK) is not installed")
 import tracesim_mcp
@@ -104,11 +105,6 @@ def ask(server: LLMServer, mcp: Session, question: str) -> str:
     return mcp.run(make_agent(server, mcp)(question))
 
 
-def _one(spans: list[SpanRecord], prefix: str) -> SpanRecord:
-    (found,) = [s for s in spans if s.name.startswith(prefix)]
-    return found
-
-
 def test_an_agent_run_has_its_model_calls_and_the_mcp_tool_call_with_arguments_and_result(
     server: LLMServer, mcp: Session
 ) -> None:
@@ -130,16 +126,16 @@ def test_an_agent_run_has_its_model_calls_and_the_mcp_tool_call_with_arguments_a
         None,
     )
     assert run.output == "Sunny in Paris."
-    tool = _one(spans, "execute_tool")
+    tool = one(spans, "execute_tool")
     assert tool.name == "execute_tool get_weather"
-    assert tool.parent_span_id == _one(spans, "weather_agent").span_id
+    assert tool.parent_span_id == one(spans, "weather_agent").span_id
     assert tool.kind == "CLIENT"
     assert tool.attributes["gen_ai.operation.name"] == "execute_tool"
     assert tool.attributes["mcp.method.name"] == "tools/call"
     assert tool.attributes["network.transport"] == "pipe"
     assert tool.attributes["jsonrpc.request.id"].isdigit()
     # the SDK's own transport span (global provider) nests under it and is no tool step
-    sent = _one(spans, "MCP send tools/call")
+    sent = one(spans, "MCP send tools/call")
     assert sent.parent_span_id == tool.span_id
     assert sent.attributes["jsonrpc.request.id"] == tool.attributes["jsonrpc.request.id"]
     assert "gen_ai.operation.name" not in sent.attributes
@@ -218,7 +214,7 @@ def test_show_and_report_count_the_mcp_call_as_one_tool_call(
         ask(server, mcp, "Weather in Paris?")
     records = load_spans(path)
     assert any(record.name.startswith("MCP send tools/call") for record in records)  # the SDK's span
-    run = RunIndex(records).run(_one(records, "weather_agent"))
+    run = RunIndex(records).run(one(records, "weather_agent"))
     assert [call.name for call in run.tool_calls] == ["get_weather"]
     assert main(["report", str(path), "--json"]) == 0
     (agent,) = json.loads(capsys.readouterr().out)["agents"]
@@ -265,10 +261,10 @@ def test_structured_content_and_list_tools(mcp: Session) -> None:
         mcp.run(mcp.client.call_tool("forecast", {"city": "Paris", "days": 3}))
         spans = captured.spans
     assert "forecast" in [tool.name for tool in listed.tools]
-    listing = _one(spans, "tools/list")
+    listing = one(spans, "tools/list")
     assert listing.attributes["mcp.method.name"] == "tools/list"
     assert "gen_ai.operation.name" not in listing.attributes  # a listing is no tool call
-    result = json.loads(_one(spans, "execute_tool forecast").attributes["gen_ai.tool.call.result"])
+    result = json.loads(one(spans, "execute_tool forecast").attributes["gen_ai.tool.call.result"])
     assert result == {"city": "Paris", "days": 3, "high": 21}
 
 
@@ -282,7 +278,7 @@ def test_capture_off_keeps_arguments_and_results_out_either_way(server: LLMServe
         with capture_spans(**settings) as captured, tracesim.record_run("check") as recorded:
             ask(server, mcp, "Store a note")
             spans = captured.spans
-        tool = _one(spans, "execute_tool store_note")
+        tool = one(spans, "execute_tool store_note")
         assert tool.attributes["gen_ai.tool.name"] == "store_note"
         assert "gen_ai.tool.call.arguments" not in tool.attributes
         assert "gen_ai.tool.call.result" not in tool.attributes
@@ -371,7 +367,7 @@ def test_configure_instrument_turns_it_on(mcp: Session, tmp_path: Path) -> None:
     tracesim.configure(instrument=["mcp"], exporters=["jsonl"], jsonl_path=str(path))
     mcp.run(mcp.client.call_tool("get_weather", {"city": "Paris"}))
     assert tracesim.force_flush()
-    assert _one(load_spans(path), "execute_tool").attributes["gen_ai.tool.name"] == "get_weather"
+    assert one(load_spans(path), "execute_tool").attributes["gen_ai.tool.name"] == "get_weather"
 
 
 def test_after_uninstrument_the_session_is_the_sdks_own_again(mcp: Session) -> None:

@@ -19,11 +19,12 @@ import pytest
 from llm_formats import RESPONSES
 from llm_server import CHAT, LLMServer, Reply
 from secret_kinds import KINDS, leaked
+from span_checks import assert_content_free, one, report, results_of
 
 import tracesim
 from tracesim.cli import main
 from tracesim.instrumentation import CurrentProvider
-from tracesim.testing import CapturedSpans, capture_spans
+from tracesim.testing import capture_spans
 from tracesim.tracefile import SpanRecord, load_spans
 
 pytest.importorskip("agents", reason="openai-agents (the 'openai_agents' extra) is not installed")
@@ -43,6 +44,7 @@ from tracesim_openai_agents import _processors
 QUESTION = "What is the weather in Paris?"
 ANSWER = "It is sunny in Paris."
 PROMPT_SECRET, ARGUMENT_SECRET, RESULT_SECRET = (KINDS[k][0] for k in ("openai", "email", "url_password"))
+WORDS = ("Paris", "sunny", "Sunny", "one sentence")  # content of the run, anywhere
 CONTENT_KEYS = (
     "gen_ai.input.messages",
     "gen_ai.output.messages",
@@ -115,20 +117,6 @@ def traced(server: LLMServer, api: str = "responses") -> Any:
     return assistant
 
 
-def _one(spans: list[SpanRecord], prefix: str) -> SpanRecord:
-    (found,) = [s for s in spans if s.name.startswith(prefix)]
-    return found
-
-
-def _results(span: Any) -> dict[str, dict[str, Any]]:
-    """The evaluation results on a span, by evaluator name."""
-    return {
-        str(event.attributes["gen_ai.evaluation.name"]): dict(event.attributes)
-        for event in span.events
-        if event.name == "gen_ai.evaluation.result"
-    }
-
-
 def _messages_text(span: SpanRecord, key: str) -> str:
     (message,) = json.loads(str(span.attributes[key]))
     (part,) = message["parts"]
@@ -145,8 +133,8 @@ def test_a_run_nests_under_a_traced_agent_with_its_agent_model_and_tool_spans(
     with capture_spans() as captured:
         assert traced(server, api)(QUESTION) == ANSWER
         spans = captured.spans
-    outer, workflow = _one(spans, "assistant"), _one(spans, "invoke_workflow")
-    agent, tool = _one(spans, "invoke_agent"), _one(spans, "execute_tool")
+    outer, workflow = one(spans, "assistant"), one(spans, "invoke_workflow")
+    agent, tool = one(spans, "invoke_agent"), one(spans, "execute_tool")
     chats = [s for s in spans if s.name == "chat gpt-4o-mini"]
     assert (workflow.name, agent.name, tool.name) == (
         "invoke_workflow Agent workflow",
@@ -238,7 +226,7 @@ def test_no_secret_reaches_the_file_show_or_report(
     text = path.read_text(encoding="utf-8")
     assert leaked(text) == []
     spans = load_spans(path)
-    agent, tool = _one(spans, "invoke_agent"), _one(spans, "execute_tool")
+    agent, tool = one(spans, "invoke_agent"), one(spans, "execute_tool")
     first, second = (s for s in spans if s.name == "chat gpt-4o-mini")
     # every place content is written was written, and redacted on its way out
     assert "[REDACTED:api_key]" in _messages_text(agent, "gen_ai.input.messages")
@@ -273,11 +261,11 @@ def test_a_kind_agent_rule_selects_the_agent_by_its_name_and_scores_it_against_a
     script_run(server)
     with capture_spans(evaluators=[rule]) as captured:
         assert traced(server)(QUESTION) == ANSWER
-    results = _results(captured.by_name("invoke_agent weather_agent"))
+    results = results_of(captured.by_name("invoke_agent weather_agent"))
     assert results["exact"]["gen_ai.evaluation.score.value"] == 1.0
     assert results["exact"]["tracesim.evaluation.passed"] is True
     assert results["levenshtein"]["gen_ai.evaluation.score.value"] == 1.0
-    assert _results(captured.by_name("assistant")) == {}  # the rule named the SDK's agent only
+    assert results_of(captured.by_name("assistant")) == {}  # the rule named the SDK's agent only
 
 
 def test_run_evaluators_score_the_agents_tool_calls(server: LLMServer) -> None:
@@ -293,16 +281,11 @@ def test_run_evaluators_score_the_agents_tool_calls(server: LLMServer) -> None:
         run_agent(server)
         script_run(server, arguments={"city": "Lyon"})  # the wrong city
         run_agent(server)
-    right, wrong = (_results(s) for s in captured.named("invoke_agent weather_agent"))
+    right, wrong = (results_of(s) for s in captured.named("invoke_agent weather_agent"))
     assert right["tool_call_accuracy"]["gen_ai.evaluation.score.value"] == 1.0
     assert right["trajectory_match"]["gen_ai.evaluation.score.value"] == 1.0
     assert wrong["tool_call_accuracy"]["gen_ai.evaluation.score.value"] == 0.0
     assert wrong["trajectory_match"]["tracesim.evaluation.passed"] is False
-
-
-def _report(path: Path, capsys: pytest.CaptureFixture[str]) -> str:
-    assert main(["report", str(path)]) == 0
-    return capsys.readouterr().out
 
 
 def _call_tokens(spans: list[SpanRecord]) -> tuple[int, int]:
@@ -341,7 +324,7 @@ def test_each_model_call_is_counted_once_with_openinference_on_too(
         assert len(llm) == 4  # two spans per call: OpenInference's and the client's inside it
         inner = [s for s in llm if s.attributes.get("tracesim.llm.counted_in_parent") is True]
         assert sorted(s.name for s in inner) == ["chat gpt-4o-mini"] * 2
-        assert _counted(spans) in _report(path, capsys)
+        assert _counted(spans) in report(path, capsys, as_json=False)
 
         # tracesim's Agents SDK integration beside OpenInference's (added, not replacing it)
         instrumentor.uninstrument()
@@ -352,8 +335,8 @@ def test_each_model_call_is_counted_once_with_openinference_on_too(
         assert traced(server)(QUESTION) == ANSWER
         assert tracesim.force_flush()
         spans = load_spans(path)
-        assert _one(spans, "invoke_agent weather_agent")  # tracesim's processor ran too
-        assert _counted(spans) in _report(path, capsys)
+        assert one(spans, "invoke_agent weather_agent")  # tracesim's processor ran too
+        assert _counted(spans) in report(path, capsys, as_json=False)
     finally:
         tracesim.uninstrument_openai_agents()  # then OpenInference's: each restores what it found
         instrumentor.uninstrument()
@@ -373,21 +356,7 @@ def test_tracesims_integration_alone_counts_two_calls_with_their_tokens(
     assert not any(s.attributes.get("tracesim.llm.counted_in_parent") for s in spans)
     assert recorded.run.llm_calls == 2
     assert recorded.run.tokens == sum(_call_tokens(spans))
-    assert _counted(spans) in _report(path, capsys)
-
-
-def _content_free(captured: CapturedSpans) -> None:
-    """No span carries content: no message, agent input or answer, tool arguments or result."""
-    spans = captured.spans
-    assert {s.name.split()[0] for s in spans} >= {"invoke_agent", "chat", "execute_tool"}
-    for span in spans:
-        for key in CONTENT_KEYS:
-            assert key not in span.attributes, (span.name, key)
-        text = json.dumps(dict(span.attributes), default=str)
-        for word in ("Paris", "sunny", "Sunny", "one sentence"):
-            assert word not in text, (span.name, word)
-    chat = next(s for s in spans if s.name.startswith("chat"))
-    assert chat.attributes["gen_ai.usage.input_tokens"] > 0  # the rest is recorded
+    assert _counted(spans) in report(path, capsys, as_json=False)
 
 
 def test_content_follows_capture_set_after_instrumenting_and_the_integrations_own_override(
@@ -397,13 +366,13 @@ def test_content_follows_capture_set_after_instrumenting_and_the_integrations_ow
     with capture_spans(capture=False) as captured:  # configured after instrumenting
         script_run(server)
         assert run_agent(server) == ANSWER
-    _content_free(captured)
+    assert_content_free(captured.spans, WORDS, keys=CONTENT_KEYS)
 
     tracesim.instrument_openai_agents(capture=False)  # off for this integration (and its model calls)
     with capture_spans() as captured:
         script_run(server, "chat")
         run_agent(server, api="chat")
-    _content_free(captured)
+    assert_content_free(captured.spans, WORDS, keys=CONTENT_KEYS)
 
     tracesim.instrument_openai_agents()  # following tracesim's capture again, from the next run
     with capture_spans() as captured:

@@ -16,11 +16,12 @@ from typing import Any
 import pytest
 from llm_server import CHAT, LLMServer, Reply
 from secret_kinds import KINDS, leaked
+from span_checks import assert_content_free, one, results_of
 
 import tracesim
 from tracesim.cli import main
-from tracesim.testing import CapturedSpans, capture_spans
-from tracesim.tracefile import SpanRecord, load_spans
+from tracesim.testing import capture_spans
+from tracesim.tracefile import load_spans
 
 pytest.importorskip("pydantic_ai", reason="pydantic-ai (the 'pydantic_ai' extra) needs Python 3.11 or later")
 openai = pytest.importorskip("openai", reason="pydantic-ai-slim[openai] (the 'test' extra) is missing")
@@ -33,6 +34,7 @@ from pydantic_ai.providers.openai import OpenAIProvider  # noqa: E402
 QUESTION = "What is the weather in Paris?"
 ANSWER = "It is sunny in Paris."
 PROMPT_SECRET, ARGUMENT_SECRET, RESULT_SECRET = (KINDS[k][0] for k in ("openai", "email", "url_password"))
+WORDS = ("Paris", "sunny", "Sunny", "one sentence")  # content of the run, anywhere
 CONTENT_KEYS = (
     "gen_ai.tool.call.arguments",
     "gen_ai.tool.call.result",
@@ -99,20 +101,6 @@ def traced(agent: Agent[None, str]) -> Any:
     return assistant
 
 
-def _one(spans: list[SpanRecord], prefix: str) -> SpanRecord:
-    (found,) = [s for s in spans if s.name.startswith(prefix)]
-    return found
-
-
-def _results(span: Any) -> dict[str, dict[str, Any]]:
-    """The evaluation results on a span, by evaluator name."""
-    return {
-        str(event.attributes["gen_ai.evaluation.name"]): dict(event.attributes)
-        for event in span.events
-        if event.name == "gen_ai.evaluation.result"
-    }
-
-
 def test_a_run_nests_under_a_traced_agent_and_no_secret_reaches_the_file_show_or_report(
     server: LLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -127,9 +115,9 @@ def test_a_run_nests_under_a_traced_agent_and_no_secret_reaches_the_file_show_or
     text = path.read_text(encoding="utf-8")
     assert leaked(text) == []
     spans = load_spans(path)
-    outer, run = _one(spans, "assistant"), _one(spans, "invoke_agent")
+    outer, run = one(spans, "assistant"), one(spans, "invoke_agent")
     first, second = (s for s in spans if s.name == "chat gpt-4o-mini")
-    tool = _one(spans, "execute_tool")
+    tool = one(spans, "execute_tool")
     assert run.name == "invoke_agent weather_agent"
     assert run.parent_span_id == outer.span_id
     assert {first.parent_span_id, tool.parent_span_id, second.parent_span_id} == {run.span_id}
@@ -205,11 +193,11 @@ def test_a_kind_agent_rule_selects_the_agent_by_its_name_and_scores_it_against_a
     script_run(server)
     with capture_spans(evaluators=[rule]) as captured:
         assert traced(weather_agent(server))(QUESTION) == ANSWER
-    results = _results(captured.by_name("invoke_agent weather_agent"))
+    results = results_of(captured.by_name("invoke_agent weather_agent"))
     assert results["exact"]["gen_ai.evaluation.score.value"] == 1.0
     assert results["exact"]["tracesim.evaluation.passed"] is True
     assert results["levenshtein"]["gen_ai.evaluation.score.value"] == 1.0
-    assert _results(captured.by_name("assistant")) == {}  # the rule named pydantic-ai's agent only
+    assert results_of(captured.by_name("assistant")) == {}  # the rule named pydantic-ai's agent only
 
 
 def test_run_evaluators_score_the_agents_tool_calls(server: LLMServer) -> None:
@@ -222,7 +210,7 @@ def test_run_evaluators_score_the_agents_tool_calls(server: LLMServer) -> None:
         weather_agent(server).run_sync(QUESTION)
         script_run(server, {"city": "Lyon"})  # the wrong city
         weather_agent(server).run_sync(QUESTION)
-    right, wrong = (_results(s) for s in captured.named("invoke_agent weather_agent"))
+    right, wrong = (results_of(s) for s in captured.named("invoke_agent weather_agent"))
     assert right["tool_call_accuracy"]["gen_ai.evaluation.score.value"] == 1.0
     assert right["trajectory_match"]["gen_ai.evaluation.score.value"] == 1.0
     assert wrong["tool_call_accuracy"]["gen_ai.evaluation.score.value"] == 0.0
@@ -261,20 +249,6 @@ def test_with_the_openai_integration_on_too_each_model_call_is_counted_once(
     assert f"2 LLM calls in 1 trace: {input_tokens} input tokens, {output_tokens} output tokens" in report
 
 
-def _content_free(captured: CapturedSpans) -> None:
-    """No span carries content: no message text, tool arguments or results, final output."""
-    spans = captured.spans
-    assert {s.name.split()[0] for s in spans} >= {"invoke_agent", "chat", "execute_tool"}
-    for span in spans:
-        for key in CONTENT_KEYS:
-            assert key not in span.attributes, (span.name, key)
-        text = json.dumps(dict(span.attributes), default=str)
-        for word in ("Paris", "sunny", "Sunny", "one sentence"):
-            assert word not in text, (span.name, word)
-    chat = next(s for s in spans if s.name.startswith("chat"))
-    assert chat.attributes["gen_ai.usage.input_tokens"] > 0  # the rest is recorded
-
-
 def test_content_follows_capture_set_after_instrumenting_and_the_integrations_own_override(
     server: LLMServer,
 ) -> None:
@@ -283,13 +257,13 @@ def test_content_follows_capture_set_after_instrumenting_and_the_integrations_ow
     with capture_spans(capture=False) as captured:  # configured after instrumenting
         script_run(server)
         assert agent.run_sync(QUESTION).output == ANSWER
-    _content_free(captured)
+    assert_content_free(captured.spans, WORDS, keys=CONTENT_KEYS)
 
     tracesim.instrument_pydantic_ai(capture=False)  # off for this integration only
     with capture_spans() as captured:
         script_run(server)
         agent.run_sync(QUESTION)
-    _content_free(captured)
+    assert_content_free(captured.spans, WORDS, keys=CONTENT_KEYS)
 
     tracesim.instrument_pydantic_ai()  # following tracesim's capture again, on from the next run
     with capture_spans() as captured:
