@@ -174,44 +174,34 @@ class _Calls:
         self._litellm = litellm
 
     def completion(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        def completion(*args: Any, **kwargs: Any) -> Any:
-            # acompletion=True asks the sync entry point for a coroutine: acompletion's own work
-            if not self.active or kwargs.get("acompletion") is True:
-                return original(*args, **kwargs)
-            invocation = self._start(args, kwargs)
-            if invocation is None:
-                return original(*args, **kwargs)
-            try:
-                result = original(*args, **kwargs)
-            except BaseException as error:
-                invocation.fail(error)
-                raise
-            return self._finish(invocation, result, kwargs, _SyncStream)
-
-        return completion
+        return self._sync(
+            original, self._start, functools.partial(self._finish, stream=_SyncStream), "acompletion"
+        )
 
     def acompletion(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        async def acompletion(*args: Any, **kwargs: Any) -> Any:
-            if not self.active:
-                return await original(*args, **kwargs)
-            invocation = self._start(args, kwargs)
-            if invocation is None:
-                return await original(*args, **kwargs)
-            try:
-                result = await original(*args, **kwargs)
-            except BaseException as error:
-                invocation.fail(error)
-                raise
-            return self._finish(invocation, result, kwargs, _AsyncStream)
-
-        return acompletion
+        return self._async(original, self._start, functools.partial(self._finish, stream=_AsyncStream))
 
     def embedding(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        def embedding(*args: Any, **kwargs: Any) -> Any:
-            # aembedding=True asks the sync entry point for a coroutine: aembedding's own work
-            if not self.active or kwargs.get("aembedding") is True:
+        return self._sync(original, self._start_embedding, _finish_embedding, "aembedding")
+
+    def aembedding(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        return self._async(original, self._start_embedding, _finish_embedding)
+
+    def _sync(
+        self,
+        original: Callable[..., Any],
+        start: Callable[[tuple[Any, ...], dict[str, Any]], Any],
+        finish: Callable[[Any, Any, dict[str, Any]], Any],
+        async_flag: str,
+    ) -> Callable[..., Any]:
+        """``original`` traced: ``start`` makes the invocation (None: untraced), ``finish`` ends it."""
+
+        def traced(*args: Any, **kwargs: Any) -> Any:
+            # acompletion=True (aembedding=True) asks the sync entry point for a coroutine: the
+            # async function's own work, traced there
+            if not self.active or kwargs.get(async_flag) is True:
                 return original(*args, **kwargs)
-            invocation = self._start_embedding(args, kwargs)
+            invocation = start(args, kwargs)
             if invocation is None:
                 return original(*args, **kwargs)
             try:
@@ -219,15 +209,22 @@ class _Calls:
             except BaseException as error:
                 invocation.fail(error)
                 raise
-            return _finish_embedding(invocation, result)
+            return finish(invocation, result, kwargs)
 
-        return embedding
+        return traced
 
-    def aembedding(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        async def aembedding(*args: Any, **kwargs: Any) -> Any:
+    def _async(
+        self,
+        original: Callable[..., Any],
+        start: Callable[[tuple[Any, ...], dict[str, Any]], Any],
+        finish: Callable[[Any, Any, dict[str, Any]], Any],
+    ) -> Callable[..., Any]:
+        """The same for a coroutine function."""
+
+        async def traced(*args: Any, **kwargs: Any) -> Any:
             if not self.active:
                 return await original(*args, **kwargs)
-            invocation = self._start_embedding(args, kwargs)
+            invocation = start(args, kwargs)
             if invocation is None:
                 return await original(*args, **kwargs)
             try:
@@ -235,9 +232,9 @@ class _Calls:
             except BaseException as error:
                 invocation.fail(error)
                 raise
-            return _finish_embedding(invocation, result)
+            return finish(invocation, result, kwargs)
 
-        return aembedding
+        return traced
 
     def _route(
         self, args: tuple[Any, ...], kwargs: Mapping[str, Any]
@@ -304,7 +301,7 @@ class _Calls:
         return result
 
 
-def _finish_embedding(invocation: EmbeddingInvocation, result: Any) -> Any:
+def _finish_embedding(invocation: EmbeddingInvocation, result: Any, kwargs: Mapping[str, Any]) -> Any:
     try:
         if isinstance(_get(result, "model"), str):
             invocation.response_model_name = _get(result, "model")
