@@ -29,19 +29,20 @@ import threading
 from collections import OrderedDict
 from typing import Any, Final, NamedTuple
 
+from tracesim._foreign_spans import KIND_OF_OPERATION
+from tracesim._pricing import INPUT_KEYS, OUTPUT_KEYS, USAGE_KEYS, first_count
 from tracesim._semconv import LLM_COUNTED_IN_PARENT, LLM_TWIN_OF
 
-__all__ = ["MAX_CALLS_PER_TRACE", "MAX_TRACES", "USAGE_KEYS", "LLMTwins"]
+__all__ = ["MAX_CALLS_PER_TRACE", "MAX_TRACES", "MODEL_CALL_OPERATIONS", "LLMTwins", "is_model_call"]
 
 MAX_TRACES: Final = 512
 MAX_CALLS_PER_TRACE: Final = 64
 
-# Token counts in each convention (GenAI, OpenInference, OpenLLMetry), as `tracesim._pricing` reads them.
-_INPUT_KEYS = ("gen_ai.usage.input_tokens", "llm.token_count.prompt", "gen_ai.usage.prompt_tokens")
-_OUTPUT_KEYS = ("gen_ai.usage.output_tokens", "llm.token_count.completion", "gen_ai.usage.completion_tokens")
-USAGE_KEYS: Final = frozenset(_INPUT_KEYS + _OUTPUT_KEYS)
 _MODEL_KEYS = ("gen_ai.request.model", "gen_ai.response.model", "llm.model_name")
-_LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content", "embeddings"})
+MODEL_CALL_OPERATIONS: Final = frozenset(
+    operation for operation, kind in KIND_OF_OPERATION.items() if kind in ("LLM", "EMBEDDING")
+)
+"""The GenAI operations that are model calls (chat, text completion, embeddings...)."""
 
 
 class _Call(NamedTuple):
@@ -73,21 +74,20 @@ def _models(attributes: Any) -> frozenset[str]:
     return frozenset(found)
 
 
-def _is_llm(attributes: Any) -> bool:
-    """A model call's span in one of the conventions (an agent's span with totals is not one)."""
+def is_model_call(attributes: Any) -> bool:
+    """A model call's span in one of the conventions (an agent's span with totals is not one).
+
+    Example:
+        >>> is_model_call({"gen_ai.operation.name": "chat"})
+        True
+        >>> is_model_call({"openinference.span.kind": "AGENT", "llm.token_count.prompt": 11})
+        False
+    """
     return (
-        attributes.get("gen_ai.operation.name") in _LLM_OPERATIONS
+        attributes.get("gen_ai.operation.name") in MODEL_CALL_OPERATIONS
         or attributes.get("openinference.span.kind") in ("LLM", "EMBEDDING")
         or isinstance(attributes.get("llm.request.type"), str)
     )
-
-
-def _count(attributes: Any, keys: tuple[str, ...]) -> Any:
-    for key in keys:
-        value = attributes.get(key)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    return None
 
 
 class LLMTwins:
@@ -106,9 +106,9 @@ class LLMTwins:
         attributes = getattr(getattr(span, "_attributes", None), "_dict", None)
         if type(attributes) is not dict or USAGE_KEYS.isdisjoint(attributes):
             return  # most spans: no token counts
-        if attributes.get(LLM_COUNTED_IN_PARENT) is True or not _is_llm(attributes):
+        if attributes.get(LLM_COUNTED_IN_PARENT) is True or not is_model_call(attributes):
             return  # inside another LLM span (counted there), or not a model call
-        tokens = (_count(attributes, _INPUT_KEYS), _count(attributes, _OUTPUT_KEYS))
+        tokens = (first_count(attributes, INPUT_KEYS), first_count(attributes, OUTPUT_KEYS))
         context, scope = span.context, span.instrumentation_scope
         if context is None or tokens == (None, None):
             return

@@ -27,13 +27,16 @@ from tracesim._semconv import LLM_COUNTED_IN_PARENT, LLM_TWIN_OF
 
 __all__ = [
     "INPUT_KEYS",
+    "OUTPUT_KEYS",
     "PRICES_AS_OF",
     "PRICES_SOURCE",
     "SHIPPED_PRICES",
+    "USAGE_KEYS",
     "Price",
     "PriceError",
     "PriceTable",
     "Usage",
+    "first_count",
     "format_usd",
     "has_usage",
     "openinference_usage",
@@ -71,9 +74,11 @@ LLM_COST_TOTAL: Final = "llm.cost.total"
 
 INPUT_KEYS: Final = (GEN_AI_INPUT, LLM_TOKENS_PROMPT, OPENLLMETRY_INPUT)
 """Where input tokens are read from, in this order; every convention writes one when it reports usage."""
-_OUTPUT_KEYS = (GEN_AI_OUTPUT, LLM_TOKENS_COMPLETION, OPENLLMETRY_OUTPUT)
+OUTPUT_KEYS: Final = (GEN_AI_OUTPUT, LLM_TOKENS_COMPLETION, OPENLLMETRY_OUTPUT)
+"""Where output tokens are read from, in this order."""
 _CACHE_KEYS = (GEN_AI_CACHE_READ, LLM_TOKENS_CACHE_READ, OPENLLMETRY_CACHE_READ)
-_USAGE_KEYS = frozenset(INPUT_KEYS + _OUTPUT_KEYS)
+USAGE_KEYS: Final = frozenset(INPUT_KEYS + OUTPUT_KEYS)
+"""Any of these on a span: it reports token usage (most spans have none, found in one pass)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,14 +222,14 @@ def read_usage(attributes: Mapping[str, Any], *, twins: bool = False) -> Usage |
         >>> usage.model, usage.input_tokens, usage.output_tokens
         ('gpt-4o-mini', 24, None)
     """
-    if _USAGE_KEYS.isdisjoint(attributes):  # most spans: one pass over their keys, in C
+    if USAGE_KEYS.isdisjoint(attributes):  # most spans: one pass over their keys, in C
         return None
     if attributes.get(LLM_COUNTED_IN_PARENT) is True:  # the same call as its parent span: count it once
         return None
     if not twins and LLM_TWIN_OF in attributes:  # the same call as another instrumentation's span
         return None
-    tokens_in = _first_count(attributes, INPUT_KEYS)
-    tokens_out = _first_count(attributes, _OUTPUT_KEYS)
+    tokens_in = first_count(attributes, INPUT_KEYS)
+    tokens_out = first_count(attributes, OUTPUT_KEYS)
     if tokens_in is None and tokens_out is None:
         return None
     request = _text(attributes.get(GEN_AI_REQUEST_MODEL))
@@ -235,7 +240,7 @@ def read_usage(attributes: Mapping[str, Any], *, twins: bool = False) -> Usage |
         request_model=request or model,
         input_tokens=tokens_in,
         output_tokens=tokens_out,
-        cached_tokens=_first_count(attributes, _CACHE_KEYS) or 0,
+        cached_tokens=first_count(attributes, _CACHE_KEYS) or 0,
         cost=float(cost) if _is_amount(cost) else None,
     )
 
@@ -277,7 +282,8 @@ def openinference_usage(attributes: Mapping[str, Any], table: PriceTable) -> dic
     return add or None
 
 
-def _first_count(attributes: Mapping[str, Any], keys: tuple[str, ...]) -> int | None:
+def first_count(attributes: Mapping[str, Any], keys: tuple[str, ...]) -> int | None:
+    """The first of ``keys`` holding a token count (a whole number, not negative), or None."""
     for key in keys:
         value = attributes.get(key)
         if value is not None:
@@ -408,7 +414,7 @@ def has_usage(attributes: Mapping[str, Any]) -> bool:
         (True, False)
     """
     return (
-        not _USAGE_KEYS.isdisjoint(attributes)
+        not USAGE_KEYS.isdisjoint(attributes)
         and attributes.get(LLM_COUNTED_IN_PARENT) is not True
         and LLM_TWIN_OF not in attributes
     )

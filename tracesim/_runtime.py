@@ -30,7 +30,7 @@ from tracesim._capture import CaptureOptions, make_options
 from tracesim._config import Settings, resolve
 from tracesim._errors import ConfigError
 from tracesim._foreign_spans import KIND_OF_OPERATION
-from tracesim._llm_twins import LLMTwins
+from tracesim._llm_twins import MODEL_CALL_OPERATIONS, LLMTwins, is_model_call
 from tracesim._own_model_calls import MODEL_CALL_KEY
 from tracesim._redact import Redactor
 from tracesim._scoring import (
@@ -350,9 +350,6 @@ class _Forwarding:
 _OPERATION_OF_KIND = {kind: operation for kind, (_, operation, _) in SPAN_KINDS.items() if operation}
 
 
-_LLM_OPERATIONS = frozenset(op for op, kind in KIND_OF_OPERATION.items() if kind in ("LLM", "EMBEDDING"))
-
-
 def _genai_conventions(span: Any, parent_context: otel_context.Context) -> None:
     """For a span a GenAI instrumentation started: the OpenInference kind of its operation (what
     Phoenix reads), and a mark when it is an LLM call directly inside another one, whichever
@@ -373,20 +370,12 @@ def _genai_conventions(span: Any, parent_context: otel_context.Context) -> None:
         kind = KIND_OF_OPERATION.get(operation)
         if kind is not None:
             span.set_attribute("openinference.span.kind", kind)
-    if operation in _LLM_OPERATIONS:
+    if operation in MODEL_CALL_OPERATIONS:
         outer = otel_trace.get_current_span(parent_context)
         parent = getattr(outer, "attributes", None)
         scope = getattr(outer, "instrumentation_scope", None)
         own = scope is not None and scope.name == "tracesim"  # your @trace(kind="llm") is not the call
-        if (
-            parent
-            and not own
-            and (
-                parent.get("gen_ai.operation.name") in _LLM_OPERATIONS
-                or parent.get("openinference.span.kind") in ("LLM", "EMBEDDING")  # OpenInference's
-                or isinstance(parent.get("llm.request.type"), str)  # OpenLLMetry's
-            )
-        ):
+        if parent and not own and is_model_call(parent):  # GenAI, OpenInference or OpenLLMetry
             span.set_attribute(LLM_COUNTED_IN_PARENT, True)
 
 
