@@ -293,30 +293,30 @@ def combined(first: Any, second: Any) -> Any:
         >>> combined("Paris", "London")
         'Paris'
     """
-    if first is None:
-        return second
-    if second is None:
-        return first
-    output = first.output if isinstance(first, Expected) else first
-    calls = first.tool_calls if isinstance(first, Expected) else None
-    if output is NOT_GIVEN and isinstance(second, Expected):
-        output = second.output
-    elif output is NOT_GIVEN:
-        output = second
-    if calls is None and isinstance(second, Expected):
-        calls = second.tool_calls
-    if calls is None and not isinstance(first, Expected):
-        return first
-    if isinstance(first, Expected) and output is first.output and calls is first.tool_calls:
-        return first
+    if first is None or second is None:
+        return second if first is None else first
+    first_output, first_calls = _parts(first)
+    if first_output is not NOT_GIVEN and first_calls is not None:
+        return first  # nothing left for the second to give
+    second_output, second_calls = _parts(second)
+    output = second_output if first_output is NOT_GIVEN else first_output
+    calls = second_calls if first_calls is None else first_calls
+    if output is first_output and calls is first_calls:
+        return first  # the second adds nothing
     return Expected(output=output, tool_calls=calls)
+
+
+def _parts(expected: Any) -> tuple[Any, Any]:
+    """(output, tool calls) of an expected value: a plain value is an output alone."""
+    if isinstance(expected, Expected):
+        return expected.output, expected.tool_calls
+    return expected, None
 
 
 def complete(expected: Any) -> bool:
     """Whether an expected value gives both an output and tool calls (no other source is read)."""
-    if not isinstance(expected, Expected):
-        return False
-    return expected.output is not NOT_GIVEN and expected.tool_calls is not None
+    output, calls = _parts(expected)
+    return output is not NOT_GIVEN and calls is not None
 
 
 def expected_output(expected: Any) -> Any:
