@@ -254,7 +254,7 @@ SETTINGS: tuple[Setting, ...] = (
         parse.integration_names(INTEGRATIONS, INTEGRATIONS_GROUP),
         f"a list of {', '.join(INTEGRATIONS)} or the name of an installed integration "
         f"(registered under the {INTEGRATIONS_GROUP} entry points), or 'none'",
-        "libraries whose calls become spans (each needs its extra, e.g. tracesim[openai])",
+        "libraries and agent frameworks whose calls become spans (each needs its extra: tracesim[mcp]...)",
         ("TRACESIM_INSTRUMENT",),
     ),
     Setting(
