@@ -502,12 +502,13 @@ def _exporter(item: Any, settings: Settings) -> SpanExporter:
 
         return ConsoleExporter()
     from tracesim.exporters import otlp_exporter
+    from tracesim.exporters._otlp import settings_headers
 
     spool = str(Path(settings.spool_dir).absolute()) if settings.spool_dir else None
     return otlp_exporter(
         settings.otlp_protocol,
         settings.otlp_endpoint,
-        settings.otlp_headers,
+        settings_headers(settings.otlp_headers, settings.mlflow_experiment_id),
         spool_dir=spool,
         spool_max_bytes=settings.spool_max_bytes,
     )

@@ -195,7 +195,8 @@ def test_every_setting_is_a_field_and_documented() -> None:
     for s in SETTINGS:
         assert s.doc
         assert s.accepted
-        assert all(v.startswith(("TRACESIM_", "OTEL_")) for v in s.env)
+        # tracesim's own, OpenTelemetry's, and MLflow's client variable for its experiment
+        assert all(v.startswith(("TRACESIM_", "OTEL_")) or v == "MLFLOW_EXPERIMENT_ID" for v in s.env)
 
 
 def test_every_setting_is_an_argument_of_configure() -> None:
@@ -271,3 +272,17 @@ def test_a_misspelt_name_gets_a_suggestion(tmp_path: Path) -> None:
     (tmp_path / "tracesim.yaml").write_text("jsonl_pth: traces.jsonl\n")
     with pytest.raises(tracesim.ConfigError, match=r"from tracesim.yaml; .*did you mean 'jsonl_path'\?$"):
         tracesim.configure()
+
+
+def test_mlflow_experiment_id_becomes_the_otlp_header() -> None:
+    from tracesim.exporters._otlp import settings_headers
+
+    settings = resolve({}, environ={"MLFLOW_EXPERIMENT_ID": "12"})
+    assert settings.mlflow_experiment_id == "12"
+    assert settings_headers(settings.otlp_headers, settings.mlflow_experiment_id) == {
+        "x-mlflow-experiment-id": "12"
+    }
+    # the variables' headers are kept (the official exporter would read only ours)
+    assert settings_headers(None, "3") is not None
+    with pytest.raises(tracesim.ConfigError, match="mlflow_experiment_id"):
+        resolve({"mlflow_experiment_id": "Default"}, environ={})

@@ -82,10 +82,18 @@ class Settings:
     max_defer_s: float = 30.0
     scoring_queue_size: int = 10_000
     scoring_workers: int = 2
-    evaluation_log_events: bool = False
+    evaluation_log_events: bool | None = None
+    evaluation_span_events: bool = True
     evaluators: tuple[Mapping[str, Any], ...] = ()
     phoenix_annotations: bool | None = None
     phoenix_annotations_url: str | None = None
+    mlflow_experiment_id: str | None = None
+    mlflow_assessments: bool | None = None
+    mlflow_url: str | None = None
+    metrics: tuple[str, ...] | None = None  # None: as the span exporters (otlp, jsonl)
+    metrics_interval_s: float = 60.0
+    prometheus_host: str = "localhost"
+    prometheus_port: int = 9464
     shutdown_timeout_s: float = 10.0
     internal_errors: str = "log"
     instrument: tuple[str, ...] = ()
@@ -301,10 +309,18 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "evaluation_log_events",
+        parse.boolean_or_auto,
+        "true, false or auto",
+        "each result also as an OTLP log record named gen_ai.evaluation.result (auto: over OTLP, "
+        "until the backend says it takes no logs)",
+        ("TRACESIM_EVALUATION_LOG_EVENTS",),
+    ),
+    Setting(
+        "evaluation_span_events",
         parse.boolean,
         "true or false",
-        "also emit each result as an OTLP log record",
-        ("TRACESIM_EVALUATION_LOG_EVENTS",),
+        "each result as a gen_ai.evaluation.result event on the evaluated span",
+        ("TRACESIM_EVALUATION_SPAN_EVENTS",),
     ),
     Setting(
         "evaluators",
@@ -326,6 +342,56 @@ SETTINGS: tuple[Setting, ...] = (
         "a Phoenix base URL (http:// or https://), or 'none'",
         "where Phoenix annotations go when spans do not reach Phoenix over OTLP/HTTP",
         ("TRACESIM_PHOENIX_ANNOTATIONS_URL",),
+    ),
+    Setting(
+        "mlflow_experiment_id",
+        parse.numeric_id,
+        "an MLflow experiment id (an integer, e.g. 0 for Default)",
+        "the MLflow experiment spans go to: sent as the x-mlflow-experiment-id OTLP header",
+        ("TRACESIM_MLFLOW_EXPERIMENT_ID", "MLFLOW_EXPERIMENT_ID"),
+    ),
+    Setting(
+        "mlflow_assessments",
+        parse.boolean_or_auto,
+        "true, false or auto",
+        "results as MLflow assessments (auto: when the OTLP/HTTP endpoint answers as MLflow)",
+        ("TRACESIM_MLFLOW_ASSESSMENTS",),
+    ),
+    Setting(
+        "mlflow_url",
+        parse.optional_http_url,
+        "an MLflow tracking server URL (http:// or https://), or 'none'",
+        "where MLflow assessments go when spans do not reach MLflow over OTLP/HTTP",
+        ("TRACESIM_MLFLOW_URL",),
+    ),
+    Setting(
+        "metrics",
+        parse.names_of(("otlp", "prometheus", "jsonl")),
+        "a list of otlp, prometheus, jsonl, or 'none'",
+        "where OpenTelemetry metrics go (default: as the spans: otlp beside them, jsonl beside the "
+        "trace file)",
+        ("TRACESIM_METRICS",),
+    ),
+    Setting(
+        "metrics_interval_s",
+        parse.number(0.01),
+        "a number >= 0.01",
+        "seconds between metric exports (otlp, jsonl); Prometheus reads them on each scrape",
+        ("TRACESIM_METRICS_INTERVAL_S",),
+    ),
+    Setting(
+        "prometheus_host",
+        parse.text,
+        "a host name or address",
+        "where the Prometheus scrape endpoint listens",
+        ("TRACESIM_PROMETHEUS_HOST", "OTEL_EXPORTER_PROMETHEUS_HOST"),
+    ),
+    Setting(
+        "prometheus_port",
+        parse.integer(0),
+        "an integer >= 0 (0: any free port)",
+        "port of the Prometheus scrape endpoint",
+        ("TRACESIM_PROMETHEUS_PORT", "OTEL_EXPORTER_PROMETHEUS_PORT"),
     ),
     Setting(
         "shutdown_timeout_s",

@@ -88,6 +88,16 @@ def optional_http_url(value: Any) -> str | None:
     return http_url(value)
 
 
+def numeric_id(value: Any) -> str:
+    """A non-negative integer written as text (MLflow's experiment ids: ``"0"``, ``"417"``)."""
+    if isinstance(value, bool):
+        raise ValueError
+    token = str(value).strip() if isinstance(value, (int, str)) else ""
+    if not token.isdigit():
+        raise ValueError
+    return str(int(token))
+
+
 def optional_path(value: Any) -> str | None:
     if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none", "off")):
         return None

@@ -183,7 +183,9 @@ def _log_exporters(settings: Settings) -> list[LogRecordExporter]:
 
 
 def _otlp_log_exporter(settings: Settings) -> LogRecordExporter:
-    headers = dict(settings.otlp_headers) if settings.otlp_headers else None
+    from tracesim.exporters._otlp import settings_headers
+
+    headers = settings_headers(settings.otlp_headers, settings.mlflow_experiment_id)
     if settings.otlp_protocol == "grpc":
         from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter as GrpcLogExporter
 

@@ -11,7 +11,7 @@ from opentelemetry.sdk.trace.export import SpanExporter
 
 from tracesim._errors import ConfigError
 
-__all__ = ["OtlpProtocol", "env_headers", "otlp_exporter", "parse_headers"]
+__all__ = ["OtlpProtocol", "env_headers", "otlp_exporter", "parse_headers", "settings_headers"]
 
 OtlpProtocol = Literal["http/protobuf", "grpc"]
 PROTOCOLS: tuple[str, ...] = ("http/protobuf", "grpc")
@@ -92,6 +92,32 @@ def _traces_url(endpoint: str) -> str:
     if parsed.path in ("", "/"):
         return endpoint.rstrip("/") + "/v1/traces"
     return endpoint
+
+
+MLFLOW_EXPERIMENT_HEADER = "x-mlflow-experiment-id"
+
+
+def settings_headers(
+    otlp_headers: Mapping[str, str] | None, mlflow_experiment_id: str | None
+) -> dict[str, str] | None:
+    """The headers of every OTLP request of a configuration; None leaves them to the variables.
+
+    ``otlp_headers`` replace the ``OTEL_EXPORTER_OTLP_[TRACES_]HEADERS`` ones, as the official
+    exporters do. An MLflow experiment id adds ``x-mlflow-experiment-id``, to the headers
+    given or to those of the variables, unless they already name an experiment.
+
+    Example:
+        >>> settings_headers(None, "3")
+        {'x-mlflow-experiment-id': '3'}
+        >>> settings_headers({"x-mlflow-experiment-id": "7"}, "3")
+        {'x-mlflow-experiment-id': '7'}
+    """
+    if mlflow_experiment_id is None:
+        return dict(otlp_headers) if otlp_headers else None
+    headers = dict(otlp_headers) if otlp_headers else env_headers()
+    if not any(key.lower() == MLFLOW_EXPERIMENT_HEADER for key in headers):
+        headers[MLFLOW_EXPERIMENT_HEADER] = mlflow_experiment_id
+    return headers
 
 
 def env_headers() -> dict[str, str]:
