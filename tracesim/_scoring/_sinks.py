@@ -71,6 +71,9 @@ def result_sinks(
             # a URL named separately, which may be another host than the variables' backend.
             headers = headers or env_headers()
         sinks.append(PhoenixSink(url, headers, redaction, detect=detect))
+    from tracesim.exporters._mlflow import mlflow_sinks
+
+    sinks.extend(mlflow_sinks(settings, redaction))
     return sinks
 
 
