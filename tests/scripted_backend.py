@@ -1,0 +1,136 @@
+"""A scripted OTLP/HTTP backend on loopback that answers each path with a chosen status and body.
+
+Where ``otlp_sink.OtlpSink`` fakes a trace endpoint by status code alone, this one answers
+``/v1/traces``, ``/v1/metrics`` and ``/v1/logs`` each as told, with the body a real backend
+sends (MLflow's JSON validation error, an HTML 404 page, Phoenix's 405), and decodes what it
+accepted with the real OTLP protobuf types.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+# What real backends answered (measured, /work/issue27-research.md).
+MLFLOW_MISSING_HEADER = (
+    '{"detail":[{"type":"missing","loc":["header","x-mlflow-experiment-id"],'
+    '"msg":"Field required","input":null}]}'
+)
+MLFLOW_UNKNOWN_EXPERIMENT = (
+    '{"error_code":"RESOURCE_DOES_NOT_EXIST","message":"No Experiment with id=999 exists",'
+    '"sqlstate":"KAM00","error_class":"RESOURCE_NOT_FOUND"}'
+)
+MLFLOW_NOT_FOUND_PAGE = (
+    "<!doctype html>\n<html lang=en>\n<title>404 Not Found</title>\n<h1>Not Found</h1>\n"
+    "<p>The requested URL was not found on the server. If you entered the URL manually please "
+    "check your spelling and try again.</p>\n"
+)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One answer: status, body, content type."""
+
+    status: int = 200
+    body: str = ""
+    content_type: str = "application/x-protobuf"
+
+
+OK = Reply()
+JSON = "application/json"
+
+
+class ScriptedBackend:
+    """Answers POST <path> with ``script[path]`` replies in turn, then ``replies[path]`` (200 by default)."""
+
+    def __init__(self) -> None:
+        self.replies: dict[str, Reply] = {}
+        self.script: dict[str, list[Reply]] = {}
+        self.calls: dict[str, int] = {}  # requests per path, answered or not
+        self.headers: dict[str, list[dict[str, str]]] = {}  # request headers per path (lower-case names)
+        self.spans: list[Span] = []  # spans of accepted trace requests, in arrival order
+        self.span_requests: list[list[str]] = []  # span names per accepted trace request
+        self.logs: list[LogRecord] = []  # log records of accepted log requests
+        self.metric_requests = 0
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    @property
+    def traces_url(self) -> str:
+        return self.base + "/v1/traces"
+
+    def answer(self, path: str, reply: Reply) -> None:
+        """From now on, answer ``path`` with ``reply``."""
+        with self._lock:
+            self.replies[path] = reply
+
+    def count(self, path: str) -> int:
+        with self._lock:
+            return self.calls.get(path, 0)
+
+    def span_names(self) -> list[str]:
+        with self._lock:
+            return [span.name for span in self.spans]
+
+    def _reply(self, path: str, body: bytes, headers: dict[str, str]) -> Reply:
+        with self._lock:
+            self.calls[path] = self.calls.get(path, 0) + 1
+            self.headers.setdefault(path, []).append(headers)
+            queued = self.script.get(path)
+            reply = queued.pop(0) if queued else self.replies.get(path, OK)
+            if reply.status != 200:
+                return reply
+            if path == "/v1/traces":
+                request = ExportTraceServiceRequest()
+                request.ParseFromString(body)
+                spans = [s for rs in request.resource_spans for ss in rs.scope_spans for s in ss.spans]
+                self.spans.extend(spans)
+                self.span_requests.append([s.name for s in spans])
+            elif path == "/v1/logs":
+                logs = ExportLogsServiceRequest()
+                logs.ParseFromString(body)
+                for resource in logs.resource_logs:
+                    for scope in resource.scope_logs:
+                        self.logs.extend(scope.log_records)
+            elif path == "/v1/metrics":
+                ExportMetricsServiceRequest().ParseFromString(body)
+                self.metric_requests += 1
+            return reply
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        backend = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                reply = backend._reply(self.path, body, {k.lower(): v for k, v in self.headers.items()})
+                payload = reply.body.encode()
+                self.send_response(reply.status)
+                self.send_header("Content-Type", reply.content_type)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        return Handler
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()
