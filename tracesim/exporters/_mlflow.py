@@ -1,16 +1,734 @@
-"""Evaluation results as MLflow assessments (feedback and expectations), sent in the background."""
+"""Evaluation results as MLflow assessments (feedback and expectations), sent in the background.
+
+MLflow shows scores where its users look (the trace view's *Assessments* panel, the traces
+table's columns, its evaluation views) only when they are *assessments* of the trace: its OTLP
+endpoint keeps ``gen_ai.evaluation.result`` events and span attributes as they are and maps
+none of them. Assessments are posted one by one to MLflow's REST API,
+``POST {base}/api/3.0/mlflow/traces/tr-<32 hex trace id>/assessments``, with httpx (no MLflow
+client needed):
+
+* each result is a **feedback** on the evaluated span: the score (else the label) as its
+  value, the explanation as its rationale, the source ``CODE`` (``tracesim.<evaluator>``),
+  ``LLM_JUDGE`` (the judge's model) or ``HUMAN`` (`tracesim.score`), and metadata strings
+  (``tracesim.passed``, ``tracesim.threshold``, ``tracesim.label``...); an evaluator that
+  failed gives a feedback with an ``error``;
+* the expected output is one **expectation** (``expected_response``) per evaluated span.
+
+Every assessment carries ``tracesim.result_id`` in its metadata, derived from what it says
+(trace, span, name, source, value), so a replay or backfill that finds it on the trace does
+not post it again: MLflow itself never deduplicates assessments.
+
+MLflow answers 404 ``Trace with ID ... not found`` until a span of the trace is ingested, and
+scores are often ready before their span is exported: such assessments are retried with
+backoff until ``max_wait_for_span_s`` after they were submitted. 401, 403 and 400 will not
+change by retrying: they are logged once, naming what to change, and counted as failed.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import threading
+import time
+from collections import OrderedDict, deque
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import httpx
+
+from tracesim import _semconv as sc
+from tracesim._capture import capture_value, make_options
+from tracesim._scoring._expect import NOT_SET
+
 if TYPE_CHECKING:
+    from opentelemetry.trace import SpanContext
+
     from tracesim._config import Settings
+    from tracesim.evaluators import EvalResult
     from tracesim.exporters import Redaction
 
-__all__ = ["mlflow_sinks"]
+__all__ = [
+    "EXPECTATION_NAME",
+    "AssessmentStats",
+    "MlflowAssessmentSender",
+    "MlflowSink",
+    "mlflow_sinks",
+    "mlflow_target",
+]
+
+_logger = logging.getLogger("tracesim")
+EXPECTATION_NAME = "expected_response"
+"""The name of the expectation holding a span's expected output (MLflow's scorers read this name)."""
+_RESULT_ID = "tracesim.result_id"
+_RETRYABLE = frozenset({408, 429, 500, 502, 503, 504})
+_EXPECTED_CAPTURE = make_options(True, 8000)
+_DETAILS_CHARS = 4000  # the details as one metadata string: a preview, not a copy
+_SEEN_SPANS = 4096  # spans whose expectation was queued, remembered to send it once per span
 
 
-def mlflow_sinks(settings: Settings, redaction: Redaction) -> list[Any]:
-    """The result sinks that send to MLflow for ``settings``: none yet."""
-    return []
+@dataclass(frozen=True)
+class AssessmentStats:
+    """Counters of an `MlflowAssessmentSender`, in assessments."""
+
+    submitted: int
+    sent: int
+    """Accepted by MLflow."""
+    dropped: int
+    """Not queued: the queue was full, the values unusable, or the sender shut down."""
+    failed: int
+    """Given up: the trace never appeared within the wait, MLflow unreachable, or refused."""
+    pending: int
+    already_there: int = 0
+    """Not posted: the trace already held an assessment with the same ``tracesim.result_id``."""
+
+
+@dataclass
+class _Item:
+    trace_id: str
+    payload: dict[str, Any]
+    result_id: str
+    deadline: float
+    submitted_at: float
+    attempts: int = 0
+    not_before: float = 0.0
+
+
+class MlflowAssessmentSender:
+    """A bounded, batching background sender of assessments to one MLflow tracking server.
+
+    ``submit`` never blocks and never raises; ``force_flush`` and ``shutdown`` wait with a
+    deadline. A worker thread takes up to ``max_batch_size`` assessments at a time and posts
+    them over one keep-alive connection (MLflow's API takes one assessment per request).
+
+    Args:
+        base_url: MLflow's base URL, e.g. ``http://127.0.0.1:5000``.
+        headers: Extra headers, e.g. ``{"Authorization": "Bearer ..."}``.
+        max_queue_size: Assessments waiting (retries included) before new ones are dropped.
+        max_batch_size: Assessments taken by the worker at a time.
+        schedule_delay_s: How long the first assessment of a batch may wait for company.
+        max_wait_for_span_s: How long an assessment is retried while its trace is not in
+            MLflow yet (or MLflow is unreachable).
+        detect: Ask first whether ``base_url`` is MLflow (``GET /api/3.0/mlflow/server-info``
+            answers JSON with a ``store_type``), for a URL derived from an OTLP endpoint that
+            may be any collector. Not MLflow: the sender turns itself off, says so once at
+            INFO, and ignores what it is given.
+        skip_existing: Read each trace's assessments before posting to it and leave out those
+            whose ``tracesim.result_id`` is there already (replay and backfill: re-running
+            them adds nothing).
+
+    Example:
+        >>> sender = MlflowAssessmentSender("http://127.0.0.1:9")
+        >>> sender.submit("tr-" + "ab" * 16, {"assessment_name": "exact", "feedback": {"value": 1.0}}, "r1")
+        >>> sender.stats.submitted
+        1
+        >>> sender.shutdown(timeout_s=0.1)
+        False
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        max_queue_size: int = 2048,
+        max_batch_size: int = 64,
+        schedule_delay_s: float = 0.5,
+        max_wait_for_span_s: float = 120.0,
+        timeout_s: float = 10.0,
+        max_backoff_s: float = 10.0,
+        detect: bool = False,
+        skip_existing: bool = False,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.is_mlflow: bool | None = None if detect else True
+        """Whether ``base_url`` is MLflow: None until a ``detect`` sender has asked."""
+        self._client = httpx.Client(headers=dict(headers or {}), timeout=timeout_s)
+        self._max_queue_size = max_queue_size
+        self._max_batch_size = max_batch_size
+        self._schedule_delay_s = schedule_delay_s
+        self._max_wait_s = max_wait_for_span_s
+        self._max_backoff_s = max_backoff_s
+        self._skip_existing = skip_existing
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self._queue: deque[_Item] = deque()
+        self._in_flight = 0
+        self._flushing = 0
+        self._shutdown = False
+        self._submitted = self._sent = self._dropped = self._failed = self._already = 0
+        self._probe_failed = False
+        self._logged: set[str] = set()
+        self._worker: threading.Thread | None = None
+        self._worker_pid = 0
+
+    @property
+    def stats(self) -> AssessmentStats:
+        """A snapshot of the counters."""
+        with self._lock:
+            return AssessmentStats(
+                self._submitted,
+                self._sent,
+                self._dropped,
+                self._failed,
+                len(self._queue) + self._in_flight,
+                self._already,
+            )
+
+    def submit(self, trace_id: str, assessment: Mapping[str, Any], result_id: str) -> None:
+        """Queue one assessment of MLflow trace ``trace_id`` (``tr-<32 hex>``); returns at once.
+
+        ``assessment`` is the body's ``assessment`` object without ``trace_id``; ``result_id``
+        joins its metadata as ``tracesim.result_id``.
+        """
+        if self.is_mlflow is False:
+            return
+        try:
+            payload = dict(assessment)
+            payload["trace_id"] = trace_id
+            payload["metadata"] = {**(payload.get("metadata") or {}), _RESULT_ID: result_id}
+            json.dumps(payload, allow_nan=False)  # a NaN or an object now, not a 400 later
+        except (TypeError, ValueError) as exc:
+            with self._lock:
+                self._submitted += 1
+                self._dropped += 1
+            self._log_once("invalid", "tracesim: MLflow assessment dropped, not JSON: %s", exc)
+            return
+        now = time.monotonic()
+        with self._lock:
+            if self._off():  # decided while this call was on its way in
+                return
+            self._submitted += 1
+            full = len(self._queue) + self._in_flight >= self._max_queue_size
+            if self._shutdown or full:
+                self._dropped += 1
+            else:
+                self._queue.append(_Item(trace_id, payload, result_id, now + self._max_wait_s, now))
+                self._ensure_worker()
+                if len(self._queue) >= self._max_batch_size:
+                    self._changed.notify_all()
+                return
+        if full and not self._shutdown:
+            self._log_once(
+                "full", "tracesim: MLflow assessment queue full (%d); dropping", self._max_queue_size
+            )
+
+    def _off(self) -> bool:
+        return self.is_mlflow is False
+
+    def _log_once(self, key: str, message: str, *args: Any, level: int = logging.WARNING) -> None:
+        with self._lock:
+            if key in self._logged:
+                return
+            self._logged.add(key)
+        _logger.log(level, message + " (logged once)", *args)
+
+    def _ensure_worker(self) -> None:
+        if self._worker is None or self._worker_pid != os.getpid() or not self._worker.is_alive():
+            self._worker_pid = os.getpid()
+            self._worker = threading.Thread(target=self._run, name="tracesim-mlflow", daemon=True)
+            self._worker.start()
+
+    # ------------------------------------------------------------ worker
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                batch = self._take()
+                while batch is None:
+                    if self._shutdown and not self._flushing:
+                        return
+                    self._changed.wait(self._wait_s())
+                    batch = self._take()
+                self._in_flight = len(batch)
+            try:
+                self._send(batch)
+            except Exception:  # never let the worker die: what was taken is given up
+                _logger.exception("tracesim: MLflow assessments")
+                with self._lock:
+                    self._failed += len(batch)
+            finally:
+                with self._lock:
+                    self._in_flight = 0
+                    self._changed.notify_all()
+
+    def _take(self) -> list[_Item] | None:
+        now = time.monotonic()
+        ready = [item for item in self._queue if item.not_before <= now]
+        if not ready:
+            return None
+        waited = now - min(item.submitted_at for item in ready)
+        if len(ready) < self._max_batch_size and waited < self._schedule_delay_s and not self._flushing:
+            return None
+        batch = ready[: self._max_batch_size]
+        taken = set(map(id, batch))
+        self._queue = deque(item for item in self._queue if id(item) not in taken)
+        return batch
+
+    def _wait_s(self) -> float | None:
+        if not self._queue:
+            return None
+        soonest = min(max(i.not_before, i.submitted_at + self._schedule_delay_s) for i in self._queue)
+        return max(soonest - time.monotonic(), 0.01)
+
+    def _send(self, batch: list[_Item]) -> None:
+        if self.is_mlflow is None and not self._detect(batch):
+            return
+        if self.is_mlflow is False:
+            return
+        by_trace: dict[str, list[_Item]] = {}
+        for item in batch:
+            by_trace.setdefault(item.trace_id, []).append(item)
+        for trace_id, items in by_trace.items():
+            if self._skip_existing:
+                existing = self._existing_ids(trace_id)
+                if existing is None:  # the trace is not there yet, or MLflow is not answering
+                    self._retry(items)
+                    continue
+                items = self._without(items, existing)
+            for index, item in enumerate(items):
+                outcome = self._post(item)
+                if outcome == "missing":  # the trace is not ingested yet: neither are its others
+                    self._retry(items[index:])
+                    break
+
+    def _without(self, items: list[_Item], existing: set[str]) -> list[_Item]:
+        kept, seen = [], set(existing)
+        for item in items:
+            if item.result_id in seen:
+                with self._lock:
+                    self._already += 1
+                continue
+            seen.add(item.result_id)
+            kept.append(item)
+        return kept
+
+    def _existing_ids(self, trace_id: str) -> set[str] | None:
+        """The ``tracesim.result_id`` of the trace's assessments; None: ask again later."""
+        try:
+            response = self._client.get(f"{self.base_url}/api/3.0/mlflow/traces/{trace_id}")
+        except httpx.HTTPError as exc:
+            self._log_once("unreachable", "tracesim: MLflow assessments: %s; retrying", exc)
+            return None
+        if not response.is_success:
+            return None
+        try:
+            info = response.json()["trace"]["trace_info"]
+            return {
+                str((a.get("metadata") or {}).get(_RESULT_ID))
+                for a in info.get("assessments") or []
+                if (a.get("metadata") or {}).get(_RESULT_ID)
+            }
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return set()  # an answer without assessments we can read: nothing to leave out
+
+    def _post(self, item: _Item) -> str:
+        """``sent``, ``retry``, ``missing`` (trace not there yet) or ``failed``."""
+        url = f"{self.base_url}/api/3.0/mlflow/traces/{item.trace_id}/assessments"
+        try:
+            response = self._client.post(url, json={"assessment": item.payload})
+        except httpx.HTTPError as exc:
+            self._log_once("unreachable", "tracesim: MLflow assessments: %s; retrying", exc)
+            self._retry([item])
+            return "retry"
+        if response.is_success:
+            with self._lock:
+                self._sent += 1
+            return "sent"
+        status = response.status_code
+        if status == 404 and "not found" in response.text.lower():
+            return "missing"
+        if status in _RETRYABLE:
+            self._retry([item])
+            return "retry"
+        self._refused(status, _message(response))
+        with self._lock:
+            self._failed += 1
+        return "failed"
+
+    def _refused(self, status: int, message: str) -> None:
+        if status in (401, 403):
+            advice = (
+                "give tracesim credentials that may write to the experiment: MLFLOW_TRACKING_TOKEN, "
+                "or MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD (or the OTLP headers when "
+                "spans go to the same server)"
+            )
+        elif status == 404:
+            advice = "check mlflow_url: it should be the tracking server's base URL"
+        else:
+            advice = "an assessment MLflow cannot hold; set mlflow_assessments=false to stop sending them"
+        self._log_once(
+            f"http{status}",
+            "tracesim: MLflow refused an assessment (HTTP %d: %s): %s",
+            status,
+            message,
+            advice,
+        )
+
+    def _detect(self, batch: list[_Item]) -> bool:
+        """Ask once whether the base URL is MLflow; True to go on sending ``batch``."""
+        try:
+            response = self._client.get(self.base_url + "/api/3.0/mlflow/server-info")
+        except httpx.HTTPError as exc:
+            # Nobody said this is MLflow: a collector that is down is the exporter's news, not ours.
+            _logger.debug("tracesim: asking %s whether it is MLflow: %s", self.base_url, exc)
+            self._probe_failed = True
+            self._retry(batch)
+            return False
+        if response.status_code in _RETRYABLE:
+            self._probe_failed = True
+            self._retry(batch)
+            return False
+        if response.is_success and _is_server_info(response):
+            self.is_mlflow = True
+            return True
+        with self._lock:
+            self.is_mlflow = False
+            self._submitted -= len(batch) + len(self._queue)  # never meant for anyone
+            self._queue.clear()
+        _logger.info(
+            "tracesim: %s is not MLflow (GET /api/3.0/mlflow/server-info: HTTP %d); evaluation results "
+            "stay on the spans. Set mlflow_assessments=false to skip this check.",
+            self.base_url,
+            response.status_code,
+        )
+        return False
+
+    def _retry(self, items: list[_Item]) -> None:
+        now = time.monotonic()
+        expired = 0
+        with self._lock:
+            for item in items:
+                item.attempts += 1
+                if now >= item.deadline or self._shutdown:
+                    expired += 1
+                    continue
+                item.not_before = now + min(0.25 * 2.0 ** (item.attempts - 1), self._max_backoff_s)
+                self._queue.append(item)
+            self._failed += expired
+        if expired:
+            self._log_once(
+                "expired",
+                "tracesim: MLflow assessments given up after %.0f s (trace never ingested, or MLflow down)",
+                self._max_wait_s,
+            )
+
+    # ------------------------------------------------------------ flush and shutdown
+
+    def force_flush(self, timeout_s: float = 30.0) -> bool:
+        """Send everything queued now; True if nothing is left within ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        with self._lock:
+            if self.is_mlflow is None and self._probe_failed:
+                return not self._queue and not self._in_flight  # nothing known to wait for
+            self._flushing += 1
+            try:
+                now = time.monotonic()
+                for item in self._queue:  # one more try now for those waiting on backoff
+                    item.not_before = min(item.not_before, now)
+                self._changed.notify_all()
+                while self._queue or self._in_flight:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0 or self._worker is None or not self._worker.is_alive():
+                        return not self._queue and not self._in_flight
+                    self._changed.wait(remaining)
+                return True
+            finally:
+                self._flushing -= 1
+
+    def shutdown(self, timeout_s: float = 30.0) -> bool:
+        """Flush within ``timeout_s``, then stop; True if everything was sent."""
+        flushed = self.force_flush(timeout_s)
+        with self._lock:
+            self._shutdown = True
+            self._failed += len(self._queue)
+            self._queue.clear()
+            self._changed.notify_all()
+            worker = self._worker
+        if worker is not None and worker is not threading.current_thread():
+            worker.join(timeout=max(timeout_s, 1.0))
+        self._client.close()
+        return flushed
+
+
+def _is_server_info(response: httpx.Response) -> bool:
+    try:
+        body = response.json()
+    except ValueError:
+        return False
+    return isinstance(body, dict) and "store_type" in body
+
+
+def _message(response: httpx.Response) -> str:
+    """MLflow's own words: ``message`` (its errors), ``detail`` (FastAPI's), else the text."""
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text[:200]
+    if isinstance(body, dict):
+        for key in ("message", "detail"):
+            if body.get(key):
+                return str(body[key])[:300]
+    return response.text[:200]
+
+
+# ---------------------------------------------------------------- results -> assessments
+
+
+class MlflowSink:
+    """Each result as an MLflow feedback on its span, its expected output as an expectation.
+
+    A result sink (see `tracesim._scoring._sinks.ResultSink`): everything sent passes
+    ``redaction`` as the spans do (names, labels, explanations, errors, metadata, expected).
+
+    Example:
+        >>> from opentelemetry.trace import SpanContext
+        >>> from tracesim.evaluators import EvalResult
+        >>> from tracesim.exporters import Redaction
+        >>> sink = MlflowSink("http://127.0.0.1:9", None, Redaction())
+        >>> span = SpanContext(0xAB, 0xCD, is_remote=True)
+        >>> sink.feedback(span, EvalResult(name="exact", score=1.0, passed=True), "CODE")["source"]
+        {'source_type': 'CODE', 'source_id': 'tracesim.exact'}
+        >>> sink.shutdown(0.1)
+        True
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        headers: Mapping[str, str] | None,
+        redaction: Redaction,
+        *,
+        max_wait_for_span_s: float = 120.0,
+        detect: bool = False,
+        skip_existing: bool = False,
+    ) -> None:
+        self._sender = MlflowAssessmentSender(
+            base_url,
+            headers=headers,
+            max_wait_for_span_s=max_wait_for_span_s,
+            detect=detect,
+            skip_existing=skip_existing,
+        )
+        self._redaction = redaction
+        self._expected_for: OrderedDict[tuple[int, int], None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @property
+    def is_mlflow(self) -> bool | None:
+        """Whether the URL is MLflow; None until a detecting sink has asked."""
+        return self._sender.is_mlflow
+
+    @property
+    def stats(self) -> AssessmentStats:
+        """The sender's counters."""
+        return self._sender.stats
+
+    def submit(
+        self, target: SpanContext, result: EvalResult, annotator_kind: str, *, expected: Any = NOT_SET
+    ) -> None:
+        """Queue ``result`` (and, once per span, ``expected``); never blocks or raises."""
+        if self._sender.is_mlflow is False or result.status == "skipped":
+            return
+        try:
+            trace_id = mlflow_trace_id(target.trace_id)
+            feedback = self.feedback(target, result, annotator_kind)
+            self._sender.submit(trace_id, feedback, _result_id(trace_id, feedback))
+            if expected is not NOT_SET and expected is not None and self._first_expected(target):
+                expectation = self.expectation(target, expected)
+                self._sender.submit(trace_id, expectation, _result_id(trace_id, expectation))
+        except Exception:
+            _logger.exception("tracesim: could not queue an MLflow assessment")
+
+    def _first_expected(self, target: SpanContext) -> bool:
+        key = (target.trace_id, target.span_id)
+        with self._lock:
+            if key in self._expected_for:
+                return False
+            self._expected_for[key] = None
+            if len(self._expected_for) > _SEEN_SPANS:
+                self._expected_for.popitem(last=False)
+            return True
+
+    def feedback(self, target: SpanContext, result: EvalResult, annotator_kind: str) -> dict[str, Any]:
+        """The ``assessment`` object of ``result`` (redacted), without trace id or result id."""
+        clean = self._redaction.json
+        name = clean(result.name, sc.EVALUATION_NAME)
+        label = clean(result.label, sc.EVALUATION_SCORE_LABEL)
+        body: dict[str, Any] = {
+            "assessment_name": name,
+            "span_id": format(target.span_id, "016x"),
+            "source": _source(annotator_kind, name, result.details, clean),
+        }
+        if result.status == "error":
+            body["feedback"] = {
+                "error": {
+                    "error_code": clean(result.error_type or "ERROR", sc.EVALUATION_NAME),
+                    "error_message": clean(result.error or "evaluator failed", sc.EVALUATION_EXPLANATION),
+                }
+            }
+        else:
+            value = result.score if result.score is not None else label
+            body["feedback"] = {"value": value if value is not None else result.passed}
+        if result.explanation is not None and result.status != "error":
+            body["rationale"] = clean(result.explanation, sc.EVALUATION_EXPLANATION)
+        metadata: dict[str, Any] = {
+            "tracesim.status": result.status,
+            "tracesim.passed": None if result.passed is None else str(result.passed).lower(),
+            "tracesim.threshold": None if result.threshold is None else repr(result.threshold),
+            "tracesim.label": label,
+            "tracesim.annotator_kind": annotator_kind,
+        }
+        if result.details:
+            details = clean(result.details, sc.EVALUATION_DETAILS)
+            metadata["tracesim.details"] = json.dumps(details, default=str, sort_keys=True)[:_DETAILS_CHARS]
+        body["metadata"] = {k: str(v) for k, v in metadata.items() if v is not None}
+        return body
+
+    def expectation(self, target: SpanContext, expected: Any) -> dict[str, Any]:
+        """The ``assessment`` object of the expected output (redacted, bounded)."""
+        captured = capture_value(expected, _EXPECTED_CAPTURE)
+        value: Any = captured.text
+        if captured.mime_type == "application/json" and not isinstance(expected, str):
+            with contextlib.suppress(ValueError):  # cut: kept as the text it is
+                value = json.loads(captured.text)
+        return {
+            "assessment_name": EXPECTATION_NAME,
+            "span_id": format(target.span_id, "016x"),
+            "source": {"source_type": "CODE", "source_id": "tracesim.expected"},
+            "expectation": {"value": self._redaction.json(value, sc.EXPECTED_VALUE)},
+        }
+
+    def force_flush(self, timeout_s: float) -> bool:
+        return self._sender.force_flush(timeout_s)
+
+    def shutdown(self, timeout_s: float) -> bool:
+        return self._sender.shutdown(timeout_s)
+
+
+def _source(annotator_kind: str, name: str, details: Mapping[str, Any], clean: Any) -> dict[str, str]:
+    kind = annotator_kind.upper()
+    if kind in ("LLM", "LLM_JUDGE"):
+        model = details.get("model") if details else None
+        source_id = clean(model, sc.EVALUATION_DETAILS) if isinstance(model, str) and model else None
+        return {"source_type": "LLM_JUDGE", "source_id": source_id or f"tracesim.{name}"}
+    return {"source_type": "HUMAN" if kind == "HUMAN" else "CODE", "source_id": f"tracesim.{name}"}
+
+
+def _result_id(trace_id: str, assessment: Mapping[str, Any]) -> str:
+    """What an assessment says, hashed: the same result on the same span gives the same id.
+
+    An expectation is one per span whatever its value; a feedback is its name, source and
+    value (or error code), so a score that changed is a new assessment.
+    """
+    if "expectation" in assessment:
+        key: list[Any] = [trace_id, assessment["span_id"], "expectation", assessment["assessment_name"]]
+    else:
+        feedback = assessment["feedback"]
+        error = feedback.get("error")
+        key = [
+            trace_id,
+            assessment["span_id"],
+            "feedback",
+            assessment["assessment_name"],
+            assessment["source"]["source_type"],
+            error["error_code"] if error else feedback.get("value"),
+        ]
+    return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+
+def mlflow_trace_id(otel_trace_id: int) -> str:
+    """MLflow's id of the trace an OpenTelemetry trace id becomes over OTLP.
+
+    Example:
+        >>> mlflow_trace_id(0x94C4878C0D7E4C30A1B2C3D4E5F60718)
+        'tr-94c4878c0d7e4c30a1b2c3d4e5f60718'
+    """
+    return "tr-" + format(otel_trace_id, "032x")
+
+
+# ---------------------------------------------------------------- configuration
+
+
+def mlflow_target(settings: Settings, environ: Mapping[str, str] | None = None) -> tuple[str, bool] | None:
+    """Where MLflow assessments go, and whether to ask first that it is MLflow; None for nowhere.
+
+    ``mlflow_url`` says where. Otherwise spans exported over OTLP/HTTP may be going to MLflow:
+    its base URL is the traces endpoint without ``/v1/traces``, asked once
+    (``GET /api/3.0/mlflow/server-info``) unless ``mlflow_assessments=true`` says it is MLflow.
+
+    Raises:
+        ConfigError: ``mlflow_assessments=true`` with no way to reach MLflow (no ``mlflow_url``,
+            and spans not over OTLP/HTTP).
+
+    Example:
+        >>> from tracesim._config import resolve
+        >>> settings = resolve({"exporters": "otlp", "otlp_endpoint": "http://mlflow:5000"}, environ={})
+        >>> mlflow_target(settings, environ={})
+        ('http://mlflow:5000', True)
+    """
+    if settings.mlflow_assessments is False:
+        return None
+    if settings.mlflow_url:
+        return settings.mlflow_url, False
+    if "otlp" not in settings.exporters or settings.otlp_protocol == "grpc":
+        if settings.mlflow_assessments:
+            from tracesim._errors import ConfigError
+
+            raise ConfigError(
+                "mlflow_assessments",
+                True,
+                "false, or true with mlflow_url set (the MLflow tracking server's base URL) when "
+                "spans do not go to MLflow over OTLP/HTTP",
+            )
+        return None
+    from tracesim.exporters._phoenix import phoenix_base_url  # the same rule: the URL without /v1/traces
+
+    environ = os.environ if environ is None else environ
+    endpoint = settings.otlp_endpoint or environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip()
+    endpoint = endpoint or environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip() or "http://localhost:4318"
+    return phoenix_base_url(endpoint), settings.mlflow_assessments is None
+
+
+def mlflow_headers(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The credentials MLflow's own client would send, from its variables.
+
+    ``MLFLOW_TRACKING_TOKEN`` (a bearer token), else ``MLFLOW_TRACKING_USERNAME`` and
+    ``MLFLOW_TRACKING_PASSWORD`` (basic authentication).
+
+    Example:
+        >>> mlflow_headers({"MLFLOW_TRACKING_TOKEN": "t0k"})
+        {'Authorization': 'Bearer t0k'}
+        >>> mlflow_headers({})
+        {}
+    """
+    import base64
+
+    environ = os.environ if environ is None else environ
+    if token := environ.get("MLFLOW_TRACKING_TOKEN"):
+        return {"Authorization": f"Bearer {token}"}
+    user, password = environ.get("MLFLOW_TRACKING_USERNAME"), environ.get("MLFLOW_TRACKING_PASSWORD")
+    if user and password:
+        return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
+    return {}
+
+
+def mlflow_sinks(settings: Settings, redaction: Redaction) -> list[MlflowSink]:
+    """The result sinks that send to MLflow for ``settings``: one, or none.
+
+    Found behind the OTLP endpoint, MLflow gets the exporter's headers (its credentials);
+    named by ``mlflow_url``, only MLflow's own credential variables (`mlflow_headers`).
+    """
+    target = mlflow_target(settings)
+    if target is None:
+        return []
+    url, detect = target
+    headers = mlflow_headers()
+    if not settings.mlflow_url:
+        from tracesim.exporters._otlp import env_headers
+
+        headers = {**(settings.otlp_headers or env_headers()), **headers}
+    return [MlflowSink(url, headers, redaction, detect=detect)]
