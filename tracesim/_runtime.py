@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
     from opentelemetry.sdk.trace.export import SpanExporter
 
+    from tracesim._metrics import Metrics
     from tracesim._runs._recorder import RunRecorder
     from tracesim._scoring import ForeignScoring
     from tracesim.exporters import Redaction
@@ -113,6 +114,9 @@ class Runtime:
         self.redaction: Redaction | None = None
         # Rules also score spans other instrumentations make (held from export until scored).
         self.foreign: ForeignScoring | None = None
+        # The configuration's OpenTelemetry metrics (None when they go nowhere); instrumentations
+        # record through it (tracesim._metrics._current), the scoring pipeline counts into it.
+        self.metrics: Metrics | None = None
         # The spans of runs being scored (see tracesim._runs._recorder); only with scoring on.
         # With tracing on, also without scoring: `record_run` and experiments take runs from it.
         self.runs: RunRecorder | None = None
@@ -186,6 +190,8 @@ class Runtime:
         ok = self._flush_processors(deadline.seconds()) and ok
         for exporter in self.exporters:
             ok = _flush_exporter(exporter, deadline.millis()) and ok
+        if self.metrics is not None:  # last: the cost of the spans just exported is in
+            ok = self.metrics.force_flush(deadline.seconds()) and ok
         return ok
 
     def _flush_processors(self, timeout_s: float) -> bool:
@@ -224,6 +230,8 @@ class Runtime:
             _set_shutdown_deadline(exporter, deadline.end)
         stoppers = [(f"result sink {type(s).__name__}", _sink_stopper(s, deadline)) for s in self.sinks]
         stoppers += [(f"span processor {type(p).__name__}", p.shutdown) for p in self.processors]
+        if self.metrics is not None:
+            stoppers.append(("metrics", _sink_stopper(self.metrics, deadline)))
         return _run_until(stoppers, deadline) and ok
 
 
@@ -433,7 +441,8 @@ def _warn_unconfigured() -> None:
 
 def build(settings: Settings) -> Runtime:
     """Create every object of a configuration without installing it. Raises `ConfigError`."""
-    from tracesim.exporters import RedactingExporter, Redaction
+    from tracesim._metrics import build_metrics
+    from tracesim.exporters import Redaction
 
     capture = make_options(settings.capture, settings.max_value_chars)
     if not settings.enabled:
@@ -444,16 +453,43 @@ def build(settings: Settings) -> Runtime:
         Redactor(settings.redact_patterns, settings.redact), settings.max_value_chars, prices=settings.prices
     )
     exporters = [_exporter(item, settings) for item in settings.exporters]
+    existing, resource = _chosen_resource(settings)
+    metrics = build_metrics(settings, resource, redaction)  # may start a scrape endpoint: stopped on failure
+    try:
+        runtime = _build(settings, capture, rules, redaction, exporters, existing, resource, metrics)
+    except BaseException:
+        if metrics is not None:
+            metrics.shutdown(0.0)
+        raise
+    return runtime
+
+
+def _build(
+    settings: Settings,
+    capture: CaptureOptions,
+    rules: Sequence[Rule],
+    redaction: Redaction,
+    exporters: Sequence[SpanExporter],
+    existing: TracerProvider | None,
+    resource: Resource,
+    metrics: Metrics | None,
+) -> Runtime:
+    from tracesim.exporters import RedactingExporter
+
     scored = bool(rules) or evaluators_seen()
     # Each exporter gets every span: with `shared`, a span is redacted once for all of them.
-    shared = [RedactingExporter(e, redaction=redaction, shared=True) for e in exporters]
+    # The first one also counts the cost of LLM calls into the metrics, once per span.
+    counted = [
+        metrics.cost_counting(e) if metrics is not None and i == 0 else e for i, e in enumerate(exporters)
+    ]
+    shared = [RedactingExporter(e, redaction=redaction, shared=True) for e in counted]
     # Each exporter's queue counts what it drops; a full queue is logged once per configuration.
     warnings = _internal_errors.WarnOnce()
     processors = [
         _processor(exporter, settings, scored, warnings, type(raw).__name__)
         for exporter, raw in zip(shared, exporters, strict=True)
     ]
-    provider = _provider(settings)
+    provider = _provider(settings, existing, resource)
     tracer = provider.get_tracer("tracesim", __version__)
     sinks = result_sinks(settings, provider, capture, redaction)
     scoring = None
@@ -468,10 +504,12 @@ def build(settings: Settings) -> Runtime:
             workers=settings.scoring_workers,
             sinks=sinks,
             redaction=redaction,
+            metrics=metrics.counts if metrics is not None else None,
         )
     runtime = Runtime(settings, tracer, processors, capture, scoring, rules, sinks, exporters)
     runtime.provider = provider
     runtime.redaction = redaction
+    runtime.metrics = metrics
     return runtime
 
 
@@ -555,18 +593,29 @@ def _flush_exporter(exporter: SpanExporter, timeout_millis: int) -> bool:
     return exporter.force_flush(timeout_millis)
 
 
-def _provider(settings: Settings) -> TracerProvider:
+def _chosen_resource(settings: Settings) -> tuple[TracerProvider | None, Resource]:
+    """The application's tracer provider when it set one up first (None otherwise), and the
+    resource this configuration's telemetry carries: that provider's, else tracesim's own."""
     from opentelemetry.sdk.trace import TracerProvider
 
     existing = otel_trace.get_tracer_provider()
     if isinstance(existing, TracerProvider) and existing not in _own_providers:
+        return existing, existing.resource
+    return None, _resource(settings)
+
+
+def _provider(settings: Settings, existing: TracerProvider | None, resource: Resource) -> TracerProvider:
+    from opentelemetry.sdk.trace import TracerProvider
+
+    if existing is not None:
         # The application set up OpenTelemetry first: join its pipeline, keep its resource.
         _add_pipeline(existing)
         return existing
-    provider = TracerProvider(resource=_resource(settings), shutdown_on_exit=False)
+    provider = TracerProvider(resource=resource, shutdown_on_exit=False)
     _own_providers.add(provider)
     _add_pipeline(provider)
-    if settings.set_global_tracer_provider and isinstance(existing, otel_trace.ProxyTracerProvider):
+    global_provider = otel_trace.get_tracer_provider()
+    if settings.set_global_tracer_provider and isinstance(global_provider, otel_trace.ProxyTracerProvider):
         # Other OpenTelemetry instrumentation (HTTP clients, databases) then joins the same
         # traces. OpenTelemetry allows this once per process; later configure() calls keep
         # the first global provider, which still forwards to the active runtime.
@@ -620,6 +669,8 @@ def install(runtime: Runtime | None) -> Runtime | None:
             recorder.on_active = switch
             switch(recorder.active)
         _internal_errors.set_raise(runtime is not None and runtime.settings.internal_errors == "raise")
+        if runtime is not None and runtime.metrics is not None:
+            runtime.metrics.activate()  # the scrape endpoint serves this configuration's metrics
         if runtime is not None:
             _was_configured = True
             if not _atexit_registered:

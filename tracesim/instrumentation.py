@@ -53,6 +53,7 @@ from tracesim._capture import CaptureOptions, capture_value
 from tracesim._config import INTEGRATIONS_GROUP
 from tracesim._errors import TracesimError
 from tracesim._internal_errors import internal_error
+from tracesim._metrics._current import CurrentMeterProvider
 from tracesim._own_model_calls import in_model_call
 
 __all__ = [
@@ -327,6 +328,8 @@ class GenAIIntegration:
                 with _content_switch_unset():
                     instrumentor.instrument(
                         tracer_provider=CurrentProvider(),
+                        # the GenAI client metrics (token usage, duration) go to tracesim's metrics
+                        meter_provider=CurrentMeterProvider(),
                         completion_hook=hook,
                         raise_exception_on_conflict=True,
                         **self._options,

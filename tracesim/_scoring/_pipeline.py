@@ -48,6 +48,7 @@ from tracesim.runs import NOT_GIVEN, Expected
 if TYPE_CHECKING:
     import asyncio
 
+    from tracesim._metrics import ResultCounts
     from tracesim.evaluators import EvalResult, Evaluator
     from tracesim.exporters import Redaction
 
@@ -73,8 +74,11 @@ class ScoringPipeline:
         workers: int,
         sinks: Sequence[Any] = (),
         redaction: Redaction | None = None,
+        metrics: ResultCounts | None = None,
     ) -> None:
         self.tracer = tracer
+        self.metrics = metrics
+        """Where results are counted by outcome for the metrics (None: metrics are off)."""
         self.redaction = redaction
         """The configuration's redaction, for the names in result attribute keys (see `key_name`)."""
         self.capture = capture
@@ -166,12 +170,18 @@ class ScoringPipeline:
             skipped = [e.name for e in evaluators if e not in chosen]
             otel.set_attribute(sc.EVALUATION_NOT_SAMPLED, skipped)
             self.stats.not_sampled += len(skipped)
+            metrics = self.metrics
+            if metrics is not None:
+                metrics.count(skipped, _span_name(otel), "not_sampled")
         return chosen
 
     def _drop(self, job: Job) -> None:
         _release_run(job)
         self.stats.dropped += 1
         otel = job.handle.otel_span
+        metrics = self.metrics
+        if metrics is not None:  # one per evaluator the call would have been scored by
+            metrics.count([e.name for e in job.evaluators], _span_name(otel), "dropped")
         otel.set_attribute(sc.EVALUATION_DROPPED, True)
         otel.end(job.end_ns)
         self._warnings.warn(
@@ -402,6 +412,9 @@ class ScoringPipeline:
                 if end_now:
                     job.ended = True
             self._count(result, late)
+            metrics = self.metrics
+            if metrics is not None:
+                metrics.result(evaluator.name, _span_name(job.handle.otel_span), result)
             if late:
                 emit_carrier(
                     self.tracer,
@@ -550,6 +563,12 @@ def _serve(loop: asyncio.AbstractEventLoop) -> None:
         loop.run_until_complete(loop.shutdown_asyncgens())
     finally:
         loop.close()
+
+
+def _span_name(span: otel_trace.Span) -> str:
+    """The name of a scored span (an SDK span has one; another kind of span counts as unnamed)."""
+    name = getattr(span, "name", None)
+    return name if isinstance(name, str) else ""
 
 
 def _subject(job: Job, evaluator: Evaluator) -> Any:

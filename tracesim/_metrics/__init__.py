@@ -1,0 +1,255 @@
+"""OpenTelemetry metrics for online scoring and LLM calls (see ``docs/metrics.md``).
+
+One `Metrics` per configuration that has any destination (``metrics`` setting; by default as
+the spans: ``otlp`` beside OTLP spans, ``jsonl`` beside the trace file). It owns a
+``MeterProvider`` of its own (never the global one, which is the application's) with:
+
+- ``tracesim.evaluation.results`` (observable counter, ``{result}``): results by evaluator
+  (``gen_ai.evaluation.name``), evaluated span name (``tracesim.span.name``) and
+  ``tracesim.evaluation.outcome``; counted by the scoring pipeline (`ResultCounts`);
+- ``tracesim.evaluation.score`` (histogram, ``1``, buckets 0, 0.1 ... 1): the score of each
+  ``ok`` result, recorded on the scoring worker;
+- ``tracesim.llm.cost`` (counter, ``{USD}``): the cost of LLM calls, counted on the export path
+  (`CostCounting`);
+- the GenAI client metrics (``gen_ai.client.token.usage``, ``gen_ai.client.operation.duration``)
+  the instrumentations record through `CurrentMeterProvider`.
+
+Every label value leaves redacted, as span attributes do.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tracesim._errors import ConfigError
+from tracesim._metrics._counts import OUTCOMES, SCORE_BUCKETS, ResultCounts, outcome
+from tracesim._metrics._prometheus import scrape_url
+
+if TYPE_CHECKING:
+    from opentelemetry.metrics import Counter
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import MetricExporter, MetricReader, MetricsData
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace.export import SpanExporter
+
+    from tracesim._config import Settings
+    from tracesim._metrics._prometheus import Endpoint
+    from tracesim.exporters import Redaction
+
+__all__ = [
+    "OUTCOMES",
+    "SCORE_BUCKETS",
+    "Metrics",
+    "ResultCounts",
+    "build_metrics",
+    "destinations",
+    "outcome",
+    "scrape_url",
+]
+
+RESULTS = "tracesim.evaluation.results"
+SCORE = "tracesim.evaluation.score"
+COST = "tracesim.llm.cost"
+EVALUATION_SERIES = 8000
+"""Cardinality limit of each tracesim.evaluation.* metric per reader (the labels are bounded below it)."""
+OTHER_SERIES = 2000
+"""Cardinality limit of every other metric (the SDK's default); beyond, ``otel.metric.overflow``."""
+
+
+def destinations(settings: Settings) -> tuple[str, ...]:
+    """Where the settings send metrics: ``metrics`` as given, or by default as the spans go.
+
+    Example:
+        >>> from tracesim._config import resolve
+        >>> destinations(resolve({"exporters": ["jsonl", "otlp"]}, environ={}))
+        ('otlp', 'jsonl')
+        >>> destinations(resolve({"exporters": ["jsonl"], "metrics": "none"}, environ={}))
+        ()
+    """
+    if settings.metrics is not None:
+        return tuple(settings.metrics)
+    names = {item for item in settings.exporters if isinstance(item, str)}
+    return tuple(name for name in ("otlp", "jsonl") if name in names)
+
+
+class Metrics:
+    """One configuration's metrics: the provider, its readers, and what tracesim counts into it."""
+
+    def __init__(
+        self,
+        provider: MeterProvider,
+        counts: ResultCounts,
+        cost: Counter,
+        endpoint: Endpoint | None = None,
+        registry: Any = None,
+    ) -> None:
+        self.provider = provider
+        """The configuration's own ``MeterProvider`` (instrumentations record through it)."""
+        self.counts = counts
+        """The evaluation results counted so far."""
+        self.cost = cost
+        self._endpoint = endpoint
+        self._registry = registry
+        self._closed = False
+        self._lock = threading.Lock()
+
+    def cost_counting(self, exporter: SpanExporter) -> SpanExporter:
+        """``exporter`` with the cost of the LLM spans it exports counted on the way."""
+        from tracesim._metrics._cost import CostCounting
+
+        return CostCounting(exporter, self.cost)
+
+    def activate(self) -> None:
+        """The configuration is being installed: the scrape endpoint serves its metrics from now on."""
+        if self._endpoint is not None and not self._closed:
+            self._endpoint.serve(self._registry)
+
+    def force_flush(self, timeout_s: float) -> bool:
+        """Export the current totals (otlp, jsonl) within ``timeout_s``."""
+        if self._closed:
+            return True
+        return bool(self.provider.force_flush(max(1, int(timeout_s * 1000))))
+
+    def shutdown(self, timeout_s: float) -> bool:
+        """Export the last totals and stop; the scrape endpoint stops when no configuration uses it."""
+        with self._lock:
+            if self._closed:
+                return True
+            self._closed = True
+        try:
+            if self._endpoint is not None:
+                self._endpoint.release(id(self), self._registry)
+        finally:
+            self.provider.shutdown(max(1, int(timeout_s * 1000)))
+        return True
+
+
+def build_metrics(settings: Settings, resource: Resource, redaction: Redaction) -> Metrics | None:
+    """The metrics of a configuration, or None when it sends them nowhere. Raises `ConfigError`."""
+    where = destinations(settings)
+    if not where:
+        return None
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.view import View
+    from opentelemetry.sdk.resources import Resource as SdkResource
+
+    from tracesim._version import __version__
+    from tracesim.exporters._redacting import redacted_attributes
+
+    readers: list[MetricReader] = []
+    endpoint: Endpoint | None = None
+    registry: Any = None
+    user = object()
+    try:
+        for name in dict.fromkeys(where):
+            if name == "prometheus":
+                endpoint, registry, reader = _prometheus(settings, redaction, id(user))
+                readers.append(reader)
+            else:
+                readers.append(_periodic(_exporter(name, settings, redaction), settings))
+    except BaseException:
+        if endpoint is not None:
+            endpoint.release(id(user), registry)
+        raise
+    # Every view an instrument matches makes a stream of its own: one view, for tracesim's
+    # bounded evaluation metrics; the others keep the SDK's limit (OTHER_SERIES).
+    views = [View(instrument_name="tracesim.evaluation.*", aggregation_cardinality_limit=EVALUATION_SERIES)]
+    provider = MeterProvider(
+        metric_readers=readers,
+        resource=SdkResource(dict(redacted_attributes(redaction, resource.attributes)), resource.schema_url),
+        shutdown_on_exit=False,
+        views=views,
+    )
+    meter = provider.get_meter("tracesim", __version__)
+    histogram = meter.create_histogram(
+        SCORE,
+        unit="1",
+        description="Scores of evaluation results with status ok, by evaluator and evaluated span name.",
+        explicit_bucket_boundaries_advisory=SCORE_BUCKETS,
+    )
+    counts = ResultCounts(redaction, histogram)
+    meter.create_observable_counter(
+        RESULTS,
+        callbacks=[counts.observe],
+        unit="{result}",
+        description="Evaluation results by evaluator, evaluated span name and outcome.",
+    )
+    cost = meter.create_counter(
+        COST, unit="{USD}", description="Cost in US dollars of the LLM calls exported, by provider and model."
+    )
+    metrics = Metrics(provider, counts, cost, endpoint, registry)
+    if endpoint is not None:
+        # The endpoint knew this configuration by a placeholder until the object existed.
+        endpoint.users.discard(id(user))
+        endpoint.users.add(id(metrics))
+    return metrics
+
+
+def _periodic(exporter: MetricExporter, settings: Settings) -> MetricReader:
+    from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+
+    interval = max(10, int(settings.metrics_interval_s * 1000))
+    return PeriodicExportingMetricReader(
+        exporter, export_interval_millis=interval, export_timeout_millis=max(interval, 10_000)
+    )
+
+
+def _exporter(name: str, settings: Settings, redaction: Redaction) -> MetricExporter:
+    if name == "jsonl":
+        from tracesim.exporters._jsonl import check_writable
+        from tracesim.exporters._jsonl_metrics import JsonlMetricExporter
+
+        trace_file = Path(settings.jsonl_path).absolute()
+        path = trace_file.with_name(trace_file.stem + ".metrics.jsonl")
+        problem = check_writable(path)
+        if problem is not None:
+            raise ConfigError(
+                "jsonl_path",
+                settings.jsonl_path,
+                f"a file path beside which tracesim can write {path.name} ({problem})",
+                env_var="TRACESIM_JSONL_PATH" if os.environ.get("TRACESIM_JSONL_PATH") else None,
+            )
+        inner: MetricExporter = JsonlMetricExporter(
+            path, max_bytes=settings.jsonl_max_bytes, backups=settings.jsonl_backups
+        )
+    else:
+        from tracesim.exporters._signals import otlp_metric_exporter
+
+        inner = otlp_metric_exporter(settings, explicit=settings.metrics is not None)
+    from tracesim._metrics._redacted import RedactingMetricExporter
+
+    return RedactingMetricExporter(inner, redaction)
+
+
+def _prometheus(settings: Settings, redaction: Redaction, user: int) -> tuple[Endpoint, Any, MetricReader]:
+    from tracesim._metrics._prometheus import EXTRA, acquire
+
+    try:
+        from opentelemetry.exporter.prometheus import PrometheusMetricReader
+        from prometheus_client import CollectorRegistry
+    except ImportError:
+        raise ConfigError(
+            "metrics", "prometheus", f"otlp or jsonl, or install the Prometheus exporter: {EXTRA}"
+        ) from None
+
+    class _Reader(PrometheusMetricReader):
+        """The exporter's reader, its points redacted as they are collected."""
+
+        def _receive_metrics(
+            self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
+        ) -> None:
+            from tracesim._metrics._redacted import redacted
+
+            super()._receive_metrics(redacted(metrics_data, redaction), timeout_millis, **kwargs)
+
+        def force_flush(self, timeout_millis: float = 10_000) -> bool:
+            # Points are read on each scrape; collecting now would queue a second copy of every
+            # series for the next scrape (the exporter's collector keeps what it was given).
+            return True
+
+    endpoint = acquire(settings.prometheus_host, settings.prometheus_port, user)
+    registry = CollectorRegistry()
+    return endpoint, registry, _Reader(registry=registry)

@@ -1,0 +1,190 @@
+"""Evaluation results counted by evaluator, span name and outcome, with bounded labels.
+
+Counting is a dictionary increment under a lock (well under a microsecond), so it may happen in
+the caller's thread (``dropped``, ``not_sampled``) as well as on the scoring workers; the
+OpenTelemetry counter reads the totals only when metrics are collected (an observable
+counter's callback). The score histogram is recorded on the scoring worker, never in the
+caller (a histogram point costs several microseconds).
+
+Labels are bounded: at most `SPAN_NAMES_PER_EVALUATOR` span names per evaluator and
+`EVALUATORS` evaluator names; later ones are counted under `OTHER`. Every label value is
+redacted by the configuration's redaction, as the span attributes holding it are.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from tracesim import _semconv as sc
+
+if TYPE_CHECKING:
+    from opentelemetry.metrics import CallbackOptions, Histogram, Observation
+
+    from tracesim.evaluators import EvalResult
+    from tracesim.exporters import Redaction
+
+__all__ = [
+    "EVALUATORS",
+    "OTHER",
+    "OUTCOMES",
+    "OUTCOME_KEY",
+    "PAIRS",
+    "SCORE_BUCKETS",
+    "SPAN_KEY",
+    "SPAN_NAMES_PER_EVALUATOR",
+    "ResultCounts",
+    "outcome",
+]
+
+SPAN_NAMES_PER_EVALUATOR = 100
+"""Distinct span names counted per evaluator; the others are counted as `OTHER`."""
+EVALUATORS = 100
+"""Distinct evaluator names counted (``tracesim.score()`` names are free text); the others are `OTHER`."""
+PAIRS = 1000
+"""Distinct (evaluator, span name) pairs counted in all; beyond, the span name is `OTHER`."""
+OTHER = "_other"
+SPAN_KEY = "tracesim.span.name"
+OUTCOME_KEY = "tracesim.evaluation.outcome"
+OUTCOMES = ("passed", "failed", "undecided", "skipped", "error", "dropped", "not_sampled")
+"""Every value of ``tracesim.evaluation.outcome``."""
+SCORE_BUCKETS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+
+
+def outcome(result: EvalResult) -> str:
+    """The outcome a result is counted under.
+
+    ``error`` and ``skipped`` by status; an ``ok`` result is ``passed`` or ``failed`` when its
+    evaluator decided (it has a threshold or said so), else ``undecided``.
+
+    Example:
+        >>> from tracesim.evaluators import EvalResult
+        >>> outcome(EvalResult(name="exact", score=1.0, passed=True))
+        'passed'
+        >>> outcome(EvalResult(name="length", score=12.0))
+        'undecided'
+    """
+    status = result.status
+    if status != "ok":
+        return "error" if status == "error" else "skipped"
+    passed = result.passed
+    if passed is None:
+        return "undecided"
+    return "passed" if passed else "failed"
+
+
+class ResultCounts:
+    """The counts behind ``tracesim.evaluation.results`` and the ``tracesim.evaluation.score`` points.
+
+    Example:
+        >>> from tracesim.evaluators import EvalResult
+        >>> counts = ResultCounts()
+        >>> counts.result("exact", "answer", EvalResult(name="exact", score=1.0, passed=True))
+        >>> counts.count(("exact",), "answer", "dropped")
+        >>> sorted((dict(a)[OUTCOME_KEY], n) for a, n in counts.totals())
+        [('dropped', 1), ('passed', 1)]
+    """
+
+    def __init__(self, redaction: Redaction | None = None, histogram: Histogram | None = None) -> None:
+        self._redaction = redaction
+        self._histogram = histogram
+        self._lock = threading.Lock()
+        self._counts: dict[tuple[str, str, str], int] = {}
+        # evaluator -> {span name as given -> its label}; the names beyond the bound map to OTHER
+        self._spans: dict[str, dict[str, str]] = {}
+        self._evaluators: dict[str, str] = {}  # evaluator as given -> its label
+        self._pairs = 0
+        self._attributes: dict[tuple[str, str, str], dict[str, str]] = {}
+        self._score_attributes: dict[tuple[str, str], dict[str, str]] = {}
+
+    # ------------------------------------------------------------ counting
+
+    def count(self, evaluators: Iterable[str], span: str, what: str, n: int = 1) -> None:
+        """Add ``n`` to ``what`` (an outcome) for each of ``evaluators`` on a span named ``span``."""
+        with self._lock:
+            counts = self._counts
+            for evaluator in evaluators:
+                key = (*self._labels(evaluator, span), what)
+                counts[key] = counts.get(key, 0) + n
+
+    def result(self, evaluator: str, span: str, result: EvalResult) -> None:
+        """Count one result; an ``ok`` result with a finite score is also a histogram point."""
+        what = outcome(result)
+        with self._lock:
+            labels = self._labels(evaluator, span)
+            key = (*labels, what)
+            self._counts[key] = self._counts.get(key, 0) + 1
+            score = result.score
+            histogram = self._histogram
+            if histogram is None or score is None or result.status != "ok" or not math.isfinite(score):
+                return
+            attributes = self._score_attributes.get(labels)
+            if attributes is None:
+                attributes = self._score_attributes[labels] = {
+                    sc.EVALUATION_NAME: labels[0],
+                    SPAN_KEY: labels[1],
+                }
+        histogram.record(score, attributes)
+
+    def _labels(self, evaluator: str, span: str) -> tuple[str, str]:
+        """The bounded, redacted labels of ``evaluator`` and ``span``. Locked."""
+        label = self._evaluators.get(evaluator)
+        if label is None:
+            if len(self._evaluators) >= EVALUATORS:
+                return OTHER, OTHER
+            label = self._evaluators[evaluator] = self._redacted(evaluator, sc.EVALUATION_NAME)
+            self._spans[evaluator] = {}
+        spans = self._spans[evaluator]
+        shown = spans.get(span)
+        if shown is None:
+            if len(spans) >= SPAN_NAMES_PER_EVALUATOR or self._pairs >= PAIRS:
+                return label, OTHER
+            shown = spans[span] = self._redacted(span, "span.name")
+            self._pairs += 1
+        return label, shown
+
+    def _redacted(self, text: str, attribute: str) -> str:
+        redaction = self._redaction
+        return redaction.text(text, attribute) if redaction is not None else text
+
+    # ------------------------------------------------------------ reading
+
+    def totals(self) -> list[tuple[dict[str, str], int]]:
+        """Each label set with its count, as the results counter reports them."""
+        with self._lock:
+            items = list(self._counts.items())
+            attributes = self._attributes
+            out = []
+            for key, n in items:
+                shown = attributes.get(key)
+                if shown is None:
+                    shown = attributes[key] = {
+                        sc.EVALUATION_NAME: key[0],
+                        SPAN_KEY: key[1],
+                        OUTCOME_KEY: key[2],
+                    }
+                out.append((shown, n))
+        return out
+
+    def observe(self, options: CallbackOptions) -> Sequence[Observation]:
+        """The observable counter's callback: every total, read at collection."""
+        from opentelemetry.metrics import Observation
+
+        return [Observation(n, attributes) for attributes, n in self.totals()]
+
+    def by_outcome(self) -> dict[str, int]:
+        """Totals per outcome, every label summed (for tests and summaries).
+
+        Example:
+            >>> counts = ResultCounts()
+            >>> counts.count(("a", "b"), "answer", "not_sampled")
+            >>> counts.by_outcome()["not_sampled"]
+            2
+        """
+        totals = dict.fromkeys(OUTCOMES, 0)
+        with self._lock:
+            for (_, _, what), n in self._counts.items():
+                totals[what] = totals.get(what, 0) + n
+        return totals
