@@ -1,0 +1,115 @@
+"""The Prometheus scrape endpoint, scraped over real HTTP."""
+
+from __future__ import annotations
+
+import socket
+import sys
+import urllib.error
+import urllib.request
+
+import pytest
+
+import tracesim
+from tracesim._metrics import scrape_url
+from tracesim.evaluators import ExactMatch
+
+
+def scrape(url: str) -> list[str]:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        assert response.status == 200
+        assert response.headers["Content-Type"].startswith("text/plain")
+        return [line for line in response.read().decode().splitlines() if not line.startswith("#")]
+
+
+def series(lines: list[str], name: str) -> list[str]:
+    return [line for line in lines if line.startswith(name + "{")]
+
+
+def _scored_calls(n: int) -> None:
+    @tracesim.trace(evaluators=[ExactMatch()], expected="ok")
+    def answer(i: int) -> str:
+        return "ok" if i % 4 else "no"
+
+    for i in range(n):
+        answer(i)
+    assert tracesim.force_flush(10)
+
+
+def test_the_endpoint_serves_the_results_and_scores() -> None:
+    tracesim.configure(
+        exporters=["console"], metrics="prometheus", prometheus_host="127.0.0.1", prometheus_port=0
+    )
+    url = scrape_url()
+    assert url is not None
+    assert url.startswith("http://127.0.0.1:")
+    assert url.endswith("/metrics")
+    _scored_calls(8)
+    lines = scrape(url)
+    results = series(lines, "tracesim_evaluation_results_total")
+    assert len(results) == 2
+    passed = next(line for line in results if 'tracesim_evaluation_outcome="passed"' in line)
+    assert 'gen_ai_evaluation_name="exact"' in passed
+    assert 'tracesim_span_name="answer"' in passed
+    assert passed.endswith(" 6.0")
+    assert any(line.endswith(" 2.0") and '"failed"' in line for line in results)
+    assert any(
+        'le="1.0"' in line and line.endswith(" 8.0")
+        for line in series(lines, "tracesim_evaluation_score_bucket")
+    )
+    assert len(series(lines, "tracesim_evaluation_score_count")) == 1
+    # a private registry: none of prometheus_client's process and GC metrics
+    assert not [line for line in lines if line.startswith(("python_gc", "process_"))]
+    # a second scrape reads the same totals, once each (points are not queued twice)
+    assert series(scrape(url), "tracesim_evaluation_results_total") == results
+
+
+def test_configuring_again_keeps_one_endpoint_and_one_copy_of_each_series() -> None:
+    settings = {"exporters": ["console"], "metrics": "prometheus", "prometheus_host": "127.0.0.1"}
+    tracesim.configure(**settings, prometheus_port=0)
+    first = scrape_url()
+    assert first is not None
+    _scored_calls(4)
+    tracesim.configure(**settings, prometheus_port=0)
+    tracesim.configure(**settings, prometheus_port=0)
+    assert scrape_url() == first  # the same server, now serving the newest configuration
+    _scored_calls(2)
+    results = series(scrape(first), "tracesim_evaluation_results_total")
+    assert len(results) == 2  # counts start again with a configuration (a counter reset)
+    assert sorted(line.rsplit(" ", 1)[1] for line in results) == ["1.0", "1.0"]
+    tracesim.configure(exporters=["console"], metrics="none")
+    assert scrape_url() is None
+    with pytest.raises(urllib.error.URLError):
+        scrape(first)  # the last configuration using it is gone: the server stopped
+
+
+def test_shutdown_stops_the_server() -> None:
+    tracesim.configure(
+        exporters=["console"], metrics="prometheus", prometheus_host="127.0.0.1", prometheus_port=0
+    )
+    url = scrape_url()
+    assert url is not None
+    tracesim.shutdown()
+    assert scrape_url() is None
+    with pytest.raises(urllib.error.URLError):
+        scrape(url)
+
+
+def test_a_port_in_use_is_a_config_error_naming_the_setting() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(tracesim.ConfigError) as caught:
+            tracesim.configure(
+                exporters=["console"], metrics="prometheus", prometheus_host="127.0.0.1", prometheus_port=port
+            )
+    assert caught.value.setting == "prometheus_port"
+    assert "0 picks a free one" in str(caught.value)
+
+
+def test_without_the_extra_the_error_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "opentelemetry.exporter.prometheus", None)  # as if not installed
+    with pytest.raises(tracesim.ConfigError, match=r"pip install 'tracesim\[prometheus\]'") as caught:
+        tracesim.configure(exporters=["console"], metrics="prometheus", prometheus_port=0)
+    assert caught.value.setting == "metrics"
+    assert scrape_url() is None
