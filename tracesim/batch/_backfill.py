@@ -8,7 +8,10 @@ backends show on that span, the way online scoring does for a late result:
   trace, its child, with one link to it, the ``gen_ai.evaluation.result`` event and the flat
   ``tracesim.eval.<name>.*`` attributes), appended to a trace file or sent over OTLP/HTTP;
 * a **Phoenix span annotation** per result (``identifier="tracesim"``, as online scoring
-  writes, so a new score of the same name replaces the old one on the span).
+  writes, so a new score of the same name replaces the old one on the span);
+* an **MLflow assessment** (feedback) per result, on the scored span of the trace MLflow holds;
+  each carries a ``tracesim.result_id`` derived from what it says, and one the trace holds
+  already is not posted again (MLflow itself would keep both).
 
 Nothing is sent twice. The directory keeps a ledger (``backfill-ledger.jsonl``): a part whose
 content was delivered whole to a destination is skipped when the same backfill runs again;
@@ -80,6 +83,8 @@ class BackfillReport:
     """Carrier spans the trace file or OTLP endpoint accepted."""
     annotations: int = 0
     """Phoenix annotations Phoenix accepted."""
+    assessments: int = 0
+    """Results MLflow holds as assessments (posted now, or found there from an earlier run)."""
     unscored: int = 0
     """Rows with no result to send: bad rows, and evaluators that skipped."""
     failed_parts: dict[str, str] = field(default_factory=dict)
@@ -99,6 +104,7 @@ def backfill(
     headers: Mapping[str, str] | None = None,
     force: bool = False,
     annotation_wait_s: float = 120.0,
+    mlflow: str | None = None,
 ) -> BackfillReport:
     """Send the scores under ``results`` (a `score` run over `Spans`) to where the spans are.
 
@@ -107,14 +113,18 @@ def backfill(
         to: A trace file to append carrier spans to (``.jsonl``), or an OTLP/HTTP endpoint
             (``http://host:4318``, ``/v1/traces`` is appended when the URL has no path).
         phoenix: Phoenix's base URL (``http://127.0.0.1:6006``) for span annotations.
-        headers: Request headers for ``to`` (a URL) and ``phoenix``, e.g. an API key.
+        headers: Request headers for ``to`` (a URL), ``phoenix`` and ``mlflow``, e.g. an API key
+            (MLflow's credential variables, ``MLFLOW_TRACKING_TOKEN``..., are added for it).
         force: Send parts the ledger says were sent already.
-        annotation_wait_s: How long an annotation waits for its span to be in Phoenix.
+        annotation_wait_s: How long an annotation (or assessment) waits for its span to be in
+            Phoenix (or its trace in MLflow).
+        mlflow: MLflow's tracking server URL (``http://127.0.0.1:5000``) for assessments.
 
     Raises:
-        ValueError: neither ``to`` nor ``phoenix``; ``results`` is a URL (the ledger is a local file);
-            a part file cannot be read (`tracesim._inputs.InputError`, naming the file and the
-            limit). A ledger line over the limits, like a torn one, costs a re-send of its part.
+        ValueError: none of ``to``, ``phoenix`` and ``mlflow``; ``results`` is a URL (the ledger
+            is a local file); a part file cannot be read (`tracesim._inputs.InputError`, naming
+            the file and the limit). A ledger line over the limits, like a torn one, costs a
+            re-send of its part.
         FileNotFoundError: ``results`` holds no part files.
         tracesim.batch.SourceError: the results carry no ``trace_id``/``span_id`` (not from `Spans`).
 
@@ -126,8 +136,10 @@ def backfill(
         1000
     """
     root = os.fspath(results)
-    if to is None and phoenix is None:
-        raise ValueError("backfill needs a destination: to= (a trace file or OTLP URL) or phoenix= (a URL)")
+    if to is None and phoenix is None and mlflow is None:
+        raise ValueError(
+            "backfill needs a destination: to= (a trace file or OTLP URL), phoenix= or mlflow= (a URL)"
+        )
     if "://" in root:
         raise ValueError(f"backfill reads a local results directory (its ledger is a file there), got {root}")
     parts = sorted(glob.glob(os.path.join(glob.escape(root), "part-*.parquet")))
@@ -135,6 +147,8 @@ def backfill(
     if not parts:
         raise FileNotFoundError(f"{root} holds no results (part-*.parquet or part-*.jsonl files)")
     targets = _targets(to, phoenix, headers, annotation_wait_s)
+    if mlflow is not None:
+        targets.append(_assessments(mlflow, headers, annotation_wait_s))
     report = BackfillReport(root, destinations=[t.name for t in targets])
     # One entry per part and destination: {"destination", "part", "sha256", "at"}, synced at once.
     ledger = Ledger(os.path.join(root, LEDGER), field="destination", keys=("part", "sha256"), durable=True)
@@ -180,6 +194,8 @@ def _send_part(
             continue
         if target.kind == "carriers":
             report.carriers += len(results)
+        elif target.kind == "assessments":
+            report.assessments += len(results)
         else:
             report.annotations += len(results)
         ledger.write(target.name, [(os.path.basename(path), digest)], at=time.time())
@@ -366,6 +382,52 @@ class _Annotations(_Target):
 
     def close(self) -> None:
         self._sink.shutdown(10.0)
+
+
+class _Assessments(_Target):
+    """MLflow assessments; those the trace holds already (same ``tracesim.result_id``) are not posted."""
+
+    kind = "assessments"
+
+    def __init__(self, base_url: str, headers: Mapping[str, str] | None, wait_s: float) -> None:
+        from tracesim.exporters._mlflow import MlflowSink, mlflow_headers
+
+        self.name = _outputs.text(f"mlflow:{base_url.rstrip('/')}")
+        self._sink = MlflowSink(
+            base_url,
+            {**(headers or {}), **mlflow_headers()},
+            configured_redaction(),
+            max_wait_for_span_s=wait_s,
+            skip_existing=True,
+        )
+        self._wait_s = wait_s
+
+    def send(self, results: Sequence[Scored]) -> None:
+        for start in range(0, len(results), _ANNOTATION_CHUNK):
+            chunk = results[start : start + _ANNOTATION_CHUNK]
+            before = self._sink.stats
+            for target, result, _ in chunk:
+                self._sink.submit(target, result, "CODE")
+            flushed = self._sink.force_flush(self._wait_s + 60.0)
+            after = self._sink.stats
+            lost = (after.dropped - before.dropped) + (after.failed - before.failed)
+            if not flushed or lost:
+                raise ConnectionError(
+                    f"MLflow took {after.sent - before.sent} of {len(chunk)} assessments "
+                    f"({lost} refused or given up, {after.pending} still pending)"
+                )
+
+    def close(self) -> None:
+        self._sink.shutdown(10.0)
+
+
+def _assessments(url: str, headers: Mapping[str, str] | None, wait_s: float) -> _Target:
+    if not url.startswith(("http://", "https://")):
+        given = _outputs.text(repr(url))
+        raise ValueError(
+            f"mlflow= takes MLflow's tracking server URL, e.g. http://127.0.0.1:5000; got {given}"
+        )
+    return _Assessments(url, headers, wait_s)
 
 
 def _targets(

@@ -14,7 +14,11 @@ others go on. Lines are read within `tracesim._inputs`' limits: a line longer th
 
 Sent to Phoenix, the evaluation results in the delivered lines also become span annotations
 (where Phoenix shows scores): by default when the endpoint turns out to be Phoenix (asked with
-``GET /arize_phoenix_version``), always with ``annotations=True``, never with ``False``.
+``GET /arize_phoenix_version``), always with ``annotations=True``, never with ``False``. Sent
+to MLflow, they become MLflow assessments the same way (asked with
+``GET /api/3.0/mlflow/server-info``; ``assessments=True``/``False``); MLflow needs the header
+``x-mlflow-experiment-id``, taken from the ``mlflow_experiment_id`` setting when the headers
+given do not name one.
 
 Re-running is safe, rotation included. Every accepted line is recorded by the SHA-256 of its
 content, per endpoint, in one ledger per file family next to the files: ``traces.jsonl``,
@@ -47,7 +51,7 @@ from tracesim.tracefile import spans_from_request
 from tracesim.tracefile._sdk_spans import request_to_protobuf
 
 if TYPE_CHECKING:
-    from tracesim.batch._replay_annotations import ReplayAnnotations
+    from tracesim.batch._replay_annotations import ReplayAnnotations, ReplayAssessments
 
 __all__ = ["ReplayReport", "default_endpoint", "replay"]
 
@@ -87,12 +91,25 @@ class ReplayReport:
     """Annotations Phoenix did not take (its span never arrived, or it refused them)."""
     phoenix: bool | None = None
     """Whether the endpoint is Phoenix: None when not asked (``annotations=False``) or unreachable."""
+    assessments: int = 0
+    """MLflow assessments made from the evaluation results of the lines sent."""
+    assessments_already_there: int = 0
+    """Assessments not posted: the trace in MLflow held them already (an earlier run's)."""
+    failed_assessments: int = 0
+    """Assessments MLflow did not take (its trace never arrived, or it refused them)."""
+    mlflow: bool | None = None
+    """Whether the endpoint is MLflow: None when not asked (``assessments=False``) or unreachable."""
     problems: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         """True when nothing failed and nothing was rejected."""
-        return not self.failed_requests and not self.rejected_spans and not self.failed_annotations
+        return (
+            not self.failed_requests
+            and not self.rejected_spans
+            and not self.failed_annotations
+            and not self.failed_assessments
+        )
 
 
 @dataclass
@@ -139,6 +156,7 @@ def replay(
     max_attempts: int = 5,
     on_progress: Callable[[int], None] | None = None,
     annotations: bool | None = None,
+    assessments: bool | None = None,
 ) -> ReplayReport:
     """Send trace files to an OTLP/HTTP endpoint; never raises for delivery problems.
 
@@ -153,6 +171,8 @@ def replay(
         on_progress: Called with the number of bytes of the file read after each request.
         annotations: Phoenix span annotations for the evaluation results sent: None (default)
             when the endpoint is Phoenix, True always (the endpoint is Phoenix), False never.
+        assessments: MLflow assessments for the evaluation results sent: None (default) when
+            the endpoint is MLflow, True always (the endpoint is MLflow), False never.
 
     Example:
         >>> from tracesim.batch import replay
@@ -162,13 +182,21 @@ def replay(
     """
     url = traces_url(endpoint) if endpoint else default_endpoint()
     report = ReplayReport(url, encoding="protobuf" if encoding == "protobuf" else "json")
-    all_headers = {**env_headers(), **(headers or {})}
+    all_headers = _with_experiment({**env_headers(), **(headers or {})})
     sender = _Sender(url, all_headers, encoding, timeout_s, max_attempts, report)
     if annotations is not False:
         from tracesim.batch._replay_annotations import ReplayAnnotations
         from tracesim.exporters._phoenix import phoenix_base_url
 
         sender.annotations = ReplayAnnotations(phoenix_base_url(url), all_headers, detect=annotations is None)
+    if assessments is not False:
+        from tracesim.batch._replay_annotations import ReplayAssessments
+        from tracesim.exporters._mlflow import mlflow_headers
+        from tracesim.exporters._phoenix import phoenix_base_url
+
+        sender.assessments = ReplayAssessments(
+            phoenix_base_url(url), {**all_headers, **mlflow_headers()}, detect=assessments is None
+        )
     ledgers: dict[Path, ReplayLedger] = {}
     try:
         for path in map(Path, paths):
@@ -176,8 +204,8 @@ def replay(
             family = ledger_path(path)
             if family not in ledgers:
                 ledgers[family] = ReplayLedger(family, sender.url, force=force)
-                if sender.annotations is not None:
-                    sender.annotations.open_ledger(family, force=force)
+                for results in sender.results():
+                    results.open_ledger(family, force=force)
             ledgers[family].load_legacy(path)
             _replay_file(path, sender, batch_size, ledgers[family], report, on_progress)
     finally:
@@ -201,8 +229,8 @@ def _replay_file(
         if ledger.has(line.key, line.raw) or line.key in queued:
             report.already_sent += 1
             report.already_sent_spans += line.spans
-            if sender.annotations is not None:  # its spans are there; its annotations may not be
-                sender.annotations.add(ledger.path, line.key, line.raw, line.request)
+            for results in sender.results():  # its spans are there; its annotations may not be
+                results.add(ledger.path, line.key, line.raw, line.request)
             continue
         if batch and sum(b.spans for b in batch) + line.spans > batch_size:
             _flush(batch, sender, ledger, report, on_progress)
@@ -232,9 +260,9 @@ def _flush(
         report.spans += spans
         report.lines += len(batch)
         ledger.record([line.key for line in batch])
-        if sender.annotations is not None:
+        for results in sender.results():
             for line in batch:
-                sender.annotations.add(ledger.path, line.key, line.raw, line.request)
+                results.add(ledger.path, line.key, line.raw, line.request)
     elif outcome == "failed":
         report.failed_requests += 1
         report.failed_spans += spans
@@ -302,6 +330,11 @@ class _Sender:
         self._max_attempts = max_attempts
         self._report = report
         self.annotations: ReplayAnnotations | None = None
+        self.assessments: ReplayAssessments | None = None
+
+    def results(self) -> list[ReplayAnnotations | ReplayAssessments]:
+        """Where the evaluation results of delivered lines go besides the spans."""
+        return [r for r in (self.annotations, self.assessments) if r is not None]
 
     def post(self, batch: list[_Line]) -> Outcome:
         """``sent``, ``failed``, or ``switch`` when the endpoint asked for protobuf (send again)."""
@@ -370,6 +403,29 @@ class _Sender:
                     f"{failed} Phoenix annotations not delivered (see the log); their lines are sent "
                     "again by the next run"
                 )
+        if self.assessments is not None:
+            sent, already, failed, report.mlflow = self.assessments.finish()
+            report.assessments += sent
+            report.assessments_already_there += already
+            report.failed_assessments += failed
+            if failed:
+                report.problems.append(
+                    f"{failed} MLflow assessments not delivered (see the log); their lines are sent "
+                    "again by the next run"
+                )
+
+
+def _with_experiment(headers: dict[str, str]) -> dict[str, str]:
+    """``headers`` and, unless they name one, the MLflow experiment of the ``mlflow_experiment_id``
+    setting (``TRACESIM_MLFLOW_EXPERIMENT_ID``, ``MLFLOW_EXPERIMENT_ID`` or ``tracesim.yaml``)."""
+    from tracesim._config import resolve_setting
+    from tracesim.exporters._otlp import settings_headers
+
+    try:
+        experiment = resolve_setting("mlflow_experiment_id")
+    except ValueError:  # a bad value of that setting is the endpoint's to refuse, said there
+        return headers
+    return settings_headers(headers, experiment) or headers
 
 
 def _strict_json(request: dict[str, Any]) -> bytes:

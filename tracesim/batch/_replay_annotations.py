@@ -1,11 +1,13 @@
-"""The evaluation results of replayed trace files, as Phoenix span annotations.
+"""The evaluation results of replayed trace files, as Phoenix span annotations or MLflow assessments.
 
-Phoenix shows scores where its users look (the annotation columns, filters and evals views)
-only when they arrive as span annotations; a replayed span's ``gen_ai.evaluation.result``
-events stay attributes there. For each line the endpoint accepted, every result event with
-status ``ok`` becomes an annotation of the span it evaluates: the span that holds the event,
-or for a carrier span (``EVALUATOR`` with one link) the linked span. Annotations upsert on
-(name, span, identifier ``tracesim``), so a replay run twice annotates once.
+Phoenix and MLflow show scores where their users look (Phoenix's annotation columns and evals
+views, MLflow's assessments panel) only when they arrive through their own APIs; a replayed
+span's ``gen_ai.evaluation.result`` events stay attributes there. For each line the endpoint
+accepted, every result event becomes an annotation (status ``ok``) or an assessment (``ok``
+and ``error``) of the span it evaluates: the span that holds the event, or for a carrier span
+(``EVALUATOR`` with one link) the linked span. Phoenix's annotations upsert on (name, span,
+identifier ``tracesim``), so a replay run twice annotates once; MLflow keeps every copy, so
+its assessments carry a ``tracesim.result_id`` and one already on the trace is not posted again.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import json
 import logging
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry.trace import SpanContext, TraceFlags
 
@@ -22,7 +24,10 @@ from tracesim import _semconv as sc
 from tracesim.batch._ledger import ReplayLedger
 from tracesim.tracefile import SpanRecord, spans_from_request
 
-__all__ = ["ReplayAnnotations", "results_in"]
+if TYPE_CHECKING:
+    from tracesim._scoring._sinks import ResultSink
+
+__all__ = ["ReplayAnnotations", "ReplayAssessments", "results_in"]
 
 _logger = logging.getLogger("tracesim")
 
@@ -80,7 +85,52 @@ def _result(attributes: Mapping[str, Any]) -> Any:
     )
 
 
-class ReplayAnnotations:
+class _ReplayResults:
+    """Sends, through a result sink, the results of the lines a replay delivered.
+
+    A line's results are recorded in the replay's ledger (under the sink's own key) only once
+    all of the run's results were taken, so a run whose results failed leaves them to the next
+    run, even for lines whose spans were delivered; lines delivered before this existed are
+    sent by the next run too.
+    """
+
+    key: str
+    _sink: ResultSink
+    _wait_s: float
+
+    def _setup(self, key: str, wait_s: float) -> None:
+        self.key = key
+        self._wait_s = wait_s
+        self._ledgers: dict[Path, ReplayLedger] = {}
+        self._done: dict[Path, list[str]] = {}
+
+    def _found(self) -> bool | None:
+        """Whether the endpoint is the backend: None while not known."""
+        raise NotImplementedError
+
+    def open_ledger(self, family: Path, *, force: bool) -> None:
+        """Read which lines of the file family ``family`` had their results sent before."""
+        if family not in self._ledgers:
+            self._ledgers[family] = ReplayLedger(family, self.key, force=force)
+            self._done[family] = []
+
+    def add(self, family: Path, key: str, raw: bytes, request: Mapping[str, Any]) -> None:
+        """Queue the results of one line whose spans the endpoint has (unless done before)."""
+        ledger = self._ledgers[family]
+        if self._found() is False or ledger.has(key, raw):
+            return
+        for target, result, annotator, expected in results_in(request):
+            self._sink.submit(target, result, annotator, expected=expected)
+        self._done[family].append(key)
+
+    def _record(self, found: bool | None, failed: int) -> None:
+        for family, ledger in self._ledgers.items():
+            if found and not failed:
+                ledger.record(self._done[family])
+            ledger.close()
+
+
+class ReplayAnnotations(_ReplayResults):
     """Annotates, in Phoenix, the results of the lines a replay delivered.
 
     A line's annotations are recorded in the replay's ledger (under their own key,
@@ -103,37 +153,61 @@ class ReplayAnnotations:
         from tracesim._scoring import PhoenixSink
         from tracesim.exporters import Redaction
 
-        self.key = f"phoenix-annotations:{base_url}"
-        self._wait_s = wait_s
+        self._setup(f"phoenix-annotations:{base_url}", wait_s)
         # The files were redacted when written; the pass again costs little and covers files
         # written with patterns since widened.
-        self._sink = PhoenixSink(base_url, headers, Redaction(), max_wait_for_span_s=wait_s, detect=detect)
-        self._ledgers: dict[Path, ReplayLedger] = {}
-        self._annotated: dict[Path, list[str]] = {}
+        self._phoenix = PhoenixSink(base_url, headers, Redaction(), max_wait_for_span_s=wait_s, detect=detect)
+        self._sink = self._phoenix
 
-    def open_ledger(self, family: Path, *, force: bool) -> None:
-        """Read which lines of the file family ``family`` were annotated in Phoenix before."""
-        if family not in self._ledgers:
-            self._ledgers[family] = ReplayLedger(family, self.key, force=force)
-            self._annotated[family] = []
-
-    def add(self, family: Path, key: str, raw: bytes, request: Mapping[str, Any]) -> None:
-        """Queue the annotations of one line whose spans the endpoint has (unless done before)."""
-        ledger = self._ledgers[family]
-        if self._sink.is_phoenix is False or ledger.has(key, raw):
-            return
-        for target, result, annotator, expected in results_in(request):
-            self._sink.submit(target, result, annotator, expected=expected)
-        self._annotated[family].append(key)
+    def _found(self) -> bool | None:
+        return self._phoenix.is_phoenix
 
     def finish(self) -> tuple[int, int, bool | None]:
         """Wait for delivery; (sent, not delivered, whether the endpoint is Phoenix)."""
-        self._sink.shutdown(self._wait_s)
-        stats, is_phoenix = self._sink.stats, self._sink.is_phoenix
+        self._phoenix.shutdown(self._wait_s)
+        stats, is_phoenix = self._phoenix.stats, self._phoenix.is_phoenix
         # An annotation Phoenix cannot hold (a NaN score) is not worth another try; the rest is.
         failed = stats.failed + stats.pending + stats.dropped - stats.invalid if is_phoenix else 0
-        for family, ledger in self._ledgers.items():
-            if is_phoenix and not failed:
-                ledger.record(self._annotated[family])
-            ledger.close()
+        self._record(is_phoenix, failed)
         return stats.sent, failed, is_phoenix
+
+
+class ReplayAssessments(_ReplayResults):
+    """Posts, to MLflow, the results of the lines a replay delivered, as assessments.
+
+    Recorded in the replay's ledger under ``mlflow-assessments:<base URL>`` as Phoenix's
+    annotations are under theirs. MLflow never deduplicates assessments: each carries a
+    ``tracesim.result_id``, and before posting to a trace the sender reads the ids already
+    there, so a forced replay, or one after a run that stopped half-way, adds nothing twice.
+
+    Args:
+        base_url: MLflow's base URL.
+        headers: Request headers (the replay's: credentials reach both APIs).
+        detect: Ask first whether ``base_url`` is MLflow; when it is not, nothing is sent,
+            recorded or counted.
+        wait_s: How long the end of the run waits for MLflow to take the assessments.
+    """
+
+    def __init__(
+        self, base_url: str, headers: Mapping[str, str], *, detect: bool, wait_s: float = 30.0
+    ) -> None:
+        from tracesim.exporters import Redaction
+        from tracesim.exporters._mlflow import MlflowSink
+
+        self._setup(f"mlflow-assessments:{base_url}", wait_s)
+        # Redacted when written; the pass again covers files written with patterns since widened.
+        self._mlflow = MlflowSink(
+            base_url, headers, Redaction(), max_wait_for_span_s=wait_s, detect=detect, skip_existing=True
+        )
+        self._sink = self._mlflow
+
+    def _found(self) -> bool | None:
+        return self._mlflow.is_mlflow
+
+    def finish(self) -> tuple[int, int, int, bool | None]:
+        """Wait for delivery; (sent, already there, not delivered, whether the endpoint is MLflow)."""
+        self._mlflow.shutdown(self._wait_s)
+        stats, is_mlflow = self._mlflow.stats, self._mlflow.is_mlflow
+        failed = stats.failed + stats.pending + stats.dropped if is_mlflow else 0
+        self._record(is_mlflow, failed)
+        return stats.sent, stats.already_there, failed, is_mlflow

@@ -2,7 +2,8 @@
 
 ``RESULTS`` is a results directory that ``tracesim eval --engine dask --format traces`` (or
 ``tracesim.batch.score`` over ``Spans``) wrote. ``--to`` appends carrier spans to a trace file
-or sends them to an OTLP/HTTP endpoint; ``--phoenix`` posts span annotations. A part already
+or sends them to an OTLP/HTTP endpoint; ``--phoenix`` posts span annotations, ``--mlflow``
+MLflow assessments (feedback on the scored span). A part already
 delivered to a destination is not sent again (the ledger in ``RESULTS``); ``--force`` sends it
 anyway. Exit status: 0 when every part reached every destination, 1 when some did not (run the
 same command again to send them), 2 for usage errors and for inputs that cannot be read (a
@@ -33,6 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="carrier spans: a trace file to append to, or an OTLP/HTTP URL (base or /v1/traces)",
     )
     parser.add_argument("--phoenix", metavar="URL", help="Phoenix base URL for span annotations")
+    parser.add_argument("--mlflow", metavar="URL", help="MLflow tracking server URL for assessments")
     parser.add_argument("--headers", metavar="K=V,...", default="", help="request headers, e.g. api_key=...")
     parser.add_argument("--force", action="store_true", help="send parts the ledger says were sent")
 
@@ -45,12 +47,21 @@ def run(args: argparse.Namespace) -> int:
     from tracesim.exporters._otlp import parse_headers
 
     err = Console(file=_outputs.stream(sys.stderr), highlight=False)
-    if args.to is None and args.phoenix is None:
-        err.print("[red]error:[/red] say where to send the scores: --to FILE|URL and/or --phoenix URL")
+    if args.to is None and args.phoenix is None and args.mlflow is None:
+        err.print(
+            "[red]error:[/red] say where to send the scores: --to FILE|URL, --phoenix URL and/or --mlflow URL"
+        )
         return _EXIT_USAGE
     try:
         headers = parse_headers(args.headers)
-        report = backfill(args.results, to=args.to, phoenix=args.phoenix, headers=headers, force=args.force)
+        report = backfill(
+            args.results,
+            to=args.to,
+            phoenix=args.phoenix,
+            mlflow=args.mlflow,
+            headers=headers,
+            force=args.force,
+        )
     except (ValueError, FileNotFoundError, SourceError) as exc:
         err.print(f"[red]error:[/red] {_plain(str(exc))}", soft_wrap=True)  # a path stays whole
         return _EXIT_USAGE
@@ -67,6 +78,8 @@ def run(args: argparse.Namespace) -> int:
     table.add_row("results in the parts sent", str(report.results_sent))
     table.add_row("carrier spans", str(report.carriers))
     table.add_row("Phoenix annotations", str(report.annotations))
+    if args.mlflow is not None:
+        table.add_row("MLflow assessments", str(report.assessments))
     table.add_row("rows or results with nothing to send", str(report.unscored))
     failed = len(report.failed_parts)
     table.add_row("parts not delivered", f"[red]{failed}[/red]" if failed else "0")

@@ -9,7 +9,11 @@ rest is sent.
 
 Sent to Phoenix (found by asking the endpoint, or said with ``--annotations``), the evaluation
 results in the lines also become Phoenix span annotations, where Phoenix shows scores;
-``--no-annotations`` turns that off.
+``--no-annotations`` turns that off. Sent to MLflow (found the same way, or said with
+``--assessments``), they become MLflow assessments (feedback, and the expected output as an
+expectation); ``--no-assessments`` turns that off. MLflow's experiment comes from ``--headers
+x-mlflow-experiment-id=N``, ``OTEL_EXPORTER_OTLP_HEADERS`` or the ``mlflow_experiment_id``
+setting (``MLFLOW_EXPERIMENT_ID``).
 
 Exit status: 0 when everything was sent (or had been before); 1 when a request failed or the
 endpoint rejected spans; 2 for usage errors (a file that does not exist or cannot be read,
@@ -77,6 +81,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also post the evaluation results as Phoenix span annotations "
         "(default: when the endpoint is Phoenix)",
     )
+    parser.add_argument(
+        "--assessments",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="also post the evaluation results as MLflow assessments (default: when the endpoint is MLflow)",
+    )
 
 
 def _seconds(raw: str) -> float:
@@ -125,6 +135,7 @@ def run(args: argparse.Namespace) -> int:
                 timeout_s=args.timeout,
                 on_progress=advance,
                 annotations=args.annotations,
+                assessments=args.assessments,
             )
     except OSError as exc:  # a file that exists but cannot be read
         err.print(
@@ -206,6 +217,13 @@ def _summary(console: Console, report: ReplayReport) -> None:
             f" ([red]{report.failed_annotations} not delivered[/red])" if report.failed_annotations else ""
         )
         table.add_row("Phoenix annotations", annotations)
+    if report.mlflow:
+        assessments = f"{report.assessments}" + (
+            f" ([red]{report.failed_assessments} not delivered[/red])" if report.failed_assessments else ""
+        )
+        table.add_row("MLflow assessments", assessments)
+        if report.assessments_already_there:
+            table.add_row("MLflow assessments there before", str(report.assessments_already_there))
     table.add_row("encoding", encoding)
     console.print(table)
     for problem in report.problems[:20]:  # never wrapped: a path:line stays one piece to copy or grep
@@ -218,4 +236,9 @@ def _summary(console: Console, report: ReplayReport) -> None:
         console.print(
             "[red]Some Phoenix annotations were not delivered; run the same command again to retry "
             "them (their spans are not sent twice).[/red]"
+        )
+    if report.failed_assessments:
+        console.print(
+            "[red]Some MLflow assessments were not delivered; run the same command again to retry "
+            "them (their spans are not sent twice, nor assessments MLflow has).[/red]"
         )
