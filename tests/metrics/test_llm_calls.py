@@ -1,0 +1,125 @@
+"""LLM calls as metrics: their cost counted once, and the GenAI client metrics of instrumentations."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import openai
+import pytest
+from llm_server import LLMServer
+
+import tracesim
+from tracesim._pricing import Price
+from tracesim.cli import main
+from tracesim.evaluators import ExactMatch
+from tracesim.instrumentation import CurrentProvider
+
+from .points import last_points
+
+GENAI = {
+    "gen_ai.operation.name": "chat",
+    "gen_ai.provider.name": "openai",
+    "gen_ai.request.model": "gpt-4o-mini",
+    "gen_ai.usage.input_tokens": 1000,
+    "gen_ai.usage.output_tokens": 100,
+}
+OPENINFERENCE = {
+    "openinference.span.kind": "LLM",
+    "llm.provider": "openai",
+    "llm.model_name": "gpt-4o-mini",
+    "llm.token_count.prompt": 1000,
+    "llm.token_count.completion": 100,
+}
+ONE_CALL = 1000 * 0.15 / 1e6 + 100 * 0.60 / 1e6  # gpt-4o-mini in the shipped table
+
+
+def _cost(points: dict[str, list[dict[str, Any]]]) -> dict[tuple[str, str], float]:
+    return {
+        (p["attrs"]["gen_ai.provider.name"], p["attrs"]["gen_ai.request.model"]): p["asDouble"]
+        for p in points.get("tracesim.llm.cost", [])
+    }
+
+
+def test_a_call_two_instrumentations_trace_is_counted_once(capsys: pytest.CaptureFixture[str]) -> None:
+    tracesim.configure()
+    side_by_side = (
+        CurrentProvider().get_tracer("openinference.instrumentation.x"),
+        CurrentProvider().get_tracer("opentelemetry.instrumentation.x"),
+    )
+
+    @tracesim.trace(kind="agent")
+    def agent() -> None:
+        # two instrumentations of one framework, each a span of the same call, side by side
+        a = side_by_side[0].start_span("model call")
+        b = side_by_side[1].start_span("model call")
+        a.set_attributes(OPENINFERENCE)
+        b.set_attributes(GENAI)
+        a.end()
+        b.end()
+        # an LLM call inside another instrumentation's span of the same call (a client under a framework)
+        with (
+            side_by_side[1].start_as_current_span("chat gpt-4o-mini", attributes=GENAI),
+            side_by_side[0].start_as_current_span("client call", attributes=GENAI),
+        ):
+            pass
+
+    agent()
+    tracesim.shutdown()
+    cost = _cost(last_points())
+    assert cost == {("openai", "gpt-4o-mini"): pytest.approx(2 * ONE_CALL)}
+    capsys.readouterr()
+    assert main(["report", "--json", ".tracesim/traces.jsonl"]) == 0
+    usage = json.loads(capsys.readouterr().out)["llm_usage"]
+    assert usage["totals"]["calls"] == 2
+    assert usage["totals"]["cost_usd"] == pytest.approx(sum(cost.values()))
+
+
+def test_an_unpriced_model_adds_no_cost() -> None:
+    tracesim.configure()
+    with (
+        CurrentProvider()
+        .get_tracer("x")
+        .start_as_current_span("chat", attributes={**GENAI, "gen_ai.request.model": "home-made"})
+    ):
+        pass
+    with tracesim.span("scored", evaluators=[ExactMatch()], expected="ok") as span:
+        span.set_output("ok")  # a result, so that the file has a line
+    tracesim.shutdown()
+    points = last_points()
+    assert "tracesim.evaluation.results" in points
+    assert _cost(points) == {}
+
+
+def test_the_openai_instrumentation_records_the_genai_client_metrics(llm_server: LLMServer) -> None:
+    tracesim.configure(instrument=["openai"], prices={"scripted-model": Price(input=1.0, output=2.0)})
+    client = openai.OpenAI(base_url=llm_server.base_url, api_key="test", max_retries=0)
+    client.chat.completions.create(model="gpt-x", messages=[{"role": "user", "content": "hello there"}])
+    client.close()
+    tracesim.shutdown()
+    points = last_points()
+    (duration,) = points["gen_ai.client.operation.duration"]
+    assert duration["unit"] == "s"
+    assert duration["attrs"]["gen_ai.operation.name"] == "chat"
+    assert duration["attrs"]["gen_ai.request.model"] == "gpt-x"
+    assert int(duration["count"]) == 1
+    usage = {p["attrs"]["gen_ai.token.type"]: p for p in points["gen_ai.client.token.usage"]}
+    assert set(usage) == {"input", "output"}
+    assert all(int(p["count"]) == 1 for p in usage.values())  # one point per call: not recorded twice
+    tokens_in, tokens_out = usage["input"]["sum"], usage["output"]["sum"]
+    assert tokens_in > 0
+    assert tokens_out > 0
+    # the same call's cost, from the span the instrumentation made, priced as configured
+    assert _cost(points) == {("openai", "gpt-x"): pytest.approx((tokens_in * 1.0 + tokens_out * 2.0) / 1e6)}
+
+
+def test_without_metrics_the_instrumentation_records_nothing(llm_server: LLMServer) -> None:
+    tracesim.configure(instrument=["openai"], metrics="none")
+    client = openai.OpenAI(base_url=llm_server.base_url, api_key="test", max_retries=0)
+    reply = client.chat.completions.create(model="gpt-x", messages=[{"role": "user", "content": "hi"}])
+    client.close()
+    assert reply.choices[0].message.content
+    runtime = tracesim._runtime.current
+    assert runtime is not None
+    assert runtime.metrics is None
+    tracesim.shutdown()
