@@ -41,6 +41,7 @@ class Reply:
     status: int = 200
     body: str = ""
     content_type: str = "application/x-protobuf"
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 OK = Reply()
@@ -59,6 +60,8 @@ class ScriptedBackend:
         self.span_requests: list[list[str]] = []  # span names per accepted trace request
         self.logs: list[LogRecord] = []  # log records of accepted log requests
         self.metric_requests = 0
+        self.required_header: str | None = None  # like MLflow: 422 on /v1/traces without it
+        self.max_spans: int | None = None  # 413 for a trace request with more spans
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
@@ -95,9 +98,17 @@ class ScriptedBackend:
             if reply.status != 200:
                 return reply
             if path == "/v1/traces":
+                if self.required_header and self.required_header not in headers:
+                    return Reply(
+                        422,
+                        MLFLOW_MISSING_HEADER.replace("x-mlflow-experiment-id", self.required_header),
+                        JSON,
+                    )
                 request = ExportTraceServiceRequest()
                 request.ParseFromString(body)
                 spans = [s for rs in request.resource_spans for ss in rs.scope_spans for s in ss.spans]
+                if self.max_spans is not None and len(spans) > self.max_spans:
+                    return Reply(413, "Request Entity Too Large", "text/plain")
                 self.spans.extend(spans)
                 self.span_requests.append([s.name for s in spans])
             elif path == "/v1/logs":
@@ -122,6 +133,8 @@ class ScriptedBackend:
                 self.send_response(reply.status)
                 self.send_header("Content-Type", reply.content_type)
                 self.send_header("Content-Length", str(len(payload)))
+                for name, value in reply.headers:
+                    self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(payload)
 

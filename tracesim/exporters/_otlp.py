@@ -41,6 +41,12 @@ def otlp_exporter(
         timeout_s: Per-export time limit in seconds.
         spool_dir: When set, batches the backend does not accept are kept in this directory
             and re-sent when it is back (a `SpoolingExporter` around the OTLP exporter).
+
+    Over HTTP, a refusal that retrying cannot fix (a missing header, wrong credentials, a
+    wrong path: 400, 401, 403, 404, 405, 415, 422) is logged once with the backend's own
+    message and what to change, and is not treated as an outage; a batch too large (413) is
+    sent again in halves. See ``docs/backends.md`` ("When the backend refuses") for what is
+    kept.
         spool_max_bytes: Size bound of the spool; the oldest batches go first when it is full.
 
     Example:
@@ -75,9 +81,9 @@ def _official_exporter(
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
 
         return GrpcExporter(endpoint=endpoint, headers=dict(headers) if headers else None, timeout=timeout_s)
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
+    from tracesim.exporters._otlp_http import RefusalAwareSpanExporter
 
-    return HttpExporter(
+    return RefusalAwareSpanExporter(
         endpoint=_traces_url(endpoint) if endpoint else None,
         headers=dict(headers) if headers else None,
         timeout=timeout_s,

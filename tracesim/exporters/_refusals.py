@@ -48,6 +48,8 @@ __all__ = [
     "Refusal",
     "advice",
     "backend_message",
+    "classify",
+    "describe",
     "quiet_sdk_lines",
 ]
 
@@ -79,17 +81,22 @@ class Answer:
 
 @dataclass(frozen=True)
 class Refusal:
-    """A refusal tracesim has reported: the URL, the status, the backend's message, what to change.
+    """A refusal: the URL, the status, the backend's message, what to change, and how far it reaches.
+
+    ``lasting`` is True when the configuration is refused (a header, credentials, the path, the
+    encoding): every request will be, until it changes. False when only this request is (a
+    malformed or too large batch).
 
     Example:
-        >>> Refusal("http://h/v1/logs", 405, "Method Not Allowed", "...").status
-        405
+        >>> Refusal("http://h/v1/logs", 405, "Method Not Allowed", "...").lasting
+        True
     """
 
     url: str
     status: int
     message: str
     advice: str
+    lasting: bool = True
 
 
 class AnswerRecorder:
@@ -273,6 +280,34 @@ def advice(status: int, message: str, signal: str) -> str:
     if status == 415:
         return "the backend takes no OTLP/HTTP protobuf here: check otlp_protocol and the endpoint"
     return "the backend found the request invalid: its message says why"
+
+
+_CONFIG_STATUSES = frozenset({401, 403, 404, 405, 415, 501})
+
+
+def classify(answer: Answer, signal: str) -> Refusal | None:
+    """The refusal ``answer`` is, or None when retrying may help (2xx, 408, 429, 5xx but 501).
+
+    A 400 or 422 refuses the configuration when its message names a header or an MLflow
+    experiment (MLflow: ``x-mlflow-experiment-id`` missing, or not an integer), else only that
+    request (a span MLflow cannot convert); a 413 refuses that request's size.
+
+    Example:
+        >>> classify(Answer("http://h/v1/traces", 503, "busy", "text/plain"), "spans") is None
+        True
+        >>> classify(Answer("http://h", 422, '{"detail":"Cannot convert span"}', ""), "spans").lasting
+        False
+        >>> classify(Answer("http://h/v1/traces", 401, "no key", "text/plain"), "spans").lasting
+        True
+    """
+    if answer.status not in PERMANENT | NOT_TAKEN:
+        return None
+    message = backend_message(answer)
+    said = message.lower()
+    lasting = answer.status in _CONFIG_STATUSES or (
+        answer.status in (400, 422) and ("header" in said or "experiment" in said)
+    )
+    return Refusal(answer.url, answer.status, message, advice(answer.status, message, signal), lasting)
 
 
 def describe(what: str, refusal: Refusal) -> str:

@@ -8,6 +8,14 @@ spool directory as an OTLP/JSON line and re-sent, in order, with exponential bac
 the backend is known to be down (the circuit is open) new batches go straight to disk, so the
 ``BatchSpanProcessor`` queue in front never fills up and drops spans, not even during the
 first time-out that reveals the outage.
+
+A refusal is not an outage. When the wrapped exporter reports one (the OTLP/HTTP exporter of
+`tracesim.exporters.otlp_exporter` does: a 4xx retrying cannot fix, see
+`tracesim.exporters._otlp_http`), a batch refused for the configuration (a missing header,
+credentials, the path) stays in the spool, as do the batches after it, bounded by
+``max_bytes``, so that a run with the configuration fixed delivers them; this process tries the
+oldest again only every ``refusal_retry_s``, never probes the backend meanwhile, and
+``force_flush`` returns False at once. A batch refused for itself (malformed) is deleted.
 """
 
 from __future__ import annotations
@@ -25,6 +33,8 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from tracesim._errors import ConfigError
 from tracesim._internal_errors import CauseLog, internal_error, os_cause
+from tracesim.exporters._otlp_http import last_refusal
+from tracesim.exporters._refusals import Refusal
 from tracesim.exporters._spool_store import (
     Encoded,
     SpoolEntry,
@@ -72,6 +82,9 @@ class SpoolingExporter(SpanExporter):
         max_rejections: A batch that fails this many times while the backend answers an empty
             export (a health probe) is deleted as rejected, so one bad batch cannot block
             the others forever.
+        refusal_retry_s: While the backend refuses the configuration, how long between two
+            attempts with the oldest batch (one request each; a backend whose configuration is
+            fixed meanwhile gets the spool).
 
     Example:
         >>> from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -93,6 +106,7 @@ class SpoolingExporter(SpanExporter):
         initial_backoff_s: float = 1.0,
         max_backoff_s: float = 30.0,
         max_rejections: int = 3,
+        refusal_retry_s: float = 300.0,
     ) -> None:
         if max_bytes <= 0:
             raise ConfigError("spool_max_bytes", max_bytes, "a positive number of bytes")
@@ -108,6 +122,10 @@ class SpoolingExporter(SpanExporter):
         self._initial_backoff_s = initial_backoff_s
         self._max_backoff_s = max_backoff_s
         self._max_rejections = max_rejections
+        self._refusal_retry_s = refusal_retry_s
+        self._refusal: Refusal | None = None  # the backend refuses the configuration
+        self._refused = 0
+        self._refused_since_flush = False  # a batch deleted as refused: the next flush says False
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._shutdown = self._stopping = False
@@ -126,6 +144,9 @@ class SpoolingExporter(SpanExporter):
         self._persist_lock = threading.Lock()
         self._worker: threading.Thread | None = None
         self._worker_pid = 0
+        keeps = getattr(inner, "kept_in", None)
+        if callable(keeps):  # the inner exporter's refusal message says where refused batches are
+            keeps(str(self._store.directory))
         if self._store.entries:
             _logger.info(
                 "tracesim: %d spans left in spool %s by an earlier run will be re-sent",
@@ -157,7 +178,14 @@ class SpoolingExporter(SpanExporter):
                 pending=self._store.spans,
                 pending_bytes=self._store.bytes,
                 circuit_open=self._circuit_open,
+                refused=self._refused,
             )
+
+    @property
+    def refusal(self) -> Refusal | None:
+        """The backend's refusal of the configuration, while it lasts (None otherwise)."""
+        with self._lock:
+            return self._refusal
 
     # ------------------------------------------------------------ caller side
 
@@ -285,7 +313,11 @@ class SpoolingExporter(SpanExporter):
                     delivered = False
                     internal_error("spool sender")
                 if not delivered:
-                    self._on_failure(head, attempt)
+                    refusal = last_refusal(self._inner)
+                    if refusal is None:
+                        self._on_failure(head, attempt)
+                    else:
+                        self._on_refusal(head, attempt, refusal)
             finally:
                 with self._lock:
                     self._changed.notify_all()
@@ -334,11 +366,29 @@ class SpoolingExporter(SpanExporter):
         if self._circuit_open:
             _logger.info("tracesim: the trace backend accepts batches again; sending the spool")
             self._circuit_open = False
+        self._refusal = None
         if not self._store.entries and self._burst_dropped:
             _logger.warning(
                 "tracesim: spool drained; %d spans were deleted unsent while it was full", self._burst_dropped
             )
             self._burst_dropped = 0
+
+    def _on_refusal(self, head: SpoolEntry, attempt: int, refusal: Refusal) -> None:
+        # The inner exporter has said it once, with what to change. Not an outage: no health
+        # probe, no backoff race; the batch stays (the configuration) or goes (the batch).
+        with self._lock:
+            self._refused += head.spans
+            if not refusal.lasting:
+                self._store.remove(head)
+                self._rejections.pop(head.name, None)
+                self._rejected += head.spans
+                self._refused_since_flush = True
+                return
+            self._refusal = refusal
+            self._circuit_open = True  # new batches go to disk, bounded as in an outage
+            self._down_attempt = attempt  # answers the flushes waiting
+            self._next_attempt = time.monotonic() + self._refusal_retry_s
+        self._persist_in_memory()
 
     def _on_failure(self, head: SpoolEntry, attempt: int) -> None:
         # Down, or does it refuse this one batch? An empty export is a valid OTLP request
@@ -406,10 +456,15 @@ class SpoolingExporter(SpanExporter):
         within the deadline until everything is delivered or an attempt that started after
         this call finds the backend down (a refused connection fails fast; a backend that
         hangs is waited for until the deadline). What is not delivered is then on disk
-        before this returns, so a process may exit right after.
+        before this returns, so a process may exit right after. While the backend refuses the
+        configuration (`refusal`), returns False at once, sending nothing; and False once after
+        a batch the backend refused for itself was deleted.
         """
-        if self._drain(time.monotonic() + timeout_millis / 1000):
-            return True
+        drained = self._drain(time.monotonic() + timeout_millis / 1000)
+        with self._lock:
+            refused, self._refused_since_flush = self._refused_since_flush, False
+        if drained:
+            return not refused
         self._persist_in_memory()
         return False
 
@@ -417,7 +472,7 @@ class SpoolingExporter(SpanExporter):
         with self._lock:
             if not self._store.entries:
                 return True
-            if self._stopping:
+            if self._stopping or self._refusal is not None:
                 return False
             asked = self._attempts  # attempts numbered above this started after the request
             self._wanted_after = max(self._wanted_after, asked)
@@ -430,6 +485,7 @@ class SpoolingExporter(SpanExporter):
                     self._store.entries
                     and not self._stopping
                     and self._down_attempt <= asked
+                    and self._refusal is None
                     and not (until_down and self._circuit_open)
                 ):
                     remaining = deadline - time.monotonic()

@@ -63,7 +63,11 @@ class SpoolStats:
     pending_bytes: int
     """Bytes the waiting batches take on disk."""
     circuit_open: bool
-    """True while the backend is considered down."""
+    """True while the backend is considered down, or refuses the configuration."""
+    refused: int = 0
+    """Spans of the batches the backend refused in a way retrying cannot fix (400, 401, 403, 404,
+    405, 415, 422), each attempt counted: those refused for the configuration stay in the spool,
+    those refused for themselves are deleted (and counted in ``rejected`` too)."""
 
 
 @dataclass(eq=False)

@@ -1,0 +1,161 @@
+"""The official OTLP/HTTP span exporter, told apart from an outage: a refusal retrying cannot fix.
+
+`RefusalAwareSpanExporter` is OpenTelemetry's ``OTLPSpanExporter`` with a session that
+records each answer (`tracesim.exporters._refusals.AnswerRecorder`). What it adds:
+
+- a refusal (400, 401, 403, 404, 405, 415, 422) is logged once per cause, with the backend's
+  own message and what to change (`tracesim.exporters._refusals.advice`), instead of the SDK's
+  ``Failed to export spans batch code: 422`` on every batch;
+- a 413 (request too large) splits the batch in halves and sends each again; a single span the
+  backend still finds too large is dropped and counted (``stats.too_large``);
+- `last_refusal` tells the exporter around it (`SpoolingExporter`) that the last export on
+  this thread was refused, and whether for the configuration (``lasting``) or for that batch.
+
+What is kept: alone, the exporter drops a refused batch (counted in ``stats.dropped``); under
+a `SpoolingExporter` (which calls `kept_in`), a batch refused for the configuration stays in
+the spool for a run with the configuration fixed, and one refused for itself is dropped.
+
+Example:
+    >>> exporter = RefusalAwareSpanExporter(endpoint="http://127.0.0.1:4318/v1/traces")
+    >>> exporter.stats
+    RefusalStats(refused=0, dropped=0, too_large=0)
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExportResult
+
+from tracesim.exporters._refusals import NOT_TAKEN, PERMANENT, AnswerRecorder, Refusal, classify, describe
+
+__all__ = ["RefusalAwareSpanExporter", "RefusalStats", "last_refusal"]
+
+_logger = logging.getLogger("tracesim")
+
+
+@dataclass(frozen=True)
+class RefusalStats:
+    """What the backend refused, as counted by a `RefusalAwareSpanExporter`."""
+
+    refused: int
+    """Export requests the backend refused (any status of ``PERMANENT``)."""
+    dropped: int
+    """Spans dropped because they were refused (not counting those a spool keeps)."""
+    too_large: int
+    """Spans dropped because the backend found a request of that span alone too large (413)."""
+
+
+class RefusalAwareSpanExporter(OTLPSpanExporter):
+    """``OTLPSpanExporter`` (OTLP/HTTP) that names a refusal once and splits a too-large batch.
+
+    Takes the arguments of ``OTLPSpanExporter`` but ``session``.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        self._recorder = AnswerRecorder(quiet=PERMANENT | NOT_TAKEN)
+        super().__init__(session=self._recorder.session(), **kwargs)
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._said: set[tuple[int, str, bool]] = set()
+        self._spool: str | None = None
+        self._refused = self._dropped = self._too_large = 0
+        self._lost_since_flush = False
+
+    @property
+    def stats(self) -> RefusalStats:
+        """A snapshot of the counters."""
+        with self._lock:
+            return RefusalStats(self._refused, self._dropped, self._too_large)
+
+    def kept_in(self, directory: str) -> None:
+        """Say that a spool at ``directory`` keeps what the configuration has refused (see module)."""
+        self._spool = directory
+
+    def last_refusal(self) -> Refusal | None:
+        """The refusal of this thread's last `export`, or None (delivered, or may be retried)."""
+        refusal: Refusal | None = getattr(self._local, "refusal", None)
+        return refusal
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        self._local.refusal = None
+        if not spans:  # a spool's health probe: an empty request (MLflow refuses it with a 400)
+            self._recorder.begin()
+            try:
+                return super().export(spans)
+            finally:
+                self._recorder.end()
+        return self._send(list(spans))
+
+    def _send(self, spans: list[ReadableSpan]) -> SpanExportResult:
+        self._recorder.begin()
+        try:
+            result = super().export(spans)
+        finally:
+            answer = self._recorder.last()
+            self._recorder.end()
+        if result is SpanExportResult.SUCCESS or answer is None:
+            return result
+        refusal = classify(answer, "spans")
+        if refusal is None:
+            return result  # an outage, or a busy backend: the caller may retry
+        with self._lock:
+            self._refused += 1
+        if refusal.status == 413:
+            return self._split(spans, refusal)
+        self._local.refusal = refusal
+        if refusal.lasting and self._spool:
+            kept = (
+                f"refused batches stay in spool {self._spool} (bounded by spool_max_bytes) "
+                "for a run with the configuration fixed"
+            )
+        else:
+            with self._lock:
+                self._dropped += len(spans)
+                self._lost_since_flush = True
+            kept = "that batch is dropped"
+            if refusal.lasting:
+                kept = "refused batches are dropped (counted in stats)"
+        self._say_once(refusal, kept)
+        return SpanExportResult.FAILURE
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        """False when spans were dropped as refused since the last call (nothing is buffered here)."""
+        with self._lock:
+            lost, self._lost_since_flush = self._lost_since_flush, False
+        return not lost
+
+    def _split(self, spans: list[ReadableSpan], refusal: Refusal) -> SpanExportResult:
+        if len(spans) == 1:
+            with self._lock:
+                self._too_large += 1
+                self._lost_since_flush = True
+            self._say_once(refusal, "a span too large on its own is dropped (counted in stats)")
+            return SpanExportResult.SUCCESS  # nothing to retry: the batch's other spans were sent
+        half = len(spans) // 2
+        first = self._send(spans[:half])
+        second = self._send(spans[half:])
+        if first is SpanExportResult.SUCCESS and second is SpanExportResult.SUCCESS:
+            return SpanExportResult.SUCCESS
+        return SpanExportResult.FAILURE
+
+    def _say_once(self, refusal: Refusal, kept: str) -> None:
+        key = (refusal.status, refusal.advice, refusal.lasting)
+        with self._lock:
+            if key in self._said:
+                return
+            self._said.add(key)
+        _logger.warning("tracesim: %s; %s (said once)", describe("spans", refusal), kept)
+
+
+def last_refusal(exporter: object) -> Refusal | None:
+    """The refusal of the last export of ``exporter`` on this thread; None for other exporters."""
+    read = getattr(exporter, "last_refusal", None)
+    refusal = read() if callable(read) else None
+    return refusal if isinstance(refusal, Refusal) else None
