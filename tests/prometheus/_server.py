@@ -8,9 +8,10 @@ data under ``workdir`` (``--storage.tsdb.path``), listens on a free loopback por
 until the answer satisfies a condition (by default: not empty) or a deadline passes; ``stop()``
 sends SIGTERM, then SIGKILL after a grace period.
 
-Measured here (prometheus 2.42.0+ds, 2 cores): ready 0.3 s after the start; a target's first
-samples are queryable 1 to 6 s later (first scrape at a random offset within the interval,
-then ingestion).
+Measured here (prometheus 2.42.0+ds, 2 cores): ``/-/ready`` 0.2 s after the start; a target's
+first samples are queryable 5 to 6 s after that (the scrape manager takes its targets from
+discovery 5 s after start, then scrapes at an offset within the interval); a rule over them a
+further 1 to 2 s; SIGTERM stops it in under 0.1 s.
 
 Never use the machine's own ``/etc/prometheus/prometheus.yml`` (Debian's scrapes
 localhost:9090 and :9100): the server always gets the configuration written here.

@@ -1,0 +1,163 @@
+"""A real Prometheus scrapes a traced, scored process; its numbers are those of ``tracesim report``.
+
+The process (``_scored_app.py``) scores one round of calls, then, once Prometheus has scraped
+that round, the same round again. Prometheus sees a counter's first value but not the rise to
+it, so only the second round is a rise inside the window of the shipped rules' ``rate()``;
+both rounds are alike, so the rise is proportional to the totals and the recorded pass rate is
+the pass rate of all the traffic. Every series of the target shares its scrape times, so
+``rate()``'s extrapolation scales them alike and cancels out of the ratio.
+
+What must hold, against ``tracesim report --json`` on the same process's trace file:
+
+- the counts of each evaluator, span name and outcome are the report's, exactly;
+- a plain ratio of the counters, ``passed / (passed + failed)``, is the report's pass rate;
+- the shipped recording rule ``tracesim:evaluation_pass_rate:ratio_rate5m`` (the file loaded
+  with ``rule_files``) is ``passed / (passed + failed + errors)`` of the report's counts, the
+  definition the alerts use (an error counts as a failure), up to floating-point rounding;
+- the recorded mean score is the report's mean score.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import IO, Any
+
+import pytest
+
+APP = Path(__file__).with_name("_scored_app.py")
+RULES = Path(__file__).resolve().parents[2] / "examples" / "prometheus" / "tracesim-rules.yml"
+KEYS = ("gen_ai_evaluation_name", "tracesim_span_name")
+OUTCOME_KEYS = (*KEYS, "tracesim_evaluation_outcome")
+PASS_RATE_RULE = "tracesim:evaluation_pass_rate:ratio_rate5m"
+MEAN_SCORE_RULE = "tracesim:evaluation_score:mean5m"
+COUNTS = 'sum by (gen_ai_evaluation_name, tracesim_span_name, tracesim_evaluation_outcome) (tracesim_evaluation_results_total{job="tracesim"})'  # noqa: E501
+PLAIN_RATIO = (
+    'sum by (gen_ai_evaluation_name, tracesim_span_name) (tracesim_evaluation_results_total{tracesim_evaluation_outcome="passed"})'  # noqa: E501
+    ' / sum by (gen_ai_evaluation_name, tracesim_span_name) (tracesim_evaluation_results_total{tracesim_evaluation_outcome=~"passed|failed"})'  # noqa: E501
+)
+# The report's count for each outcome the metrics count (its "errors" is the outcome "error").
+REPORT_FIELDS = {"passed": "passed", "failed": "failed", "error": "errors", "skipped": "skipped"}
+
+
+class App:
+    """The scored process, driven line by line over its stdin and stdout."""
+
+    def __init__(self, traces: Path, port: int) -> None:
+        self.traces = traces
+        self.target = f"127.0.0.1:{port}"  # its scrape endpoint
+        self.process = subprocess.Popen(
+            [sys.executable, str(APP), str(traces), str(port)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def expect(self, line: str) -> None:
+        stdout: IO[str] | None = self.process.stdout
+        assert stdout is not None
+        got = stdout.readline().strip()  # the app prints it within seconds, or exits
+        if got != line:
+            self.process.kill()
+            _, err = self.process.communicate(timeout=30)
+            raise AssertionError(f"the app said {got!r}, not {line!r}; stderr:\n{err}")
+
+    def send(self, line: str) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(line + "\n")
+        self.process.stdin.flush()
+
+    def close(self) -> str:
+        """End the app (stdin closed: it shuts tracesim down); its stderr."""
+        try:
+            _, err = self.process.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            _, err = self.process.communicate(timeout=30)
+        return err
+
+
+@pytest.fixture
+def app(tmp_path: Path, prometheus_harness: ModuleType) -> Iterator[App]:
+    scored = App(tmp_path / "traces.jsonl", prometheus_harness.free_port())
+    try:
+        yield scored
+    finally:
+        if scored.process.poll() is None:
+            scored.close()
+
+
+def _report(traces: Path) -> dict[tuple[str, str], dict[str, Any]]:
+    """``tracesim report --json``'s rows by (evaluator, span name)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "tracesim", "report", str(traces), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    return {(row["name"], row["span"]): row for row in json.loads(result.stdout)["evaluators"]}
+
+
+def _expected_counts(report: dict[tuple[str, str], dict[str, Any]]) -> dict[tuple[str, ...], float]:
+    return {
+        (name, span, outcome): float(row[field])
+        for (name, span), row in report.items()
+        for outcome, field in REPORT_FIELDS.items()
+        if row[field]
+    }
+
+
+def test_prometheus_reads_the_pass_rate_and_counts_tracesim_reports(
+    app: App, start_prometheus: Callable[..., Any], prometheus_harness: ModuleType
+) -> None:
+    by_labels = prometheus_harness.by_labels
+    app.expect("round 1 scored")
+    first = _report(app.traces)
+    # Started after the first round is scored, so its first scrape sees the whole round.
+    server = start_prometheus(targets=[app.target], rule_files=[RULES])
+
+    first_counts = _expected_counts(first)
+    server.query(COUNTS, until=lambda result: by_labels(result, *OUTCOME_KEYS) == first_counts)
+
+    app.send("again")
+    app.expect("round 2 scored")
+    report = _report(app.traces)
+    for key, row in report.items():  # the second round is the first again
+        for field in REPORT_FIELDS.values():
+            assert row[field] == 2 * first[key][field], (key, field)
+    counts = _expected_counts(report)
+    seen = server.query(COUNTS, until=lambda result: by_labels(result, *OUTCOME_KEYS) == counts)
+    assert by_labels(seen, *OUTCOME_KEYS) == counts
+    assert {key[:2] for key in counts} == {("graded", "answer"), ("exact", "answer")}
+    assert counts[("graded", "answer", "error")] > 0  # the case the two definitions differ on
+
+    plain = by_labels(server.query_once(PLAIN_RATIO), *KEYS)
+    assert plain == {key: row["pass_rate"] for key, row in report.items()}
+
+    # The rules see the final counts in an evaluation later than the query that saw them.
+    seen_at = max(float(r["value"][0]) for r in seen)
+    server.query(
+        f"timestamp({PASS_RATE_RULE})",
+        until=lambda result: (
+            len(result) == len(report) and min(float(r["value"][1]) for r in result) > seen_at
+        ),
+    )
+    recorded = by_labels(server.query_once(PASS_RATE_RULE), *KEYS)
+    assert recorded.keys() == report.keys()
+    for key, row in report.items():
+        decided = row["passed"] + row["failed"] + row["errors"]
+        assert recorded[key] == pytest.approx(row["passed"] / decided, rel=1e-12, abs=0), key
+
+    mean = by_labels(server.query_once(MEAN_SCORE_RULE), *KEYS)  # evaluated with the pass rate
+    assert mean == {key: pytest.approx(row["mean_score"], rel=1e-9) for key, row in report.items()}
+
+    assert [target["health"] for target in server.target_health()] == ["up"]
+    err = app.close()
+    assert app.process.returncode == 0, err
