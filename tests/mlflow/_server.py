@@ -290,12 +290,19 @@ class MlflowServer:
 
         ``trace_ids`` are MLflow's (``tr-<32 hex>``); a trace MLflow does not have maps to None.
         """
+        return self._client_read(trace_ids, "[a.to_dictionary() for a in trace.info.assessments]")
+
+    def read_traces(self, trace_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Each whole trace (info, assessments, spans) as MLflow's client gives it (``Trace.to_dict()``)."""
+        return self._client_read(trace_ids, "trace.to_dict()")
+
+    def _client_read(self, trace_ids: Sequence[str], expression: str) -> dict[str, Any]:
         code = (
             "import json, sys, mlflow\n"
             "out = {}\n"
             "for tid in json.loads(sys.argv[1]):\n"
             "    trace = mlflow.get_trace(tid)\n"
-            "    out[tid] = None if trace is None else [a.to_dictionary() for a in trace.info.assessments]\n"
+            f"    out[tid] = None if trace is None else {expression}\n"
             "print(json.dumps(out, default=str))\n"
         )
         result = subprocess.run(
@@ -308,7 +315,7 @@ class MlflowServer:
         )
         if result.returncode != 0:
             raise AssertionError(f"mlflow.get_trace failed ({result.returncode}):\n{result.stderr[-3000:]}")
-        found: dict[str, list[dict[str, Any]]] = json.loads(result.stdout.strip().splitlines()[-1])
+        found: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
         return found
 
 
