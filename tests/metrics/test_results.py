@@ -194,3 +194,22 @@ def test_metrics_follow_the_span_exporters_by_default() -> None:
     assert destinations(resolve({"exporters": ["console"]}, environ={})) == ()
     assert destinations(resolve({"exporters": ["otlp", "jsonl"]}, environ={})) == ("otlp", "jsonl")
     assert destinations(resolve({"exporters": ["console"], "metrics": "jsonl"}, environ={})) == ("jsonl",)
+
+
+def test_feedback_counts_as_a_result_of_its_span() -> None:
+    tracesim.configure()
+    with tracesim.span("answer") as span:
+        span.set_output("Warsaw")
+    runtime = tracesim._runtime.current
+    assert runtime is not None
+    assert runtime.metrics is not None
+    from tracesim.evaluators import EvalResult
+
+    # what tracesim.score() counts (see the report: the call to wire in tracesim/_api.py)
+    runtime.metrics.feedback(span, EvalResult(name="user_rating", score=1.0, passed=True))
+    runtime.metrics.feedback(span.span_context, EvalResult(name="user_rating", score=0.0, passed=False))
+    tracesim.shutdown()
+    counted = results_by(
+        last_points(), "gen_ai.evaluation.name", "tracesim.span.name", "tracesim.evaluation.outcome"
+    )
+    assert counted == {("user_rating", "answer", "passed"): 1, ("user_rating", "_unknown", "failed"): 1}

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tracesim._errors import ConfigError
-from tracesim._metrics._counts import OUTCOMES, SCORE_BUCKETS, ResultCounts, outcome
+from tracesim._metrics._counts import OUTCOMES, SCORE_BUCKETS, UNNAMED, ResultCounts, outcome
 from tracesim._metrics._prometheus import scrape_url
 
 if TYPE_CHECKING:
@@ -37,11 +37,13 @@ if TYPE_CHECKING:
 
     from tracesim._config import Settings
     from tracesim._metrics._prometheus import Endpoint
+    from tracesim.evaluators import EvalResult
     from tracesim.exporters import Redaction
 
 __all__ = [
     "OUTCOMES",
     "SCORE_BUCKETS",
+    "UNNAMED",
     "Metrics",
     "ResultCounts",
     "build_metrics",
@@ -101,6 +103,22 @@ class Metrics:
         from tracesim._metrics._cost import CostCounting
 
         return CostCounting(exporter, self.cost)
+
+    def feedback(self, target: Any, result: EvalResult) -> None:
+        """Count a ``tracesim.score()`` result for ``target`` (a span; a ``SpanContext`` is `UNNAMED`).
+
+        Example:
+            >>> from opentelemetry.sdk.metrics import MeterProvider
+            >>> from tracesim.evaluators import EvalResult
+            >>> provider = MeterProvider()
+            >>> counter = provider.get_meter("t").create_counter("c")
+            >>> metrics = Metrics(provider, ResultCounts(), counter)
+            >>> metrics.feedback(None, EvalResult(name="user_rating", score=1.0, passed=True))
+            >>> metrics.counts.by_outcome()["passed"]
+            1
+        """
+        name = getattr(getattr(target, "otel_span", target), "name", None)
+        self.counts.result(result.name, name if isinstance(name, str) else UNNAMED, result)
 
     def activate(self) -> None:
         """The configuration is being installed: the scrape endpoint serves its metrics from now on."""

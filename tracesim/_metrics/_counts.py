@@ -35,6 +35,7 @@ __all__ = [
     "SCORE_BUCKETS",
     "SPAN_KEY",
     "SPAN_NAMES_PER_EVALUATOR",
+    "UNNAMED",
     "ResultCounts",
     "outcome",
 ]
@@ -46,6 +47,8 @@ EVALUATORS = 100
 PAIRS = 1000
 """Distinct (evaluator, span name) pairs counted in all; beyond, the span name is `OTHER`."""
 OTHER = "_other"
+UNNAMED = "_unknown"
+"""The span name counted when the span's name is not known (a result for a bare ``SpanContext``)."""
 SPAN_KEY = "tracesim.span.name"
 OUTCOME_KEY = "tracesim.evaluation.outcome"
 OUTCOMES = ("passed", "failed", "undecided", "skipped", "error", "dropped", "not_sampled")

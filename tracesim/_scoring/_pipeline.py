@@ -568,7 +568,7 @@ def _serve(loop: asyncio.AbstractEventLoop) -> None:
 def _span_name(span: otel_trace.Span) -> str:
     """The name of a scored span (an SDK span has one; another kind of span counts as unnamed)."""
     name = getattr(span, "name", None)
-    return name if isinstance(name, str) else ""
+    return name if isinstance(name, str) else "_unknown"
 
 
 def _subject(job: Job, evaluator: Evaluator) -> Any:
