@@ -14,7 +14,9 @@ What must hold, against ``tracesim report --json`` on the same process's trace f
 - the shipped recording rule ``tracesim:evaluation_pass_rate:ratio_rate5m`` (the file loaded
   with ``rule_files``) is ``passed / (passed + failed + errors)`` of the report's counts, the
   definition the alerts use (an error counts as a failure), up to floating-point rounding;
-- the recorded mean score is the report's mean score.
+- the recorded mean score is the report's mean score;
+- the LLM cost counter is the report's cost, by provider and model, and the cost rule has the
+  labels its alert sums by.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from types import ModuleType
 from typing import IO, Any
 
 import pytest
+from llm_server import LLMServer
 
 APP = Path(__file__).with_name("_scored_app.py")
 RULES = Path(__file__).resolve().parents[2] / "examples" / "prometheus" / "tracesim-rules.yml"
@@ -35,6 +38,10 @@ KEYS = ("gen_ai_evaluation_name", "tracesim_span_name")
 OUTCOME_KEYS = (*KEYS, "tracesim_evaluation_outcome")
 PASS_RATE_RULE = "tracesim:evaluation_pass_rate:ratio_rate5m"
 MEAN_SCORE_RULE = "tracesim:evaluation_score:mean5m"
+COST_RULE = "tracesim:llm_cost_usd:increase1h"
+COST_KEYS = ("gen_ai_provider_name", "gen_ai_request_model")
+COST = f'sum by ({", ".join(COST_KEYS)}) (tracesim_llm_cost_total{{job="tracesim"}})'
+MODEL = "gpt-4o-mini"  # the model _scored_app.py calls
 COUNTS = 'sum by (gen_ai_evaluation_name, tracesim_span_name, tracesim_evaluation_outcome) (tracesim_evaluation_results_total{job="tracesim"})'  # noqa: E501
 PLAIN_RATIO = (
     'sum by (gen_ai_evaluation_name, tracesim_span_name) (tracesim_evaluation_results_total{tracesim_evaluation_outcome="passed"})'  # noqa: E501
@@ -47,11 +54,11 @@ REPORT_FIELDS = {"passed": "passed", "failed": "failed", "error": "errors", "ski
 class App:
     """The scored process, driven line by line over its stdin and stdout."""
 
-    def __init__(self, traces: Path, port: int) -> None:
+    def __init__(self, traces: Path, port: int, llm_url: str) -> None:
         self.traces = traces
         self.target = f"127.0.0.1:{port}"  # its scrape endpoint
         self.process = subprocess.Popen(
-            [sys.executable, str(APP), str(traces), str(port)],
+            [sys.executable, str(APP), str(traces), str(port), llm_url],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -84,16 +91,19 @@ class App:
 
 @pytest.fixture
 def app(tmp_path: Path, prometheus_harness: ModuleType) -> Iterator[App]:
-    scored = App(tmp_path / "traces.jsonl", prometheus_harness.free_port())
-    try:
-        yield scored
-    finally:
-        if scored.process.poll() is None:
-            scored.close()
+    # The scripted model server answers as the model asked for, one the shipped prices know.
+    with LLMServer(model=MODEL) as llm:
+        scored = App(tmp_path / "traces.jsonl", prometheus_harness.free_port(), llm.base_url)
+        try:
+            yield scored
+        finally:
+            if scored.process.poll() is None:
+                scored.close()
+    assert not llm.errors, f"the scripted server failed: {llm.errors!r}"
 
 
-def _report(traces: Path) -> dict[tuple[str, str], dict[str, Any]]:
-    """``tracesim report --json``'s rows by (evaluator, span name)."""
+def _report(traces: Path) -> dict[str, Any]:
+    """``tracesim report --json``: the document."""
     result = subprocess.run(
         [sys.executable, "-m", "tracesim", "report", str(traces), "--json"],
         capture_output=True,
@@ -102,7 +112,13 @@ def _report(traces: Path) -> dict[tuple[str, str], dict[str, Any]]:
         check=False,
     )
     assert result.returncode == 0, result.stderr
-    return {(row["name"], row["span"]): row for row in json.loads(result.stdout)["evaluators"]}
+    document: dict[str, Any] = json.loads(result.stdout)
+    return document
+
+
+def _evaluators(document: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    """The report's evaluator rows by (evaluator, span name)."""
+    return {(row["name"], row["span"]): row for row in document["evaluators"]}
 
 
 def _expected_counts(report: dict[tuple[str, str], dict[str, Any]]) -> dict[tuple[str, ...], float]:
@@ -119,7 +135,7 @@ def test_prometheus_reads_the_pass_rate_and_counts_tracesim_reports(
 ) -> None:
     by_labels = prometheus_harness.by_labels
     app.expect("round 1 scored")
-    first = _report(app.traces)
+    first = _evaluators(_report(app.traces))
     # Started after the first round is scored, so its first scrape sees the whole round.
     server = start_prometheus(targets=[app.target], rule_files=[RULES])
 
@@ -128,7 +144,8 @@ def test_prometheus_reads_the_pass_rate_and_counts_tracesim_reports(
 
     app.send("again")
     app.expect("round 2 scored")
-    report = _report(app.traces)
+    document = _report(app.traces)
+    report = _evaluators(document)
     for key, row in report.items():  # the second round is the first again
         for field in REPORT_FIELDS.values():
             assert row[field] == 2 * first[key][field], (key, field)
@@ -157,6 +174,21 @@ def test_prometheus_reads_the_pass_rate_and_counts_tracesim_reports(
 
     mean = by_labels(server.query_once(MEAN_SCORE_RULE), *KEYS)  # evaluated with the pass rate
     assert mean == {key: pytest.approx(row["mean_score"], rel=1e-9) for key, row in report.items()}
+
+    # The LLM calls' cost: the counter is the report's; the cost rule has the labels the alert sums by.
+    usage = document["llm_usage"]
+    assert [row["name"] for row in usage["models"]] == [MODEL]
+    expected_cost = {("openai", MODEL): pytest.approx(usage["totals"]["cost_usd"], rel=1e-9)}
+    assert usage["totals"]["cost_usd"] > 0
+    cost = server.query(COST, until=lambda result: by_labels(result, *COST_KEYS) == expected_cost)
+    cost_seen_at = max(float(r["value"][0]) for r in cost)
+    server.query(
+        f"timestamp({COST_RULE})",
+        until=lambda result: bool(result) and min(float(r["value"][1]) for r in result) > cost_seen_at,
+    )
+    recorded_cost = by_labels(server.query_once(COST_RULE), "job", *COST_KEYS)
+    assert recorded_cost.keys() == {("tracesim", "openai", MODEL)}
+    assert all(value > 0 for value in recorded_cost.values())
 
     assert [target["health"] for target in server.target_health()] == ["up"]
     err = app.close()
