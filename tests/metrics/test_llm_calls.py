@@ -15,7 +15,7 @@ from tracesim.cli import main
 from tracesim.evaluators import ExactMatch
 from tracesim.instrumentation import CurrentProvider
 
-from .points import last_points
+from .points import last_points, results_by
 
 GENAI = {
     "gen_ai.operation.name": "chat",
@@ -123,3 +123,58 @@ def test_without_metrics_the_instrumentation_records_nothing(llm_server: LLMServ
     assert runtime is not None
     assert runtime.metrics is None
     tracesim.shutdown()
+
+
+def test_an_llm_judges_own_calls_are_not_measured(llm_server: LLMServer) -> None:
+    from tracesim.evaluators import LLMSimilarity, ModelConnection
+
+    llm_server.judge = lambda request: (
+        '{"reason": "Same facts.", "score": 5}' if "<rubric>" in json.dumps(request) else "Warsaw, Poland."
+    )
+    tracesim.configure(instrument=["openai"])
+    judge = LLMSimilarity(
+        connection=ModelConnection(model="judge-x", base_url=llm_server.base_url, api_key="t")
+    )
+    client = openai.OpenAI(base_url=llm_server.base_url, api_key="test", max_retries=0)
+
+    @tracesim.trace(kind="agent", evaluators=[judge], expected="Warsaw")
+    def answer() -> str:
+        reply = client.chat.completions.create(
+            model="agent-x", messages=[{"role": "user", "content": "Where?"}]
+        )
+        return reply.choices[0].message.content or ""
+
+    answer()
+    assert tracesim.force_flush(30)
+    client.close()
+    tracesim.shutdown()
+    points = last_points()
+    assert results_by(points, "gen_ai.evaluation.name") == {("llm_similarity",): 1}
+    (duration,) = points["gen_ai.client.operation.duration"]  # the agent's call only, not the judge's
+    assert duration["attrs"]["gen_ai.request.model"] == "agent-x"
+    assert int(duration["count"]) == 1
+
+
+def test_points_inside_an_evaluators_model_call_or_suppressed_go_nowhere() -> None:
+    from opentelemetry.instrumentation.utils import suppress_instrumentation
+
+    from tracesim._metrics._current import CurrentMeterProvider
+    from tracesim._own_model_calls import detach, untraced
+
+    tracesim.configure()
+    # as an instrumentation holds it: made once, before (or after) any configuration
+    duration = (
+        CurrentMeterProvider().get_meter("some.instrumentation").create_histogram("call.duration", unit="s")
+    )
+    duration.record(0.5, {"who": "user"})
+    token = untraced()  # what tracesim's model-backed evaluators run their requests in
+    try:
+        duration.record(7.0, {"who": "judge"})
+    finally:
+        detach(token)
+    with suppress_instrumentation():
+        duration.record(9.0, {"who": "suppressed"})
+    tracesim.shutdown()
+    (point,) = last_points()["call.duration"]
+    assert point["attrs"] == {"who": "user"}
+    assert point["sum"] == 0.5

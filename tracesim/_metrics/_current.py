@@ -4,8 +4,9 @@ An instrumentation makes its instruments once, when it is installed (``instrumen
 meter_provider=...)``); tracesim's configuration, and whether it has metrics at all, may change
 later. So each point resolves the meter provider of the configuration current at that moment,
 making the real instrument there on first use; with metrics off (or tracesim not configured)
-a point costs one attribute read and goes nowhere. Observable instruments are not forwarded
-(the GenAI instrumentations make none).
+a point costs one attribute read and goes nowhere. Points made inside an evaluator's own model
+call (an LLM judge) go nowhere either: that call is not the user's traffic, and is not traced.
+Observable instruments are not forwarded (the GenAI instrumentations make none).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from opentelemetry import context as otel_context
 from opentelemetry import metrics as otel_metrics
 from opentelemetry.context import Context
 from opentelemetry.metrics import NoOpCounter, NoOpHistogram, NoOpMeter, NoOpUpDownCounter
@@ -20,6 +22,10 @@ from opentelemetry.metrics import _NoOpGauge as NoOpGauge
 from opentelemetry.util.types import Attributes
 
 from tracesim import _runtime
+from tracesim._own_model_calls import in_model_call
+
+# OpenTelemetry's suppress_instrumentation() sets this key (a private name, read defensively).
+_SUPPRESS = getattr(otel_context, "_SUPPRESS_INSTRUMENTATION_KEY", "suppress_instrumentation")
 
 __all__ = ["CurrentMeterProvider"]
 
@@ -72,6 +78,12 @@ class _CurrentMeter(NoOpMeter):
         return _Histogram(self, name, unit, description, explicit_bucket_boundaries_advisory)
 
 
+def _suppressed() -> bool:
+    """Whether the point is made inside an evaluator's own model call (an LLM judge's: not the
+    user's traffic, and not traced either) or where OpenTelemetry's instrumentation is suppressed."""
+    return bool(otel_context.get_value(_SUPPRESS)) or in_model_call()
+
+
 class _Target:
     """The real instrument of the current configuration, made there on first use."""
 
@@ -87,7 +99,7 @@ class _Target:
     def get(self) -> Any:
         runtime = _runtime.current
         metrics = runtime.metrics if runtime is not None else None
-        if metrics is None:
+        if metrics is None or _suppressed():
             return None
         provider = metrics.provider
         cached = self._cached
