@@ -1,7 +1,12 @@
-"""Optional extra destinations for evaluation results, next to the span events.
+"""Extra destinations for evaluation results, next to the span events.
 
 - OTLP log records named ``gen_ai.evaluation.result``, parented to the evaluated span, for
-  backends that read evaluation results from logs (the form the GenAI conventions favour).
+  backends that read evaluation results from logs (the form the GenAI conventions move to:
+  OpenTelemetry's OTEP 4430 deprecates the span-event API in favour of log-based events). By
+  default (``evaluation_log_events`` auto) whenever spans go over OTLP/HTTP: a backend that
+  takes no logs (MLflow 404, Phoenix 405) is said once, at INFO, and sent no more; the local
+  trace file's span events already hold every result, so no ``.logs.jsonl`` file unless asked
+  for (or unless span events are off).
 - Phoenix span annotations, so results appear in Phoenix's evaluation views.
 
 A sink's ``submit`` never blocks and never raises; ``force_flush`` and ``shutdown`` take
@@ -59,7 +64,7 @@ def result_sinks(
 ) -> list[ResultSink]:
     """The sinks the settings ask for; ``redaction`` is applied to what they send, as to spans."""
     sinks: list[ResultSink] = []
-    if settings.evaluation_log_events:
+    if log_destinations(settings):
         sinks.append(LogEventSink(settings, provider, capture, redaction))
     if phoenix := phoenix_target(settings):
         from tracesim.exporters._otlp import env_headers
@@ -118,8 +123,12 @@ class LogEventSink:
     """Each result as an OTLP log record (``event_name="gen_ai.evaluation.result"``).
 
     Records go through the OpenTelemetry logs SDK to the same places as the spans: the OTLP
-    endpoint for ``otlp``, and ``<trace file>.logs.jsonl`` (OTLP/JSON lines) next to the
-    local trace file for ``jsonl``.
+    endpoint for ``otlp`` (``/v1/logs`` beside ``/v1/traces``, behind the gate of
+    `tracesim.exporters._signals`), and ``<trace file>.logs.jsonl`` (OTLP/JSON lines) next to
+    the local trace file for ``jsonl`` (see `result_sinks` for when). A record carries the
+    attributes of the span event (the GenAI conventions' names), the evaluated span's trace and
+    span ids, severity WARN for an error (with ``error.type``) and INFO otherwise, and a short
+    body for people: ``evaluation: rouge=0.93``.
     """
 
     def __init__(
@@ -153,6 +162,7 @@ class LogEventSink:
                 context=otel_trace.set_span_in_context(NonRecordingSpan(target)),
                 severity_number=SeverityNumber.WARN if result.status == "error" else SeverityNumber.INFO,
                 event_name=sc.EVALUATION_EVENT,
+                body=self._redaction.text(log_body(attributes), sc.EVALUATION_NAME),
                 attributes=attributes,
             )
         except Exception:
@@ -166,9 +176,61 @@ class LogEventSink:
         return True
 
 
+def log_body(attributes: Mapping[str, Any]) -> str:
+    """The short human line of an evaluation log record, from its (redacted) attributes.
+
+    Example:
+        >>> log_body({"gen_ai.evaluation.name": "rouge", "gen_ai.evaluation.score.value": 0.93})
+        'evaluation: rouge=0.93'
+        >>> log_body({"gen_ai.evaluation.name": "tone", "gen_ai.evaluation.score.label": "polite"})
+        'evaluation: tone=polite'
+        >>> log_body({"gen_ai.evaluation.name": "judge", "error.type": "TimeoutError"})
+        'evaluation: judge failed (TimeoutError)'
+    """
+    name = attributes.get(sc.EVALUATION_NAME, "?")
+    if sc.ERROR_TYPE in attributes:
+        return f"evaluation: {name} failed ({attributes[sc.ERROR_TYPE]})"
+    score = attributes.get(sc.EVALUATION_SCORE_VALUE)
+    label = attributes.get(sc.EVALUATION_SCORE_LABEL)
+    if isinstance(score, (int, float)) and not isinstance(score, bool):
+        value = f"{score:.4g}" + (f" ({label})" if label is not None else "")
+    elif label is not None:
+        value = str(label)
+    else:
+        value = str(attributes.get(sc.EVALUATION_STATUS, "recorded"))
+    return f"evaluation: {name}={value}"
+
+
+def log_destinations(settings: Settings) -> list[str]:
+    """Where evaluation log records go: ``"otlp"``, ``"jsonl"`` (the ``.logs.jsonl`` file), both or none.
+
+    ``evaluation_log_events`` true: OTLP when spans go there, and the file when spans go to the
+    trace file. Auto: OTLP/HTTP only (a backend that takes no logs says so: see
+    `tracesim.exporters._signals`), and the file only when span events are off (else the
+    trace file holds every result already). Over gRPC auto sends none: no answer there says
+    that the backend takes no logs, and the official exporter would log an error per batch.
+
+    Example:
+        >>> from tracesim._config import resolve
+        >>> log_destinations(resolve({"exporters": ["otlp", "jsonl"]}, environ={}))
+        ['otlp']
+        >>> asked = {"exporters": ["otlp", "jsonl"], "evaluation_log_events": True}
+        >>> log_destinations(resolve(asked, environ={}))
+        ['otlp', 'jsonl']
+    """
+    asked = settings.evaluation_log_events
+    if asked is False:
+        return []
+    wanted = {
+        "jsonl": bool(asked) or not settings.evaluation_span_events,
+        "otlp": bool(asked) or settings.otlp_protocol != "grpc",
+    }
+    return [item for item in settings.exporters if isinstance(item, str) and wanted.get(item, False)]
+
+
 def _log_exporters(settings: Settings) -> list[LogRecordExporter]:
     exporters: list[LogRecordExporter] = []
-    for item in settings.exporters:
+    for item in log_destinations(settings):
         if item == "jsonl":
             path = Path(settings.jsonl_path).absolute()
             from tracesim.exporters._jsonl_logs import JsonlLogExporter
@@ -180,27 +242,16 @@ def _log_exporters(settings: Settings) -> list[LogRecordExporter]:
                     backups=settings.jsonl_backups,
                 )
             )
-        elif item == "otlp":
+        else:
             exporters.append(_otlp_log_exporter(settings))
     return exporters
 
 
 def _otlp_log_exporter(settings: Settings) -> LogRecordExporter:
-    from tracesim.exporters._otlp import settings_headers
+    """The OTLP log exporter of the settings: over HTTP, said once and stopped where not taken."""
+    from tracesim.exporters._signals import otlp_log_exporter
 
-    headers = settings_headers(settings.otlp_headers, settings.mlflow_experiment_id)
-    if settings.otlp_protocol == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter as GrpcLogExporter
-
-        return GrpcLogExporter(endpoint=settings.otlp_endpoint, headers=headers)
-    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter as HttpLogExporter
-
-    endpoint = settings.otlp_endpoint
-    if endpoint and endpoint.rstrip("/").endswith("/v1/traces"):
-        endpoint = endpoint.rstrip("/")[: -len("/v1/traces")] + "/v1/logs"
-    elif endpoint:
-        endpoint = endpoint.rstrip("/") + "/v1/logs"
-    return HttpLogExporter(endpoint=endpoint, headers=headers)
+    return otlp_log_exporter(settings, explicit=settings.evaluation_log_events is True)
 
 
 class PhoenixSink:

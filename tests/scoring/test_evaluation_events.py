@@ -1,0 +1,214 @@
+"""Evaluation results as span events and as log records, as the conventions move to log-based events.
+
+By default a result is a ``gen_ai.evaluation.result`` span event (what Phoenix and MLflow read)
+and, whenever spans go over OTLP/HTTP, a log record of the same name beside it (what log-reading
+backends read) unless the backend answers that it takes no logs. A real OTLP/HTTP endpoint on
+loopback (tests/scripted_backend.py) receives both.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+from scripted_backend import MLFLOW_NOT_FOUND_PAGE, Reply, ScriptedBackend
+from secret_kinds import SECRETS, leaked
+
+import tracesim
+from tracesim.evaluators import EvalResult, ExactMatch, evaluator
+
+EVENT = "gen_ai.evaluation.result"
+
+
+@pytest.fixture
+def backend() -> Iterator[ScriptedBackend]:
+    server = ScriptedBackend()
+    try:
+        yield server
+    finally:
+        tracesim.shutdown(10)  # before the server goes: the last exports reach it
+        server.close()
+
+
+def configure(backend: ScriptedBackend, **more: Any) -> None:
+    tracesim.configure(
+        exporters=["otlp"],
+        otlp_endpoint=backend.traces_url,
+        phoenix_annotations=False,
+        mlflow_assessments=False,
+        **more,
+    )
+
+
+def attributes(item: Span.Event | LogRecord) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for pair in item.attributes:
+        kind = pair.value.WhichOneof("value")
+        values[pair.key] = getattr(pair.value, kind) if kind else None
+    return values
+
+
+def evaluation_events(span: Span) -> list[Span.Event]:
+    return [event for event in span.events if event.name == EVENT]
+
+
+@tracesim.trace(evaluators=[ExactMatch()], expected="ok")
+def answer(i: int) -> str:
+    return "ok"
+
+
+def test_every_result_arrives_as_a_span_event_and_a_log_record_by_default(backend: ScriptedBackend) -> None:
+    configure(backend)
+    for i in range(3):
+        answer(i)
+    with tracesim.span("request") as request:
+        pass
+    tracesim.score(request, name="user_rating", value=1.0, label="helpful")
+    assert tracesim.force_flush(30)
+
+    scored = [span for span in backend.spans if span.name == "answer"]
+    assert len(scored) == 3
+    for span in scored:
+        (event,) = evaluation_events(span)
+        assert attributes(event)["gen_ai.evaluation.score.value"] == 1.0
+    (carrier,) = [span for span in backend.spans if span.name == "evaluation user_rating"]
+    assert len(evaluation_events(carrier)) == 1
+
+    records = {record.span_id: record for record in backend.logs}
+    assert len(backend.logs) == 4
+    for span in scored:
+        record = records[span.span_id]
+        assert record.trace_id == span.trace_id
+        assert record.event_name == EVENT
+        assert record.severity_text in ("", "INFO")
+        assert record.severity_number == 9  # INFO
+        assert record.body.string_value == "evaluation: exact=1 (pass)"
+        assert attributes(record)["gen_ai.evaluation.name"] == "exact"
+    feedback = records[request.span_context.span_id.to_bytes(8, "big")]
+    assert feedback.body.string_value == "evaluation: user_rating=1 (helpful)"
+    assert attributes(feedback)["gen_ai.evaluation.score.label"] == "helpful"
+
+
+def test_an_error_result_is_a_warn_record_with_its_error_type(backend: ScriptedBackend) -> None:
+    @evaluator
+    def broken(output: Any, expected: Any) -> EvalResult:
+        raise TimeoutError("the judge did not answer")
+
+    @tracesim.trace(evaluators=[broken], expected="x")
+    def f() -> str:
+        return "y"
+
+    configure(backend)
+    f()
+    assert tracesim.force_flush(30)
+    (record,) = backend.logs
+    assert record.severity_number == 13  # WARN
+    assert attributes(record)["error.type"] == "TimeoutError"
+    assert record.body.string_value == "evaluation: broken failed (TimeoutError)"
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        pytest.param(Reply(404, MLFLOW_NOT_FOUND_PAGE, "text/html; charset=utf-8"), id="mlflow-404"),
+        pytest.param(Reply(405, "Method Not Allowed", "text/plain"), id="phoenix-405"),
+    ],
+)
+def test_a_backend_without_logs_is_told_once_and_sent_no_more(
+    backend: ScriptedBackend, caplog: pytest.LogCaptureFixture, reply: Reply
+) -> None:
+    backend.answer("/v1/logs", reply)
+    configure(backend)
+    with caplog.at_level(logging.INFO):
+        for i in range(5):
+            answer(i)
+            tracesim.force_flush(30)
+    assert backend.count("/v1/logs") == 1
+    lines = [r for r in caplog.records if "/v1/logs" in r.getMessage()]
+    assert len(lines) == 1
+    assert lines[0].levelno == logging.INFO  # on by default: nothing is wrong
+    assert f"{reply.status}: " in lines[0].getMessage()
+    assert "no more logs are sent there" in lines[0].getMessage()
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    scored = [span for span in backend.spans if span.name == "answer"]
+    assert len(scored) == 5
+    assert all(len(evaluation_events(span)) == 1 for span in scored)
+
+
+def test_asked_for_log_events_refused_is_a_warning(
+    backend: ScriptedBackend, caplog: pytest.LogCaptureFixture
+) -> None:
+    backend.answer("/v1/logs", Reply(405, "Method Not Allowed", "text/plain"))
+    configure(backend, evaluation_log_events=True)
+    with caplog.at_level(logging.INFO):
+        answer(0)
+        tracesim.force_flush(30)
+    (line,) = [r for r in caplog.records if "/v1/logs" in r.getMessage()]
+    assert line.levelno == logging.WARNING
+
+
+def test_span_events_off_leaves_the_results_to_the_log_records(backend: ScriptedBackend) -> None:
+    configure(backend, evaluation_span_events=False)
+    answer(0)
+    assert tracesim.force_flush(30)
+    (span,) = [span for span in backend.spans if span.name == "answer"]
+    assert evaluation_events(span) == []
+    assert attributes(span)["tracesim.eval.exact.score"] == 1.0  # the flat attributes stay
+    (record,) = backend.logs
+    assert record.span_id == span.span_id
+    assert attributes(record)["gen_ai.evaluation.score.value"] == 1.0
+
+
+def test_log_events_off_sends_no_logs(backend: ScriptedBackend) -> None:
+    configure(backend, evaluation_log_events=False)
+    answer(0)
+    assert tracesim.force_flush(30)
+    assert backend.count("/v1/logs") == 0
+    (span,) = [span for span in backend.spans if span.name == "answer"]
+    assert len(evaluation_events(span)) == 1
+
+
+def test_the_local_file_gets_log_records_only_when_asked_or_when_span_events_are_off(tmp_path: Path) -> None:
+    tracesim.configure(jsonl_path="t.jsonl")
+    answer(0)
+    assert tracesim.force_flush(30)
+    assert not (tmp_path / "t.logs.jsonl").exists()  # the trace file's span events hold it all
+
+    tracesim.configure(jsonl_path="u.jsonl", evaluation_span_events=False)
+    answer(1)
+    assert tracesim.force_flush(30)
+    assert (tmp_path / "u.logs.jsonl").read_text().count(EVENT) == 1
+
+
+def test_secrets_in_a_result_never_reach_the_log_records(backend: ScriptedBackend) -> None:
+    planted = " ".join(secret for secret, _ in SECRETS.values())
+
+    @evaluator
+    def chatty(output: Any, expected: Any) -> EvalResult:
+        return EvalResult(
+            name="chatty",
+            score=0.5,
+            label=f"label {planted}",
+            explanation=f"the user said {planted}",
+            details={"seen": planted},
+        )
+
+    @tracesim.trace(evaluators=[chatty], expected="x")
+    def f(question: str) -> str:
+        return f"answer {planted}"
+
+    configure(backend)
+    f(planted)
+    with tracesim.span("request") as request:
+        pass
+    tracesim.score(request, name="user_rating", value=0.0, label=planted, explanation=planted)
+    assert tracesim.force_flush(30)
+    assert len(backend.logs) == 2
+    for record in backend.logs:
+        assert leaked(str(record)) == []
+        assert "[REDACTED:" in str(record)
