@@ -7,7 +7,8 @@ tracesim, so LLM cost is counted too. It answers every question of `CASES` once
 (one round), waits until scoring is done, prints ``round 1 scored`` and reads a line from
 stdin: ``again`` plays the same round once more (``round 2 scored``), anything else or the end
 of stdin ends the program. The outcomes are fixed by the cases: per round, ``graded`` passes 4,
-fails 2, errs 1 and skips 1; ``exact`` passes 2, fails 5 and skips 1.
+fails 2, errs 1 and skips 1; ``exact`` passes 2, fails 5 and skips 1; ``length`` scores 7
+without a verdict (undecided) and skips 1.
 """
 
 from __future__ import annotations
@@ -43,6 +44,12 @@ def graded(output: str, expected: str) -> float:
     return GRADES[output]
 
 
+@evaluator(threshold=None)
+def length(output: str, expected: str) -> float:
+    """The answer's length: a score without a verdict (outcome undecided)."""
+    return float(len(output))
+
+
 def main(traces: str, port: int, llm_url: str) -> int:
     tracesim.configure(
         service_name="scored-app",
@@ -56,7 +63,7 @@ def main(traces: str, port: int, llm_url: str) -> int:
     client = openai.OpenAI(base_url=llm_url, api_key="test", max_retries=0)
 
     @tracesim.trace(
-        kind="agent", evaluators=[graded, ExactMatch()], expected=lambda question: CASES[question][1]
+        kind="agent", evaluators=[graded, ExactMatch(), length], expected=lambda question: CASES[question][1]
     )
     def answer(question: str) -> str:
         client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": question}])

@@ -98,6 +98,11 @@ MUTATIONS = [
     ),
     Mutation("pass-rate alert without its for", ">= 20\n        for: 10m", ">= 20\n        for: 0m"),
     Mutation("error-share line moved", f"{ERROR_SHARE} > 0.1", f"{ERROR_SHARE} > 0.5"),
+    Mutation(
+        "undecided results not runs",
+        f'{OUTCOME}!~"dropped|not_sampled"}})',
+        f'{OUTCOME}=~"passed|failed|error|skipped"}})',
+    ),
     Mutation("sampling counted as drops", f'{OUTCOME}="dropped"}})', f'{OUTCOME}=~"dropped|not_sampled"}})'),
     Mutation("cost line moved", f"{COST} > 20", f"{COST} > 40"),
     Mutation("wrong label name", COST, COST.replace("job", "service")),

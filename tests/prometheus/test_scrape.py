@@ -9,7 +9,8 @@ the pass rate of all the traffic. Every series of the target shares its scrape t
 
 What must hold, against ``tracesim report --json`` on the same process's trace file:
 
-- the counts of each evaluator, span name and outcome are the report's, exactly;
+- the counts of each evaluator, span name and outcome (undecided: no threshold) are the
+  report's, exactly;
 - a plain ratio of the counters, ``passed / (passed + failed)``, is the report's pass rate;
 - the shipped recording rule ``tracesim:evaluation_pass_rate:ratio_rate5m`` (the file loaded
   with ``rule_files``) is ``passed / (passed + failed + errors)`` of the report's counts, the
@@ -42,13 +43,23 @@ COST_RULE = "tracesim:llm_cost_usd:increase1h"
 COST_KEYS = ("gen_ai_provider_name", "gen_ai_request_model")
 COST = f'sum by ({", ".join(COST_KEYS)}) (tracesim_llm_cost_total{{job="tracesim"}})'
 MODEL = "gpt-4o-mini"  # the model _scored_app.py calls
-COUNTS = 'sum by (gen_ai_evaluation_name, tracesim_span_name, tracesim_evaluation_outcome) (tracesim_evaluation_results_total{job="tracesim"})'  # noqa: E501
+BY_EVALUATOR = "sum by (gen_ai_evaluation_name, tracesim_span_name)"
+BY_OUTCOME = "sum by (gen_ai_evaluation_name, tracesim_span_name, tracesim_evaluation_outcome)"
+RESULTS = "tracesim_evaluation_results_total"
+COUNTS = f'{BY_OUTCOME} ({RESULTS}{{job="tracesim"}})'
 PLAIN_RATIO = (
-    'sum by (gen_ai_evaluation_name, tracesim_span_name) (tracesim_evaluation_results_total{tracesim_evaluation_outcome="passed"})'  # noqa: E501
-    ' / sum by (gen_ai_evaluation_name, tracesim_span_name) (tracesim_evaluation_results_total{tracesim_evaluation_outcome=~"passed|failed"})'  # noqa: E501
+    f'{BY_EVALUATOR} ({RESULTS}{{tracesim_evaluation_outcome="passed"}})'
+    f' / {BY_EVALUATOR} ({RESULTS}{{tracesim_evaluation_outcome=~"passed|failed"}})'
 )
-# The report's count for each outcome the metrics count (its "errors" is the outcome "error").
-REPORT_FIELDS = {"passed": "passed", "failed": "failed", "error": "errors", "skipped": "skipped"}
+# The report's count of each outcome the metrics count: its "errors" is the outcome "error", and
+# the results with status ok and no verdict (undecided) are those of "ok" neither passed nor failed.
+OUTCOMES: dict[str, Callable[[dict[str, Any]], int]] = {
+    "passed": lambda row: int(row["passed"]),
+    "failed": lambda row: int(row["failed"]),
+    "undecided": lambda row: int(row["ok"] - row["passed"] - row["failed"]),
+    "error": lambda row: int(row["errors"]),
+    "skipped": lambda row: int(row["skipped"]),
+}
 
 
 class App:
@@ -123,10 +134,10 @@ def _evaluators(document: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any
 
 def _expected_counts(report: dict[tuple[str, str], dict[str, Any]]) -> dict[tuple[str, ...], float]:
     return {
-        (name, span, outcome): float(row[field])
+        (name, span, outcome): float(count(row))
         for (name, span), row in report.items()
-        for outcome, field in REPORT_FIELDS.items()
-        if row[field]
+        for outcome, count in OUTCOMES.items()
+        if count(row)
     }
 
 
@@ -147,30 +158,34 @@ def test_prometheus_reads_the_pass_rate_and_counts_tracesim_reports(
     document = _report(app.traces)
     report = _evaluators(document)
     for key, row in report.items():  # the second round is the first again
-        for field in REPORT_FIELDS.values():
-            assert row[field] == 2 * first[key][field], (key, field)
+        for outcome, count in OUTCOMES.items():
+            assert count(row) == 2 * count(first[key]), (key, outcome)
     counts = _expected_counts(report)
     seen = server.query(COUNTS, until=lambda result: by_labels(result, *OUTCOME_KEYS) == counts)
     assert by_labels(seen, *OUTCOME_KEYS) == counts
-    assert {key[:2] for key in counts} == {("graded", "answer"), ("exact", "answer")}
+    assert {key[:2] for key in counts} == {("graded", "answer"), ("exact", "answer"), ("length", "answer")}
     assert counts[("graded", "answer", "error")] > 0  # the case the two definitions differ on
+    assert counts[("length", "answer", "undecided")] > 0
 
+    # An evaluator that never decides (length) has no pass rate in either.
+    decided = {key: row for key, row in report.items() if row["pass_rate"] is not None}
+    assert decided.keys() == {("graded", "answer"), ("exact", "answer")}
     plain = by_labels(server.query_once(PLAIN_RATIO), *KEYS)
-    assert plain == {key: row["pass_rate"] for key, row in report.items()}
+    assert plain == {key: row["pass_rate"] for key, row in decided.items()}
 
     # The rules see the final counts in an evaluation later than the query that saw them.
     seen_at = max(float(r["value"][0]) for r in seen)
     server.query(
         f"timestamp({PASS_RATE_RULE})",
         until=lambda result: (
-            len(result) == len(report) and min(float(r["value"][1]) for r in result) > seen_at
+            len(result) == len(decided) and min(float(r["value"][1]) for r in result) > seen_at
         ),
     )
     recorded = by_labels(server.query_once(PASS_RATE_RULE), *KEYS)
-    assert recorded.keys() == report.keys()
-    for key, row in report.items():
-        decided = row["passed"] + row["failed"] + row["errors"]
-        assert recorded[key] == pytest.approx(row["passed"] / decided, rel=1e-12, abs=0), key
+    assert recorded.keys() == decided.keys()
+    for key, row in decided.items():
+        passed_or_not = row["passed"] + row["failed"] + row["errors"]
+        assert recorded[key] == pytest.approx(row["passed"] / passed_or_not, rel=1e-12, abs=0), key
 
     mean = by_labels(server.query_once(MEAN_SCORE_RULE), *KEYS)  # evaluated with the pass rate
     assert mean == {key: pytest.approx(row["mean_score"], rel=1e-9) for key, row in report.items()}
