@@ -38,9 +38,12 @@ def _run(promtool: str, *args: str | Path, cwd: Path) -> subprocess.CompletedPro
 
 
 def test_the_shipped_rules_pass_the_check(promtool: str) -> None:
+    import yaml
+
+    groups = yaml.safe_load(RULES.read_text(encoding="utf-8"))["groups"]
     result = _run(promtool, "check", "rules", RULES, cwd=RULES_DIR)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "SUCCESS: 17 rules found" in result.stdout
+    assert f"SUCCESS: {sum(len(g['rules']) for g in groups)} rules found" in result.stdout
 
 
 def test_the_shipped_rules_pass_their_unit_tests(promtool: str) -> None:

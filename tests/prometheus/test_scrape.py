@@ -141,6 +141,7 @@ def _expected_counts(report: dict[tuple[str, str], dict[str, Any]]) -> dict[tupl
     }
 
 
+@pytest.mark.slow  # about 10 s: a server start, its first scrape after 5 s, two rounds
 def test_prometheus_reads_the_pass_rate_and_counts_tracesim_reports(
     app: App, start_prometheus: Callable[..., Any], prometheus_harness: ModuleType
 ) -> None:
