@@ -720,7 +720,13 @@ def mlflow_sinks(settings: Settings, redaction: Redaction) -> list[MlflowSink]:
     """The result sinks that send to MLflow for ``settings``: one, or none.
 
     Found behind the OTLP endpoint, MLflow gets the exporter's headers (its credentials);
-    named by ``mlflow_url``, only MLflow's own credential variables (`mlflow_headers`).
+    named by ``mlflow_url``, only MLflow's own credential variables (`mlflow_headers`). Spans
+    sent over OTLP without an experiment (``mlflow_experiment_id``, or the header
+    ``x-mlflow-experiment-id`` in ``otlp_headers`` / ``OTEL_EXPORTER_OTLP_HEADERS``) never reach
+    MLflow: no sink then, unless ``mlflow_url`` names where the assessments go.
+
+    Raises:
+        ConfigError: ``mlflow_assessments=true`` for spans over OTLP/HTTP without an experiment.
     """
     target = mlflow_target(settings)
     if target is None:
@@ -728,7 +734,21 @@ def mlflow_sinks(settings: Settings, redaction: Redaction) -> list[MlflowSink]:
     url, detect = target
     headers = mlflow_headers()
     if not settings.mlflow_url:
-        from tracesim.exporters._otlp import env_headers
+        from tracesim.exporters._otlp import MLFLOW_EXPERIMENT_HEADER, env_headers, settings_headers
 
-        headers = {**(settings.otlp_headers or env_headers()), **headers}
+        otlp = settings_headers(settings.otlp_headers, settings.mlflow_experiment_id) or env_headers()
+        if not any(key.lower() == MLFLOW_EXPERIMENT_HEADER for key in otlp):
+            # MLflow refuses every span without it (the exporter says so, naming the header): no
+            # trace would ever be there to assess.
+            if settings.mlflow_assessments:
+                from tracesim._errors import ConfigError
+
+                raise ConfigError(
+                    "mlflow_experiment_id",
+                    None,
+                    "the id of the MLflow experiment the spans go to (e.g. 0 for Default): MLflow "
+                    "refuses OTLP spans without the x-mlflow-experiment-id header",
+                )
+            return []
+        headers = {**otlp, **headers}
     return [MlflowSink(url, headers, redaction, detect=detect)]
