@@ -80,6 +80,7 @@ ERROR_SHARE = "tracesim:evaluation_error_share:ratio_rate5m"
 COST = "sum by (job) (tracesim:llm_cost_usd:increase1h)"
 OUTCOME = "tracesim:evaluation_results:rate5m{tracesim_evaluation_outcome"
 NEXT_RULE = "\n      - record: tracesim:evaluation_decided:rate1h"
+OUTCOME_1H = "tracesim:evaluation_results:rate1h{tracesim_evaluation_outcome"
 
 
 class Mutation(NamedTuple):
@@ -95,9 +96,14 @@ MUTATIONS = [
     Mutation("no minimum-traffic guard", f"{DECIDED} * 300 >= 20", f"{DECIDED} * 300 >= 0"),
     Mutation("no zero for an evaluator that never passed", f"or 0 * {DECIDED}\n", "\n"),
     Mutation(
-        "errors left out of the pass rate",
-        f'{OUTCOME}=~"passed|failed|error"}}){NEXT_RULE}',
+        "errors counted as failures",
         f'{OUTCOME}=~"passed|failed"}}){NEXT_RULE}',
+        f'{OUTCOME}=~"passed|failed|error"}}){NEXT_RULE}',
+    ),
+    Mutation(
+        "errors counted as failures over 1h",
+        f'{OUTCOME_1H}=~"passed|failed"}})',
+        f'{OUTCOME_1H}=~"passed|failed|error"}})',
     ),
     Mutation("pass-rate alert without its for", ">= 20\n        for: 10m", ">= 20\n        for: 0m"),
     Mutation("error-share line moved", f"{ERROR_SHARE} > 0.1", f"{ERROR_SHARE} > 0.5"),

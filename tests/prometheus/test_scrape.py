@@ -13,8 +13,9 @@ What must hold, against ``tracesim report --json`` on the same process's trace f
   report's, exactly;
 - a plain ratio of the counters, ``passed / (passed + failed)``, is the report's pass rate;
 - the shipped recording rule ``tracesim:evaluation_pass_rate:ratio_rate5m`` (the file loaded
-  with ``rule_files``) is ``passed / (passed + failed + errors)`` of the report's counts, the
-  definition the alerts use (an error counts as a failure), up to floating-point rounding;
+  with ``rule_files``), which the alerts use, is the report's pass rate too, up to
+  floating-point rounding: an evaluator that errs (graded) shows that errors are left out of
+  both;
 - the recorded mean score is the report's mean score;
 - the LLM cost counter is the report's cost, by provider and model, and the cost rule has the
   labels its alert sums by.
@@ -165,7 +166,7 @@ def test_prometheus_reads_the_pass_rate_and_counts_tracesim_reports(
     seen = server.query(COUNTS, until=lambda result: by_labels(result, *OUTCOME_KEYS) == counts)
     assert by_labels(seen, *OUTCOME_KEYS) == counts
     assert {key[:2] for key in counts} == {("graded", "answer"), ("exact", "answer"), ("length", "answer")}
-    assert counts[("graded", "answer", "error")] > 0  # the case the two definitions differ on
+    assert counts[("graded", "answer", "error")] > 0  # errors must stay out of both pass rates
     assert counts[("length", "answer", "undecided")] > 0
 
     # An evaluator that never decides (length) has no pass rate in either.
@@ -185,8 +186,7 @@ def test_prometheus_reads_the_pass_rate_and_counts_tracesim_reports(
     recorded = by_labels(server.query_once(PASS_RATE_RULE), *KEYS)
     assert recorded.keys() == decided.keys()
     for key, row in decided.items():
-        passed_or_not = row["passed"] + row["failed"] + row["errors"]
-        assert recorded[key] == pytest.approx(row["passed"] / passed_or_not, rel=1e-12, abs=0), key
+        assert recorded[key] == pytest.approx(row["pass_rate"], rel=1e-12, abs=1e-12), key
 
     mean = by_labels(server.query_once(MEAN_SCORE_RULE), *KEYS)  # evaluated with the pass rate
     assert mean == {key: pytest.approx(row["mean_score"], rel=1e-9) for key, row in report.items()}
