@@ -214,6 +214,24 @@ def test_the_refusing_backend_is_tried_again_only_after_the_retry_interval(
     exporter.shutdown()
 
 
+def test_a_refusal_is_said_again_only_after_the_backend_accepted_a_batch(
+    backend: ScriptedBackend, make_batch: Batches, caplog: pytest.LogCaptureFixture
+) -> None:
+    exporter = otlp_exporter(endpoint=backend.traces_url)
+    backend.required_header = "x-mlflow-experiment-id"
+    with caplog.at_level(logging.INFO):
+        for i in range(3):
+            exporter.export(make_batch(f"a{i}"))
+        backend.required_header = None
+        assert exporter.export(make_batch("ok")) is SpanExportResult.SUCCESS
+        backend.required_header = "x-mlflow-experiment-id"
+        for i in range(3):
+            exporter.export(make_batch(f"b{i}"))
+    lines = said(caplog)
+    assert len(lines) == 2, lines
+    assert all("x-mlflow-experiment-id: Field required" in line for line in lines)
+
+
 def test_a_batch_too_large_is_sent_again_in_halves(
     backend: ScriptedBackend, make_batch: Batches, caplog: pytest.LogCaptureFixture
 ) -> None:

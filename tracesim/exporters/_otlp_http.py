@@ -3,8 +3,9 @@
 `RefusalAwareSpanExporter` is OpenTelemetry's ``OTLPSpanExporter`` with a session that
 records each answer (`tracesim.exporters._refusals.AnswerRecorder`). What it adds:
 
-- a refusal (400, 401, 403, 404, 405, 415, 422) is logged once per cause, with the backend's
-  own message and what to change (`tracesim.exporters._refusals.advice`), instead of the SDK's
+- a refusal (400, 401, 403, 404, 405, 415, 422) is logged once per cause (a refusal of the
+  configuration again after the backend has accepted a batch), with the backend's own message
+  and what to change (`tracesim.exporters._refusals.advice`), instead of the SDK's
   ``Failed to export spans batch code: 422`` on every batch;
 - a 413 (request too large) splits the batch in halves and sends each again; a single span the
   backend still finds too large is dropped and counted (``stats.too_large``);
@@ -100,6 +101,9 @@ class RefusalAwareSpanExporter(OTLPSpanExporter):
         finally:
             answer = self._recorder.last()
             self._recorder.end()
+        if result is SpanExportResult.SUCCESS and self._said:
+            with self._lock:  # accepted again: a refusal of the configuration is news again
+                self._said = {key for key in self._said if not key[2]}
         if result is SpanExportResult.SUCCESS or answer is None:
             return result
         refusal = classify(answer, "spans")
