@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tracesim._errors import ConfigError
+from tracesim._internal_errors import internal_error
 from tracesim._metrics._counts import OUTCOMES, SCORE_BUCKETS, UNNAMED, ResultCounts, outcome
 from tracesim._metrics._prometheus import scrape_url
 
@@ -97,6 +98,7 @@ class Metrics:
         self._registry = registry
         self._closed = False
         self._lock = threading.Lock()
+        self._flushing: _Flush | None = None
 
     def cost_counting(self, exporter: SpanExporter) -> SpanExporter:
         """``exporter`` with the cost of the LLM spans it exports counted on the way."""
@@ -126,10 +128,20 @@ class Metrics:
             self._endpoint.serve(self._registry)
 
     def force_flush(self, timeout_s: float) -> bool:
-        """Export the current totals (otlp, jsonl) within ``timeout_s``."""
+        """Export the current totals (otlp, jsonl) within ``timeout_s``; False past it.
+
+        The SDK's exporters keep retrying a backend that is down for their own time limit,
+        whatever time the caller has: the flush runs in a thread of its own, waited for until
+        the deadline (a flush still running then is waited for by the next one, not doubled).
+        """
         if self._closed:
             return True
-        return bool(self.provider.force_flush(max(1, int(timeout_s * 1000))))
+        with self._lock:
+            flushing = self._flushing
+            if flushing is None or not flushing.thread.is_alive():
+                flushing = self._flushing = _Flush(self.provider, timeout_s)
+        flushing.thread.join(max(0.0, timeout_s))
+        return not flushing.thread.is_alive() and flushing.ok
 
     def shutdown(self, timeout_s: float) -> bool:
         """Export the last totals and stop; the scrape endpoint stops when no configuration uses it."""
@@ -143,6 +155,23 @@ class Metrics:
         finally:
             self.provider.shutdown(max(1, int(timeout_s * 1000)))
         return True
+
+
+class _Flush:
+    """One ``force_flush`` of a meter provider, in a daemon thread."""
+
+    def __init__(self, provider: MeterProvider, timeout_s: float) -> None:
+        self.ok = False
+        self._provider = provider
+        self._millis = max(1, int(timeout_s * 1000))
+        self.thread = threading.Thread(target=self._run, name="tracesim-metrics-flush", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.ok = bool(self._provider.force_flush(self._millis))
+        except Exception:
+            internal_error("metrics: flush")
 
 
 def build_metrics(settings: Settings, resource: Resource, redaction: Redaction) -> Metrics | None:
