@@ -303,3 +303,18 @@ def test_a_secret_in_the_backends_message_is_redacted_in_the_line(
     assert len(lines) == 1
     assert "sk-proj-Abc123Def456Ghi789Jkl0" not in lines[0]
     assert "[REDACTED:api_key]" in lines[0]
+
+
+def test_an_otlp_status_body_is_quoted(
+    backend: ScriptedBackend, make_batch: Batches, caplog: pytest.LogCaptureFixture
+) -> None:
+    from google.rpc.status_pb2 import Status  # type: ignore[import-untyped]
+
+    body = Status(code=3, message="span 7 has no name").SerializeToString().decode()
+    backend.answer("/v1/traces", Reply(400, body, "application/x-protobuf"))
+    exporter = otlp_exporter(endpoint=backend.traces_url)
+    with caplog.at_level(logging.INFO):
+        exporter.export(make_batch("a"))
+    (line,) = said(caplog)
+    assert "400: span 7 has no name" in line
+    assert "that batch is dropped" in line
