@@ -80,7 +80,7 @@ def test_metrics_go_beside_otlp_spans_by_default(backend: Backend) -> None:
     tracesim.configure(exporters=["otlp"], otlp_endpoint=backend.url)
     _scored_call()
     assert tracesim.force_flush(10)
-    assert {path for path, _ in backend.requests} == {"/v1/traces", "/v1/metrics"}
+    assert {"/v1/traces", "/v1/metrics"} <= {path for path, _ in backend.requests}
     assert {"tracesim.evaluation.results", "tracesim.evaluation.score"} <= backend.metric_names()
     tracesim.shutdown()  # while the backend still answers
 
