@@ -20,6 +20,8 @@ from scripted_backend import MLFLOW_NOT_FOUND_PAGE, Reply, ScriptedBackend
 from secret_kinds import SECRETS, leaked
 
 import tracesim
+from tracesim import _runtime
+from tracesim._scoring._sinks import LogEventSink
 from tracesim.evaluators import EvalResult, ExactMatch, evaluator
 
 EVENT = "gen_ai.evaluation.result"
@@ -138,6 +140,10 @@ def test_a_backend_without_logs_is_told_once_and_sent_no_more(
     scored = [span for span in backend.spans if span.name == "answer"]
     assert len(scored) == 5
     assert all(len(evaluation_events(span)) == 1 for span in scored)
+    runtime = _runtime.current
+    assert runtime is not None
+    (sink,) = [sink for sink in runtime.sinks if isinstance(sink, LogEventSink)]
+    assert sink.refused  # later results are not even rendered for it
 
 
 def test_asked_for_log_events_refused_is_a_warning(

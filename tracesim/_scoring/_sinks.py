@@ -141,9 +141,17 @@ class LogEventSink:
         self._redaction = redaction
         self._provider = LoggerProvider(resource=provider.resource, shutdown_on_exit=False)
         processor = BatchLogRecordProcessor if settings.batch_export else SimpleLogRecordProcessor
-        for exporter in _log_exporters(settings):
+        self._exporters = _log_exporters(settings)
+        for exporter in self._exporters:
             self._provider.add_log_record_processor(processor(exporter))
         self._logger = self._provider.get_logger("tracesim")
+
+    @property
+    def refused(self) -> bool:
+        """True once every destination has refused log records for good (a backend without logs)."""
+        from tracesim.exporters._signals import refusal_of
+
+        return bool(self._exporters) and all(refusal_of(exporter) is not None for exporter in self._exporters)
 
     def submit(
         self, target: SpanContext, result: EvalResult, annotator_kind: str, *, expected: Any = NOT_SET
@@ -153,6 +161,8 @@ class LogEventSink:
         from tracesim._scoring._results import render
         from tracesim.exporters._redacting import redacted_attributes
 
+        if self.refused:
+            return  # nowhere to go: not even rendered
         try:
             attributes = redacted_attributes(
                 self._redaction, render(result, self._capture, redaction=self._redaction)[0]
