@@ -33,9 +33,9 @@ import logging
 import os
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -43,6 +43,7 @@ import httpx
 from tracesim import _semconv as sc
 from tracesim._capture import capture_value, make_options
 from tracesim._scoring._expect import NOT_SET
+from tracesim.exporters._background import BackgroundSender, QueuedItem
 
 if TYPE_CHECKING:
     from opentelemetry.trace import SpanContext
@@ -87,17 +88,13 @@ class AssessmentStats:
 
 
 @dataclass
-class _Item:
-    trace_id: str
-    payload: dict[str, Any]
-    result_id: str
-    deadline: float
-    submitted_at: float
-    attempts: int = 0
-    not_before: float = 0.0
+class _Item(QueuedItem):
+    trace_id: str = ""
+    payload: dict[str, Any] = field(default_factory=dict)
+    result_id: str = ""
 
 
-class MlflowAssessmentSender:
+class MlflowAssessmentSender(BackgroundSender[_Item]):
     """A bounded, batching background sender of assessments to one MLflow tracking server.
 
     ``submit`` never blocks and never raises; ``force_flush`` and ``shutdown`` wait with a
@@ -143,39 +140,28 @@ class MlflowAssessmentSender:
         detect: bool = False,
         skip_existing: bool = False,
     ) -> None:
+        super().__init__(
+            name="mlflow",
+            max_queue_size=max_queue_size,
+            max_batch_size=max_batch_size,
+            schedule_delay_s=schedule_delay_s,
+            max_backoff_s=max_backoff_s,
+        )
         self.base_url = base_url.rstrip("/")
         self.is_mlflow: bool | None = None if detect else True
         """Whether ``base_url`` is MLflow: None until a ``detect`` sender has asked."""
         self._client = httpx.Client(headers=dict(headers or {}), timeout=timeout_s)
-        self._max_queue_size = max_queue_size
-        self._max_batch_size = max_batch_size
-        self._schedule_delay_s = schedule_delay_s
         self._max_wait_s = max_wait_for_span_s
-        self._max_backoff_s = max_backoff_s
         self._skip_existing = skip_existing
-        self._lock = threading.Lock()
-        self._changed = threading.Condition(self._lock)
-        self._queue: deque[_Item] = deque()
-        self._in_flight = 0
-        self._flushing = 0
-        self._shutdown = False
-        self._submitted = self._sent = self._dropped = self._failed = self._already = 0
+        self._submitted = self._sent = self._dropped = self._already = 0
         self._probe_failed = False
-        self._logged: set[str] = set()
-        self._worker: threading.Thread | None = None
-        self._worker_pid = 0
 
     @property
     def stats(self) -> AssessmentStats:
         """A snapshot of the counters."""
         with self._lock:
             return AssessmentStats(
-                self._submitted,
-                self._sent,
-                self._dropped,
-                self._failed,
-                len(self._queue) + self._in_flight,
-                self._already,
+                self._submitted, self._sent, self._dropped, self._failed, self._pending(), self._already
             )
 
     def submit(self, trace_id: str, assessment: Mapping[str, Any], result_id: str) -> None:
@@ -198,20 +184,17 @@ class MlflowAssessmentSender:
             self._log_once("invalid", "tracesim: MLflow assessment dropped, not JSON: %s", exc)
             return
         now = time.monotonic()
+        item = _Item(now, now + self._max_wait_s, trace_id=trace_id, payload=payload, result_id=result_id)
         with self._lock:
             if self._off():  # decided while this call was on its way in
                 return
             self._submitted += 1
-            full = len(self._queue) + self._in_flight >= self._max_queue_size
-            if self._shutdown or full:
-                self._dropped += 1
-            else:
-                self._queue.append(_Item(trace_id, payload, result_id, now + self._max_wait_s, now))
-                self._ensure_worker()
-                if len(self._queue) >= self._max_batch_size:
-                    self._changed.notify_all()
-                return
-        if full and not self._shutdown:
+        if self._offer(item):
+            return
+        with self._lock:
+            self._dropped += 1
+            full = not self._shutdown
+        if full:
             self._log_once(
                 "full", "tracesim: MLflow assessment queue full (%d); dropping", self._max_queue_size
             )
@@ -219,65 +202,27 @@ class MlflowAssessmentSender:
     def _off(self) -> bool:
         return self.is_mlflow is False
 
-    def _log_once(self, key: str, message: str, *args: Any, level: int = logging.WARNING) -> None:
-        with self._lock:
-            if key in self._logged:
-                return
-            self._logged.add(key)
-        _logger.log(level, message + " (logged once)", *args)
+    def _nothing_to_wait_for(self) -> bool:
+        return self.is_mlflow is None and self._probe_failed
 
-    def _ensure_worker(self) -> None:
-        if self._worker is None or self._worker_pid != os.getpid() or not self._worker.is_alive():
-            self._worker_pid = os.getpid()
-            self._worker = threading.Thread(target=self._run, name="tracesim-mlflow", daemon=True)
-            self._worker.start()
+    def _close(self) -> None:
+        self._client.close()
 
-    # ------------------------------------------------------------ worker
+    def _expired(self, count: int) -> None:
+        self._log_once(
+            "expired",
+            "tracesim: MLflow assessments given up after %.0f s (trace never ingested, or MLflow down)",
+            self._max_wait_s,
+        )
 
-    def _run(self) -> None:
-        while True:
-            with self._lock:
-                batch = self._take()
-                while batch is None:
-                    if self._shutdown and not self._flushing:
-                        return
-                    self._changed.wait(self._wait_s())
-                    batch = self._take()
-                self._in_flight = len(batch)
-            try:
-                self._send(batch)
-            except Exception:  # never let the worker die: what was taken is given up
-                _logger.exception("tracesim: MLflow assessments")
-                with self._lock:
-                    self._failed += len(batch)
-            finally:
-                with self._lock:
-                    self._in_flight = 0
-                    self._changed.notify_all()
-
-    def _take(self) -> list[_Item] | None:
-        now = time.monotonic()
-        ready = [item for item in self._queue if item.not_before <= now]
-        if not ready:
-            return None
-        waited = now - min(item.submitted_at for item in ready)
-        if len(ready) < self._max_batch_size and waited < self._schedule_delay_s and not self._flushing:
-            return None
-        batch = ready[: self._max_batch_size]
-        taken = set(map(id, batch))
-        self._queue = deque(item for item in self._queue if id(item) not in taken)
-        return batch
-
-    def _wait_s(self) -> float | None:
-        if not self._queue:
-            return None
-        soonest = min(max(i.not_before, i.submitted_at + self._schedule_delay_s) for i in self._queue)
-        return max(soonest - time.monotonic(), 0.01)
+    # ------------------------------------------------------------ sending
 
     def _send(self, batch: list[_Item]) -> None:
         if self.is_mlflow is None and not self._detect(batch):
             return
-        if self.is_mlflow is False:
+        if self._off():  # queued just as the answer came: never meant for anyone either
+            with self._lock:
+                self._submitted -= len(batch)
             return
         by_trace: dict[str, list[_Item]] = {}
         for item in batch:
@@ -290,8 +235,7 @@ class MlflowAssessmentSender:
                     continue
                 items = self._without(items, existing)
             for index, item in enumerate(items):
-                outcome = self._post(item)
-                if outcome == "missing":  # the trace is not ingested yet: neither are its others
+                if self._post(item) == "missing":  # the trace is not ingested yet: neither are its others
                     self._retry(items[index:])
                     break
 
@@ -396,62 +340,6 @@ class MlflowAssessmentSender:
             response.status_code,
         )
         return False
-
-    def _retry(self, items: list[_Item]) -> None:
-        now = time.monotonic()
-        expired = 0
-        with self._lock:
-            for item in items:
-                item.attempts += 1
-                if now >= item.deadline or self._shutdown:
-                    expired += 1
-                    continue
-                item.not_before = now + min(0.25 * 2.0 ** (item.attempts - 1), self._max_backoff_s)
-                self._queue.append(item)
-            self._failed += expired
-        if expired:
-            self._log_once(
-                "expired",
-                "tracesim: MLflow assessments given up after %.0f s (trace never ingested, or MLflow down)",
-                self._max_wait_s,
-            )
-
-    # ------------------------------------------------------------ flush and shutdown
-
-    def force_flush(self, timeout_s: float = 30.0) -> bool:
-        """Send everything queued now; True if nothing is left within ``timeout_s``."""
-        deadline = time.monotonic() + timeout_s
-        with self._lock:
-            if self.is_mlflow is None and self._probe_failed:
-                return not self._queue and not self._in_flight  # nothing known to wait for
-            self._flushing += 1
-            try:
-                now = time.monotonic()
-                for item in self._queue:  # one more try now for those waiting on backoff
-                    item.not_before = min(item.not_before, now)
-                self._changed.notify_all()
-                while self._queue or self._in_flight:
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0 or self._worker is None or not self._worker.is_alive():
-                        return not self._queue and not self._in_flight
-                    self._changed.wait(remaining)
-                return True
-            finally:
-                self._flushing -= 1
-
-    def shutdown(self, timeout_s: float = 30.0) -> bool:
-        """Flush within ``timeout_s``, then stop; True if everything was sent."""
-        flushed = self.force_flush(timeout_s)
-        with self._lock:
-            self._shutdown = True
-            self._failed += len(self._queue)
-            self._queue.clear()
-            self._changed.notify_all()
-            worker = self._worker
-        if worker is not None and worker is not threading.current_thread():
-            worker.join(timeout=max(timeout_s, 1.0))
-        self._client.close()
-        return flushed
 
 
 def _is_server_info(response: httpx.Response) -> bool:
