@@ -75,6 +75,11 @@ class OtlpSink:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                if self.path.split("?")[0] != "/v1/traces":  # metrics, logs: not taken, as MLflow answers
+                    self.send_response(404)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 sink.headers.append({k.lower(): v for k, v in self.headers.items()})
                 status = sink._answer(body, self.headers.get("Content-Type", ""))
                 self.send_response(status)
