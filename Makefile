@@ -65,12 +65,20 @@ typecheck: $(VENV)/.installed-test
 docs: $(VENV)/.installed-test
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
-# Real components the tests use, outside tracesim's venv: Arize Phoenix (its own cached venv,
-# about 855 MB, built once; TRACESIM_SKIP_PHOENIX=1 builds nothing and skips its tests) and
-# headless Chromium for the HTML report check (Debian package, when root).
+# Real components the tests use, outside tracesim's venv: Arize Phoenix and MLflow (each in its
+# own cached venv, about 855 MB each, built once; TRACESIM_SKIP_PHOENIX=1 / TRACESIM_SKIP_MLFLOW=1
+# build nothing and skip their tests), and Debian packages when root: headless Chromium for the
+# HTML report check, Prometheus (server and promtool) for the alert rules and the scrape test.
 test-deps: $(VENV)/.installed-test
 	@if [ "$$TRACESIM_SKIP_PHOENIX" = "1" ]; then echo "TRACESIM_SKIP_PHOENIX=1: no Phoenix venv, its tests skip"; \
 	else $(BIN)/python tests/phoenix/_server.py ensure-venv; fi
+	@if [ "$$TRACESIM_SKIP_MLFLOW" = "1" ]; then echo "TRACESIM_SKIP_MLFLOW=1: no MLflow venv, its tests skip"; \
+	else $(BIN)/python tests/mlflow/_server.py ensure-venv; fi
+	@if ! command -v promtool >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+		echo "installing prometheus (Debian: server and promtool) for the alert rules' tests"; \
+		(apt-get update -qq && apt-get install -y -qq --no-install-recommends prometheus >/dev/null) \
+			|| echo "could not install prometheus: the Prometheus rule and scrape tests will skip"; \
+	fi
 	@if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
 		echo "installing chromium (Debian) for the HTML report test"; \
 		(apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium >/dev/null) \
