@@ -92,7 +92,7 @@ def test_a_replayed_trace_file_brings_its_results_once(
 
 
 def test_a_backfill_shows_its_scores_in_mlflow_once(
-    mlflow_server: Any, experiment: str, tmp_path: Path
+    mlflow_server: Any, experiment: str, tmp_path: Path, capsys: Any
 ) -> None:
     pytest.importorskip("pandas", reason="backfill reads batch results (the 'dask' extra)")
     from tracesim.batch import Spans, backfill, score
@@ -126,5 +126,9 @@ def test_a_backfill_shows_its_scores_in_mlflow_once(
     # again: the ledger sends nothing; forced, MLflow's copies are found and none is added
     again = backfill(results, mlflow=mlflow_server.url)
     assert (again.parts, again.already_sent, again.assessments) == (0, 1, 0)
+    assert main(["backfill", str(results), "--mlflow", mlflow_server.url]) == 0
+    out = capsys.readouterr().out
+    assert "MLflow assessments" in out
+    assert f"mlflow:{mlflow_server.url}" in out
     assert backfill(results, mlflow=mlflow_server.url, force=True).ok
     assert len([a for items in mlflow_server.read_assessments(trace_ids).values() for a in items]) == 3
