@@ -15,7 +15,7 @@ from tracesim.cli import main
 from tracesim.evaluators import ExactMatch
 from tracesim.instrumentation import CurrentProvider
 
-from .points import last_points, results_by
+from .points import METRICS_FILE, last_points, results_by
 
 GENAI = {
     "gen_ai.operation.name": "chat",
@@ -178,3 +178,17 @@ def test_points_inside_an_evaluators_model_call_or_suppressed_go_nowhere() -> No
     (point,) = last_points()["call.duration"]
     assert point["attrs"] == {"who": "user"}
     assert point["sum"] == 0.5
+
+
+def test_an_instrumentations_attribute_values_leave_redacted() -> None:
+    from tracesim._metrics._current import CurrentMeterProvider
+
+    tracesim.configure()
+    usage = (
+        CurrentMeterProvider().get_meter("some.instrumentation").create_histogram("gen_ai.client.token.usage")
+    )
+    usage.record(12, {"gen_ai.request.model": "ask marie@curie.org", "gen_ai.token.type": "input"})
+    tracesim.shutdown()
+    (point,) = last_points()["gen_ai.client.token.usage"]
+    assert point["attrs"] == {"gen_ai.request.model": "ask [REDACTED:email]", "gen_ai.token.type": "input"}
+    assert "curie" not in METRICS_FILE.read_text()

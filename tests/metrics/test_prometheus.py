@@ -113,3 +113,22 @@ def test_without_the_extra_the_error_names_the_install_command(monkeypatch: pyte
         tracesim.configure(exporters=["console"], metrics="prometheus", prometheus_port=0)
     assert caught.value.setting == "metrics"
     assert scrape_url() is None
+
+
+def test_the_scrape_is_redacted() -> None:
+    from tracesim._metrics._current import CurrentMeterProvider
+
+    tracesim.configure(
+        exporters=["console"], metrics="prometheus", prometheus_host="127.0.0.1", prometheus_port=0
+    )
+    url = scrape_url()
+    assert url is not None
+    duration = (
+        CurrentMeterProvider().get_meter("some.instrumentation").create_histogram("op.duration", unit="s")
+    )
+    duration.record(0.25, {"server.address": "marie@curie.org"})
+    lines = scrape(url)
+    assert any(
+        'server_address="[REDACTED:email]"' in line for line in series(lines, "op_duration_seconds_count")
+    )
+    assert not [line for line in lines if "curie" in line]

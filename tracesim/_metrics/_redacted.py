@@ -25,19 +25,23 @@ class RedactingMetricExporter(MetricExporter):
 
     @property
     def inner(self) -> MetricExporter:
+        """The exporter the points go to."""
         return self._inner
 
     def export(
         self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
     ) -> MetricExportResult:
+        """Export the points, redacted."""
         return self._inner.export(
             redacted(metrics_data, self._redaction), timeout_millis=timeout_millis, **kwargs
         )
 
     def force_flush(self, timeout_millis: float = 10_000) -> bool:
+        """Flush the wrapped exporter."""
         return self._inner.force_flush(timeout_millis)
 
     def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
+        """Shut the wrapped exporter down."""
         self._inner.shutdown(timeout_millis=timeout_millis, **kwargs)
 
 
