@@ -6,6 +6,7 @@ import socket
 import sys
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -132,3 +133,21 @@ def test_the_scrape_is_redacted() -> None:
         'server_address="[REDACTED:email]"' in line for line in series(lines, "op_duration_seconds_count")
     )
     assert not [line for line in lines if "curie" in line]
+
+
+def test_a_refused_later_destination_leaves_no_endpoint_running(tmp_path: Path) -> None:
+    blocked = tmp_path / "file"
+    blocked.write_text("")  # a file where the trace directory should be
+    with pytest.raises(tracesim.ConfigError) as caught:
+        tracesim.configure(
+            exporters=["console"],
+            metrics=["prometheus", "jsonl"],
+            prometheus_host="127.0.0.1",
+            prometheus_port=0,
+            jsonl_path=str(blocked / "traces.jsonl"),
+        )
+    assert caught.value.setting == "jsonl_path"
+    assert scrape_url() is None
+    from tracesim._metrics import _prometheus
+
+    assert _prometheus._endpoints == {}

@@ -193,11 +193,13 @@ def build_metrics(settings: Settings, resource: Resource, redaction: Redaction) 
     try:
         for name in dict.fromkeys(where):
             if name == "prometheus":
-                endpoint, registry, reader = _prometheus(settings, redaction, id(user))
+                endpoint, registry, reader = _prometheus_reader(settings, redaction, id(user))
                 readers.append(reader)
             else:
                 readers.append(_periodic(_exporter(name, settings, redaction), settings))
-    except BaseException:
+    except BaseException:  # a later destination is refused: stop what the earlier ones started
+        for reader in readers:
+            reader.shutdown()
         if endpoint is not None:
             endpoint.release(id(user), registry)
         raise
@@ -271,7 +273,9 @@ def _exporter(name: str, settings: Settings, redaction: Redaction) -> MetricExpo
     return RedactingMetricExporter(inner, redaction)
 
 
-def _prometheus(settings: Settings, redaction: Redaction, user: int) -> tuple[Endpoint, Any, MetricReader]:
+def _prometheus_reader(
+    settings: Settings, redaction: Redaction, user: int
+) -> tuple[Endpoint, Any, MetricReader]:
     from tracesim._metrics._prometheus import EXTRA, acquire
 
     try:
