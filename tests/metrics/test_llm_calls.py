@@ -192,3 +192,15 @@ def test_an_instrumentations_attribute_values_leave_redacted() -> None:
     (point,) = last_points()["gen_ai.client.token.usage"]
     assert point["attrs"] == {"gen_ai.request.model": "ask [REDACTED:email]", "gen_ai.token.type": "input"}
     assert "curie" not in METRICS_FILE.read_text()
+
+
+def test_a_langchain_call_through_the_openai_client_is_measured_once(llm_server: LLMServer) -> None:
+    from langchain_openai import ChatOpenAI
+
+    tracesim.configure(instrument=["openai", "langchain"])
+    ChatOpenAI(model="gpt-x", base_url=llm_server.base_url, api_key="test", max_retries=0).invoke("hi")
+    tracesim.shutdown()
+    points = last_points()
+    (duration,) = points["gen_ai.client.operation.duration"]
+    assert int(duration["count"]) == 1
+    assert sorted(int(p["count"]) for p in points["gen_ai.client.token.usage"]) == [1, 1]  # input, output
