@@ -213,3 +213,21 @@ def test_feedback_counts_as_a_result_of_its_span() -> None:
         last_points(), "gen_ai.evaluation.name", "tracesim.span.name", "tracesim.evaluation.outcome"
     )
     assert counted == {("user_rating", "answer", "passed"): 1, ("user_rating", "_unknown", "failed"): 1}
+
+
+def test_the_metrics_file_rotates_with_the_trace_files_settings() -> None:
+    tracesim.configure(scoring_mode="inline", jsonl_max_bytes=1024, jsonl_backups=1)
+    for _ in range(5):
+        with tracesim.span("answer", evaluators=[ExactMatch()], expected="ok") as span:
+            span.set_output("ok")
+        assert tracesim.force_flush(10)  # a line each time: more than 1 KiB each
+    tracesim.shutdown()
+    folder = METRICS_FILE.parent
+    assert sorted(p.name for p in folder.glob("traces.metrics*")) == [
+        "traces.metrics.1.jsonl",
+        "traces.metrics.jsonl",
+    ]
+    for path in folder.glob("traces.metrics*"):
+        for line in path.read_text().splitlines():
+            assert "resourceMetrics" in json.loads(line)  # whole lines only
+    assert results_by(last_points(), "tracesim.evaluation.outcome") == {("passed",): 5}
