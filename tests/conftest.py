@@ -88,6 +88,9 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
     class PhoenixOnOneWorker(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return "tests/phoenix" if nodeid.startswith("tests/phoenix/") else nodeid
+            for group in ("tests/phoenix", "tests/mlflow"):  # one server each, on one worker
+                if nodeid.startswith(group + "/"):
+                    return group
+            return nodeid
 
     return PhoenixOnOneWorker(config, log)

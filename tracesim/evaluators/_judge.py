@@ -115,6 +115,8 @@ class LLMJudge(ModelEvaluator):
     """
 
     type_name = "llm_judge"
+    annotator_kind: ClassVar[str] = "LLM"
+    """Who made the result, for backends that ask (Phoenix's annotator kind, MLflow's source)."""
     default_threshold: ClassVar[float | None] = None
     _keyword_options: ClassVar[tuple[str, ...]] = JUDGE_KEYWORDS  # taken by **connection_keywords
     _caller: ModelCaller

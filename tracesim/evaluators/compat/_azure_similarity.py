@@ -17,7 +17,7 @@ raises there (``json.JSONDecodeError``, ...), with the model's answer in the mes
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from tracesim.evaluators._judge import LLMSimilarity
 from tracesim.evaluators._model_connection import ModelConnection
@@ -62,6 +62,8 @@ class _Answer(ModelEvaluator):
     ``finish_reason`` and the call's usage. Failed calls and timeouts are error results, as
     for every model-backed evaluator (its ``timeout_s`` is the judge's).
     """
+
+    annotator_kind: ClassVar[str] = "LLM"
 
     def __init__(self, judge: LLMSimilarity) -> None:
         super().__init__(name="azure_similarity", threshold=None)
