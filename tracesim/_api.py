@@ -187,6 +187,8 @@ def score(
     )
     for sink in runtime.sinks:
         sink.submit(context, result, annotator_kind)
+    if runtime.metrics is not None:
+        runtime.metrics.feedback(target, result)
 
 
 def scoring_stats() -> ScoringStats:

@@ -187,20 +187,26 @@ class Runtime:
         """Score what is queued, then export everything finished, within ``timeout_s``."""
         deadline = _Deadline(timeout_s)
         ok = self.scoring.force_flush(deadline.seconds()) if self.scoring is not None else True
-        ok = self._flush_processors(deadline.seconds()) and ok
+        ok = self._flush_processors(deadline.seconds(), sinks=False) and ok
         for exporter in self.exporters:
             ok = _flush_exporter(exporter, deadline.millis()) and ok
+        # Then the results sent beside the spans: MLflow and Phoenix take a result only once
+        # they have its span, so the spans go first.
+        for sink in self.sinks:
+            ok = sink.force_flush(deadline.seconds()) and ok
         if self.metrics is not None:  # last: the cost of the spans just exported is in
             ok = self.metrics.force_flush(deadline.seconds()) and ok
         return ok
 
-    def _flush_processors(self, timeout_s: float) -> bool:
+    def _flush_processors(self, timeout_s: float, *, sinks: bool = True) -> bool:
+        """Hand every finished span to the exporters, then (``sinks``) flush the result sinks."""
         deadline = _Deadline(timeout_s)
         ok = True
-        for sink in self.sinks:
-            ok = sink.force_flush(deadline.seconds()) and ok
         for processor in self.processors:
             ok = processor.force_flush(deadline.millis()) and ok
+        if sinks:
+            for sink in self.sinks:
+                ok = sink.force_flush(deadline.seconds()) and ok
         return ok
 
     def shutdown(self, timeout_s: float) -> bool:
@@ -482,7 +488,10 @@ def _build(
     counted = [
         metrics.cost_counting(e) if metrics is not None and i == 0 else e for i, e in enumerate(exporters)
     ]
-    shared = [RedactingExporter(e, redaction=redaction, shared=True) for e in counted]
+    shared = [
+        RedactingExporter(_events_as_set(e, item, settings), redaction=redaction, shared=True)
+        for e, item in zip(counted, settings.exporters, strict=True)
+    ]
     # Each exporter's queue counts what it drops; a full queue is logged once per configuration.
     warnings = _internal_errors.WarnOnce()
     processors = [
@@ -511,6 +520,17 @@ def _build(
     runtime.redaction = redaction
     runtime.metrics = metrics
     return runtime
+
+
+def _events_as_set(exporter: SpanExporter, item: Any, settings: Settings) -> SpanExporter:
+    """``exporter`` as ``evaluation_span_events`` has it: without the results' span events for
+    the backends (OTLP, an exporter object); the trace file and the console, which tracesim's
+    own readers read, keep them."""
+    if settings.evaluation_span_events or item in ("jsonl", "console"):
+        return exporter
+    from tracesim.exporters._without_events import WithoutEvaluationEvents
+
+    return WithoutEvaluationEvents(exporter)
 
 
 def _exporter(item: Any, settings: Settings) -> SpanExporter:

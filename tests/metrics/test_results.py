@@ -200,19 +200,32 @@ def test_feedback_counts_as_a_result_of_its_span() -> None:
     tracesim.configure()
     with tracesim.span("answer") as span:
         span.set_output("Warsaw")
-    runtime = tracesim._runtime.current
-    assert runtime is not None
-    assert runtime.metrics is not None
-    from tracesim.evaluators import EvalResult
-
-    # what tracesim.score() counts (see the report: the call to wire in tracesim/_api.py)
-    runtime.metrics.feedback(span, EvalResult(name="user_rating", score=1.0, passed=True))
-    runtime.metrics.feedback(span.span_context, EvalResult(name="user_rating", score=0.0, passed=False))
+    tracesim.score(span, name="user_rating", value=1.0, passed=True)
+    tracesim.score(span.span_context, name="user_rating", value=0.0, passed=False)  # no name known
     tracesim.shutdown()
     counted = results_by(
         last_points(), "gen_ai.evaluation.name", "tracesim.span.name", "tracesim.evaluation.outcome"
     )
     assert counted == {("user_rating", "answer", "passed"): 1, ("user_rating", "_unknown", "failed"): 1}
+
+
+def test_another_instrumentations_span_with_nothing_to_score_counts_as_skipped() -> None:
+    from opentelemetry import trace as otel_trace
+
+    rule = {"match": "chat gpt-x", "evaluators": ["exact"], "expected": {"value": "Warsaw"}}
+    tracesim.configure(evaluators=[rule])
+    other = otel_trace.get_tracer("some.instrumentation")
+    for _ in range(2):
+        with other.start_as_current_span("chat gpt-x") as span:
+            span.set_attribute("gen_ai.operation.name", "chat")  # and no content: nothing to score
+    assert tracesim.force_flush(10)
+    stats = tracesim.scoring_stats()
+    tracesim.shutdown()
+    assert stats.results == 2
+    counted = results_by(
+        last_points(), "gen_ai.evaluation.name", "tracesim.span.name", "tracesim.evaluation.outcome"
+    )
+    assert counted == {("exact", "chat gpt-x", "skipped"): 2}
 
 
 def test_the_metrics_file_rotates_with_the_trace_files_settings() -> None:

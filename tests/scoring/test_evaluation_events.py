@@ -38,12 +38,9 @@ def backend() -> Iterator[ScriptedBackend]:
 
 
 def configure(backend: ScriptedBackend, **more: Any) -> None:
+    more.setdefault("exporters", ["otlp"])
     tracesim.configure(
-        exporters=["otlp"],
-        otlp_endpoint=backend.traces_url,
-        phoenix_annotations=False,
-        mlflow_assessments=False,
-        **more,
+        otlp_endpoint=backend.traces_url, phoenix_annotations=False, mlflow_assessments=False, **more
     )
 
 
@@ -170,6 +167,22 @@ def test_span_events_off_leaves_the_results_to_the_log_records(backend: Scripted
     assert attributes(record)["gen_ai.evaluation.score.value"] == 1.0
 
 
+def test_span_events_off_still_leaves_them_in_the_trace_file_for_show_and_report(
+    backend: ScriptedBackend, tmp_path: Path
+) -> None:
+    from tracesim.tracefile import load_spans
+
+    configure(backend, evaluation_span_events=False, exporters=["otlp", "jsonl"], jsonl_path="t.jsonl")
+    answer(0)
+    assert tracesim.force_flush(30)
+    (sent,) = [span for span in backend.spans if span.name == "answer"]
+    assert evaluation_events(sent) == []
+    (kept,) = [span for span in load_spans(tmp_path / "t.jsonl") if span.name == "answer"]
+    (event,) = kept.event(EVENT)
+    assert event.attributes["gen_ai.evaluation.score.value"] == 1.0
+    assert not (tmp_path / "t.logs.jsonl").exists()  # the file's span events hold the result
+
+
 def test_log_events_off_sends_no_logs(backend: ScriptedBackend) -> None:
     configure(backend, evaluation_log_events=False)
     answer(0)
@@ -179,13 +192,13 @@ def test_log_events_off_sends_no_logs(backend: ScriptedBackend) -> None:
     assert len(evaluation_events(span)) == 1
 
 
-def test_the_local_file_gets_log_records_only_when_asked_or_when_span_events_are_off(tmp_path: Path) -> None:
+def test_the_local_file_gets_log_records_only_when_asked(tmp_path: Path) -> None:
     tracesim.configure(jsonl_path="t.jsonl")
     answer(0)
     assert tracesim.force_flush(30)
     assert not (tmp_path / "t.logs.jsonl").exists()  # the trace file's span events hold it all
 
-    tracesim.configure(jsonl_path="u.jsonl", evaluation_span_events=False)
+    tracesim.configure(jsonl_path="u.jsonl", evaluation_log_events=True)
     answer(1)
     assert tracesim.force_flush(30)
     assert (tmp_path / "u.logs.jsonl").read_text().count(EVENT) == 1

@@ -218,6 +218,7 @@ class ForeignScoring:
                 if evaluator not in evaluators:
                     result = no_output(evaluator, skip)
                     write(held, result, self.capture, end_ns, redaction=self.pipeline.redaction)
+                    self.pipeline.note(span.context, span.name, evaluator, result)
             if not evaluators:
                 held.end()
                 return

@@ -48,6 +48,8 @@ from tracesim.runs import NOT_GIVEN, Expected
 if TYPE_CHECKING:
     import asyncio
 
+    from opentelemetry.trace import SpanContext
+
     from tracesim._metrics import ResultCounts
     from tracesim.evaluators import EvalResult, Evaluator
     from tracesim.exporters import Redaction
@@ -432,6 +434,20 @@ class ScoringPipeline:
                 job.handle.otel_span.end(job.end_ns)
             if last:
                 self._finish(job)
+        except Exception:
+            internal_error("scoring: recording a result")
+
+    def note(self, target: SpanContext, span_name: str, evaluator: Evaluator, result: EvalResult) -> None:
+        """Count and send on a result written without a job: another instrumentation's span
+        that has nothing to score (a held span's "no output" results). Never raises."""
+        try:
+            self._count(result, late=False)
+            metrics = self.metrics
+            if metrics is not None:
+                metrics.result(evaluator.name, span_name, result)
+            kind = getattr(evaluator, "annotator_kind", "CODE")
+            for sink in self.sinks:
+                sink.submit(target, result, kind)
         except Exception:
             internal_error("scoring: recording a result")
 

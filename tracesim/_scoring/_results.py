@@ -2,10 +2,8 @@
 
 Each result becomes a ``gen_ai.evaluation.result`` event (OpenTelemetry GenAI conventions,
 with tracesim's extras) and flat ``tracesim.eval.<name>.*`` attributes that backends can
-query. ``evaluation_span_events=false`` leaves the event out (the flat attributes stay, and
-the log records of `tracesim._scoring._sinks.LogEventSink` carry the whole result); tracesim's
-own readers of trace files (``show``, ``report``, ``replay``) read the events, so they find
-no results in spans written so.
+query. ``evaluation_span_events=false`` leaves the event out of what goes to backends
+(`tracesim.exporters._without_events`): the local trace file keeps it for tracesim's readers.
 
 When the evaluated span has already ended, the same event and attributes go on a short
 carrier span: ``openinference.span.kind=EVALUATOR``, child of the target and linked to
@@ -105,24 +103,8 @@ def write(
     event, flat = render(result, capture, redaction=redaction)
     if run:
         event[sc.EVALUATION_RUN] = True
-    if span_events_on():
-        span.add_event(sc.EVALUATION_EVENT, event, timestamp=timestamp)
+    span.add_event(sc.EVALUATION_EVENT, event, timestamp=timestamp)
     span.set_attributes(flat)
-
-
-def span_events_on() -> bool:
-    """Whether results become span events: the running configuration's ``evaluation_span_events``.
-
-    True when no configuration runs (a trace file written by ``backfill`` and the like).
-
-    Example:
-        >>> span_events_on()
-        True
-    """
-    from tracesim import _runtime
-
-    runtime = _runtime.current
-    return runtime is None or bool(runtime.settings.evaluation_span_events)
 
 
 def emit_carrier(

@@ -216,9 +216,10 @@ def log_destinations(settings: Settings) -> list[str]:
 
     ``evaluation_log_events`` true: OTLP when spans go there, and the file when spans go to the
     trace file. Auto: OTLP/HTTP only (a backend that takes no logs says so: see
-    `tracesim.exporters._signals`), and the file only when span events are off (else the
-    trace file holds every result already). Over gRPC auto sends none: no answer there says
-    that the backend takes no logs, and the official exporter would log an error per batch.
+    `tracesim.exporters._signals`); not the file, whose span events hold every result already
+    (``evaluation_span_events=false`` leaves them out of what goes to backends only). Over gRPC
+    auto sends none: no answer there says that the backend takes no logs, and the official
+    exporter would log an error per batch.
 
     Example:
         >>> from tracesim._config import resolve
@@ -232,7 +233,7 @@ def log_destinations(settings: Settings) -> list[str]:
     if asked is False:
         return []
     wanted = {
-        "jsonl": bool(asked) or not settings.evaluation_span_events,
+        "jsonl": bool(asked),
         "otlp": bool(asked) or settings.otlp_protocol != "grpc",
     }
     return [item for item in settings.exporters if isinstance(item, str) and wanted.get(item, False)]
