@@ -204,3 +204,52 @@ def test_a_langchain_call_through_the_openai_client_is_measured_once(llm_server:
     (duration,) = points["gen_ai.client.operation.duration"]
     assert int(duration["count"]) == 1
     assert sorted(int(p["count"]) for p in points["gen_ai.client.token.usage"]) == [1, 1]  # input, output
+
+
+def _hide_customer(value: str, attribute: str) -> str:
+    """A ``redact`` hook that hides the customer in fine-tuned model names."""
+    return value.split(":cust-")[0] + ":[customer]" if ":cust-" in value else value
+
+
+def test_points_that_redact_to_one_label_set_are_merged_into_one() -> None:
+    from tracesim._metrics._current import CurrentMeterProvider
+
+    tracesim.configure(redact=_hide_customer)
+    meter = CurrentMeterProvider().get_meter("some.instrumentation")
+    duration = meter.create_histogram("gen_ai.client.operation.duration", unit="s")
+    calls = meter.create_counter("calls")
+    for model, seconds in (("ft:m:cust-alice", 0.5), ("ft:m:cust-bob", 2.5), ("ft:m:cust-bob", 0.25)):
+        duration.record(seconds, {"gen_ai.request.model": model})
+        calls.add(1, {"gen_ai.request.model": model})
+    tracesim.shutdown()
+    points = last_points()
+    (point,) = points["gen_ai.client.operation.duration"]  # one series, not one per customer
+    assert point["attrs"] == {"gen_ai.request.model": "ft:m:[customer]"}
+    assert int(point["count"]) == 3
+    assert point["sum"] == 3.25
+    assert (point["min"], point["max"]) == (0.25, 2.5)
+    assert sum(int(n) for n in point["bucketCounts"]) == 3
+    (total,) = points["calls"]
+    assert int(total["asInt"]) == 3
+    assert "alice" not in METRICS_FILE.read_text()
+
+
+def test_merging_keeps_the_latest_gauge_and_adds_exponential_buckets_at_the_coarser_scale() -> None:
+    from opentelemetry.sdk.metrics.export import Buckets, ExponentialHistogramDataPoint, NumberDataPoint
+
+    from tracesim._metrics._redacted import merged
+
+    older, newer = NumberDataPoint({"k": "v"}, 1, 5, 10), NumberDataPoint({"k": "v"}, 2, 9, 4)
+    (gauge,) = merged([newer, older], latest=True)
+    assert (gauge.value, gauge.start_time_unix_nano, gauge.time_unix_nano) == (4, 1, 9)
+
+    def exponential(scale: int, offset: int, counts: list[int], low: float, high: float) -> Any:
+        positive, negative = Buckets(offset, counts), Buckets(0, [])
+        return ExponentialHistogramDataPoint(
+            {"k": "v"}, 0, 1, sum(counts), 1.0, scale, 1, positive, negative, 0, low, high
+        )
+
+    (both,) = merged([exponential(2, 4, [1, 2, 3, 4], 1.0, 3.0), exponential(1, 3, [5], 0.5, 2.0)])
+    assert both.scale == 1
+    assert (both.positive.offset, both.positive.bucket_counts) == (2, [3, 12])  # indices 4..7 -> 2, 2, 3, 3
+    assert (both.count, both.zero_count, both.min, both.max) == (15, 2, 0.5, 3.0)

@@ -151,3 +151,101 @@ def test_a_refused_later_destination_leaves_no_endpoint_running(tmp_path: Path) 
     from tracesim._metrics import _prometheus
 
     assert _prometheus._endpoints == {}
+
+
+def test_label_sets_that_redact_to_one_are_one_series_in_the_scrape() -> None:
+    from tracesim._metrics._current import CurrentMeterProvider
+
+    def hide_customer(value: str, attribute: str) -> str:
+        return value.split(":cust-")[0] + ":[customer]" if ":cust-" in value else value
+
+    tracesim.configure(
+        exporters=["console"],
+        metrics="prometheus",
+        prometheus_host="127.0.0.1",
+        prometheus_port=0,
+        redact=hide_customer,
+    )
+    url = scrape_url()
+    assert url is not None
+    duration = (
+        CurrentMeterProvider().get_meter("some.instrumentation").create_histogram("op.duration", unit="s")
+    )
+    for model in ("ft:m:cust-alice", "ft:m:cust-bob"):
+        duration.record(0.5, {"gen_ai.request.model": model})
+    (count,) = series(scrape(url), "op_duration_seconds_count")  # Prometheus refuses a series twice
+    assert 'gen_ai_request_model="ft:m:[customer]"' in count
+    assert count.endswith(" 2.0")
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def test_configuring_again_with_another_host_and_the_same_port_moves_the_endpoint() -> None:
+    port = _free_port()
+    settings = {"exporters": ["console"], "metrics": "prometheus", "prometheus_port": port}
+    tracesim.configure(**settings, prometheus_host="127.0.0.1")
+    tracesim.configure(**settings, prometheus_host="0.0.0.0")  # the port is tracesim's own: not "in use"
+    assert scrape_url() == f"http://0.0.0.0:{port}/metrics"
+    _scored_calls(4)
+    assert len(series(scrape(f"http://127.0.0.1:{port}/metrics"), "tracesim_evaluation_results_total")) == 2
+    tracesim.configure(**settings, prometheus_host="127.0.0.1")  # and back
+    assert scrape_url() == f"http://127.0.0.1:{port}/metrics"
+    tracesim.shutdown()
+    from tracesim._metrics import _prometheus
+
+    assert _prometheus._endpoints == {}
+
+
+def test_a_move_refused_later_leaves_the_endpoint_where_the_running_configuration_has_it(
+    tmp_path: Path,
+) -> None:
+    port = _free_port()
+    settings = {"exporters": ["console"], "metrics": "prometheus", "prometheus_port": port}
+    tracesim.configure(**settings, prometheus_host="127.0.0.1")
+    _scored_calls(4)
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    with pytest.raises(tracesim.ConfigError) as caught:
+        tracesim.configure(
+            **{**settings, "metrics": ["prometheus", "jsonl"]},
+            prometheus_host="0.0.0.0",
+            jsonl_path=str(blocked / "traces.jsonl"),
+        )
+    assert caught.value.setting == "jsonl_path"
+    assert scrape_url() == f"http://127.0.0.1:{port}/metrics"
+    assert len(series(scrape(f"http://127.0.0.1:{port}/metrics"), "tracesim_evaluation_results_total")) == 2
+
+
+def test_the_same_port_held_by_another_process_on_another_address_is_still_a_config_error() -> None:
+    port = _free_port()
+    tracesim.configure(
+        exporters=["console"], metrics="prometheus", prometheus_host="127.0.0.1", prometheus_port=port
+    )
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.2", port))  # another listener, on another loopback address
+        taken.listen()
+        with pytest.raises(tracesim.ConfigError) as caught:
+            tracesim.configure(
+                exporters=["console"], metrics="prometheus", prometheus_host="0.0.0.0", prometheus_port=port
+            )
+    assert caught.value.setting == "prometheus_port"
+    assert "0 picks a free one" in str(caught.value)
+    # tracesim's endpoint is listening again where it was, for the configuration still running
+    assert scrape_url() == f"http://127.0.0.1:{port}/metrics"
+    _scored_calls(4)
+    assert len(series(scrape(f"http://127.0.0.1:{port}/metrics"), "tracesim_evaluation_results_total")) == 2
+
+
+def test_without_prometheus_client_the_error_is_the_same_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tracesim._metrics._prometheus import missing_extra
+
+    monkeypatch.setitem(sys.modules, "prometheus_client", None)  # the extra's other half missing
+    with pytest.raises(tracesim.ConfigError) as caught:
+        tracesim.configure(exporters=["console"], metrics="prometheus", prometheus_port=0)
+    assert str(caught.value) == str(missing_extra())
+    assert scrape_url() is None

@@ -232,8 +232,7 @@ def build_metrics(settings: Settings, resource: Resource, redaction: Redaction) 
     metrics = Metrics(provider, counts, cost, endpoint, registry)
     if endpoint is not None:
         # The endpoint knew this configuration by a placeholder until the object existed.
-        endpoint.users.discard(id(user))
-        endpoint.users.add(id(metrics))
+        endpoint.rename(id(user), id(metrics))
     return metrics
 
 
@@ -276,15 +275,13 @@ def _exporter(name: str, settings: Settings, redaction: Redaction) -> MetricExpo
 def _prometheus_reader(
     settings: Settings, redaction: Redaction, user: int
 ) -> tuple[Endpoint, Any, MetricReader]:
-    from tracesim._metrics._prometheus import EXTRA, acquire
+    from tracesim._metrics._prometheus import acquire, missing_extra
 
     try:
         from opentelemetry.exporter.prometheus import PrometheusMetricReader
         from prometheus_client import CollectorRegistry
     except ImportError:
-        raise ConfigError(
-            "metrics", "prometheus", f"otlp or jsonl, or install the Prometheus exporter: {EXTRA}"
-        ) from None
+        raise missing_extra() from None
 
     class _Reader(PrometheusMetricReader):
         """The exporter's reader, its points redacted as they are collected."""

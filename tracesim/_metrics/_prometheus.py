@@ -4,13 +4,15 @@ Each configuration reads its metrics into a `CollectorRegistry` of its own (neve
 ``prometheus_client``'s global one, so configuring again registers nothing twice). The HTTP
 server outlives a re-configuration on the same host and port: ``configure()`` builds the new
 configuration while the old one still runs, and both cannot listen on one port, so the server
-is shared and switched to the new registry when the new configuration is installed. It stops
-when no configuration uses it any more (``shutdown()``, or a configuration without
-``prometheus``).
+is shared and switched to the new registry when the new configuration is installed. A new host
+with the same port moves tracesim's own server there (`Endpoint.move`): the port is tracesim's,
+not taken; it moves back if that configuration is never installed. It stops when no
+configuration uses it any more (``shutdown()``, or a configuration without ``prometheus``).
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import threading
 from collections.abc import Iterable
@@ -22,7 +24,7 @@ if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
     from prometheus_client.metrics_core import Metric
 
-__all__ = ["Endpoint", "acquire", "scrape_url"]
+__all__ = ["EXTRA", "Endpoint", "acquire", "missing_extra", "scrape_url"]
 
 _logger = logging.getLogger("tracesim")
 _lock = threading.Lock()
@@ -30,6 +32,16 @@ _endpoints: dict[tuple[str, int], Endpoint] = {}
 _serving: Endpoint | None = None  # the endpoint of the active configuration, for `scrape_url`
 
 EXTRA = "pip install 'tracesim[prometheus]'"
+
+
+def missing_extra() -> ConfigError:
+    """The error of ``metrics=["prometheus"]`` without the extra installed: it names the install command.
+
+    Example:
+        >>> print(missing_extra())  # doctest: +ELLIPSIS
+        invalid value for setting 'metrics': got 'prometheus'; accepted: otlp or jsonl, or install ...
+    """
+    return ConfigError("metrics", "prometheus", f"otlp or jsonl, or install the Prometheus exporter: {EXTRA}")
 
 
 class _Switch:
@@ -60,6 +72,7 @@ class Endpoint:
         self.thread = thread
         self.switch = _Switch()
         self.users: set[int] = set()
+        self._moved: tuple[int, tuple[str, int]] | None = None  # (by whom, from where) until served
 
     @property
     def url(self) -> str:
@@ -72,7 +85,49 @@ class Endpoint:
         """Serve ``registry`` from now on (the configuration being installed)."""
         global _serving
         self.switch.target = registry
+        self._moved = None
         _serving = self
+
+    def rename(self, old: int, new: int) -> None:
+        """The configuration known as ``old`` (a placeholder while it was built) is ``new`` from now on."""
+        with _lock:
+            if old in self.users:
+                self.users.discard(old)
+                self.users.add(new)
+            if self._moved is not None and self._moved[0] == old:
+                self._moved = (new, self._moved[1])
+
+    def move(self, key: tuple[str, int], user: int) -> None:
+        """Listen on ``key`` instead (same port, another host) for ``user``, the configuration being built.
+
+        Both addresses cannot be listened on at once (the port is tracesim's own): the server
+        stops, then starts on the new address; if that fails it starts again where it was.
+        Locked by the caller.
+
+        Raises:
+            ConfigError: the new address cannot be listened on.
+        """
+        home = self.key
+        try:
+            self._rebind(key)
+        except ConfigError:
+            try:
+                self._rebind(home)
+            except ConfigError:
+                _logger.warning("tracesim: the Prometheus endpoint on %s could not be restarted", home)
+                del _endpoints[home]
+            raise
+        del _endpoints[home]
+        _endpoints[key] = self
+        self._moved = (user, home)
+        self.users.add(user)
+        _logger.info("tracesim: Prometheus metrics moved to %s", self.url)
+
+    def _rebind(self, key: tuple[str, int]) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.server, self.thread = _start(key, self.switch)
+        self.key = key
 
     def release(self, user: int, registry: CollectorRegistry) -> None:
         """``user`` (a configuration) stops using the endpoint; the last one stops the server."""
@@ -81,7 +136,19 @@ class Endpoint:
             self.users.discard(user)
             if self.switch.target is registry:
                 self.switch.target = None
+            moved = self._moved
             if self.users:
+                if moved is not None and moved[0] == user and moved[1] not in _endpoints:
+                    # the configuration that moved it is never installed: back where the others want it
+                    self._moved = None
+                    try:
+                        del _endpoints[self.key]
+                        self._rebind(moved[1])
+                        _endpoints[self.key] = self
+                    except ConfigError:
+                        _logger.warning(
+                            "tracesim: the Prometheus endpoint could not move back to %s", moved[1]
+                        )
                 return
             if _endpoints.get(self.key) is self:
                 del _endpoints[self.key]
@@ -98,30 +165,46 @@ def acquire(host: str, port: int, user: int) -> Endpoint:
         ConfigError: the extra is not installed, or the address cannot be listened on.
     """
     try:
-        from prometheus_client import start_wsgi_server
+        import prometheus_client  # noqa: F401
     except ImportError:
-        raise ConfigError(
-            "metrics", "prometheus", f"otlp or jsonl, or install the Prometheus exporter: {EXTRA}"
-        ) from None
+        raise missing_extra() from None
     key = (host, port)
     with _lock:
         endpoint = _endpoints.get(key)
         if endpoint is None:
             switch = _Switch()
             try:
-                server, thread = start_wsgi_server(port, addr=host, registry=switch)
-            except OSError as exc:
-                raise ConfigError(
-                    "prometheus_port",
-                    port,
-                    f"a port free on {host} ({exc.strerror or exc}); 0 picks a free one",
-                ) from None
+                server, thread = _start(key, switch)
+            except ConfigError as error:
+                # tracesim's own server on this port, another host (configure() again): move it
+                own = next((e for k, e in _endpoints.items() if port and k[1] == port), None)
+                if own is None or not isinstance(error.__cause__, OSError):
+                    raise
+                if error.__cause__.errno != errno.EADDRINUSE:
+                    raise
+                own.move(key, user)
+                return own
             endpoint = Endpoint(key, server, thread)
             endpoint.switch = switch
             _endpoints[key] = endpoint
             _logger.info("tracesim: Prometheus metrics at %s", endpoint.url)
         endpoint.users.add(user)
         return endpoint
+
+
+def _start(key: tuple[str, int], switch: _Switch) -> tuple[Any, threading.Thread]:
+    """A scrape server on ``key`` serving ``switch``; a `ConfigError` from the OSError if it cannot listen."""
+    from prometheus_client import start_wsgi_server
+
+    host, port = key
+    try:
+        return start_wsgi_server(port, addr=host, registry=switch)
+    except OSError as exc:
+        raise ConfigError(
+            "prometheus_port",
+            port,
+            f"a port free on {host} ({exc.strerror or exc}); 0 picks a free one",
+        ) from exc
 
 
 def scrape_url() -> str | None:

@@ -5,14 +5,23 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from opentelemetry.sdk.metrics.export import MetricExporter, MetricExportResult, MetricsData
+from opentelemetry.sdk.metrics.export import (
+    Buckets,
+    ExponentialHistogramDataPoint,
+    Gauge,
+    HistogramDataPoint,
+    MetricExporter,
+    MetricExportResult,
+    MetricsData,
+    NumberDataPoint,
+)
 
 from tracesim.exporters._redacting import redacted_attributes
 
 if TYPE_CHECKING:
     from tracesim.exporters import Redaction
 
-__all__ = ["RedactingMetricExporter", "redacted"]
+__all__ = ["RedactingMetricExporter", "merged", "redacted"]
 
 
 class RedactingMetricExporter(MetricExporter):
@@ -49,7 +58,11 @@ def redacted(metrics_data: MetricsData, redaction: Redaction) -> MetricsData:
     """``metrics_data`` with every string attribute value of its points redacted.
 
     tracesim's own labels are redacted when first counted; this covers the points the
-    instrumentations record (models, server addresses). Unchanged data is returned as it is.
+    instrumentations record (models, server addresses). Points whose attributes become the
+    same once redacted (two models that differ only in a customer name the ``redact`` hook
+    hides) are merged into one (`merged`): one series per label set, as every destination
+    requires (Prometheus refuses a scrape that holds a series twice). Unchanged data is
+    returned as it is.
     """
     changed = False
     resources = []
@@ -70,6 +83,7 @@ def redacted(metrics_data: MetricsData, redaction: Redaction) -> MetricsData:
                             moved = True
                     points.append(point)
                 if moved:
+                    points = merged(points, latest=isinstance(data, Gauge))
                     metric = dataclasses.replace(metric, data=dataclasses.replace(data, data_points=points))  # type: ignore[arg-type]
                     changed = True
                 metrics.append(metric)
@@ -78,3 +92,102 @@ def redacted(metrics_data: MetricsData, redaction: Redaction) -> MetricsData:
     if not changed:
         return metrics_data
     return dataclasses.replace(metrics_data, resource_metrics=resources)
+
+
+def merged(points: list[Any], *, latest: bool = False) -> list[Any]:
+    """``points`` (of one metric) with those of equal attributes merged into one, in first-seen order.
+
+    Counters add their values; histograms add their bucket counts, counts and sums and keep the
+    smallest ``min`` and largest ``max``; the points of a gauge (``latest``) keep the latest value.
+    A point spans from the earliest start to the latest time of those merged.
+
+    Example:
+        >>> from opentelemetry.sdk.metrics.export import NumberDataPoint
+        >>> a = NumberDataPoint({"model": "m:[customer]"}, 0, 5, 2)
+        >>> b = NumberDataPoint({"model": "m:[customer]"}, 0, 6, 3)
+        >>> [(p.value, p.time_unix_nano) for p in merged([a, b])]
+        [(5, 6)]
+    """
+    kept: dict[tuple[tuple[str, Any], ...], int] = {}
+    out: list[Any] = []
+    for point in points:
+        key = _key(point.attributes)
+        at = kept.get(key)
+        if at is None:
+            kept[key] = len(out)
+            out.append(point)
+            continue
+        both = _merge(out[at], point, latest)
+        if both is None:  # cannot be one point (histograms of different bounds): both stay
+            out.append(point)
+        else:
+            out[at] = both
+    return out
+
+
+def _key(attributes: Any) -> tuple[tuple[str, Any], ...]:
+    if not attributes:
+        return ()
+    return tuple(sorted((k, tuple(v) if isinstance(v, (list, tuple)) else v) for k, v in attributes.items()))
+
+
+def _merge(a: Any, b: Any, latest: bool) -> Any:
+    """One point holding ``a`` and ``b`` (same metric, same attributes), or None when they cannot be one."""
+    common: dict[str, Any] = {
+        "start_time_unix_nano": min(a.start_time_unix_nano, b.start_time_unix_nano),
+        "time_unix_nano": max(a.time_unix_nano, b.time_unix_nano),
+        "exemplars": [*(a.exemplars or ()), *(b.exemplars or ())],
+    }
+    if isinstance(a, NumberDataPoint) and isinstance(b, NumberDataPoint):
+        if latest:
+            value = b.value if b.time_unix_nano >= a.time_unix_nano else a.value
+        else:
+            value = a.value + b.value
+        return dataclasses.replace(a, value=value, **common)
+    if isinstance(a, HistogramDataPoint) and isinstance(b, HistogramDataPoint):
+        if list(a.explicit_bounds) != list(b.explicit_bounds):
+            return None
+        return dataclasses.replace(
+            a,
+            count=a.count + b.count,
+            sum=a.sum + b.sum,
+            bucket_counts=[x + y for x, y in zip(a.bucket_counts, b.bucket_counts, strict=True)],
+            min=min(a.min, b.min),
+            max=max(a.max, b.max),
+            **common,
+        )
+    if isinstance(a, ExponentialHistogramDataPoint) and isinstance(b, ExponentialHistogramDataPoint):
+        scale = min(a.scale, b.scale)
+        return dataclasses.replace(
+            a,
+            count=a.count + b.count,
+            sum=a.sum + b.sum,
+            scale=scale,
+            zero_count=a.zero_count + b.zero_count,
+            positive=_buckets(a.positive, a.scale, b.positive, b.scale, scale),
+            negative=_buckets(a.negative, a.scale, b.negative, b.scale, scale),
+            min=min(a.min, b.min),
+            max=max(a.max, b.max),
+            **common,
+        )
+    return None
+
+
+def _buckets(a: Buckets, a_scale: int, b: Buckets, b_scale: int, scale: int) -> Buckets:
+    """The buckets of two exponential histograms, at ``scale`` (the coarser of theirs).
+
+    Example:
+        >>> _buckets(Buckets(0, [1, 1]), 1, Buckets(1, [5]), 0, 0)
+        Buckets(offset=0, bucket_counts=[2, 5])
+    """
+    counts: dict[int, int] = {}
+    for buckets, own in ((a, a_scale), (b, b_scale)):
+        shift = own - scale  # a bucket index at a finer scale maps to index >> shift
+        for i, n in enumerate(buckets.bucket_counts):
+            if n:
+                index = (buckets.offset + i) >> shift
+                counts[index] = counts.get(index, 0) + n
+    if not counts:
+        return Buckets(0, [])
+    low = min(counts)
+    return Buckets(low, [counts.get(i, 0) for i in range(low, max(counts) + 1)])
