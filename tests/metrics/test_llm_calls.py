@@ -253,3 +253,37 @@ def test_merging_keeps_the_latest_gauge_and_adds_exponential_buckets_at_the_coar
     assert both.scale == 1
     assert (both.positive.offset, both.positive.bucket_counts) == (2, [3, 12])  # indices 4..7 -> 2, 2, 3, 3
     assert (both.count, both.zero_count, both.min, both.max) == (15, 2, 0.5, 3.0)
+
+
+@pytest.mark.parametrize("api", ["responses", "chat"])
+def test_the_agents_sdks_model_calls_get_the_genai_client_metrics(llm_server: LLMServer, api: str) -> None:
+    pytest.importorskip("agents", reason="openai-agents (the 'openai_agents' extra) is not installed")
+    import asyncio
+
+    from agents import Agent, OpenAIChatCompletionsModel, OpenAIResponsesModel, Runner
+
+    model_class = OpenAIResponsesModel if api == "responses" else OpenAIChatCompletionsModel
+
+    async def run() -> None:
+        async with openai.AsyncOpenAI(base_url=llm_server.base_url, api_key="test", max_retries=0) as client:
+            agent = Agent(
+                name="helper",
+                instructions="Answer.",
+                model=model_class(model="agent-x", openai_client=client),
+            )
+            await Runner.run(agent, "hi")
+
+    tracesim.configure()
+    tracesim.instrument_openai_agents()  # turns the openai integration on for the model calls
+    try:
+        asyncio.run(run())
+        asyncio.run(run())
+    finally:
+        tracesim.uninstrument_openai_agents()
+    tracesim.shutdown()
+    points = last_points()
+    (duration,) = points["gen_ai.client.operation.duration"]
+    assert duration["attrs"]["gen_ai.request.model"] == "agent-x"
+    assert int(duration["count"]) == 2  # one per model call: the SDK's own spans add none
+    usage = {p["attrs"]["gen_ai.token.type"]: int(p["count"]) for p in points["gen_ai.client.token.usage"]}
+    assert usage == {"input": 2, "output": 2}

@@ -244,3 +244,36 @@ def test_the_metrics_file_rotates_with_the_trace_files_settings() -> None:
         for line in path.read_text().splitlines():
             assert "resourceMetrics" in json.loads(line)  # whole lines only
     assert results_by(last_points(), "tracesim.evaluation.outcome") == {("passed",): 5}
+
+
+def test_feedback_is_in_the_metrics_and_the_report_but_not_in_scoring_stats(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    tracesim.configure(scoring_mode="inline")
+    with tracesim.span("answer", evaluators=[ExactMatch()], expected="ok") as span:
+        span.set_output("ok")
+    tracesim.score(span, name="user_rating", value=1.0, passed=True)
+    assert tracesim.force_flush(10)
+    stats = tracesim.scoring_stats()
+    tracesim.shutdown()
+    counted = results_by(last_points(), "gen_ai.evaluation.name", "tracesim.evaluation.outcome")
+    assert counted == {("exact", "passed"): 1, ("user_rating", "passed"): 1}
+    assert stats.results == 1  # the evaluator's result only, as docs/metrics.md says
+    rows = {row["name"]: row for row in _report(capsys)["evaluators"]}
+    assert (rows["exact"]["passed"], rows["user_rating"]["passed"]) == (1, 1)
+
+
+def test_an_experiment_run_in_the_process_leaves_the_online_counts_as_they_were() -> None:
+    from tracesim.experiments import Case, Dataset
+
+    tracesim.configure(scoring_mode="inline", metrics="jsonl")
+    with tracesim.span("answer", evaluators=[ExactMatch()], expected="ok") as span:
+        span.set_output("ok")  # online traffic: one result
+    dataset = Dataset([Case("q1", "ok", id="a"), Case("q2", "ok", id="b")], name="offline")
+    report = dataset.evaluate(lambda question: "ok" if question == "q1" else "no", evaluators=[ExactMatch()])
+    assert (report.passed, report.failed) == (1, 1)  # the experiment did score its runs
+    tracesim.shutdown()
+    counted = results_by(
+        last_points(), "gen_ai.evaluation.name", "tracesim.span.name", "tracesim.evaluation.outcome"
+    )
+    assert counted == {("exact", "answer", "passed"): 1}  # experiments are offline: not in the metrics
