@@ -45,7 +45,7 @@ def said(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.name == "tracesim"]
 
 
-# status, body, content type, what the line must quote, what it must say to change
+# status, body, content type, what the line must quote, what it must say to change[, headers sent]
 CASES = [
     pytest.param(
         422,
@@ -62,6 +62,7 @@ CASES = [
         JSON,
         "404: No Experiment with id=999 exists",
         "name an experiment that exists on this MLflow server",
+        {"x-mlflow-experiment-id": "999"},
         id="mlflow-unknown-experiment",
     ),
     pytest.param(
@@ -71,6 +72,7 @@ CASES = [
         JSON,
         "400: Invalid experiment ID 'abc'",
         "an MLflow experiment id is an integer",
+        {"x-mlflow-experiment-id": "abc"},
         id="mlflow-bad-experiment",
     ),
     pytest.param(
@@ -106,7 +108,10 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("status", "body", "content_type", "quoted", "change"), CASES)
+CASES = [case if len(case.values) == 6 else pytest.param(*case.values, None, id=case.id) for case in CASES]
+
+
+@pytest.mark.parametrize(("status", "body", "content_type", "quoted", "change", "headers"), CASES)
 def test_a_configuration_refused_is_said_once_with_what_to_change_and_batches_are_dropped(
     backend: ScriptedBackend,
     make_batch: Batches,
@@ -116,9 +121,10 @@ def test_a_configuration_refused_is_said_once_with_what_to_change_and_batches_ar
     content_type: str,
     quoted: str,
     change: str,
+    headers: dict[str, str] | None,
 ) -> None:
     backend.answer("/v1/traces", Reply(status, body, content_type))
-    exporter = otlp_exporter(endpoint=backend.traces_url)
+    exporter = otlp_exporter(endpoint=backend.traces_url, headers=headers)
     assert isinstance(exporter, RefusalAwareSpanExporter)
     with caplog.at_level(logging.INFO):
         results = [exporter.export(make_batch(f"b{i}")) for i in range(6)]
@@ -318,3 +324,98 @@ def test_an_otlp_status_body_is_quoted(
     (line,) = said(caplog)
     assert "400: span 7 has no name" in line
     assert "that batch is dropped" in line
+
+
+# A 400 or 422 whose free text quotes the batch (a span named "run experiment 7") or says
+# "header": refused for itself. Only structured fields say that the configuration is refused.
+POISON = [
+    pytest.param(
+        422, '{"detail":"Cannot convert span \'run experiment 7\': bad attribute"}', None, id="422-text"
+    ),
+    pytest.param(400, "invalid header value in span 'experiment 7'", None, id="400-plain"),
+    pytest.param(
+        400,
+        '{"error_code":"INVALID_PARAMETER_VALUE","message":"Invalid session id in experiment 0 header"}',
+        {"x-mlflow-experiment-id": "0"},  # a valid id: MLflow's code is about the batch
+        id="mlflow-invalid-batch",
+    ),
+]
+
+
+@pytest.mark.parametrize(("status", "body", "headers"), POISON)
+def test_a_batch_refused_for_itself_never_blocks_the_spool_whatever_its_message_says(
+    backend: ScriptedBackend,
+    make_batch: Batches,
+    caplog: pytest.LogCaptureFixture,
+    tmp_path: Path,
+    status: int,
+    body: str,
+    headers: dict[str, str] | None,
+) -> None:
+    backend.script["/v1/traces"] = [Reply(status, body, JSON if body.startswith("{") else "text/plain")]
+    inner = otlp_exporter(endpoint=backend.traces_url, headers=headers)
+    exporter = SpoolingExporter(inner, tmp_path / "spool")
+    with caplog.at_level(logging.INFO):
+        exporter.export(make_batch("run experiment 7"))
+        assert not exporter.force_flush(10_000)  # that batch is gone
+        for i in range(2):
+            exporter.export(make_batch(f"later{i}"))
+        assert exporter.force_flush(10_000)
+    assert backend.span_names() == [f"later{i}-{j}" for i in range(2) for j in range(3)]
+    assert exporter.refusal is None
+    assert exporter.stats.pending == 0
+    assert "that batch is dropped" in said(caplog)[0]
+    exporter.shutdown()
+
+
+def test_a_header_fastapi_names_refuses_the_configuration(
+    backend: ScriptedBackend, make_batch: Batches, tmp_path: Path
+) -> None:
+    refused = '{"detail":[{"type":"missing","loc":["header","x-api-key"],"msg":"Field required"}]}'
+    backend.answer("/v1/traces", Reply(422, refused, JSON))
+    exporter = otlp_exporter(endpoint=backend.traces_url, spool_dir=tmp_path / "spool")
+    assert isinstance(exporter, SpoolingExporter)
+    exporter.export(make_batch("kept"))
+    assert not exporter.force_flush(10_000)
+    refusal = exporter.refusal
+    assert refusal is not None
+    assert refusal.advice == "set the x-api-key header (otlp_headers / OTEL_EXPORTER_OTLP_HEADERS)"
+    assert exporter.stats.pending == 3  # kept for a run with the header set
+    exporter.shutdown()
+
+
+def test_a_split_batch_half_delivered_before_an_outage_sends_only_the_rest_again(
+    backend: ScriptedBackend, make_batch: Batches
+) -> None:
+    # 4 spans: 413; the first half taken; the second half meets an outage; then all is well.
+    backend.script["/v1/traces"] = [
+        Reply(413, "Request Entity Too Large", "text/plain"),
+        Reply(),
+        Reply(503, "busy", "text/plain"),
+    ]
+    exporter = otlp_exporter(endpoint=backend.traces_url, timeout_s=0.5)
+    assert isinstance(exporter, RefusalAwareSpanExporter)
+    batch = make_batch("s", 4)
+    assert exporter.export(batch) is SpanExportResult.FAILURE  # to be retried, as a spool does
+    assert exporter.last_refusal() is None  # an outage, not a refusal
+    assert exporter.export(batch) is SpanExportResult.SUCCESS
+    assert sorted(backend.span_names()) == ["s-0", "s-1", "s-2", "s-3"]  # each once
+    assert exporter.export(batch) is SpanExportResult.SUCCESS  # a batch sent again on purpose
+    assert len(backend.span_names()) == 8  # goes out whole: only a split's spans are left out once
+
+
+def test_a_split_batch_under_a_spool_is_delivered_without_duplicates(
+    backend: ScriptedBackend, make_batch: Batches, tmp_path: Path
+) -> None:
+    backend.script["/v1/traces"] = [
+        Reply(413, "Request Entity Too Large", "text/plain"),
+        Reply(),
+        Reply(503, "busy", "text/plain"),
+    ]
+    inner = otlp_exporter(endpoint=backend.traces_url, timeout_s=0.5)
+    exporter = SpoolingExporter(inner, tmp_path / "spool", initial_backoff_s=0.01)
+    exporter.export(make_batch("s", 4))
+    delivered = exporter.force_flush(10_000) or exporter.force_flush(10_000)
+    assert delivered
+    assert sorted(backend.span_names()) == ["s-0", "s-1", "s-2", "s-3"]
+    exporter.shutdown()

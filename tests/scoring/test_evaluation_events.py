@@ -231,3 +231,19 @@ def test_secrets_in_a_result_never_reach_the_log_records(backend: ScriptedBacken
     for record in backend.logs:
         assert leaked(str(record)) == []
         assert "[REDACTED:" in str(record)
+
+
+def test_log_records_never_go_out_on_the_thread_that_makes_the_result(
+    backend: ScriptedBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # batch_export=False hands each span to its exporter at once, but a log record is queued:
+    # the caller of score() never waits on the backend. The queue goes out on a force_flush
+    # (its timer is set far off here, so that nothing else sends it).
+    monkeypatch.setenv("OTEL_BLRP_SCHEDULE_DELAY", "3600000")
+    configure(backend, batch_export=False, metrics="none")
+    with tracesim.span("request") as request:
+        pass
+    tracesim.score(request, name="user_rating", value=1.0)
+    assert backend.count("/v1/logs") == 0  # the record: queued, not sent by this thread
+    assert tracesim.force_flush(10)
+    assert [attributes(record)["gen_ai.evaluation.name"] for record in backend.logs] == ["user_rating"]

@@ -134,16 +134,25 @@ class LogEventSink:
     def __init__(
         self, settings: Settings, provider: TracerProvider, capture: CaptureOptions, redaction: Redaction
     ) -> None:
-        from opentelemetry.sdk._logs import LoggerProvider
+        from opentelemetry.sdk._logs import LoggerProvider, LogRecordProcessor
         from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, SimpleLogRecordProcessor
+
+        from tracesim.exporters._jsonl_logs import JsonlLogExporter
 
         self._capture = capture
         self._redaction = redaction
         self._provider = LoggerProvider(resource=provider.resource, shutdown_on_exit=False)
-        processor = BatchLogRecordProcessor if settings.batch_export else SimpleLogRecordProcessor
         self._exporters = _log_exporters(settings)
+        self._processors: list[LogRecordProcessor] = []
         for exporter in self._exporters:
-            self._provider.add_log_record_processor(processor(exporter))
+            # Over the network, always a batch (a bounded queue, drained by its own thread):
+            # the thread that makes a result (the caller's, for `tracesim.score`) never waits
+            # on a backend, whatever batch_export says. The local file follows batch_export,
+            # as the trace file does. A full queue drops records; the SDK says so.
+            batched = settings.batch_export or not isinstance(exporter, JsonlLogExporter)
+            processor = BatchLogRecordProcessor(exporter) if batched else SimpleLogRecordProcessor(exporter)
+            self._processors.append(processor)
+            self._provider.add_log_record_processor(processor)
         self._logger = self._provider.get_logger("tracesim")
 
     @property
@@ -182,7 +191,14 @@ class LogEventSink:
         return self._provider.force_flush(int(timeout_s * 1000))
 
     def shutdown(self, timeout_s: float) -> bool:
-        self._provider.shutdown()
+        # Each batch within the deadline: the provider's shutdown would wait up to the SDK's
+        # 30 s for a backend that is down (the batch processor takes the deadline only inside).
+        deadline = time.monotonic() + timeout_s
+        for processor in self._processors:
+            batch = getattr(processor, "_batch_processor", None)
+            if batch is not None:
+                batch.shutdown(timeout_millis=max(0.0, (deadline - time.monotonic()) * 1000))
+        self._provider.shutdown()  # the rest; a batch shut down above returns at once
         return True
 
 

@@ -104,31 +104,44 @@ MLFLOW_EXPERIMENT_HEADER = "x-mlflow-experiment-id"
 
 
 def settings_headers(
-    otlp_headers: Mapping[str, str] | None, mlflow_experiment_id: str | None
+    otlp_headers: Mapping[str, str] | None, mlflow_experiment_id: str | None, *, signal: str = "traces"
 ) -> dict[str, str] | None:
-    """The headers of every OTLP request of a configuration; None leaves them to the variables.
+    """The headers of every OTLP request of ``signal``; None leaves them to the variables.
 
-    ``otlp_headers`` replace the ``OTEL_EXPORTER_OTLP_[TRACES_]HEADERS`` ones, as the official
-    exporters do. An MLflow experiment id adds ``x-mlflow-experiment-id``, to the headers
-    given or to those of the variables, unless they already name an experiment.
+    The official OTLP/HTTP exporters send the headers of ``OTEL_EXPORTER_OTLP_<SIGNAL>_HEADERS``
+    (else ``OTEL_EXPORTER_OTLP_HEADERS``) and, over them, the headers given (``otlp_headers``).
+    An MLflow experiment id adds ``x-mlflow-experiment-id`` only where no header of the
+    configuration names an experiment: one written as a header, in ``otlp_headers`` or in
+    those variables, is the more explicit choice and wins. Without ``otlp_headers`` the
+    variables' headers are returned with it, and when the variables name an experiment and
+    ``otlp_headers`` do not, theirs is copied in: the gRPC exporters do not read the variables
+    when headers are given.
 
     Example:
-        >>> settings_headers(None, "3")
+        >>> settings_headers(None, "3", signal="traces")
         {'x-mlflow-experiment-id': '3'}
         >>> settings_headers({"x-mlflow-experiment-id": "7"}, "3")
         {'x-mlflow-experiment-id': '7'}
     """
     if mlflow_experiment_id is None:
         return dict(otlp_headers) if otlp_headers else None
-    headers = dict(otlp_headers) if otlp_headers else env_headers()
-    if not any(key.lower() == MLFLOW_EXPERIMENT_HEADER for key in headers):
-        headers[MLFLOW_EXPERIMENT_HEADER] = mlflow_experiment_id
+    headers = dict(otlp_headers) if otlp_headers else env_headers(signal)
+    if _experiment(headers) is None:
+        from_env = _experiment(env_headers(signal))
+        headers[MLFLOW_EXPERIMENT_HEADER] = from_env if from_env is not None else mlflow_experiment_id
     return headers
 
 
-def env_headers() -> dict[str, str]:
-    """Headers from ``OTEL_EXPORTER_OTLP_TRACES_HEADERS`` / ``OTEL_EXPORTER_OTLP_HEADERS``."""
-    raw = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_HEADERS") or os.environ.get(
+def _experiment(headers: Mapping[str, str]) -> str | None:
+    for key, value in headers.items():
+        if key.lower() == MLFLOW_EXPERIMENT_HEADER:
+            return value
+    return None
+
+
+def env_headers(signal: str = "traces") -> dict[str, str]:
+    """Headers from ``OTEL_EXPORTER_OTLP_<SIGNAL>_HEADERS``, else ``OTEL_EXPORTER_OTLP_HEADERS``."""
+    raw = os.environ.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_HEADERS") or os.environ.get(
         "OTEL_EXPORTER_OTLP_HEADERS", ""
     )
     return parse_headers(raw)

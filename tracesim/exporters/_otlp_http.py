@@ -8,7 +8,10 @@ records each answer (`tracesim.exporters._refusals.AnswerRecorder`). What it add
   and what to change (`tracesim.exporters._refusals.advice`), instead of the SDK's
   ``Failed to export spans batch code: 422`` on every batch;
 - a 413 (request too large) splits the batch in halves and sends each again; a single span the
-  backend still finds too large is dropped and counted (``stats.too_large``);
+  backend still finds too large is dropped and counted (``stats.too_large``). When a part is
+  delivered and a later one meets an outage, the batch fails as a whole (to be retried), and
+  the spans already delivered are left out when the same batch comes again: only what was not
+  delivered is sent twice (at most 65 536 such spans are remembered);
 - `last_refusal` tells the exporter around it (`SpoolingExporter`) that the last export on
   this thread was refused, and whether for the configuration (``lasting``) or for that batch.
 
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +43,9 @@ from tracesim.exporters._refusals import NOT_TAKEN, PERMANENT, AnswerRecorder, R
 __all__ = ["RefusalAwareSpanExporter", "RefusalStats", "last_refusal"]
 
 _logger = logging.getLogger("tracesim")
+_REMEMBERED = 65_536  # spans delivered by a split whose batch failed, left out when it comes again
+
+SpanKey = tuple[int, int]
 
 
 @dataclass(frozen=True)
@@ -68,6 +75,7 @@ class RefusalAwareSpanExporter(OTLPSpanExporter):
         self._spool: str | None = None
         self._refused = self._dropped = self._too_large = 0
         self._lost_since_flush = False
+        self._delivered_early: OrderedDict[SpanKey, None] = OrderedDict()
 
     @property
     def stats(self) -> RefusalStats:
@@ -92,7 +100,17 @@ class RefusalAwareSpanExporter(OTLPSpanExporter):
                 return super().export(spans)
             finally:
                 self._recorder.end()
-        return self._send(list(spans))
+        with self._lock:
+            left = []
+            for span in spans:
+                key = _key(span)
+                if key in self._delivered_early:
+                    del self._delivered_early[key]  # delivered by an earlier split: once is enough
+                else:
+                    left.append(span)
+        if not left:
+            return SpanExportResult.SUCCESS  # every span was delivered by an earlier split
+        return self._send(left)
 
     def _send(self, spans: list[ReadableSpan]) -> SpanExportResult:
         self._recorder.begin()
@@ -143,11 +161,29 @@ class RefusalAwareSpanExporter(OTLPSpanExporter):
             self._say_once(refusal, "a span too large on its own is dropped (counted in stats)")
             return SpanExportResult.SUCCESS  # nothing to retry: the batch's other spans were sent
         half = len(spans) // 2
-        first = self._send(spans[:half])
-        second = self._send(spans[half:])
-        if first is SpanExportResult.SUCCESS and second is SpanExportResult.SUCCESS:
-            return SpanExportResult.SUCCESS
-        return SpanExportResult.FAILURE
+        delivered: list[ReadableSpan] = []
+        dropped: Refusal | None = None
+        for part in (spans[:half], spans[half:]):
+            self._local.refusal = None
+            if self._send(part) is SpanExportResult.SUCCESS:
+                delivered.extend(part)
+                continue
+            refused = self._local.refusal
+            if refused is None or refused.lasting:
+                # An outage or the configuration: the batch will come again (from the spool):
+                # what was delivered of it is then left out.
+                self._remember(delivered)
+                return SpanExportResult.FAILURE
+            dropped = refused  # this part refused for itself (dropped): the next one may be taken
+        self._local.refusal = dropped
+        return SpanExportResult.SUCCESS if dropped is None else SpanExportResult.FAILURE
+
+    def _remember(self, delivered: list[ReadableSpan]) -> None:
+        with self._lock:
+            for span in delivered:
+                self._delivered_early[_key(span)] = None
+            while len(self._delivered_early) > _REMEMBERED:
+                self._delivered_early.popitem(last=False)
 
     def _say_once(self, refusal: Refusal, kept: str) -> None:
         key = (refusal.status, refusal.advice, refusal.lasting)
@@ -156,6 +192,11 @@ class RefusalAwareSpanExporter(OTLPSpanExporter):
                 return
             self._said.add(key)
         _logger.warning("tracesim: %s; %s (said once)", describe("spans", refusal), kept)
+
+
+def _key(span: ReadableSpan) -> SpanKey:
+    context = span.get_span_context()
+    return (context.trace_id, context.span_id) if context is not None else (0, id(span))
 
 
 def last_refusal(exporter: object) -> Refusal | None:

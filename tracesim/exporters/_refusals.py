@@ -77,6 +77,9 @@ class Answer:
     status: int
     body: str
     content_type: str
+    experiment: str | None = None
+    """The ``x-mlflow-experiment-id`` header the request carried, if any (to tell MLflow's
+    refusal of that header from a refusal of the batch, by its error code)."""
 
 
 @dataclass(frozen=True)
@@ -149,7 +152,9 @@ class AnswerRecorder:
             raw = b""
         said = _from_status_proto(raw) if "protobuf" in content_type and raw else None
         body = said if said is not None else raw.decode("utf-8", "replace")
-        self._local.answer = Answer(response.url, response.status_code, body, content_type)
+        sent = response.request.headers.get(_HEADER) if response.request is not None else None
+        experiment = sent.decode("latin-1") if isinstance(sent, bytes) else sent
+        self._local.answer = Answer(response.url, response.status_code, body, content_type, experiment)
         _quiet.active = response.status_code in self._quiet
 
 
@@ -288,26 +293,87 @@ _CONFIG_STATUSES = frozenset({401, 403, 404, 405, 415, 501})
 def classify(answer: Answer, signal: str) -> Refusal | None:
     """The refusal ``answer`` is, or None when retrying may help (2xx, 408, 429, 5xx but 501).
 
-    A 400 or 422 refuses the configuration when its message names a header or an MLflow
-    experiment (MLflow: ``x-mlflow-experiment-id`` missing, or not an integer), else only that
-    request (a span MLflow cannot convert); a 413 refuses that request's size.
+    Whether the configuration is refused (``lasting``) is read from the status and the
+    answer's structured fields only, never from its free text, which may quote the batch (a
+    span named "run experiment 7"): 401, 403, 404, 405, 415 and 501 refuse the configuration;
+    a 400 or 422 does when a request header is what failed validation (FastAPI's
+    ``detail[].loc == ["header", <name>]``: MLflow without ``x-mlflow-experiment-id``), or when
+    MLflow's ``error_code`` is ``INVALID_PARAMETER_VALUE`` while the request's
+    ``x-mlflow-experiment-id`` is not an integer. Any other 400 or 422, and a 413, refuse that
+    request only: retrying the batch cannot help, and later batches may well be taken.
 
     Example:
         >>> classify(Answer("http://h/v1/traces", 503, "busy", "text/plain"), "spans") is None
         True
-        >>> classify(Answer("http://h", 422, '{"detail":"Cannot convert span"}', ""), "spans").lasting
+        >>> quoted = '{"detail":"Cannot convert span run experiment 7"}'
+        >>> classify(Answer("http://h", 422, quoted, "application/json"), "spans").lasting
         False
+        >>> missing = '{"detail":[{"loc":["header","x-api-key"],"msg":"Field required"}]}'
+        >>> classify(Answer("http://h/v1/traces", 422, missing, "application/json"), "spans").lasting
+        True
         >>> classify(Answer("http://h/v1/traces", 401, "no key", "text/plain"), "spans").lasting
         True
     """
     if answer.status not in PERMANENT | NOT_TAKEN:
         return None
     message = backend_message(answer)
-    said = message.lower()
-    lasting = answer.status in _CONFIG_STATUSES or (
-        answer.status in (400, 422) and ("header" in said or "experiment" in said)
+    data = _json_object(answer.body)
+    header = _refused_header(data)
+    mlflow_experiment = _refuses_experiment(answer, data)
+    if answer.status in (400, 422):
+        lasting = header is not None or mlflow_experiment
+    else:
+        lasting = answer.status in _CONFIG_STATUSES
+    return Refusal(
+        answer.url, answer.status, message, _advice(answer, header, mlflow_experiment, signal), lasting
     )
-    return Refusal(answer.url, answer.status, message, advice(answer.status, message, signal), lasting)
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _refused_header(data: dict[str, Any]) -> str | None:
+    """The request header a FastAPI validation error names (``loc == ["header", name]``), or None."""
+    detail = data.get("detail")
+    for item in detail if isinstance(detail, list) else ():
+        loc = item.get("loc") if isinstance(item, dict) else None
+        if isinstance(loc, list) and len(loc) == 2 and loc[0] == "header" and isinstance(loc[1], str):
+            return loc[1]
+    return None
+
+
+def _refuses_experiment(answer: Answer, data: dict[str, Any]) -> bool:
+    """Whether MLflow refused the request's experiment header (by its error code, not its text)."""
+    code = data.get("error_code")
+    if answer.experiment is None or not isinstance(code, str):
+        return False
+    if answer.status == 404:
+        return code == "RESOURCE_DOES_NOT_EXIST"
+    if answer.status == 400:  # MLflow parses the header with int(): anything else is refused so
+        try:
+            int(answer.experiment)
+        except ValueError:
+            return code == "INVALID_PARAMETER_VALUE"
+    return False
+
+
+def _advice(answer: Answer, header: str | None, mlflow_experiment: bool, signal: str) -> str:
+    if header is not None and header.lower() == _HEADER:
+        return f"set {_EXPERIMENT} or OTEL_EXPORTER_OTLP_HEADERS={_HEADER}=<id>"
+    if header is not None:
+        return f"set the {header} header ({_HEADERS})"
+    if mlflow_experiment and answer.status == 404:
+        return (
+            f"name an experiment that exists on this MLflow server in {_EXPERIMENT} or the {_HEADER} header"
+        )
+    if mlflow_experiment:
+        return f"an MLflow experiment id is an integer: check {_EXPERIMENT} or the {_HEADER} header"
+    return advice(answer.status, "", signal)
 
 
 def describe(what: str, refusal: Refusal) -> str:

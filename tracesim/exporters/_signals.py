@@ -4,12 +4,24 @@ Spans go to a backend that may take nothing else: MLflow answers 404 on ``/v1/me
 ``/v1/logs``, Phoenix 405. The official exporters would log an ERROR on every export interval
 for ever, and their providers' ``force_flush`` would still return True. The exporters built
 here are the official OTLP/HTTP ones, given a session that records each answer
-(`tracesim.exporters._refusals.AnswerRecorder`): an answer that says the signal is not taken
-at this URL (404, 405, 415, 501), or a configuration the backend refuses (401, 403, 422), is
-reported once, naming the URL, the status and the backend's message (INFO when the signal was
-on by default, WARNING when the settings asked for it), and from then on an export returns
-SUCCESS without a request. A 400 or 413 refuses one request only: it is reported once per
-status, that request is dropped and the next ones are sent.
+(`tracesim.exporters._refusals.AnswerRecorder`), and each refusal is read by the rule spans
+follow (`tracesim.exporters._refusals.classify`):
+
+- 404, 405, 415 or 501 before the URL has ever taken this signal: the signal is not taken
+  there (MLflow, Phoenix). Said once, naming the URL, the status and the backend's message
+  (INFO when the signal was on by default, WARNING when the settings asked for it); from then
+  on an export returns SUCCESS without a request. The same answer after the URL has taken
+  the signal (a proxy's one-off 404) drops that request only;
+- a refusal of the configuration (401, 403; a 400 or 422 naming a request header): said once
+  (WARNING); exports are dropped without a request for ``retry_s`` (5 minutes), then one is
+  tried again, so that fixed credentials are taken without a restart;
+- any other 400, 413 or 422 refuses that request only: it is dropped (said once per status)
+  and the next ones are sent.
+
+The URL is the one beside the spans' (``otlp_endpoint``, else the
+``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` with ``/v1/traces`` swapped, else the
+``OTEL_EXPORTER_OTLP_ENDPOINT`` base), unless ``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`` /
+``OTEL_EXPORTER_OTLP_LOGS_ENDPOINT`` names one: then that one, as the official exporters do.
 
 Over gRPC the official exporters are returned as they are.
 
@@ -26,24 +38,19 @@ Example:
 from __future__ import annotations
 
 import logging
+import os
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
 
 from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
 from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
 from opentelemetry.sdk._logs.export import LogRecordExportResult
 from opentelemetry.sdk.metrics.export import MetricExportResult
 
-from tracesim.exporters._refusals import (
-    NOT_TAKEN,
-    PERMANENT,
-    AnswerRecorder,
-    Refusal,
-    advice,
-    backend_message,
-    describe,
-)
+from tracesim.exporters._refusals import NOT_TAKEN, PERMANENT, AnswerRecorder, Refusal, classify, describe
 
 if TYPE_CHECKING:
     from opentelemetry.sdk._logs import ReadableLogRecord
@@ -52,12 +59,17 @@ if TYPE_CHECKING:
 
     from tracesim._config import Settings
 
-__all__ = ["SignalGate", "otlp_log_exporter", "otlp_metric_exporter", "refusal_of", "signal_url"]
+__all__ = [
+    "SignalGate",
+    "otlp_log_exporter",
+    "otlp_metric_exporter",
+    "refusal_of",
+    "signal_endpoint",
+    "signal_url",
+]
 
 _logger = logging.getLogger("tracesim")
-
-STOPPING = NOT_TAKEN | {401, 403, 422}
-"""Answers after which a signal is no longer sent in this process (the configuration must change)."""
+RETRY_S = 300.0  # while the configuration is refused, one export is tried again this often
 
 
 def signal_url(endpoint: str, signal: str) -> str:
@@ -79,11 +91,13 @@ def signal_url(endpoint: str, signal: str) -> str:
 
 
 class SignalGate:
-    """Reads each answer of one signal's exporter and closes for good on a refusal that says so.
+    """Reads each answer of one signal's exporter: closes for good where the signal is not taken.
 
     Args:
         signal: ``"metrics"`` or ``"logs"``, for the messages.
         explicit: Whether the settings asked for the signal (WARNING) or it is on by default (INFO).
+        retry_s: While the backend refuses the configuration, how long exports are dropped
+            before one is tried again.
 
     Example:
         >>> gate = SignalGate("logs", explicit=False)
@@ -91,48 +105,96 @@ class SignalGate:
         (True, True)
     """
 
-    def __init__(self, signal: str, *, explicit: bool) -> None:
+    def __init__(self, signal: str, *, explicit: bool, retry_s: float = RETRY_S) -> None:
         self.signal = signal
         self.explicit = explicit
         self.recorder = AnswerRecorder(quiet=PERMANENT | NOT_TAKEN)
+        self._retry_s = retry_s
         self._lock = threading.Lock()
-        self._refused: Refusal | None = None
-        self._reported: set[int] = set()
+        self._refused: Refusal | None = None  # not taken here: closed for good
+        self._paused: Refusal | None = None  # the configuration refused: tried again later
+        self._paused_until = 0.0
+        self._taken = False  # the URL has taken this signal at least once
+        self._reported: set[tuple[int, bool]] = set()
 
     @property
     def refused(self) -> Refusal | None:
-        """The refusal that closed this gate, or None while it is open."""
+        """The refusal that closed this gate for good (the signal is not taken), or None."""
         return self._refused
 
     @property
     def open(self) -> bool:
-        """Whether exports still go out."""
+        """Whether exports still go out (False for good where the signal is not taken)."""
         return self._refused is None
+
+    def passes(self) -> bool:
+        """Whether an export may go out now: open, and not waiting out a refused configuration."""
+        with self._lock:
+            return self._refused is None and (self._paused is None or time.monotonic() >= self._paused_until)
+
+    def export(self, send: Callable[[], Any], success: Any, failure: Any) -> Any:
+        """Run ``send`` (the official exporter's export) behind the gate; its result, or ``failure``.
+
+        Closed for good: ``success`` without a request (nothing is to be delivered there).
+        While a refused configuration is waited out: ``failure`` without a request.
+        """
+        if not self.open:
+            return success
+        if not self.passes():
+            return failure
+        self.recorder.begin()
+        try:
+            result = send()
+        finally:
+            refused = self.after_export()
+        return failure if refused else result
 
     def after_export(self) -> bool:
         """Read the answer of the export just made on this thread; True if it was a refusal."""
         answer = self.recorder.last()
         self.recorder.end()
-        if answer is None or answer.status not in PERMANENT | NOT_TAKEN:
+        if answer is None:
+            return False  # no answer: an outage, the official exporter has said so
+        refusal = classify(answer, self.signal)
+        if refusal is None:
+            if 200 <= answer.status < 300:
+                with self._lock:
+                    self._taken = True
+                    self._paused = None
             return False
-        message = backend_message(answer)
-        refusal = Refusal(answer.url, answer.status, message, advice(answer.status, message, self.signal))
-        closing = answer.status in STOPPING
         with self._lock:
-            if closing and self._refused is None:
+            if refusal.status in NOT_TAKEN and not self._taken:
+                kind = "closed"
+                if self._refused is not None:
+                    return True
                 self._refused = refusal
-            elif closing or answer.status in self._reported:
-                return True
-            self._reported.add(answer.status)
-        if closing and answer.status in NOT_TAKEN:
-            text = f"tracesim: {describe(self.signal, refusal)}; no more {self.signal} are sent there"
-        elif closing:
+            elif refusal.lasting and refusal.status not in NOT_TAKEN:
+                kind = "paused"
+                first = self._paused is None
+                self._paused = refusal
+                self._paused_until = time.monotonic() + self._retry_s
+                if not first:
+                    return True
+            else:
+                kind = "dropped"
+                key = (refusal.status, refusal.lasting)
+                if key in self._reported:
+                    return True
+                self._reported.add(key)
+        described = describe(self.signal, refusal)
+        if kind == "closed":
+            text = f"tracesim: {described}; no more {self.signal} are sent there"
+            level = logging.WARNING if self.explicit else logging.INFO
+        elif kind == "paused":
             text = (
-                f"tracesim: {describe(self.signal, refusal)}; no more {self.signal} are sent in this process"
+                f"tracesim: {described}; {self.signal} are dropped, and tried again every "
+                f"{self._retry_s:g} s until the backend takes them"
             )
+            level = logging.WARNING
         else:
-            text = f"tracesim: {describe(self.signal, refusal)}; that request was dropped (said once)"
-        _logger.log(logging.WARNING if self.explicit or not closing else logging.INFO, "%s", text)
+            text = f"tracesim: {described}; that request was dropped (said once)"
+            level = logging.WARNING
+        _logger.log(level, "%s", text)
         return True
 
 
@@ -145,20 +207,18 @@ class _GatedMetricExporter(OTLPMetricExporter):
 
     @property
     def refused(self) -> Refusal | None:
-        """The refusal that stopped the exports, or None."""
+        """The refusal that stopped the exports for good, or None."""
         return self.gate.refused
 
     def export(
         self, metrics_data: MetricsData, timeout_millis: float | None = 10_000, **kwargs: Any
     ) -> MetricExportResult:
-        if not self.gate.open:
-            return MetricExportResult.SUCCESS
-        self.gate.recorder.begin()
-        try:
-            result: MetricExportResult = super().export(metrics_data, timeout_millis, **kwargs)
-        finally:
-            refused = self.gate.after_export()
-        return MetricExportResult.FAILURE if refused else result
+        result: MetricExportResult = self.gate.export(
+            lambda: super(_GatedMetricExporter, self).export(metrics_data, timeout_millis, **kwargs),
+            MetricExportResult.SUCCESS,
+            MetricExportResult.FAILURE,
+        )
+        return result
 
 
 class _GatedLogExporter(OTLPLogExporter):
@@ -170,18 +230,16 @@ class _GatedLogExporter(OTLPLogExporter):
 
     @property
     def refused(self) -> Refusal | None:
-        """The refusal that stopped the exports, or None."""
+        """The refusal that stopped the exports for good, or None."""
         return self.gate.refused
 
     def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
-        if not self.gate.open:
-            return LogRecordExportResult.SUCCESS
-        self.gate.recorder.begin()
-        try:
-            result: LogRecordExportResult = super().export(batch)
-        finally:
-            refused = self.gate.after_export()
-        return LogRecordExportResult.FAILURE if refused else result
+        result: LogRecordExportResult = self.gate.export(
+            lambda: super(_GatedLogExporter, self).export(batch),
+            LogRecordExportResult.SUCCESS,
+            LogRecordExportResult.FAILURE,
+        )
+        return result
 
 
 def refusal_of(exporter: object) -> Refusal | None:
@@ -205,14 +263,14 @@ def otlp_metric_exporter(settings: Settings, *, explicit: bool = False, **kwargs
     """
     from tracesim.exporters._otlp import settings_headers
 
-    headers = settings_headers(settings.otlp_headers, settings.mlflow_experiment_id)
+    headers = settings_headers(settings.otlp_headers, settings.mlflow_experiment_id, signal="metrics")
     if settings.otlp_protocol == "grpc":
         from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import (
             OTLPMetricExporter as GrpcMetricExporter,
         )
 
-        return GrpcMetricExporter(endpoint=settings.otlp_endpoint, headers=headers, **kwargs)
-    endpoint = signal_url(settings.otlp_endpoint, "metrics") if settings.otlp_endpoint else None
+        return GrpcMetricExporter(endpoint=_grpc_endpoint(settings, "metrics"), headers=headers, **kwargs)
+    endpoint = signal_endpoint(settings, "metrics")
     return _GatedMetricExporter(
         SignalGate("metrics", explicit=explicit), endpoint=endpoint, headers=headers, **kwargs
     )
@@ -232,12 +290,51 @@ def otlp_log_exporter(settings: Settings, *, explicit: bool = False, **kwargs: A
     """
     from tracesim.exporters._otlp import settings_headers
 
-    headers = settings_headers(settings.otlp_headers, settings.mlflow_experiment_id)
+    headers = settings_headers(settings.otlp_headers, settings.mlflow_experiment_id, signal="logs")
     if settings.otlp_protocol == "grpc":
         from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter as GrpcLogExporter
 
-        return GrpcLogExporter(endpoint=settings.otlp_endpoint, headers=headers, **kwargs)
-    endpoint = signal_url(settings.otlp_endpoint, "logs") if settings.otlp_endpoint else None
+        return GrpcLogExporter(endpoint=_grpc_endpoint(settings, "logs"), headers=headers, **kwargs)
+    endpoint = signal_endpoint(settings, "logs")
     return _GatedLogExporter(
         SignalGate("logs", explicit=explicit), endpoint=endpoint, headers=headers, **kwargs
     )
+
+
+def signal_endpoint(settings: Settings, signal: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """The OTLP/HTTP URL of ``signal`` for the settings: beside the spans', unless a variable names one.
+
+    ``OTEL_EXPORTER_OTLP_<SIGNAL>_ENDPOINT`` wins (None: the official exporter reads it
+    itself); then the spans' URL with ``/v1/traces`` swapped: ``otlp_endpoint``, else
+    ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``; else None, and the official exporter adds
+    ``/v1/<signal>`` to ``OTEL_EXPORTER_OTLP_ENDPOINT`` (or uses its localhost default).
+
+    Example:
+        >>> from tracesim._config import resolve
+        >>> settings = resolve({"exporters": "otlp"}, environ={})
+        >>> traces = {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://c:4318/v1/traces"}
+        >>> signal_endpoint(settings, "logs", traces)
+        'http://c:4318/v1/logs'
+        >>> named = {**traces, "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": "http://l"}
+        >>> signal_endpoint(settings, "logs", named) is None
+        True
+    """
+    environ = os.environ if environ is None else environ
+    if environ.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_ENDPOINT", "").strip():
+        return None
+    if settings.otlp_endpoint:
+        return signal_url(settings.otlp_endpoint, signal)
+    traces = environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip().rstrip("/")
+    path = urlparse(traces).path
+    if not traces or not (path in ("", "/") or path.endswith("/traces")):
+        return None  # a traces URL of another shape: no sure neighbour; the base variable decides
+    if path.endswith("/traces") and not path.endswith("/v1/traces"):
+        return traces[: -len("traces")] + signal
+    return signal_url(traces, signal)
+
+
+def _grpc_endpoint(settings: Settings, signal: str) -> str | None:
+    # Over gRPC every signal has the same address: the spans' one, unless a variable names one.
+    if settings.otlp_endpoint or os.environ.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_ENDPOINT", "").strip():
+        return settings.otlp_endpoint
+    return os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip() or None
