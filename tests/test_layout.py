@@ -188,3 +188,19 @@ def test_scoring_stands_below_tracing_and_the_runtime() -> None:
         if module.startswith("tracesim._scoring")
     }
     assert {module: found for module, found in upward.items() if found} == {}
+
+
+def test_test_modules_outside_packages_have_unique_basenames() -> None:
+    """pytest imports a test file in a folder without ``__init__.py`` by its basename: two such
+    files of one name (tests/phoenix/test_x.py, tests/mlflow/test_x.py) fail collection."""
+    repo = PACKAGE.parent
+    seen: dict[str, Path] = {}
+    clashes = []
+    for root in ("tests", "integrations"):
+        for path in sorted((repo / root).rglob("test_*.py")):
+            if (path.parent / "__init__.py").exists():
+                continue  # imported under its package's name
+            if path.name in seen:
+                clashes.append(f"{seen[path.name].relative_to(repo)} and {path.relative_to(repo)}")
+            seen.setdefault(path.name, path)
+    assert not clashes, f"rename one of each: {clashes}"
