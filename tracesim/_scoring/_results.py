@@ -97,12 +97,17 @@ def write(
     *,
     redaction: Redaction | None = None,
     run: bool = False,
+    annotator_kind: str | None = None,
 ) -> None:
     """Record ``result`` on a span that is still open (``redaction``: see `key_name`); ``run``
-    marks the result of an evaluator that scored the span's run (``tracesim.evaluation.run``)."""
+    marks the result of an evaluator that scored the span's run (``tracesim.evaluation.run``);
+    ``annotator_kind`` (``CODE``, ``LLM``, ``HUMAN``) says who made it, on the event, for a
+    replay to send it to Phoenix and MLflow as the online sinks did."""
     event, flat = render(result, capture, redaction=redaction)
     if run:
         event[sc.EVALUATION_RUN] = True
+    if annotator_kind is not None:
+        event[sc.EVALUATION_ANNOTATOR_KIND] = annotator_kind
     span.add_event(sc.EVALUATION_EVENT, event, timestamp=timestamp)
     span.set_attributes(flat)
 
@@ -117,6 +122,7 @@ def emit_carrier(
     *,
     redaction: Redaction | None = None,
     run: bool = False,
+    annotator_kind: str | None = None,
 ) -> SpanContext:
     """Record ``result`` on a new carrier span linked to (and parented by) ``target``.
 
@@ -124,7 +130,8 @@ def emit_carrier(
     else now. Backends such as Phoenix take a trace's latency from the earliest start to the
     latest end of all its spans, so a carrier placed at the moment feedback arrives would
     stretch a 200 ms trace to minutes; inside the target's time it changes nothing. The
-    result's event keeps the real time it was recorded. ``redaction``: see `key_name`.
+    result's event keeps the real time it was recorded. ``redaction``, ``run`` and
+    ``annotator_kind``: see `write`.
     """
     now = time.time_ns()
     placed = at_ns if at_ns is not None and 0 < at_ns <= now else now
@@ -137,7 +144,7 @@ def emit_carrier(
         attributes=span_attributes,
         start_time=placed,
     )
-    write(span, result, capture, now, redaction=redaction, run=run)
+    write(span, result, capture, now, redaction=redaction, run=run, annotator_kind=annotator_kind)
     span.end(end_time=placed)
     return span.get_span_context()
 

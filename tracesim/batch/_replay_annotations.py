@@ -41,7 +41,7 @@ def results_in(request: Mapping[str, Any]) -> Iterator[tuple[SpanContext, Any, s
         target = _target_of(span)
         if target is None:
             continue
-        annotator = span.attributes.get(sc.EVALUATION_ANNOTATOR_KIND)
+        carried = span.attributes.get(sc.EVALUATION_ANNOTATOR_KIND)  # score()'s and backfill's carriers
         expected = span.attributes.get(sc.EXPECTED_VALUE)
         for event in span.events:
             if event.name != sc.EVALUATION_EVENT:
@@ -50,6 +50,9 @@ def results_in(request: Mapping[str, Any]) -> Iterator[tuple[SpanContext, Any, s
                 result = _result(event.attributes)
             except (ValidationError, TypeError, ValueError):
                 continue  # a hand-edited or foreign event: it stays on the span as it is
+            # Who made it, as the online sinks were told: on the event (written since the
+            # scoring pipeline records it), else on a carrier span; a file older than both, CODE.
+            annotator = event.attributes.get(sc.EVALUATION_ANNOTATOR_KIND, carried)
             yield target, result, annotator if isinstance(annotator, str) else "CODE", expected
 
 

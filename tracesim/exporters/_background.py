@@ -5,8 +5,14 @@ could use it too) have in common: the caller's ``submit`` never blocks and never
 daemon thread (started on first use, again after a fork) takes the items that are due, up to
 ``max_batch_size``, as soon as there are that many or the oldest has waited
 ``schedule_delay_s``; an item that could not be sent yet goes back with exponential backoff
-until its deadline; ``force_flush`` and ``shutdown`` wait with deadlines. A subclass says how
-to send a batch (`BackgroundSender._send`) and keeps its own counters.
+until its deadline; ``force_flush`` and ``shutdown`` wait with deadlines (``shutdown`` holds
+its own: a worker stuck on a request that never returns is left to close the client itself).
+A subclass says how to send a batch (`BackgroundSender._send`) and keeps its own counters.
+
+A forked child starts empty: what the parent had queued is the parent's to send (sent twice,
+MLflow would keep both copies), and its counters start at zero. httpx's one INFO line per
+request (``HTTP Request: POST ...``) is left out of the logs for the senders' own threads only
+(`quiet_httpx`): a user's own httpx calls log as they did.
 """
 
 from __future__ import annotations
@@ -15,13 +21,53 @@ import logging
 import os
 import threading
 import time
+import weakref
 from collections import deque
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-__all__ = ["BackgroundSender", "QueuedItem"]
+__all__ = ["BackgroundSender", "QueuedItem", "quiet_httpx"]
 
 _logger = logging.getLogger("tracesim")
+_quiet = threading.local()
+
+
+class _SenderThreadsFilter(logging.Filter):
+    """Drops httpx's per-request INFO records logged from a thread that `quiet_httpx` marked."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno > logging.INFO or not getattr(_quiet, "on", False)
+
+
+_FILTER = _SenderThreadsFilter("tracesim")
+
+
+def quiet_httpx() -> None:
+    """Leave httpx's INFO lines (one per request) out of the logs for the calling thread only.
+
+    Called first thing by each sender's worker: the filter sits on the ``httpx`` logger (added
+    once) and lets through every record of every other thread, and warnings from this one.
+
+    Example:
+        >>> import logging
+        >>> records = []
+        >>> class Keep(logging.Handler):
+        ...     def emit(self, record):
+        ...         records.append(record.getMessage())
+        >>> handler = Keep()
+        >>> log = logging.getLogger("httpx")
+        >>> log.addHandler(handler); log.setLevel(logging.INFO)
+        >>> worker = threading.Thread(target=lambda: (quiet_httpx(), log.info("sender's")))
+        >>> worker.start(); worker.join()
+        >>> log.info("user's own")
+        >>> records
+        ["user's own"]
+        >>> log.removeHandler(handler); log.setLevel(logging.NOTSET)
+    """
+    _quiet.on = True
+    httpx_logger = logging.getLogger("httpx")
+    if _FILTER not in httpx_logger.filters:
+        httpx_logger.addFilter(_FILTER)
 
 
 @dataclass
@@ -32,6 +78,8 @@ class QueuedItem:
     deadline: float
     attempts: int = 0
     not_before: float = 0.0
+    settled: bool = False
+    """Counted (sent, failed...) or back in the queue: set by `BackgroundSender._settle`."""
 
 
 Item = TypeVar("Item", bound=QueuedItem)
@@ -41,8 +89,9 @@ class BackgroundSender(Generic[Item]):
     """The queue, the worker, retries and the flush of a background sender.
 
     Subclasses implement ``_send(batch)`` (called by the worker, outside the lock; it must
-    count or `_retry` every item it was given) and may override ``_nothing_to_wait_for``
-    (force_flush returns at once when True) and ``_close``.
+    count and `_settle`, or `_retry`, every item it was given: an exception counts the rest
+    as failed) and may override ``_nothing_to_wait_for`` (force_flush returns at once when
+    True), ``_close`` and ``_reset_counters`` (zeroed in a forked child).
 
     Example:
         >>> class Printer(BackgroundSender[QueuedItem]):
@@ -71,16 +120,36 @@ class BackgroundSender(Generic[Item]):
         self._max_batch_size = max_batch_size
         self._schedule_delay_s = schedule_delay_s
         self._max_backoff_s = max_backoff_s
+        self._logged: set[str] = set()
+        self._reset()
+        ref = weakref.ref(self)
+
+        def after_fork() -> None:
+            sender = ref()
+            if sender is not None:
+                sender._after_fork()
+
+        os.register_at_fork(after_in_child=after_fork)
+
+    def _reset(self) -> None:
+        # Also the after-fork hook's: a thread of the parent may have held the lock at the fork.
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._queue: deque[Item] = deque()
         self._in_flight = 0
         self._flushing = 0
         self._shutdown = False
+        self._closed = False
         self._failed = 0
-        self._logged: set[str] = set()
         self._worker: threading.Thread | None = None
         self._worker_pid = 0
+
+    def _after_fork(self) -> None:
+        """In a forked child: an empty queue, no worker, zero counters (the parent sends its own)."""
+        shutdown = self._shutdown
+        self._reset()
+        self._shutdown = shutdown
+        self._reset_counters()
 
     # ------------------------------------------------------------ for subclasses
 
@@ -92,7 +161,15 @@ class BackgroundSender(Generic[Item]):
         return False
 
     def _close(self) -> None:
-        """Release what the sender holds (a connection pool), after the worker stopped."""
+        """Release what the sender holds (a connection pool), once no request is on its way."""
+
+    def _reset_counters(self) -> None:
+        """Zero the subclass's counters (a forked child's start); called with no thread running."""
+
+    def _settle(self, items: list[Item]) -> None:
+        """Mark ``items`` as counted by the subclass (sent, failed, already there)."""
+        for item in items:
+            item.settled = True
 
     def _expired(self, count: int) -> None:
         """``count`` items passed their deadline (already counted as failed): say so."""
@@ -122,16 +199,19 @@ class BackgroundSender(Generic[Item]):
     def _retry(self, items: list[Item]) -> None:
         """Send ``items`` again after a backoff; those past their deadline count as failed."""
         now = time.monotonic()
-        expired = 0
+        expired = stopped = 0
         with self._lock:
             for item in items:
+                item.settled = True
                 item.attempts += 1
-                if now >= item.deadline or self._shutdown:
+                if self._shutdown:  # shutdown already said it could not send everything
+                    stopped += 1
+                elif now >= item.deadline:
                     expired += 1
-                    continue
-                item.not_before = now + min(0.25 * 2.0 ** (item.attempts - 1), self._max_backoff_s)
-                self._queue.append(item)
-            self._failed += expired
+                else:
+                    item.not_before = now + min(0.25 * 2.0 ** (item.attempts - 1), self._max_backoff_s)
+                    self._queue.append(item)
+            self._failed += expired + stopped
         if expired:
             self._expired(expired)
 
@@ -144,25 +224,38 @@ class BackgroundSender(Generic[Item]):
             self._worker.start()
 
     def _run(self) -> None:
+        quiet_httpx()
         while True:
             with self._lock:
                 batch = self._take()
                 while batch is None:
                     if self._shutdown and not self._flushing:
-                        return
+                        break
                     self._changed.wait(self._wait_s())
                     batch = self._take()
+                if batch is None:
+                    break
                 self._in_flight = len(batch)
             try:
                 self._send(batch)
-            except Exception:  # never let the worker die: what it held is given up
-                _logger.exception("tracesim: %s", self._name)
+            except Exception:  # never let the worker die: what it held and had not counted is given up
                 with self._lock:
-                    self._failed += len(batch)
+                    closed = self._closed
+                    self._failed += sum(not item.settled for item in batch)
+                if not closed:
+                    _logger.exception("tracesim: %s", self._name)
             finally:
                 with self._lock:
                     self._in_flight = 0
                     self._changed.notify_all()
+        self._close_once()  # shut down: a shutdown that could not wait for this thread left it here
+
+    def _close_once(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._close()
 
     def _take(self) -> list[Item] | None:
         now = time.monotonic()
@@ -173,6 +266,8 @@ class BackgroundSender(Generic[Item]):
         if len(ready) < self._max_batch_size and waited < self._schedule_delay_s and not self._flushing:
             return None
         batch = ready[: self._max_batch_size]
+        for item in batch:
+            item.settled = False
         taken = set(map(id, batch))
         self._queue = deque(item for item in self._queue if id(item) not in taken)
         return batch
@@ -207,7 +302,13 @@ class BackgroundSender(Generic[Item]):
                 self._flushing -= 1
 
     def shutdown(self, timeout_s: float = 30.0) -> bool:
-        """Flush within ``timeout_s``, then stop; True if everything was sent."""
+        """Flush, then stop, within ``timeout_s``; True if everything was sent.
+
+        What is still queued then counts as failed. A request still on its way (a server that
+        does not answer) is not waited for past the deadline: its worker counts it when it
+        returns, then closes the client itself.
+        """
+        deadline = time.monotonic() + timeout_s
         flushed = self.force_flush(timeout_s)
         with self._lock:
             self._shutdown = True
@@ -216,6 +317,8 @@ class BackgroundSender(Generic[Item]):
             self._changed.notify_all()
             worker = self._worker
         if worker is not None and worker is not threading.current_thread():
-            worker.join(timeout=max(timeout_s, 1.0))
-        self._close()
+            worker.join(timeout=max(deadline - time.monotonic(), 0.0))
+            if worker.is_alive():
+                return flushed  # it closes the client when its request returns
+        self._close_once()
         return flushed

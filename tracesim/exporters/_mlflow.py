@@ -15,13 +15,18 @@ client needed):
 * the expected output is one **expectation** (``expected_response``) per evaluated span.
 
 Every assessment carries ``tracesim.result_id`` in its metadata, derived from what it says
-(trace, span, name, source, value), so a replay or backfill that finds it on the trace does
+(trace, span, name, value: not its source, which a trace file written before the annotator's
+kind was recorded on the result's event cannot tell), so a replay or backfill that finds it on the trace does
 not post it again: MLflow itself never deduplicates assessments.
 
-MLflow answers 404 ``Trace with ID ... not found`` until a span of the trace is ingested, and
-scores are often ready before their span is exported: such assessments are retried with
-backoff until ``max_wait_for_span_s`` after they were submitted. 401, 403 and 400 will not
-change by retrying: they are logged once, naming what to change, and counted as failed.
+MLflow answers 404 ``RESOURCE_DOES_NOT_EXIST`` (``Trace with ID ... not found``) until a span
+of the trace is ingested, and scores are often ready before their span is exported: such
+assessments are retried with backoff until ``max_wait_for_span_s`` after they were submitted.
+When MLflow has none of the last three traces assessed ``give_up_after_s`` after their results
+(its spans are being refused: a wrong experiment, say), the wait is cut to that: said once, and
+back to the full wait as soon as an assessment lands. A 404 that is not MLflow's JSON (an HTML
+page: no such route, ``mlflow_url`` lacks a proxy's prefix), 401, 403 and 400 will not change
+by retrying: they are logged once, naming what to change, and counted as failed.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ from tracesim import _semconv as sc
 from tracesim._capture import capture_value, make_options
 from tracesim._scoring._expect import NOT_SET
 from tracesim.exporters._background import BackgroundSender, QueuedItem
+from tracesim.exporters._refusals import Answer, backend_message
 
 if TYPE_CHECKING:
     from opentelemetry.trace import SpanContext
@@ -69,6 +75,7 @@ _RETRYABLE = frozenset({408, 429, 500, 502, 503, 504})
 _EXPECTED_CAPTURE = make_options(True, 8000)
 _DETAILS_CHARS = 4000  # the details as one metadata string: a preview, not a copy
 _SEEN_SPANS = 4096  # spans whose expectation was queued, remembered to send it once per span
+_HOPELESS_TRACES = 3  # traces MLflow still lacks give_up_after_s after their results: spans refused
 
 
 @dataclass(frozen=True)
@@ -116,6 +123,10 @@ class MlflowAssessmentSender(BackgroundSender[_Item]):
         skip_existing: Read each trace's assessments before posting to it and leave out those
             whose ``tracesim.result_id`` is there already (replay and backfill: re-running
             them adds nothing).
+        give_up_after_s: When MLflow still lacks three traces this long after their results
+            were submitted, their spans are not reaching it: assessments of traces it does not
+            have are given up this long after submission, not ``max_wait_for_span_s``, until
+            one lands.
 
     Example:
         >>> sender = MlflowAssessmentSender("http://127.0.0.1:9")
@@ -139,6 +150,7 @@ class MlflowAssessmentSender(BackgroundSender[_Item]):
         max_backoff_s: float = 10.0,
         detect: bool = False,
         skip_existing: bool = False,
+        give_up_after_s: float = 20.0,
     ) -> None:
         super().__init__(
             name="mlflow",
@@ -150,11 +162,20 @@ class MlflowAssessmentSender(BackgroundSender[_Item]):
         self.base_url = base_url.rstrip("/")
         self.is_mlflow: bool | None = None if detect else True
         """Whether ``base_url`` is MLflow: None until a ``detect`` sender has asked."""
-        self._client = httpx.Client(headers=dict(headers or {}), timeout=timeout_s)
+        self._headers = dict(headers or {})
+        self._timeout_s = timeout_s
+        self._client = httpx.Client(headers=self._headers, timeout=timeout_s)
         self._max_wait_s = max_wait_for_span_s
+        self._give_up_after_s = min(give_up_after_s, max_wait_for_span_s)
         self._skip_existing = skip_existing
+        self._reset_counters()
+
+    def _reset_counters(self) -> None:
         self._submitted = self._sent = self._dropped = self._already = 0
         self._probe_failed = False
+        self._long_missing: set[str] = set()  # traces still absent give_up_after_s after their results
+        if getattr(self, "_client", None) is not None:  # a forked child: the parent's pool is the parent's
+            self._client = httpx.Client(headers=self._headers, timeout=self._timeout_s)
 
     @property
     def stats(self) -> AssessmentStats:
@@ -223,6 +244,7 @@ class MlflowAssessmentSender(BackgroundSender[_Item]):
         if self._off():  # queued just as the answer came: never meant for anyone either
             with self._lock:
                 self._submitted -= len(batch)
+            self._settle(batch)
             return
         by_trace: dict[str, list[_Item]] = {}
         for item in batch:
@@ -230,14 +252,55 @@ class MlflowAssessmentSender(BackgroundSender[_Item]):
         for trace_id, items in by_trace.items():
             if self._skip_existing:
                 existing = self._existing_ids(trace_id)
-                if existing is None:  # the trace is not there yet, or MLflow is not answering
+                if existing is None:  # MLflow is not answering
                     self._retry(items)
+                    continue
+                if isinstance(existing, str):
+                    if existing == "missing":
+                        self._missing(trace_id, items)
+                    else:
+                        self._give_up(items)
                     continue
                 items = self._without(items, existing)
             for index, item in enumerate(items):
-                if self._post(item) == "missing":  # the trace is not ingested yet: neither are its others
+                if self._stopped():  # shut down while a request hung: the rest is not tried
                     self._retry(items[index:])
                     break
+                if self._post(item) == "missing":  # the trace is not ingested yet: neither are its others
+                    self._missing(trace_id, items[index:])
+                    break
+
+    def _stopped(self) -> bool:
+        with self._lock:
+            return self._shutdown
+
+    def _give_up(self, items: list[_Item]) -> None:
+        with self._lock:
+            self._failed += len(items)
+        self._settle(items)
+
+    def _missing(self, trace_id: str, items: list[_Item]) -> None:
+        """MLflow does not have the trace (yet): retry, unless its spans are clearly not coming."""
+        now = time.monotonic()
+        overdue = [item for item in items if now - item.submitted_at >= self._give_up_after_s]
+        with self._lock:
+            if overdue and len(self._long_missing) < _HOPELESS_TRACES:
+                self._long_missing.add(trace_id)
+            hopeless = len(self._long_missing) >= _HOPELESS_TRACES
+        if not hopeless or not overdue:
+            self._retry(items)
+            return
+        self._log_once(
+            "hopeless",
+            "tracesim: MLflow has none of the last %d traces assessed %.0f s after their results: their "
+            "spans are not reaching it (see the span exporter's warnings: a wrong experiment id?); "
+            "assessments of traces it does not have are given up after %.0f s until one lands",
+            _HOPELESS_TRACES,
+            self._give_up_after_s,
+            self._give_up_after_s,
+        )
+        self._give_up(overdue)
+        self._retry([item for item in items if not item.settled])
 
     def _without(self, items: list[_Item], existing: set[str]) -> list[_Item]:
         kept, seen = [], set(existing)
@@ -245,20 +308,27 @@ class MlflowAssessmentSender(BackgroundSender[_Item]):
             if item.result_id in seen:
                 with self._lock:
                     self._already += 1
+                self._settle([item])
                 continue
             seen.add(item.result_id)
             kept.append(item)
         return kept
 
-    def _existing_ids(self, trace_id: str) -> set[str] | None:
-        """The ``tracesim.result_id`` of the trace's assessments; None: ask again later."""
+    def _existing_ids(self, trace_id: str) -> set[str] | str | None:
+        """The ``tracesim.result_id`` of the trace's assessments; None: ask again later;
+        ``missing``: the trace is not there (yet); ``failed``: a refusal retrying cannot change."""
         try:
             response = self._client.get(f"{self.base_url}/api/3.0/mlflow/traces/{trace_id}")
         except httpx.HTTPError as exc:
             self._log_once("unreachable", "tracesim: MLflow assessments: %s; retrying", exc)
             return None
         if not response.is_success:
-            return None
+            if _trace_not_found(response):
+                return "missing"
+            if response.status_code in _RETRYABLE:
+                return None
+            self._refused(response)
+            return "failed"
         try:
             info = response.json()["trace"]["trace_info"]
             return {
@@ -275,33 +345,48 @@ class MlflowAssessmentSender(BackgroundSender[_Item]):
         try:
             response = self._client.post(url, json={"assessment": item.payload})
         except httpx.HTTPError as exc:
-            self._log_once("unreachable", "tracesim: MLflow assessments: %s; retrying", exc)
+            if not self._stopped():  # a shutdown that could not wait for this answer said so itself
+                self._log_once("unreachable", "tracesim: MLflow assessments: %s; retrying", exc)
             self._retry([item])
             return "retry"
         if response.is_success:
             with self._lock:
                 self._sent += 1
+                self._long_missing.clear()
+            self._settle([item])
             return "sent"
         status = response.status_code
-        if status == 404 and "not found" in response.text.lower():
+        if _trace_not_found(response):
             return "missing"
         if status in _RETRYABLE:
             self._retry([item])
             return "retry"
-        self._refused(status, _message(response))
-        with self._lock:
-            self._failed += 1
+        self._refused(response)
+        self._give_up([item])
         return "failed"
 
-    def _refused(self, status: int, message: str) -> None:
+    def _refused(self, response: httpx.Response) -> None:
+        status = response.status_code
+        message = _message(response)
+        if status == 404:
+            advice = (
+                "check mlflow_url: it should be the tracking server's base URL, with the path "
+                "prefix of any proxy in front of it (this answer is not MLflow's: no such route)"
+            )
+            self._log_once(
+                "route",
+                "tracesim: MLflow assessments: POST %s answered HTTP 404 (%s): %s",
+                response.request.url.copy_with(query=None),
+                message,
+                advice,
+            )
+            return
         if status in (401, 403):
             advice = (
                 "give tracesim credentials that may write to the experiment: MLFLOW_TRACKING_TOKEN, "
                 "or MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD (or the OTLP headers when "
                 "spans go to the same server)"
             )
-        elif status == 404:
-            advice = "check mlflow_url: it should be the tracking server's base URL"
         else:
             advice = "an assessment MLflow cannot hold; set mlflow_assessments=false to stop sending them"
         self._log_once(
@@ -333,6 +418,7 @@ class MlflowAssessmentSender(BackgroundSender[_Item]):
             self.is_mlflow = False
             self._submitted -= len(batch) + len(self._queue)  # never meant for anyone
             self._queue.clear()
+        self._settle(batch)
         _logger.info(
             "tracesim: %s is not MLflow (GET /api/3.0/mlflow/server-info: HTTP %d); evaluation results "
             "stay on the spans. Set mlflow_assessments=false to skip this check.",
@@ -351,16 +437,29 @@ def _is_server_info(response: httpx.Response) -> bool:
 
 
 def _message(response: httpx.Response) -> str:
-    """MLflow's own words: ``message`` (its errors), ``detail`` (FastAPI's), else the text."""
+    """MLflow's own words: ``message`` (its errors), ``detail`` (FastAPI's), an HTML page's text."""
+    answer = Answer(
+        str(response.url),
+        response.status_code,
+        response.text[:4000],
+        response.headers.get("content-type", ""),
+    )
+    return backend_message(answer)
+
+
+def _trace_not_found(response: httpx.Response) -> bool:
+    """MLflow's own "no such trace": a 404 whose JSON says ``RESOURCE_DOES_NOT_EXIST``.
+
+    Any other 404 (a proxy's or a web server's HTML page) says the route does not exist: a
+    wrong ``mlflow_url``, which no wait will fix.
+    """
+    if response.status_code != 404:
+        return False
     try:
         body = response.json()
     except ValueError:
-        return response.text[:200]
-    if isinstance(body, dict):
-        for key in ("message", "detail"):
-            if body.get(key):
-                return str(body[key])[:300]
-    return response.text[:200]
+        return False
+    return isinstance(body, dict) and body.get("error_code") == "RESOURCE_DOES_NOT_EXIST"
 
 
 # ---------------------------------------------------------------- results -> assessments
@@ -509,8 +608,9 @@ def _source(annotator_kind: str, name: str, details: Mapping[str, Any], clean: A
 def _result_id(trace_id: str, assessment: Mapping[str, Any]) -> str:
     """What an assessment says, hashed: the same result on the same span gives the same id.
 
-    An expectation is one per span whatever its value; a feedback is its name, source and
-    value (or error code), so a score that changed is a new assessment.
+    An expectation is one per span whatever its value; a feedback is its name and value (or
+    error code), so a score that changed is a new assessment. Not its source: a replay of a
+    file that does not record who made a result could not say it the way the online sink did.
     """
     if "expectation" in assessment:
         key: list[Any] = [trace_id, assessment["span_id"], "expectation", assessment["assessment_name"]]
@@ -522,7 +622,6 @@ def _result_id(trace_id: str, assessment: Mapping[str, Any]) -> str:
             assessment["span_id"],
             "feedback",
             assessment["assessment_name"],
-            assessment["source"]["source_type"],
             error["error_code"] if error else feedback.get("value"),
         ]
     return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:32]

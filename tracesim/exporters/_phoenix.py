@@ -11,23 +11,23 @@ span ends and is exported). With ``sync=true`` Phoenix answers 404 ``Spans with 
 not exist.`` for such a batch, naming them; those annotations are retried with backoff until
 ``max_wait_for_span_s`` after they were submitted, the rest of the batch is sent at once.
 (Without ``sync`` Phoenix would queue unknown ones itself, but in memory and without telling
-us whether they ever landed.)
+us whether they ever landed.) The queue, its worker, the retries and the flush are
+`tracesim.exporters._background.BackgroundSender`'s, as MLflow's sender's.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 import re
-import threading
 import time
-from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+
+from tracesim.exporters._background import BackgroundSender, QueuedItem
 
 __all__ = ["AnnotationStats", "PhoenixAnnotationSink", "phoenix_base_url"]
 
@@ -56,18 +56,12 @@ class AnnotationStats:
 
 
 @dataclass
-class _Item:
-    payload: dict[str, Any]
-    deadline: float
-    attempts: int = 0
-    not_before: float = 0.0
-    span_id: str = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.span_id = self.payload["span_id"]
+class _Item(QueuedItem):
+    payload: dict[str, Any] = field(default_factory=dict)
+    span_id: str = ""
 
 
-class PhoenixAnnotationSink:
+class PhoenixAnnotationSink(BackgroundSender[_Item]):
     """A bounded, batching background sender of span annotations to Phoenix.
 
     ``submit`` never blocks and never raises: a full queue or invalid arguments count as
@@ -106,39 +100,35 @@ class PhoenixAnnotationSink:
         max_backoff_s: float = 10.0,
         detect: bool = False,
     ) -> None:
+        super().__init__(
+            name="phoenix",
+            max_queue_size=max_queue_size,
+            max_batch_size=max_batch_size,
+            schedule_delay_s=schedule_delay_s,
+            max_backoff_s=max_backoff_s,
+        )
         self.base_url = base_url.rstrip("/")
         self.url = self.base_url + "/v1/span_annotations"
         self.is_phoenix: bool | None = None if detect else True
         """Whether ``base_url`` is Phoenix: None until a `detect` sink has asked."""
-        self._client = httpx.Client(headers=dict(headers or {}), timeout=timeout_s)
-        self._max_queue_size = max_queue_size
-        self._max_batch_size = max_batch_size
-        self._schedule_delay_s = schedule_delay_s
+        self._headers = dict(headers or {})
+        self._timeout_s = timeout_s
+        self._client = httpx.Client(headers=self._headers, timeout=timeout_s)
         self._max_wait_s = max_wait_for_span_s
-        self._max_backoff_s = max_backoff_s
-        self._lock = threading.Lock()
-        self._changed = threading.Condition(self._lock)
-        self._queue: deque[_Item] = deque()
-        self._in_flight = 0
-        self._flushing = 0
-        self._shutdown = False
-        self._submitted = self._sent = self._dropped = self._failed = self._invalid = 0
+        self._reset_counters()
+
+    def _reset_counters(self) -> None:
+        self._submitted = self._sent = self._dropped = self._invalid = 0
         self._probe_failed = False  # the question "is it Phoenix?" went unanswered (unreachable)
-        self._logged: set[str] = set()
-        self._worker: threading.Thread | None = None
-        self._worker_pid = 0
+        if getattr(self, "_client", None) is not None:  # a forked child: the parent's pool is the parent's
+            self._client = httpx.Client(headers=self._headers, timeout=self._timeout_s)
 
     @property
     def stats(self) -> AnnotationStats:
         """A snapshot of the counters."""
         with self._lock:
             return AnnotationStats(
-                self._submitted,
-                self._sent,
-                self._dropped,
-                self._failed,
-                len(self._queue) + self._in_flight,
-                self._invalid,
+                self._submitted, self._sent, self._dropped, self._failed, self._pending(), self._invalid
             )
 
     def submit(
@@ -167,19 +157,17 @@ class PhoenixAnnotationSink:
                 self._invalid += 1
             self._log_once("invalid", "tracesim: Phoenix annotation %r dropped: %s", name, exc)
             return
+        now = time.monotonic()
+        item = _Item(now, now + self._max_wait_s, payload=payload, span_id=payload["span_id"])
         with self._lock:
             if self._not_phoenix():  # decided while this call was on its way in
                 return
             self._submitted += 1
-            if self._shutdown or len(self._queue) + self._in_flight >= self._max_queue_size:
-                self._dropped += 1
-                full = not self._shutdown
-            else:
-                self._queue.append(_Item(payload, time.monotonic() + self._max_wait_s))
-                self._ensure_worker()
-                if len(self._queue) >= self._max_batch_size:
-                    self._changed.notify_all()
-                return
+        if self._offer(item):
+            return
+        with self._lock:
+            self._dropped += 1
+            full = not self._shutdown
         if full:
             self._log_once(
                 "full", "tracesim: Phoenix annotation queue full (%d); dropping", self._max_queue_size
@@ -188,75 +176,41 @@ class PhoenixAnnotationSink:
     def _not_phoenix(self) -> bool:
         return self.is_phoenix is False
 
-    def _log_once(self, key: str, message: str, *args: Any) -> None:
-        with self._lock:
-            if key in self._logged:
-                return
-            self._logged.add(key)
-        _logger.warning(message + " (logged once; see stats)", *args)
+    def _nothing_to_wait_for(self) -> bool:
+        return self.is_phoenix is None and self._probe_failed
 
-    def _ensure_worker(self) -> None:
-        if self._worker is None or self._worker_pid != os.getpid() or not self._worker.is_alive():
-            self._worker_pid = os.getpid()
-            self._worker = threading.Thread(target=self._run, name="tracesim-phoenix", daemon=True)
-            self._worker.start()
+    def _close(self) -> None:
+        self._client.close()
+
+    def _expired(self, count: int) -> None:
+        self._log_once(
+            "expired",
+            "tracesim: Phoenix annotations given up after %.0f s (span never ingested, or Phoenix down)",
+            self._max_wait_s,
+        )
 
     # ------------------------------------------------------------ worker
 
-    def _run(self) -> None:
-        while True:
-            with self._lock:
-                batch = self._next_batch()
-                while batch is None:
-                    if self._shutdown and not self._flushing:
-                        return
-                    self._changed.wait(self._wait_s())
-                    batch = self._next_batch()
-                self._in_flight = len(batch)
-            try:
-                self._post(batch)
-            finally:
-                with self._lock:
-                    self._in_flight = 0
-                    self._changed.notify_all()
-
-    def _next_batch(self) -> list[_Item] | None:
-        now = time.monotonic()
-        ready = [item for item in self._queue if item.not_before <= now]
-        if not ready:
-            return None
-        oldest_wait = now - min(item.deadline - self._max_wait_s for item in ready)
-        if len(ready) < self._max_batch_size and oldest_wait < self._schedule_delay_s and not self._flushing:
-            return None
-        batch = ready[: self._max_batch_size]
-        for item in batch:
-            self._queue.remove(item)
-        return batch
-
-    def _wait_s(self) -> float | None:
-        if not self._queue:
-            return None
-        now = time.monotonic()
-        soonest = min(
-            max(i.not_before, i.deadline - self._max_wait_s + self._schedule_delay_s) for i in self._queue
-        )
-        return max(soonest - now, 0.01)
-
-    def _post(self, batch: list[_Item]) -> None:
+    def _send(self, batch: list[_Item]) -> None:
         if self.is_phoenix is None and not self._detect(batch):
             return None
         if self.is_phoenix is False:
-            return None  # a batch taken from the queue just before the answer came
+            with self._lock:
+                self._submitted -= len(batch)  # a batch taken from the queue just before the answer came
+            self._settle(batch)
+            return None
         try:
             response = self._client.post(
                 self.url, params={"sync": "true"}, json={"data": [i.payload for i in batch]}
             )
         except httpx.HTTPError as exc:
-            self._log_once("unreachable", "tracesim: Phoenix annotations: %s; retrying", exc)
+            if not self._stopped():
+                self._log_once("unreachable", "tracesim: Phoenix annotations: %s; retrying", exc)
             return self._retry(batch)
         if response.is_success:
             with self._lock:
                 self._sent += len(batch)
+            self._settle(batch)
             return None
         if response.status_code == 404:
             return self._split_unknown(batch, response.text)
@@ -271,7 +225,12 @@ class PhoenixAnnotationSink:
         )
         with self._lock:
             self._failed += len(batch)
+        self._settle(batch)
         return None
+
+    def _stopped(self) -> bool:
+        with self._lock:
+            return self._shutdown
 
     def _detect(self, batch: list[_Item]) -> bool:
         """Ask once whether the base URL is Phoenix; True to go on sending ``batch``."""
@@ -295,6 +254,7 @@ class PhoenixAnnotationSink:
             # Never meant for anyone: not counted as submitted, dropped or failed.
             self._submitted -= len(batch) + len(self._queue)
             self._queue.clear()
+        self._settle(batch)
         _logger.info(
             "tracesim: %s is not Phoenix (GET /arize_phoenix_version: HTTP %d); evaluation results "
             "stay on the spans. Set phoenix_annotations=false to skip this check.",
@@ -310,62 +270,8 @@ class PhoenixAnnotationSink:
             return self._retry(batch)
         self._retry([item for item in batch if item.span_id in missing])
         if rest := [item for item in batch if item.span_id not in missing]:
-            self._post(rest)  # a smaller batch each time, so this ends
+            self._send(rest)  # a smaller batch each time, so this ends
         return None
-
-    def _retry(self, items: list[_Item]) -> None:
-        now = time.monotonic()
-        with self._lock:
-            for item in items:
-                item.attempts += 1
-                if now >= item.deadline:
-                    self._failed += 1
-                    continue
-                item.not_before = now + min(0.25 * 2.0 ** (item.attempts - 1), self._max_backoff_s)
-                self._queue.append(item)
-        if any(now >= item.deadline for item in items):
-            self._log_once(
-                "expired",
-                "tracesim: Phoenix annotations given up after %.0f s (span never ingested, or Phoenix down)",
-                self._max_wait_s,
-            )
-
-    # ------------------------------------------------------------ flush and shutdown
-
-    def force_flush(self, timeout_s: float = 30.0) -> bool:
-        """Send everything queued now; True if nothing is left within ``timeout_s``."""
-        deadline = time.monotonic() + timeout_s
-        with self._lock:
-            if self.is_phoenix is None and self._probe_failed:
-                return not self._queue and not self._in_flight  # nothing known to wait for
-            self._flushing += 1
-            try:
-                now = time.monotonic()
-                for item in self._queue:  # one more try now for those waiting on backoff
-                    item.not_before = min(item.not_before, now)
-                self._changed.notify_all()
-                while self._queue or self._in_flight:
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0 or self._worker is None or not self._worker.is_alive():
-                        return not self._queue and not self._in_flight
-                    self._changed.wait(remaining)
-                return True
-            finally:
-                self._flushing -= 1
-
-    def shutdown(self, timeout_s: float = 30.0) -> bool:
-        """Flush within ``timeout_s``, then stop; True if everything was sent."""
-        flushed = self.force_flush(timeout_s)
-        with self._lock:
-            self._shutdown = True
-            self._failed += len(self._queue)
-            self._queue.clear()
-            self._changed.notify_all()
-            worker = self._worker
-        if worker is not None and worker is not threading.current_thread():
-            worker.join(timeout=max(timeout_s, 1.0))
-        self._client.close()
-        return flushed
 
 
 def _payload(
