@@ -91,7 +91,7 @@ class BackgroundSender(Generic[Item]):
     Subclasses implement ``_send(batch)`` (called by the worker, outside the lock; it must
     count and `_settle`, or `_retry`, every item it was given: an exception counts the rest
     as failed) and may override ``_nothing_to_wait_for`` (force_flush returns at once when
-    True), ``_close`` and ``_reset_counters`` (zeroed in a forked child).
+    True), ``_close`` and ``_forked_child`` (its counters and connections in a forked child).
 
     Example:
         >>> class Printer(BackgroundSender[QueuedItem]):
@@ -149,7 +149,7 @@ class BackgroundSender(Generic[Item]):
         shutdown = self._shutdown
         self._reset()
         self._shutdown = shutdown
-        self._reset_counters()
+        self._forked_child()
 
     # ------------------------------------------------------------ for subclasses
 
@@ -163,8 +163,8 @@ class BackgroundSender(Generic[Item]):
     def _close(self) -> None:
         """Release what the sender holds (a connection pool), once no request is on its way."""
 
-    def _reset_counters(self) -> None:
-        """Zero the subclass's counters (a forked child's start); called with no thread running."""
+    def _forked_child(self) -> None:
+        """In a forked child: zero the subclass's counters, replace what it shares with the parent."""
 
     def _settle(self, items: list[Item]) -> None:
         """Mark ``items`` as counted by the subclass (sent, failed, already there)."""

@@ -168,14 +168,17 @@ class MlflowAssessmentSender(BackgroundSender[_Item]):
         self._max_wait_s = max_wait_for_span_s
         self._give_up_after_s = min(give_up_after_s, max_wait_for_span_s)
         self._skip_existing = skip_existing
-        self._reset_counters()
+        self._zero()
 
-    def _reset_counters(self) -> None:
+    def _zero(self) -> None:
         self._submitted = self._sent = self._dropped = self._already = 0
         self._probe_failed = False
         self._long_missing: set[str] = set()  # traces still absent give_up_after_s after their results
-        if getattr(self, "_client", None) is not None:  # a forked child: the parent's pool is the parent's
-            self._client = httpx.Client(headers=self._headers, timeout=self._timeout_s)
+
+    def _forked_child(self) -> None:
+        self._zero()
+        # The parent's connections are the parent's: dropped unclosed, a new pool for the child.
+        self._client = httpx.Client(headers=self._headers, timeout=self._timeout_s)
 
     @property
     def stats(self) -> AssessmentStats:

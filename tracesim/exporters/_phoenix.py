@@ -115,13 +115,16 @@ class PhoenixAnnotationSink(BackgroundSender[_Item]):
         self._timeout_s = timeout_s
         self._client = httpx.Client(headers=self._headers, timeout=timeout_s)
         self._max_wait_s = max_wait_for_span_s
-        self._reset_counters()
+        self._zero()
 
-    def _reset_counters(self) -> None:
+    def _zero(self) -> None:
         self._submitted = self._sent = self._dropped = self._invalid = 0
         self._probe_failed = False  # the question "is it Phoenix?" went unanswered (unreachable)
-        if getattr(self, "_client", None) is not None:  # a forked child: the parent's pool is the parent's
-            self._client = httpx.Client(headers=self._headers, timeout=self._timeout_s)
+
+    def _forked_child(self) -> None:
+        self._zero()
+        # The parent's connections are the parent's: dropped unclosed, a new pool for the child.
+        self._client = httpx.Client(headers=self._headers, timeout=self._timeout_s)
 
     @property
     def stats(self) -> AnnotationStats:
