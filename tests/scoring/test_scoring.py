@@ -514,3 +514,44 @@ def test_scores_arrive_without_a_flush(background: CapturedSpans) -> None:
         time.sleep(0.01)  # polling for the worker's own schedule (50 ms), with a deadline
     (span,) = background.named("f")
     assert span.attributes["tracesim.eval.exact.passed"] is True
+
+
+def test_each_result_event_says_who_made_it_on_the_span_and_on_a_late_carrier() -> None:
+    """The annotator kind the online sinks get is on the event too, so that replay and backfill
+    send a judge's result to Phoenix and MLflow as the judge's, with the same result id."""
+    from tracesim.evaluators import LLMJudge
+
+    assert LLMJudge.annotator_kind == "LLM"
+
+    class Judged(Levenshtein):
+        annotator_kind = "LLM"
+
+    release = threading.Event()
+
+    @evaluator
+    def slow(output: Any, expected: Any) -> float:
+        release.wait(30)
+        return 1.0
+
+    with capture_spans(scoring_mode="background", max_defer_s=0.2) as captured:
+
+        @tracesim.trace(evaluators=[Judged(name="judged"), ExactMatch(), slow], expected="Warsaw")
+        def answer() -> str:
+            return "Warsaw"
+
+        answer()
+        waited_until = time.monotonic() + 30  # the span ends unscored by slow after max_defer_s:
+        while not any(s.name == "answer" for s in captured.spans) and time.monotonic() < waited_until:
+            time.sleep(0.01)  # slow's result then lands on a carrier
+        release.set()
+        assert tracesim.force_flush(10)
+        span = captured.by_name("answer")
+        (carrier,) = captured.named("evaluation slow")
+    kinds = {
+        e.attributes["gen_ai.evaluation.name"]: e.attributes["tracesim.evaluation.annotator_kind"]
+        for e in span.events
+        if e.name == "gen_ai.evaluation.result"
+    }
+    assert kinds == {"judged": "LLM", "exact": "CODE"}
+    (late,) = [e for e in carrier.events if e.name == "gen_ai.evaluation.result"]
+    assert late.attributes["tracesim.evaluation.annotator_kind"] == "CODE"

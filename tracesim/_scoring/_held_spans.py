@@ -217,7 +217,15 @@ class ForeignScoring:
             for evaluator in chosen.evaluators:
                 if evaluator not in evaluators:
                     result = no_output(evaluator, skip)
-                    write(held, result, self.capture, end_ns, redaction=self.pipeline.redaction)
+                    kind = getattr(evaluator, "annotator_kind", "CODE")
+                    write(
+                        held,
+                        result,
+                        self.capture,
+                        end_ns,
+                        redaction=self.pipeline.redaction,
+                        annotator_kind=kind,
+                    )
                     self.pipeline.note(span.context, span.name, evaluator, result)
             if not evaluators:
                 held.end()

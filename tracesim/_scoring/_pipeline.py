@@ -394,6 +394,7 @@ class ScoringPipeline:
                 # scored with what there was: the result says the run was cut short, and why
                 details = {**(result.details or {}), "run_truncated": run.truncated_reason}
                 result = result.model_copy(update={"details": details})
+            kind = getattr(evaluator, "annotator_kind", "CODE")  # an LLM judge says "LLM"
             with job.lock:
                 if evaluator.name in job.done:
                     return
@@ -407,6 +408,7 @@ class ScoringPipeline:
                         job.end_ns,
                         redaction=self.redaction,
                         run=scores_runs(evaluator),
+                        annotator_kind=kind,
                     )
                 job.pending -= 1
                 last = job.pending == 0
@@ -426,9 +428,9 @@ class ScoringPipeline:
                     at_ns=job.end_ns,
                     redaction=self.redaction,
                     run=scores_runs(evaluator),
+                    annotator_kind=kind,
                 )
             for sink in self.sinks:
-                kind = getattr(evaluator, "annotator_kind", "CODE")
                 sink.submit(job.handle.span_context, result, kind, expected=_for_sinks(job.expected))
             if end_now:
                 job.handle.otel_span.end(job.end_ns)

@@ -414,16 +414,25 @@ class _Runner:
             if case.expected is not None:
                 handle.set_expected(case.expected)
             if runtime is not None and handle.is_recording():
-                runs = {e.name for e in self.experiment.evaluators if scores_runs(e)}
+                evaluators = self.experiment.evaluators
+                runs = {e.name for e in evaluators if scores_runs(e)}
+                # who made each result (an LLM judge says "LLM"): on its event, and for the sinks
+                kinds = {e.name: getattr(e, "annotator_kind", "CODE") for e in evaluators}
                 for result in scores.values():
-                    write(handle.otel_span, result, runtime.capture, end_ns, run=result.name in runs)
-                for evaluator in self.experiment.evaluators:
+                    write(
+                        handle.otel_span,
+                        result,
+                        runtime.capture,
+                        end_ns,
+                        run=result.name in runs,
+                        annotator_kind=kinds.get(result.name),
+                    )
+                shown = expected_output(case.expected)  # an Expected's output; tool calls are on the span
+                for evaluator in evaluators:
                     for sink in runtime.sinks:
-                        kind = getattr(evaluator, "annotator_kind", "CODE")
-                        shown = expected_output(
-                            case.expected
-                        )  # an Expected's output; tool calls are on the span
-                        sink.submit(handle.span_context, scores[evaluator.name], kind, expected=shown)
+                        sink.submit(
+                            handle.span_context, scores[evaluator.name], kinds[evaluator.name], expected=shown
+                        )
         except Exception:
             internal_error("experiment: record a run")
         finish(handle, error, end_ns)  # the span lasts as long as the task ran, scoring excluded
