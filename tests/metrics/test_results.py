@@ -277,3 +277,22 @@ def test_an_experiment_run_in_the_process_leaves_the_online_counts_as_they_were(
         last_points(), "gen_ai.evaluation.name", "tracesim.span.name", "tracesim.evaluation.outcome"
     )
     assert counted == {("exact", "answer", "passed"): 1}  # experiments are offline: not in the metrics
+
+
+def test_counts_from_callers_are_queued_bounded_and_all_folded_in() -> None:
+    from tracesim._metrics._counts import _FOLD_AT, ResultCounts
+
+    counts = ResultCounts()
+    threads = [
+        threading.Thread(
+            target=lambda: [counts.count(("a", "b"), "answer", "not_sampled") for _ in range(3000)]
+        )
+        for _ in range(2)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(counts._queued) <= _FOLD_AT + 2  # folded by a caller past the bound
+    assert counts.by_outcome()["not_sampled"] == 2 * 3000 * 2
+    assert not counts._queued

@@ -1,10 +1,11 @@
 """Evaluation results counted by evaluator, span name and outcome, with bounded labels.
 
-Counting is a dictionary increment under a lock (well under a microsecond), so it may happen in
-the caller's thread (``dropped``, ``not_sampled``) as well as on the scoring workers; the
-OpenTelemetry counter reads the totals only when metrics are collected (an observable
-counter's callback). The score histogram is recorded on the scoring worker, never in the
-caller (a histogram point costs several microseconds).
+Counting on the scoring workers is a dictionary increment under a lock. What the caller's
+thread counts (``dropped``, ``not_sampled``) is only appended to a queue, one C call, and
+folded into the totals by the next reader or result; the OpenTelemetry counter reads the
+totals only when metrics are collected (an observable counter's callback). The score
+histogram is recorded on the scoring worker, never in the caller (a histogram point costs
+several microseconds).
 
 Labels are bounded: at most `SPAN_NAMES_PER_EVALUATOR` span names per evaluator and
 `EVALUATORS` evaluator names; later ones are counted under `OTHER`. Every label value is
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections import deque
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
@@ -54,6 +56,9 @@ OUTCOME_KEY = "tracesim.evaluation.outcome"
 OUTCOMES = ("passed", "failed", "undecided", "skipped", "error", "dropped", "not_sampled")
 """Every value of ``tracesim.evaluation.outcome``."""
 SCORE_BUCKETS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+_FOLD_AT = 4096
+"""Counts queued by callers before the caller that queues one more folds them itself (the
+queue's memory bound when nothing reads the totals for a while)."""
 
 
 def outcome(result: EvalResult) -> str:
@@ -101,13 +106,29 @@ class ResultCounts:
         self._pairs = 0
         self._attributes: dict[tuple[str, str, str], dict[str, str]] = {}
         self._score_attributes: dict[tuple[str, str], dict[str, str]] = {}
+        # (evaluators, span, outcome, n) counted by callers, not yet in _counts
+        self._queued: deque[tuple[Iterable[str], str, str, int]] = deque()
 
     # ------------------------------------------------------------ counting
 
     def count(self, evaluators: Iterable[str], span: str, what: str, n: int = 1) -> None:
-        """Add ``n`` to ``what`` (an outcome) for each of ``evaluators`` on a span named ``span``."""
-        with self._lock:
-            counts = self._counts
+        """Add ``n`` to ``what`` (an outcome) for each of ``evaluators`` on a span named ``span``.
+
+        For the caller's thread: queued in one C call, and folded in by the next reader, result
+        or the caller that finds `_FOLD_AT` counts queued. ``evaluators`` must not change after.
+        """
+        queued = self._queued
+        queued.append((evaluators, span, what, n))
+        if len(queued) > _FOLD_AT:
+            with self._lock:
+                self._fold()
+
+    def _fold(self) -> None:
+        """Move the queued counts into the totals. Locked."""
+        queued = self._queued
+        counts = self._counts
+        while queued:
+            evaluators, span, what, n = queued.popleft()
             for evaluator in evaluators:
                 key = (*self._labels(evaluator, span), what)
                 counts[key] = counts.get(key, 0) + n
@@ -116,6 +137,8 @@ class ResultCounts:
         """Count one result; an ``ok`` result with a finite score is also a histogram point."""
         what = outcome(result)
         with self._lock:
+            if self._queued:
+                self._fold()
             labels = self._labels(evaluator, span)
             key = (*labels, what)
             self._counts[key] = self._counts.get(key, 0) + 1
@@ -157,6 +180,7 @@ class ResultCounts:
     def totals(self) -> list[tuple[dict[str, str], int]]:
         """Each label set with its count, as the results counter reports them."""
         with self._lock:
+            self._fold()
             items = list(self._counts.items())
             attributes = self._attributes
             out = []
@@ -188,6 +212,7 @@ class ResultCounts:
         """
         totals = dict.fromkeys(OUTCOMES, 0)
         with self._lock:
+            self._fold()
             for (_, _, what), n in self._counts.items():
                 totals[what] = totals.get(what, 0) + n
         return totals
