@@ -47,8 +47,10 @@ from tracesim.batch._ledger import Ledger
 if TYPE_CHECKING:
     from opentelemetry.trace import SpanContext
 
+    from tracesim._scoring import PhoenixSink
     from tracesim.evaluators import EvalResult
     from tracesim.exporters import Redaction
+    from tracesim.exporters._mlflow import MlflowSink
 
     Scored = tuple[SpanContext, EvalResult, int | None]
     """A scored span's context, one result, and when the span ended (if the results say)."""
@@ -355,15 +357,16 @@ class _Carriers(_Target):
         self._exporter.shutdown()
 
 
-class _Annotations(_Target):
-    kind = "annotations"
+class _SinkTarget(_Target):
+    """A target that hands results to a scoring sink (Phoenix or MLflow) in chunks.
 
-    def __init__(self, base_url: str, headers: Mapping[str, str] | None, wait_s: float) -> None:
-        from tracesim._scoring import PhoenixSink
+    Each chunk is flushed before the next is submitted, so a failure stops the run at a
+    known place: what the backend took, refused or still waits for is in the error.
+    """
 
-        self.name = _outputs.text(f"phoenix:{base_url.rstrip('/')}")
-        self._sink = PhoenixSink(base_url, headers, configured_redaction(), max_wait_for_span_s=wait_s)
-        self._wait_s = wait_s
+    backend: str
+    _sink: PhoenixSink | MlflowSink
+    _wait_s: float
 
     def send(self, results: Sequence[Scored]) -> None:
         for start in range(0, len(results), _ANNOTATION_CHUNK):
@@ -376,7 +379,7 @@ class _Annotations(_Target):
             lost = (after.dropped - before.dropped) + (after.failed - before.failed)
             if not flushed or lost:
                 raise ConnectionError(
-                    f"Phoenix took {after.sent - before.sent} of {len(chunk)} annotations "
+                    f"{self.backend} took {after.sent - before.sent} of {len(chunk)} {self.kind} "
                     f"({lost} refused or given up, {after.pending} still pending)"
                 )
 
@@ -384,9 +387,22 @@ class _Annotations(_Target):
         self._sink.shutdown(10.0)
 
 
-class _Assessments(_Target):
+class _Annotations(_SinkTarget):
+    backend = "Phoenix"
+    kind = "annotations"
+
+    def __init__(self, base_url: str, headers: Mapping[str, str] | None, wait_s: float) -> None:
+        from tracesim._scoring import PhoenixSink
+
+        self.name = _outputs.text(f"phoenix:{base_url.rstrip('/')}")
+        self._sink = PhoenixSink(base_url, headers, configured_redaction(), max_wait_for_span_s=wait_s)
+        self._wait_s = wait_s
+
+
+class _Assessments(_SinkTarget):
     """MLflow assessments; those the trace holds already (same ``tracesim.result_id``) are not posted."""
 
+    backend = "MLflow"
     kind = "assessments"
 
     def __init__(self, base_url: str, headers: Mapping[str, str] | None, wait_s: float) -> None:
@@ -401,24 +417,6 @@ class _Assessments(_Target):
             skip_existing=True,
         )
         self._wait_s = wait_s
-
-    def send(self, results: Sequence[Scored]) -> None:
-        for start in range(0, len(results), _ANNOTATION_CHUNK):
-            chunk = results[start : start + _ANNOTATION_CHUNK]
-            before = self._sink.stats
-            for target, result, _ in chunk:
-                self._sink.submit(target, result, "CODE")
-            flushed = self._sink.force_flush(self._wait_s + 60.0)
-            after = self._sink.stats
-            lost = (after.dropped - before.dropped) + (after.failed - before.failed)
-            if not flushed or lost:
-                raise ConnectionError(
-                    f"MLflow took {after.sent - before.sent} of {len(chunk)} assessments "
-                    f"({lost} refused or given up, {after.pending} still pending)"
-                )
-
-    def close(self) -> None:
-        self._sink.shutdown(10.0)
 
 
 def _assessments(url: str, headers: Mapping[str, str] | None, wait_s: float) -> _Target:
