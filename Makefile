@@ -100,12 +100,14 @@ test: lint typecheck docs pytest
 bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/bench_overhead.py
 	@if command -v valgrind >/dev/null; then $(BIN)/python benchmarks/bench_instructions.py \
-	&& $(BIN)/python benchmarks/bench_instructions.py --otlp; \
+	&& $(BIN)/python benchmarks/bench_instructions.py --otlp \
+	&& $(BIN)/python benchmarks/bench_metrics_instructions.py --otlp; \
 	else echo "bench_instructions.py skipped: it counts instructions with valgrind, not installed"; fi
 	$(BIN)/python benchmarks/bench_scoring.py
 	$(BIN)/python benchmarks/bench_evaluators.py
 	$(BIN)/python benchmarks/bench_export_down.py
 	$(BIN)/python benchmarks/bench_capture.py
+	$(BIN)/python benchmarks/bench_metrics.py
 	$(BIN)/python benchmarks/bench_otlp.py
 	$(BIN)/python benchmarks/bench_soak.py --calls 100000
 	$(BIN)/python benchmarks/bench_judge.py
