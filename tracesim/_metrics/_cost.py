@@ -11,7 +11,6 @@ A call whose model has no price adds nothing.
 
 from __future__ import annotations
 
-import inspect
 import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -20,6 +19,7 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from tracesim._internal_errors import internal_error
 from tracesim._pricing import read_usage
+from tracesim.exporters._redacting import shut_down
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import Counter
@@ -91,10 +91,4 @@ class CostCounting(SpanExporter):
 
     def shutdown(self, timeout_millis: float | None = None) -> None:
         """Shut the wrapped exporter down (passing the time left on, when it takes one)."""
-        if (
-            timeout_millis is not None
-            and "timeout_millis" in inspect.signature(self._inner.shutdown).parameters
-        ):
-            self._inner.shutdown(timeout_millis=timeout_millis)  # type: ignore[call-arg]
-        else:
-            self._inner.shutdown()
+        shut_down(self._inner, timeout_millis)

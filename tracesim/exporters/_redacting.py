@@ -482,13 +482,19 @@ class RedactingExporter(SpanExporter):
 
     def shutdown(self, timeout_millis: float | None = None) -> None:
         """Shut the wrapped exporter down (passing the time left on, when it takes one)."""
-        if (
-            timeout_millis is not None
-            and "timeout_millis" in inspect.signature(self._inner.shutdown).parameters
-        ):
-            self._inner.shutdown(timeout_millis=timeout_millis)  # type: ignore[call-arg]
-        else:
-            self._inner.shutdown()
+        shut_down(self._inner, timeout_millis)
+
+
+def shut_down(exporter: SpanExporter, timeout_millis: float | None) -> None:
+    """Shut ``exporter`` down, passing ``timeout_millis`` on when given and its ``shutdown`` takes it.
+
+    ``SpanExporter.shutdown`` takes no timeout, but some exporters' do; a wrapper hands the
+    time it was given to those and calls the others plainly.
+    """
+    if timeout_millis is not None and "timeout_millis" in inspect.signature(exporter.shutdown).parameters:
+        exporter.shutdown(timeout_millis=timeout_millis)  # type: ignore[call-arg]
+    else:
+        exporter.shutdown()
 
 
 def redacted_attributes(
