@@ -198,17 +198,25 @@ class SignalGate:
         return True
 
 
-class _GatedMetricExporter(OTLPMetricExporter):
-    """The official OTLP/HTTP metric exporter, behind a `SignalGate`."""
+class _Gated:
+    """What the gated exporters share: the gate, and the session that lets it read each answer.
+
+    Listed before the official exporter in a subclass's bases, so that ``__init__`` hands the
+    official one the gate's recording session.
+    """
 
     def __init__(self, gate: SignalGate, **kwargs: Any) -> None:
-        super().__init__(session=gate.recorder.session(), **kwargs)
+        super().__init__(session=gate.recorder.session(), **kwargs)  # type: ignore[call-arg]
         self.gate = gate
 
     @property
     def refused(self) -> Refusal | None:
         """The refusal that stopped the exports for good, or None."""
         return self.gate.refused
+
+
+class _GatedMetricExporter(_Gated, OTLPMetricExporter):
+    """The official OTLP/HTTP metric exporter, behind a `SignalGate`."""
 
     def export(
         self, metrics_data: MetricsData, timeout_millis: float | None = 10_000, **kwargs: Any
@@ -221,17 +229,8 @@ class _GatedMetricExporter(OTLPMetricExporter):
         return result
 
 
-class _GatedLogExporter(OTLPLogExporter):
+class _GatedLogExporter(_Gated, OTLPLogExporter):
     """The official OTLP/HTTP log record exporter, behind a `SignalGate`."""
-
-    def __init__(self, gate: SignalGate, **kwargs: Any) -> None:
-        super().__init__(session=gate.recorder.session(), **kwargs)
-        self.gate = gate
-
-    @property
-    def refused(self) -> Refusal | None:
-        """The refusal that stopped the exports for good, or None."""
-        return self.gate.refused
 
     def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
         result: LogRecordExportResult = self.gate.export(
