@@ -109,33 +109,33 @@ class _Target:
         return cached[1]
 
 
-class _Counter(NoOpCounter):
+class _Forwarding:
+    """The part a counter, an up-down counter and a gauge share: the `_Target` their points go to.
+
+    Listed before the no-op instrument in a subclass's bases, which gets the name and text.
+    """
+
     def __init__(self, meter: _CurrentMeter, factory: str, name: str, unit: str, description: str) -> None:
-        super().__init__(name, unit=unit, description=description)
+        super().__init__(name, unit=unit, description=description)  # type: ignore[call-arg]
         self._target = _Target(meter, factory, (name, unit, description), {})
 
+
+class _Adding(_Forwarding):
     def add(self, amount: float, attributes: Attributes = None, context: Context | None = None) -> None:
         target = self._target.get()
         if target is not None:
             target.add(amount, attributes, context)
 
 
-class _UpDownCounter(NoOpUpDownCounter):
-    def __init__(self, meter: _CurrentMeter, factory: str, name: str, unit: str, description: str) -> None:
-        super().__init__(name, unit=unit, description=description)
-        self._target = _Target(meter, factory, (name, unit, description), {})
-
-    def add(self, amount: float, attributes: Attributes = None, context: Context | None = None) -> None:
-        target = self._target.get()
-        if target is not None:
-            target.add(amount, attributes, context)
+class _Counter(_Adding, NoOpCounter):
+    pass
 
 
-class _Gauge(NoOpGauge):
-    def __init__(self, meter: _CurrentMeter, factory: str, name: str, unit: str, description: str) -> None:
-        super().__init__(name, unit=unit, description=description)
-        self._target = _Target(meter, factory, (name, unit, description), {})
+class _UpDownCounter(_Adding, NoOpUpDownCounter):
+    pass
 
+
+class _Gauge(_Forwarding, NoOpGauge):
     def set(self, amount: float, attributes: Attributes = None, context: Context | None = None) -> None:
         target = self._target.get()
         if target is not None:
