@@ -3,8 +3,9 @@
 Each line is one ``ExportTraceServiceRequest`` in the OTLP/JSON encoding, the format the
 OpenTelemetry Collector's file exporter writes, so a file can be replayed to any OTLP/HTTP
 endpoint unchanged. Encoding is done by the official ``opentelemetry-exporter-otlp-json-common``
-package; appending whole lines (rotation, several processes, a full disk) is `LineFile`'s job;
-this module adds the exporter over it. Reading a trace file back is `tracesim.tracefile`'s job.
+package; appending whole lines (rotation, several processes, a full disk) is `LineFile`'s job,
+and `LineFileExporter` holds what the local exporters share; this module adds the span one.
+Reading a trace file back is `tracesim.tracefile`'s job.
 """
 
 from __future__ import annotations
@@ -18,8 +19,12 @@ from opentelemetry.exporter.otlp.json.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from tracesim._internal_errors import internal_error
-from tracesim.exporters._linefile import DEFAULT_BACKLOG_BYTES, DEFAULT_BACKUPS, DEFAULT_MAX_BYTES, LineFile
+from tracesim.exporters._linefile import (
+    DEFAULT_BACKLOG_BYTES,
+    DEFAULT_BACKUPS,
+    DEFAULT_MAX_BYTES,
+    LineFileExporter,
+)
 
 __all__ = ["JsonlExporter", "check_writable", "encode_line"]
 
@@ -34,7 +39,7 @@ def encode_line(spans: Sequence[ReadableSpan]) -> bytes:
     return (json.dumps(encode_spans(spans).to_dict(), separators=(",", ":")) + "\n").encode()
 
 
-class JsonlExporter(SpanExporter):
+class JsonlExporter(LineFileExporter, SpanExporter):
     """Append spans to a JSON-lines file, one OTLP/JSON ``ExportTraceServiceRequest`` per line.
 
     The file is a `LineFile`: when it would grow past ``max_bytes`` it is renamed to
@@ -54,6 +59,9 @@ class JsonlExporter(SpanExporter):
         >>> tracesim.configure(exporters=[JsonlExporter("traces.jsonl")])  # doctest: +SKIP
     """
 
+    what = "spans"
+    component = "jsonl exporter"
+
     def __init__(
         self,
         path: str | os.PathLike[str] = ".tracesim/traces.jsonl",
@@ -62,42 +70,13 @@ class JsonlExporter(SpanExporter):
         backups: int = DEFAULT_BACKUPS,
         backlog_bytes: int = DEFAULT_BACKLOG_BYTES,
     ) -> None:
-        self.file = LineFile(
-            path, max_bytes=max_bytes, backups=backups, backlog_bytes=backlog_bytes, what="spans"
-        )
-        """Where the lines go: rotation settings, `pending` and `dropped` live here."""
-        self.path = self.file.path
-
-    @property
-    def pending(self) -> int:
-        """Spans waiting in memory for the file to accept them."""
-        return self.file.pending
-
-    @property
-    def dropped(self) -> int:
-        """Spans dropped unwritten because the backlog was full (or left at shutdown)."""
-        return self.file.dropped
+        super().__init__(path, max_bytes=max_bytes, backups=backups, backlog_bytes=backlog_bytes)
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         """Write the batch as one line; ``FAILURE`` when it is not in the file (kept to retry)."""
-        if self.file.closed:
-            return SpanExportResult.FAILURE
-        if not spans:
-            return SpanExportResult.SUCCESS
-        try:
-            written = self.file.append(encode_line(spans), items=len(spans))
-        except Exception:  # a bug of ours: logged once (raised under our tests)
-            internal_error("jsonl exporter")
-            return SpanExportResult.FAILURE
-        return SpanExportResult.SUCCESS if written else SpanExportResult.FAILURE
-
-    def shutdown(self) -> None:
-        """Write what waits in memory if the file accepts it now, then close; later exports fail."""
-        self.file.close()
-
-    def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        """Retry the lines waiting in memory; True when every line is in the file."""
-        return self.file.flush()
+        return self._export(
+            len(spans), lambda: encode_line(spans), SpanExportResult.SUCCESS, SpanExportResult.FAILURE
+        )
 
 
 def check_writable(path: str | os.PathLike[str]) -> str | None:

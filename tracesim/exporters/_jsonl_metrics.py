@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 from opentelemetry.exporter.otlp.json.common.metrics_encoder import encode_metrics
 from opentelemetry.sdk.metrics.export import MetricExporter, MetricExportResult, MetricsData
 
-from tracesim._internal_errors import internal_error
-from tracesim.exporters._linefile import DEFAULT_BACKLOG_BYTES, DEFAULT_BACKUPS, DEFAULT_MAX_BYTES, LineFile
+from tracesim.exporters._linefile import LineFileExporter
 
 __all__ = ["JsonlMetricExporter"]
 
 
-class JsonlMetricExporter(MetricExporter):
+class JsonlMetricExporter(LineFileExporter, MetricExporter):
     """Append metrics to a file, one OTLP/JSON ``ExportMetricsServiceRequest`` per line.
 
     tracesim writes its metrics here (``<trace file>.metrics.jsonl``) when spans go to the
@@ -32,51 +30,18 @@ class JsonlMetricExporter(MetricExporter):
         >>> provider = MeterProvider([PeriodicExportingMetricReader(exporter)])  # doctest: +SKIP
     """
 
-    def __init__(
-        self,
-        path: str | os.PathLike[str],
-        *,
-        max_bytes: int = DEFAULT_MAX_BYTES,
-        backups: int = DEFAULT_BACKUPS,
-        backlog_bytes: int = DEFAULT_BACKLOG_BYTES,
-    ) -> None:
-        super().__init__()
-        self.file = LineFile(
-            path, max_bytes=max_bytes, backups=backups, backlog_bytes=backlog_bytes, what="metrics"
-        )
-        """Where the lines go: rotation settings, `pending` and `dropped` live here."""
-        self.path = self.file.path
-
-    @property
-    def pending(self) -> int:
-        """Lines waiting in memory for the file to accept them."""
-        return self.file.pending
-
-    @property
-    def dropped(self) -> int:
-        """Lines dropped unwritten because the backlog was full (or left at shutdown)."""
-        return self.file.dropped
+    what = "metrics"
+    component = "jsonl metric exporter"
 
     def export(
         self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
     ) -> MetricExportResult:
         """Write the points as one line; ``FAILURE`` when it is not in the file (kept to retry)."""
-        if self.file.closed:
-            return MetricExportResult.FAILURE
-        if not metrics_data.resource_metrics:
-            return MetricExportResult.SUCCESS
-        try:
-            line = json.dumps(encode_metrics(metrics_data).to_dict(), separators=(",", ":")) + "\n"
-            written = self.file.append(line.encode())
-        except Exception:  # a bug of ours: logged once (raised under our tests)
-            internal_error("jsonl metric exporter")
-            return MetricExportResult.FAILURE
-        return MetricExportResult.SUCCESS if written else MetricExportResult.FAILURE
-
-    def force_flush(self, timeout_millis: float = 10_000) -> bool:
-        """Retry the lines waiting in memory; True when every line is in the file."""
-        return self.file.flush()
-
-    def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
-        """Write what waits in memory if the file accepts it now, then close; later exports fail."""
-        self.file.close()
+        return self._export(
+            1 if metrics_data.resource_metrics else 0,
+            lambda: (
+                json.dumps(encode_metrics(metrics_data).to_dict(), separators=(",", ":")) + "\n"
+            ).encode(),
+            MetricExportResult.SUCCESS,
+            MetricExportResult.FAILURE,
+        )

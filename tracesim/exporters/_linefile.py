@@ -1,9 +1,10 @@
 """Whole lines appended to a local file that several processes share, whatever the disk does.
 
 `LineFile` is the durable part of the local exporters (spans in ``traces.jsonl``, evaluation
-log records in ``traces.logs.jsonl``): they encode, it appends. A line is either in the file
-whole or not at all, so readers never meet a half line or two lines glued together, and a line
-the disk refuses waits in memory, within a bound, until the disk takes it.
+log records in ``traces.logs.jsonl``, metrics in ``traces.metrics.jsonl``): they encode, it
+appends. A line is either in the file whole or not at all, so readers never meet a half line or
+two lines glued together, and a line the disk refuses waits in memory, within a bound, until the
+disk takes it. `LineFileExporter` is what those three exporters share around it.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ import stat
 import threading
 import weakref
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, ClassVar, TypeVar
 
-from tracesim._internal_errors import CauseLog, os_cause
+from tracesim._internal_errors import CauseLog, internal_error, os_cause
 from tracesim.tracefile import rotated_files
 from tracesim.tracefile._reading import DEFAULT_BACKUPS
 
@@ -27,7 +30,7 @@ try:  # POSIX: serialise appends and rotation between processes sharing one file
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["DEFAULT_BACKLOG_BYTES", "DEFAULT_BACKUPS", "DEFAULT_MAX_BYTES", "LineFile"]
+__all__ = ["DEFAULT_BACKLOG_BYTES", "DEFAULT_BACKUPS", "DEFAULT_MAX_BYTES", "LineFile", "LineFileExporter"]
 
 _logger = logging.getLogger("tracesim")
 
@@ -36,6 +39,8 @@ DEFAULT_BACKLOG_BYTES = 16 * 1024 * 1024
 # Other processes may rotate the file between our open and our lock; past this many reopens
 # for one line something is wrong, and the line waits in memory like any other failed one.
 _REOPEN_TRIES = 16
+
+_Result = TypeVar("_Result")
 
 
 class LineFile:
@@ -300,6 +305,76 @@ def _torn_line_end(fd: int, info: os.stat_result) -> bytes:
     except OSError:  # opened write-only: the reader skips what it cannot parse
         return b""
     return b"" if last == b"\n" else b"\n"
+
+
+class LineFileExporter:
+    """What the local OTLP/JSON exporters share: one `LineFile`, its counts, flush and shutdown.
+
+    Listed before the OpenTelemetry exporter class in a subclass's bases. The subclass says
+    what one item of its lines is (``what``) and its own name (``component``), for the log
+    messages, and encodes each batch as one line for `_export`, which writes it.
+
+    Example:
+        >>> import pathlib, tempfile
+        >>> class Lines(LineFileExporter):
+        ...     what, component = "lines", "lines exporter"
+        >>> lines = Lines(pathlib.Path(tempfile.mkdtemp()) / "lines.jsonl")
+        >>> lines._export(1, lambda: b"{}\\n", "SUCCESS", "FAILURE"), lines.pending
+        ('SUCCESS', 0)
+        >>> lines.shutdown()
+        >>> lines._export(1, lambda: b"{}\\n", "SUCCESS", "FAILURE")
+        'FAILURE'
+    """
+
+    what: ClassVar[str]
+    component: ClassVar[str]
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        backups: int = DEFAULT_BACKUPS,
+        backlog_bytes: int = DEFAULT_BACKLOG_BYTES,
+    ) -> None:
+        super().__init__()
+        self.file = LineFile(
+            path, max_bytes=max_bytes, backups=backups, backlog_bytes=backlog_bytes, what=self.what
+        )
+        """Where the lines go: rotation settings, `pending` and `dropped` live here."""
+        self.path = self.file.path
+
+    @property
+    def pending(self) -> int:
+        """Items (spans, records, metric lines) waiting in memory for the file to accept them."""
+        return self.file.pending
+
+    @property
+    def dropped(self) -> int:
+        """Items dropped unwritten because the backlog was full (or left at shutdown)."""
+        return self.file.dropped
+
+    def _export(self, items: int, encode: Callable[[], bytes], success: _Result, failure: _Result) -> _Result:
+        """Write a batch of ``items`` as the one line ``encode`` makes; ``failure`` when it is
+        not in the file (kept to retry), ``success`` for an empty batch."""
+        if self.file.closed:
+            return failure
+        if not items:
+            return success
+        try:
+            written = self.file.append(encode(), items=items)
+        except Exception:  # a bug of ours: logged once (raised under our tests)
+            internal_error(self.component)
+            return failure
+        return success if written else failure
+
+    def force_flush(self, timeout_millis: float = 30_000) -> bool:
+        """Retry the lines waiting in memory; True when every line is in the file."""
+        return self.file.flush()
+
+    def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
+        """Write what waits in memory if the file accepts it now, then close; later exports fail."""
+        self.file.close()
 
 
 _live: weakref.WeakSet[LineFile] = weakref.WeakSet()
