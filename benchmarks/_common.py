@@ -65,9 +65,10 @@ def free_port() -> int:
 def _serve(port: int, ready: Any) -> None:
     """The sink process: a healthy OTLP/HTTP backend that counts the spans it is sent.
 
-    ``POST /v1/traces`` gets 200 with an empty protobuf body (an ``ExportTraceServiceResponse``
-    with nothing in it); ``GET /`` returns the count. HTTP/1.1, so the exporter's connection
-    is kept alive as with a real collector.
+    Every POST gets 200 with an empty protobuf body (an empty ``Export*ServiceResponse``: so
+    metrics and logs are taken too); the spans of ``POST /v1/traces`` are counted, and
+    ``GET /`` returns the count. HTTP/1.1, so the exporter's connection is kept alive as with
+    a real collector.
     """
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
@@ -78,11 +79,12 @@ def _serve(port: int, ready: Any) -> None:
 
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            if self.headers.get("Content-Encoding") == "gzip":
-                body = gzip.decompress(body)
-            request = ExportTraceServiceRequest()
-            request.ParseFromString(body)
-            count[0] += sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
+            if self.path.endswith("/v1/traces"):
+                if self.headers.get("Content-Encoding") == "gzip":
+                    body = gzip.decompress(body)
+                request = ExportTraceServiceRequest()
+                request.ParseFromString(body)
+                count[0] += sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
             self._reply(b"", "application/x-protobuf")
 
         def do_GET(self) -> None:

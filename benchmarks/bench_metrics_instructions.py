@@ -39,7 +39,6 @@ four interpreters under it (about a minute each; ``--jobs`` of them at a time).
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import os
 import re
 import shutil
@@ -47,11 +46,9 @@ import subprocess
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
-from _common import free_port  # benchmarks run as scripts: their folder is on sys.path
+from _common import Sink  # benchmarks run as scripts: their folder is on sys.path
 
 GOAL = 1.02
 
@@ -153,28 +150,6 @@ def per_call(
     return (caller - caller_base) / calls, (every - every_base) / calls, f"{said}; with flush: {said_all}"
 
 
-def _serve(port: int, ready: Any) -> None:
-    """A healthy OTLP/HTTP backend: every POST gets 200 and an empty protobuf body."""
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            self.send_response(200)
-            self.send_header("Content-Type", "application/x-protobuf")
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-    server.daemon_threads = True
-    ready.set()
-    server.serve_forever()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -189,16 +164,8 @@ def main() -> None:
         print("bench_metrics_instructions: valgrind is not on the PATH (apt install valgrind); skipped")
         return
     calls = max(1, min(args.calls, 500))  # below the 512 spans that start a batch export
-    endpoint, sink = "none", None
-    if args.otlp:  # outside valgrind: the backend's work is not counted
-        port = free_port()
-        context = multiprocessing.get_context("spawn")
-        ready = context.Event()
-        sink = context.Process(target=_serve, args=(port, ready), daemon=True)
-        sink.start()
-        if not ready.wait(60):
-            sys.exit("the OTLP sink did not start within 60 s")
-        endpoint = f"http://127.0.0.1:{port}"
+    sink = Sink() if args.otlp else None  # outside valgrind: the backend's work is not counted
+    endpoint = sink.url if sink is not None else "none"
     configs = ["off", "on"] + (["otlp"] if args.otlp else [])
     labels = {"off": "metrics off", "on": "jsonl+prometheus", "otlp": "otlp"}
     try:
@@ -217,8 +184,7 @@ def main() -> None:
             counts = {config: per_call(counted, config, calls) for config in configs}
     finally:
         if sink is not None:
-            sink.terminate()
-            sink.join(10)
+            sink.stop()
     print(
         f"instructions per scored call (thousands), {calls} counted calls; "
         "two evaluators, one sampled at 0.5; ratio to metrics off"
