@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
+
+from loopback_http import LoopbackHTTP, QuietHandler
 
 TRACE_ID = "3d5e5a41160e97cc59c387360d4ea56f"
 GOOD_NAMES = ("good-before", "good-after")
@@ -155,19 +157,16 @@ class OtlpJsonSink:
         self.names: list[str] = []
         self.answer: tuple[int, bytes] = (200, b"{}")
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
-        self._thread.start()
+        self._http = LoopbackHTTP(self._handler(), poll_interval_s=0.05)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1/traces"
+        return f"{self._http.base}/v1/traces"
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         sink = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 status, answer = sink.answer
@@ -185,18 +184,9 @@ class OtlpJsonSink:
                         ]
                         with sink._lock:
                             sink.names.extend(names)
-                self.send_response(status)
-                self.send_header("Content-Type", "text/plain")
-                self.send_header("Content-Length", str(len(answer)))
-                self.end_headers()
-                self.wfile.write(answer)
-
-            def log_message(self, format: str, *args: object) -> None:
-                pass
+                self.reply(status, "text/plain", answer)
 
         return Handler
 
     def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join()
+        self._http.close()

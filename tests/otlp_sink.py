@@ -10,8 +10,9 @@ import json
 import socket
 import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
+from loopback_http import LoopbackHTTP, QuietHandler
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from tracesim.tracefile._sdk_spans import request_to_protobuf
@@ -31,14 +32,11 @@ class OtlpSink:
         self.headers: list[dict[str, str]] = []
         self.bodies: list[bytes] = []
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
+        self._http = LoopbackHTTP(self._handler())
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1/traces"
+        return f"{self._http.base}/v1/traces"
 
     @property
     def delivered_names(self) -> list[str]:
@@ -72,7 +70,7 @@ class OtlpSink:
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         sink = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 if self.path.split("?")[0] != "/v1/traces":  # metrics, logs: not taken, as MLflow answers
@@ -82,20 +80,12 @@ class OtlpSink:
                     return
                 sink.headers.append({k.lower(): v for k, v in self.headers.items()})
                 status = sink._answer(body, self.headers.get("Content-Type", ""))
-                self.send_response(status)
-                self.send_header("Content-Type", "application/x-protobuf")
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, format: str, *args: object) -> None:
-                pass
+                self.reply(status, "application/x-protobuf")
 
         return Handler
 
     def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join()
+        self._http.close()
 
 
 def refused_url() -> str:

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
+from loopback_http import LoopbackHTTP, QuietHandler
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
 
 # What real backends answered (measured, /work/issue27-research.md).
 MLFLOW_MISSING_HEADER = (
@@ -49,7 +52,10 @@ JSON = "application/json"
 
 
 class ScriptedBackend:
-    """Answers POST <path> with ``script[path]`` replies in turn, then ``replies[path]`` (200 by default)."""
+    """Answers POST <path> with ``script[path]`` replies in turn, then ``replies[path]`` (200 by default).
+
+    ``with ScriptedBackend() as backend:`` closes it at the end of the block.
+    """
 
     def __init__(self) -> None:
         self.replies: dict[str, Reply] = {}
@@ -63,14 +69,11 @@ class ScriptedBackend:
         self.required_header: str | None = None  # like MLflow: 422 on /v1/traces without it
         self.max_spans: int | None = None  # 413 for a trace request with more spans
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
+        self._http = LoopbackHTTP(self._handler())
 
     @property
     def base(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        return self._http.base
 
     @property
     def traces_url(self) -> str:
@@ -125,25 +128,29 @@ class ScriptedBackend:
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         backend = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 reply = backend._reply(self.path, body, {k.lower(): v for k, v in self.headers.items()})
-                payload = reply.body.encode()
-                self.send_response(reply.status)
-                self.send_header("Content-Type", reply.content_type)
-                self.send_header("Content-Length", str(len(payload)))
-                for name, value in reply.headers:
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, format: str, *args: object) -> None:
-                pass
+                self.reply(reply.status, reply.content_type, reply.body.encode(), reply.headers)
 
         return Handler
 
     def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join()
+        self._http.close()
+
+    def __enter__(self) -> ScriptedBackend:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def emit_logs(exporter: object, times: int) -> None:
+    """Send ``times`` log records (``record 0``, ``record 1``...) through ``exporter``, one export each."""
+    provider = LoggerProvider(shutdown_on_exit=False)
+    provider.add_log_record_processor(SimpleLogRecordProcessor(exporter))  # type: ignore[arg-type]
+    logger = provider.get_logger("test")
+    for i in range(times):
+        logger.emit(body=f"record {i}", event_name="test.event")
+    provider.shutdown()

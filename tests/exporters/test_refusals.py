@@ -32,11 +32,8 @@ Batches = Callable[..., list[ReadableSpan]]
 
 @pytest.fixture
 def backend() -> Iterator[ScriptedBackend]:
-    server = ScriptedBackend()
-    try:
+    with ScriptedBackend() as server:
         yield server
-    finally:
-        server.close()
 
 
 def said(caplog: pytest.LogCaptureFixture) -> list[str]:

@@ -6,11 +6,9 @@ import logging
 from collections.abc import Iterator
 
 import pytest
-from opentelemetry.sdk._logs import LoggerProvider
-from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
-from scripted_backend import JSON, MLFLOW_NOT_FOUND_PAGE, Reply, ScriptedBackend
+from scripted_backend import JSON, MLFLOW_NOT_FOUND_PAGE, Reply, ScriptedBackend, emit_logs
 
 from tracesim._config import Settings, resolve
 from tracesim.exporters._signals import otlp_log_exporter, otlp_metric_exporter, refusal_of
@@ -20,11 +18,8 @@ SDK = "opentelemetry.exporter.otlp.proto.http"
 
 @pytest.fixture
 def backend() -> Iterator[ScriptedBackend]:
-    server = ScriptedBackend()
-    try:
+    with ScriptedBackend() as server:
         yield server
-    finally:
-        server.close()
 
 
 def settings_for(backend: ScriptedBackend, **more: object) -> Settings:
@@ -38,15 +33,6 @@ def push_metrics(exporter: object, times: int) -> None:
     for _ in range(times):
         counter.add(1)
         provider.force_flush()
-    provider.shutdown()
-
-
-def emit_logs(exporter: object, times: int) -> None:
-    provider = LoggerProvider(shutdown_on_exit=False)
-    provider.add_log_record_processor(SimpleLogRecordProcessor(exporter))  # type: ignore[arg-type]
-    logger = provider.get_logger("test")
-    for i in range(times):
-        logger.emit(body=f"record {i}", event_name="test.event")
     provider.shutdown()
 
 

@@ -10,9 +10,15 @@ import logging
 from collections.abc import Iterator
 
 import pytest
-from opentelemetry.sdk._logs import LoggerProvider
-from opentelemetry.sdk._logs.export import LogRecordExportResult, SimpleLogRecordProcessor
-from scripted_backend import JSON, MLFLOW_MISSING_HEADER, MLFLOW_NOT_FOUND_PAGE, Reply, ScriptedBackend
+from opentelemetry.sdk._logs.export import LogRecordExportResult
+from scripted_backend import (
+    JSON,
+    MLFLOW_MISSING_HEADER,
+    MLFLOW_NOT_FOUND_PAGE,
+    Reply,
+    ScriptedBackend,
+    emit_logs,
+)
 
 import tracesim
 from tracesim._config import Settings, resolve
@@ -27,24 +33,12 @@ from tracesim.exporters._signals import (
 
 @pytest.fixture
 def backend() -> Iterator[ScriptedBackend]:
-    server = ScriptedBackend()
-    try:
+    with ScriptedBackend() as server:
         yield server
-    finally:
-        server.close()
 
 
 def settings_for(backend: ScriptedBackend) -> Settings:
     return resolve({"exporters": "otlp", "otlp_endpoint": backend.traces_url}, environ={})
-
-
-def emit_logs(exporter: object, times: int) -> None:
-    provider = LoggerProvider(shutdown_on_exit=False)
-    provider.add_log_record_processor(SimpleLogRecordProcessor(exporter))  # type: ignore[arg-type]
-    logger = provider.get_logger("test")
-    for i in range(times):
-        logger.emit(body=f"record {i}", event_name="test.event")
-    provider.shutdown()
 
 
 def tracesim_lines(caplog: pytest.LogCaptureFixture) -> list[str]:

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from loopback_http import LoopbackHTTP, QuietHandler
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
 
 import tracesim
@@ -22,27 +21,18 @@ class Backend:
         self.requests: list[tuple[str, bytes]] = []
         backend = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 backend.requests.append((self.path, body))
                 status = backend.metrics_status if self.path == "/v1/metrics" else 200
-                self.send_response(status)
-                self.send_header("Content-Type", "application/x-protobuf")
-                self.send_header("Content-Length", "0")
-                self.end_headers()
+                self.reply(status, "application/x-protobuf")
 
-            def log_message(self, format: str, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
+        self._http = LoopbackHTTP(Handler)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
+        return self._http.base
 
     def metric_names(self) -> set[str]:
         names = set()
@@ -56,8 +46,7 @@ class Backend:
         return names
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self._http.close()
 
 
 @pytest.fixture

@@ -5,24 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from secret_kinds import KINDS
+from leaky_evaluator import EVERY_SECRET, SECRETS, Leaky
 
 import tracesim
-from tracesim.evaluators import Evaluator, Measurement
-
-SECRETS = KINDS  # one secret of each kind, with the fragment that must never appear
-EVERY_SECRET = " | ".join(secret for secret, _ in SECRETS.values())
-
-
-class Leaky(Evaluator):
-    """Every secret in every field of its result: label, explanation, details (keys and values)."""
-
-    type_name = "leaky"
-    requires_expected = False
-
-    def measure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
-        details = {"seen": EVERY_SECRET, **{secret: kind for kind, (secret, _) in SECRETS.items()}}
-        return Measurement(0.5, details, explanation=f"compared with {EVERY_SECRET}", label=EVERY_SECRET)
+from tracesim.evaluators import Evaluator
 
 
 class Failing(Evaluator):

@@ -36,26 +36,24 @@ Facts measured here (Phoenix 20.26.1, 2 cores, Python 3.11), which the exporters
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import importlib.util
 import os
 import shutil
-import signal
 import socket
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from types import ModuleType
 from typing import Any
+
+# The shared harness parts, in tests/: on sys.path under pytest, added here for a script run.
+if str(Path(__file__).resolve().parents[1]) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import _venv_server
 
 # Pinned: the version that installs and was measured here. Change it deliberately; the cache
 # key follows this list, so a change builds a new venv.
 REQUIREMENTS: tuple[str, ...] = ("arize-phoenix==20.26.1",)
-_STAMP = ".tracesim-ready"
 _OFFLINE_ENV = {
     "PHOENIX_TELEMETRY_ENABLED": "false",
     "PHOENIX_ALLOW_EXTERNAL_RESOURCES": "false",  # no web fonts, telemetry or WASM download
@@ -65,21 +63,6 @@ _OFFLINE_ENV = {
 }
 SKIP_ENV = "TRACESIM_SKIP_PHOENIX"
 _STOP_GRACE_S = 30.0
-
-
-def _load_supervisor() -> ModuleType:
-    # By path under a unique name, like conftest.py loads this module: the folder is no package.
-    name = "tracesim_tests_phoenix_supervisor"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("_supervisor.py"))
-        assert spec is not None
-        assert spec.loader is not None
-        sys.modules[name] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(sys.modules[name])
-    return sys.modules[name]
-
-
-_supervisor = _load_supervisor()
 
 
 class PhoenixUnavailable(RuntimeError):
@@ -99,12 +82,7 @@ class ReadBackTimeout(AssertionError):
 
 def venv_path(requirements: Sequence[str] = REQUIREMENTS) -> Path:
     """Where the venv for ``requirements`` lives (``TRACESIM_PHOENIX_VENV`` overrides)."""
-    if override := os.environ.get("TRACESIM_PHOENIX_VENV"):
-        return Path(override)
-    key = "\n".join([f"python{sys.version_info[0]}.{sys.version_info[1]}", *sorted(requirements)])
-    digest = hashlib.sha256(key.encode()).hexdigest()[:12]
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return cache / "tracesim" / f"phoenix-venv-{digest}"
+    return _venv_server.venv_path("phoenix", requirements, "TRACESIM_PHOENIX_VENV")
 
 
 def ensure_venv(requirements: Sequence[str] = REQUIREMENTS, *, log: Any = None) -> Path:
@@ -116,67 +94,18 @@ def ensure_venv(requirements: Sequence[str] = REQUIREMENTS, *, log: Any = None) 
         PhoenixUnavailable: pip failed (for instance, no package registry); the message
             holds the tail of pip's output.
     """
-    venv = venv_path(requirements)
-    if _ready(venv, requirements):
-        return venv
-    venv.parent.mkdir(parents=True, exist_ok=True)
-    import fcntl
-
-    with open(venv.with_name(venv.name + ".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not _ready(venv, requirements):  # another process may have built it meanwhile
-            _build(venv, requirements, log)
-    return venv
-
-
-def _ready(venv: Path, requirements: Sequence[str]) -> bool:
-    stamp = venv / _STAMP
-    return stamp.is_file() and stamp.read_text() == "\n".join(requirements) and _phoenix_bin(venv).is_file()
+    return _venv_server.ensure_venv(
+        venv_path(requirements),
+        requirements,
+        executable="phoenix",
+        label="Phoenix",
+        error=PhoenixUnavailable,
+        log=log,
+    )
 
 
 def _phoenix_bin(venv: Path) -> Path:
     return venv / "bin" / "phoenix"
-
-
-def _build(venv: Path, requirements: Sequence[str], log: Any) -> None:
-    shutil.rmtree(venv, ignore_errors=True)  # a half-built venv is never reused
-    install_log = venv.with_name(venv.name + ".install.log")
-    started = time.monotonic()
-    if log:
-        print(f"building Phoenix venv {venv} ({', '.join(requirements)}); log: {install_log}", file=log)
-    with open(install_log, "w") as out:
-        for command in (
-            [sys.executable, "-m", "venv", str(venv)],
-            [
-                str(venv / "bin" / "python"),
-                "-m",
-                "pip",
-                "install",
-                "--disable-pip-version-check",
-                *requirements,
-            ],
-        ):
-            out.write(f"$ {' '.join(command)}\n")
-            out.flush()
-            result = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, check=False)
-            if result.returncode != 0:
-                shutil.rmtree(venv, ignore_errors=True)
-                raise PhoenixUnavailable(
-                    f"could not build the Phoenix venv ({' '.join(requirements)}): "
-                    f"`{' '.join(command[:4])} ...` exited {result.returncode}. A package registry "
-                    f"(PyPI) is needed once; later runs use the cache.\n{_tail(install_log)}"
-                )
-    (venv / _STAMP).write_text("\n".join(requirements))
-    if log:
-        print(f"Phoenix venv ready in {time.monotonic() - started:.0f} s", file=log)
-
-
-def _tail(path: Path, lines: int = 30) -> str:
-    try:
-        text = path.read_text(errors="replace").splitlines()
-    except OSError:
-        return f"(no log at {path})"
-    return f"--- last {lines} lines of {path} ---\n" + "\n".join(text[-lines:])
 
 
 # ---------------------------------------------------------------- the server
@@ -197,7 +126,7 @@ def free_port() -> int:
     raise PhoenixUnavailable("no free TCP port found on loopback")
 
 
-class PhoenixServer:
+class PhoenixServer(_venv_server.SupervisedServer):
     """One ``phoenix serve`` process with fixed ports and working dir across restarts.
 
     Example:
@@ -210,6 +139,7 @@ class PhoenixServer:
     def __init__(
         self, venv: Path, working_dir: Path | None = None, *, start_timeout_s: float = 180.0
     ) -> None:
+        super().__init__()
         self.venv = venv
         self._own_dir = working_dir is None
         self.working_dir = working_dir or Path(tempfile.mkdtemp(prefix="tracesim-phoenix-"))
@@ -220,9 +150,6 @@ class PhoenixServer:
             self.grpc_port = free_port()
         self.start_timeout_s = start_timeout_s
         self.log_path = self.working_dir / "server.log"
-        self.start_durations_s: list[float] = []
-        self._process: subprocess.Popen[bytes] | None = None
-        self._keepalive: int | None = None  # our end of the supervisor's pipe
 
     @property
     def http_endpoint(self) -> str:
@@ -238,10 +165,6 @@ class PhoenixServer:
     def grpc_endpoint(self) -> str:
         """The OTLP/gRPC endpoint, plaintext."""
         return f"http://127.0.0.1:{self.grpc_port}"
-
-    @property
-    def running(self) -> bool:
-        return self._process is not None and self._process.poll() is None
 
     @property
     def pgid(self) -> int | None:
@@ -260,59 +183,19 @@ class PhoenixServer:
             "PHOENIX_PORT": str(self.http_port),
             "PHOENIX_GRPC_PORT": str(self.grpc_port),
         }
-        started = time.monotonic()
-        with open(self.log_path, "ab") as log:
-            log.write(f"\n=== phoenix serve, ports http={self.http_port} grpc={self.grpc_port}\n".encode())
-            log.flush()
-            self._process, self._keepalive = _supervisor.spawn(
-                [str(_phoenix_bin(self.venv)), "serve"], grace_s=_STOP_GRACE_S, stdout=log, env=env
-            )
-        try:
-            self._wait_healthy(started)
-        except BaseException:
-            self.stop()
-            raise
-        self.start_durations_s.append(time.monotonic() - started)
-
-    def _wait_healthy(self, started: float) -> None:
-        import httpx
-
-        deadline = started + self.start_timeout_s
-        assert self._process is not None
-        while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                raise PhoenixUnavailable(
-                    f"phoenix serve exited with status {self._process.returncode} while starting\n"
-                    + _tail(self.log_path)
-                )
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{self.http_endpoint}/healthz", timeout=2.0).status_code == 200:
-                    return
-            time.sleep(0.2)  # polling a remote server with a deadline
-        raise PhoenixUnavailable(
-            f"phoenix serve was not healthy after {self.start_timeout_s:.0f} s\n" + _tail(self.log_path)
+        self._launch(
+            [str(_phoenix_bin(self.venv)), "serve"],
+            env=env,
+            grace_s=_STOP_GRACE_S,
+            health_url=f"{self.http_endpoint}/healthz",
+            what="phoenix serve",
+            error=PhoenixUnavailable,
+            heading=f"\n=== phoenix serve, ports http={self.http_port} grpc={self.grpc_port}\n",
         )
 
     def stop(self, timeout_s: float = _STOP_GRACE_S) -> None:
         """Stop Phoenix gracefully (SIGTERM to its process group), SIGKILL after ``timeout_s``."""
-        process, self._process = self._process, None
-        keepalive, self._keepalive = self._keepalive, None
-        if process is None:
-            return
-        pgid = process.pid  # the supervisor leads the group (start_new_session)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pgid, signal.SIGTERM)
-        try:
-            process.wait(timeout_s)  # the supervisor exits once Phoenix has
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(pgid, signal.SIGKILL)
-            process.wait(10)
-        # Anything left in the group (a worker that ignored SIGTERM) goes too.
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pgid, signal.SIGKILL)
-        if keepalive is not None:
-            _supervisor.release(keepalive)
+        self._stop_group(timeout_s)
 
     def restart(self) -> None:
         """Stop and start again on the same ports and working dir (data kept)."""
@@ -394,28 +277,14 @@ def _poll(
 
 def main(argv: Sequence[str]) -> int:
     """``ensure-venv``: build or find the venv and print its path. ``serve``: run until Ctrl-C."""
-    command = argv[0] if argv else "ensure-venv"
-    try:
-        venv = ensure_venv(log=sys.stderr)
-    except PhoenixUnavailable as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    if command == "ensure-venv":
-        print(venv)
-        return 0
-    if command == "serve":
-        server = PhoenixServer(venv)
-        server.start()
-        print(f"Phoenix: {server.http_endpoint} (gRPC {server.grpc_endpoint}); Ctrl-C stops", flush=True)
-        try:
-            signal.pause()
-        except KeyboardInterrupt:
-            pass
-        finally:
-            server.close()
-        return 0
-    print(f"usage: {Path(__file__).name} [ensure-venv|serve]", file=sys.stderr)
-    return 2
+    return _venv_server.script_main(
+        argv,
+        ensure=ensure_venv,
+        error=PhoenixUnavailable,
+        server=PhoenixServer,
+        banner=lambda s: f"Phoenix: {s.http_endpoint} (gRPC {s.grpc_endpoint}); Ctrl-C stops",
+        script=Path(__file__).name,
+    )
 
 
 if __name__ == "__main__":

@@ -19,34 +19,18 @@ that need it fail with the reason.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import NoReturn
 
 import pytest
+from _venv_server import load_by_path  # tests/ is on sys.path (tests/conftest.py)
 
-
-def _load_harness() -> ModuleType:
-    # Loaded by path under a unique name: a bare ``import _server`` could pick up another
-    # test directory's helper of the same name.
-    name = "tracesim_tests_phoenix_server"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("_server.py"))
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-harness = _load_harness()
+# By path under a unique name: other test folders have a _server.py of their own.
+harness = load_by_path("tracesim_tests_phoenix_server", Path(__file__).with_name("_server.py"))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

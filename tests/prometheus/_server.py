@@ -20,13 +20,9 @@ localhost:9090 and :9100): the server always gets the configuration written here
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import os
 import shutil
-import signal
-import socket
-import subprocess
 import sys
 import time
 import urllib.error
@@ -34,8 +30,12 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import ModuleType
 from typing import Any
+
+# The shared harness parts, in tests/: on sys.path under pytest, added here for a script run.
+if str(Path(__file__).resolve().parents[1]) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import _venv_server
 
 INSTALL = "apt-get install -y --no-install-recommends prometheus"
 JOB = "tracesim"
@@ -43,19 +43,6 @@ _STOP_GRACE_S = 20.0
 _POLL_S = 0.2  # between polls of the server, each bounded by a deadline
 
 Result = list[dict[str, Any]]
-
-
-def _load_supervisor() -> ModuleType:
-    # The Phoenix harness's supervisor, by path under its own name (the folders are no packages).
-    name = "tracesim_tests_phoenix_supervisor"
-    if name not in sys.modules:
-        path = Path(__file__).resolve().parents[1] / "phoenix" / "_supervisor.py"
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None
-        assert spec.loader is not None
-        sys.modules[name] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(sys.modules[name])
-    return sys.modules[name]
 
 
 class PrometheusUnavailable(RuntimeError):
@@ -71,12 +58,7 @@ def binary() -> str | None:
     return shutil.which("prometheus")
 
 
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 just now (the caller binds it soon after)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+free_port = _venv_server.free_port
 
 
 def config_text(targets: Sequence[str], rule_files: Sequence[Path], interval_s: float = 1.0) -> str:
@@ -97,7 +79,7 @@ def config_text(targets: Sequence[str], rule_files: Sequence[Path], interval_s: 
     return json.dumps(document)
 
 
-class PrometheusServer:
+class PrometheusServer(_venv_server.SupervisedServer):
     """One ``prometheus`` process scraping ``targets``, with ``rule_files`` loaded.
 
     Example:
@@ -117,6 +99,7 @@ class PrometheusServer:
         interval_s: float = 1.0,
         start_timeout_s: float = 60.0,
     ) -> None:
+        super().__init__()
         self.workdir = workdir
         self.targets = tuple(targets)
         self.rule_files = tuple(Path(p).resolve() for p in rule_files)
@@ -127,17 +110,11 @@ class PrometheusServer:
         self.log_path = workdir / "prometheus.log"
         self.port = 0
         self.ready_after_s: float | None = None
-        self._process: subprocess.Popen[bytes] | None = None
-        self._keepalive: int | None = None
         self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: no proxy
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def running(self) -> bool:
-        return self._process is not None and self._process.poll() is None
 
     def start(self) -> None:
         """Start the server and wait for ``/-/ready``; a port taken meanwhile is retried on another."""
@@ -159,7 +136,6 @@ class PrometheusServer:
         raise PrometheusUnavailable(f"prometheus did not become ready\n{self._log_tail()}")
 
     def _spawn(self, exe: str) -> None:
-        supervisor = _load_supervisor()
         command = [
             exe,
             f"--config.file={self.config_path}",
@@ -170,7 +146,7 @@ class PrometheusServer:
         with open(self.log_path, "ab") as log:
             log.write(f"\n=== {' '.join(command)}\n".encode())
             log.flush()
-            self._process, self._keepalive = supervisor.spawn(
+            self._process, self._keepalive = _venv_server.supervisor().spawn(
                 command, grace_s=_STOP_GRACE_S, stdout=log, env=dict(os.environ)
             )
 
@@ -190,28 +166,10 @@ class PrometheusServer:
 
     def stop(self, timeout_s: float = _STOP_GRACE_S) -> None:
         """SIGTERM to the server's process group; SIGKILL what is left after ``timeout_s``."""
-        process, self._process = self._process, None
-        keepalive, self._keepalive = self._keepalive, None
-        if process is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)
-                process.wait(10)
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-        if keepalive is not None:
-            _load_supervisor().release(keepalive)
+        self._stop_group(timeout_s)
 
     def _log_tail(self, lines: int = 20) -> str:
-        try:
-            text = self.log_path.read_text(errors="replace").splitlines()
-        except OSError:
-            return f"(no log at {self.log_path})"
-        return f"--- last {lines} lines of {self.log_path} ---\n" + "\n".join(text[-lines:])
+        return _venv_server.tail(self.log_path, lines)
 
     # ------------------------------------------------------------ the HTTP API
 

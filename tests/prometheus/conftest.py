@@ -8,29 +8,16 @@ server that is installed but does not start fails the test.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+from _venv_server import load_by_path  # tests/ is on sys.path (tests/conftest.py)
 
-
-def _load_harness() -> ModuleType:
-    # By path under a unique name: other test folders have a _server.py of their own.
-    name = "tracesim_tests_prometheus_server"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("_server.py"))
-        assert spec is not None
-        assert spec.loader is not None
-        sys.modules[name] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(sys.modules[name])
-    return sys.modules[name]
-
-
-harness = _load_harness()
+# By path under a unique name: other test folders have a _server.py of their own.
+harness = load_by_path("tracesim_tests_prometheus_server", Path(__file__).with_name("_server.py"))
 
 
 @pytest.fixture

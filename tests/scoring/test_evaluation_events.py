@@ -29,12 +29,11 @@ EVENT = "gen_ai.evaluation.result"
 
 @pytest.fixture
 def backend() -> Iterator[ScriptedBackend]:
-    server = ScriptedBackend()
-    try:
-        yield server
-    finally:
-        tracesim.shutdown(10)  # before the server goes: the last exports reach it
-        server.close()
+    with ScriptedBackend() as server:
+        try:
+            yield server
+        finally:
+            tracesim.shutdown(10)  # before the server goes: the last exports reach it
 
 
 def configure(backend: ScriptedBackend, **more: Any) -> None:
