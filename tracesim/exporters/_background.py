@@ -7,7 +7,8 @@ daemon thread (started on first use, again after a fork) takes the items that ar
 ``schedule_delay_s``; an item that could not be sent yet goes back with exponential backoff
 until its deadline; ``force_flush`` and ``shutdown`` wait with deadlines (``shutdown`` holds
 its own: a worker stuck on a request that never returns is left to close the client itself).
-A subclass says how to send a batch (`BackgroundSender._send`) and keeps its own counters.
+A subclass says how to send a batch (`BackgroundSender._send`) and keeps its own counters;
+its ``submit`` ends in `BackgroundSender._enqueue`, which counts the item in and queues it.
 
 A forked child starts empty: what the parent had queued is the parent's to send (sent twice,
 MLflow would keep both copies), and its counters start at zero. httpx's one INFO line per
@@ -91,7 +92,9 @@ class BackgroundSender(Generic[Item]):
     Subclasses implement ``_send(batch)`` (called by the worker, outside the lock; it must
     count and `_settle`, or `_retry`, every item it was given: an exception counts the rest
     as failed) and may override ``_nothing_to_wait_for`` (force_flush returns at once when
-    True), ``_close`` and ``_forked_child`` (its counters and connections in a forked child).
+    True), ``_close``, ``_forked_child`` (its counters and connections in a forked child) and
+    ``_off`` (`_enqueue` then counts nothing in). ``_submitted`` and ``_dropped`` are the
+    subclass's counters, which `_enqueue` adds to.
 
     Example:
         >>> class Printer(BackgroundSender[QueuedItem]):
@@ -105,6 +108,9 @@ class BackgroundSender(Generic[Item]):
         1 sent
         True
     """
+
+    _submitted: int
+    _dropped: int
 
     def __init__(
         self,
@@ -173,6 +179,28 @@ class BackgroundSender(Generic[Item]):
 
     def _expired(self, count: int) -> None:
         """``count`` items passed their deadline (already counted as failed): say so."""
+
+    def _off(self) -> bool:
+        """True once the backend is known to take none of these items; called under the lock."""
+        return False
+
+    def _enqueue(self, item: Item, what: str) -> None:
+        """Count ``item`` as submitted and queue it; one without room is dropped, said once.
+
+        The subclass keeps ``_submitted`` and ``_dropped``; ``what`` names one item in the
+        log line ("MLflow assessment").
+        """
+        with self._lock:
+            if self._off():  # decided while this call was on its way in
+                return
+            self._submitted += 1
+        if self._offer(item):
+            return
+        with self._lock:
+            self._dropped += 1
+            full = not self._shutdown
+        if full:
+            self._log_once("full", "tracesim: %s queue full (%d); dropping", what, self._max_queue_size)
 
     def _offer(self, item: Item) -> bool:
         """Queue ``item``; False when shut down or full (the caller counts it as dropped)."""

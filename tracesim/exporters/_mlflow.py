@@ -209,19 +209,7 @@ class MlflowAssessmentSender(BackgroundSender[_Item]):
             return
         now = time.monotonic()
         item = _Item(now, now + self._max_wait_s, trace_id=trace_id, payload=payload, result_id=result_id)
-        with self._lock:
-            if self._off():  # decided while this call was on its way in
-                return
-            self._submitted += 1
-        if self._offer(item):
-            return
-        with self._lock:
-            self._dropped += 1
-            full = not self._shutdown
-        if full:
-            self._log_once(
-                "full", "tracesim: MLflow assessment queue full (%d); dropping", self._max_queue_size
-            )
+        self._enqueue(item, "MLflow assessment")
 
     def _off(self) -> bool:
         return self.is_mlflow is False

@@ -162,21 +162,9 @@ class PhoenixAnnotationSink(BackgroundSender[_Item]):
             return
         now = time.monotonic()
         item = _Item(now, now + self._max_wait_s, payload=payload, span_id=payload["span_id"])
-        with self._lock:
-            if self._not_phoenix():  # decided while this call was on its way in
-                return
-            self._submitted += 1
-        if self._offer(item):
-            return
-        with self._lock:
-            self._dropped += 1
-            full = not self._shutdown
-        if full:
-            self._log_once(
-                "full", "tracesim: Phoenix annotation queue full (%d); dropping", self._max_queue_size
-            )
+        self._enqueue(item, "Phoenix annotation")
 
-    def _not_phoenix(self) -> bool:
+    def _off(self) -> bool:
         return self.is_phoenix is False
 
     def _nothing_to_wait_for(self) -> bool:
