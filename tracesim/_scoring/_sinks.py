@@ -16,7 +16,6 @@ deadlines in seconds.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -96,27 +95,17 @@ def phoenix_target(settings: Settings, environ: Mapping[str, str] | None = None)
         >>> phoenix_target(settings, environ={})
         ('http://phoenix:6006', True)
     """
-    if settings.phoenix_annotations is False:
-        return None
-    if settings.phoenix_annotations_url:
-        return settings.phoenix_annotations_url, False
-    if "otlp" not in settings.exporters or settings.otlp_protocol == "grpc":
-        if settings.phoenix_annotations:
-            from tracesim._errors import ConfigError
+    from tracesim.exporters._phoenix import api_behind_otlp
 
-            raise ConfigError(
-                "phoenix_annotations",
-                True,
-                "false, or true with phoenix_annotations_url set (Phoenix's base URL) when spans "
-                "do not go to Phoenix over OTLP/HTTP",
-            )
-        return None
-    from tracesim.exporters._phoenix import phoenix_base_url
-
-    environ = os.environ if environ is None else environ
-    endpoint = settings.otlp_endpoint or environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip()
-    endpoint = endpoint or environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip() or "http://localhost:4318"
-    return phoenix_base_url(endpoint), settings.phoenix_annotations is None
+    return api_behind_otlp(
+        settings,
+        environ,
+        setting="phoenix_annotations",
+        on=settings.phoenix_annotations,
+        url=settings.phoenix_annotations_url,
+        expected="false, or true with phoenix_annotations_url set (Phoenix's base URL) when spans "
+        "do not go to Phoenix over OTLP/HTTP",
+    )
 
 
 class LogEventSink:

@@ -648,27 +648,17 @@ def mlflow_target(settings: Settings, environ: Mapping[str, str] | None = None) 
         >>> mlflow_target(settings, environ={})
         ('http://mlflow:5000', True)
     """
-    if settings.mlflow_assessments is False:
-        return None
-    if settings.mlflow_url:
-        return settings.mlflow_url, False
-    if "otlp" not in settings.exporters or settings.otlp_protocol == "grpc":
-        if settings.mlflow_assessments:
-            from tracesim._errors import ConfigError
+    from tracesim.exporters._phoenix import api_behind_otlp  # the same rule as Phoenix's
 
-            raise ConfigError(
-                "mlflow_assessments",
-                True,
-                "false, or true with mlflow_url set (the MLflow tracking server's base URL) when "
-                "spans do not go to MLflow over OTLP/HTTP",
-            )
-        return None
-    from tracesim.exporters._phoenix import phoenix_base_url  # the same rule: the URL without /v1/traces
-
-    environ = os.environ if environ is None else environ
-    endpoint = settings.otlp_endpoint or environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip()
-    endpoint = endpoint or environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip() or "http://localhost:4318"
-    return phoenix_base_url(endpoint), settings.mlflow_assessments is None
+    return api_behind_otlp(
+        settings,
+        environ,
+        setting="mlflow_assessments",
+        on=settings.mlflow_assessments,
+        url=settings.mlflow_url,
+        expected="false, or true with mlflow_url set (the MLflow tracking server's base URL) when "
+        "spans do not go to MLflow over OTLP/HTTP",
+    )
 
 
 def mlflow_headers(environ: Mapping[str, str] | None = None) -> dict[str, str]:

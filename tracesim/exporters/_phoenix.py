@@ -12,24 +12,29 @@ not exist.`` for such a batch, naming them; those annotations are retried with b
 ``max_wait_for_span_s`` after they were submitted, the rest of the batch is sent at once.
 (Without ``sync`` Phoenix would queue unknown ones itself, but in memory and without telling
 us whether they ever landed.) The queue, its worker, the retries and the flush are
-`tracesim.exporters._background.BackgroundSender`'s, as MLflow's sender's.
+`tracesim.exporters._background.BackgroundSender`'s, as MLflow's sender's; so is the rule
+for finding either API behind the spans' OTLP endpoint (`api_behind_otlp`), kept here.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from tracesim.exporters._background import BackgroundSender, QueuedItem
 
-__all__ = ["AnnotationStats", "PhoenixAnnotationSink", "phoenix_base_url"]
+if TYPE_CHECKING:
+    from tracesim._config import Settings
+
+__all__ = ["AnnotationStats", "PhoenixAnnotationSink", "api_behind_otlp", "phoenix_base_url"]
 
 _logger = logging.getLogger("tracesim")
 _KINDS = frozenset({"CODE", "LLM", "HUMAN"})
@@ -314,3 +319,42 @@ def phoenix_base_url(endpoint: str) -> str:
     path = parts.path.rstrip("/")
     path = path[: -len("/v1/traces")] if path.endswith("/v1/traces") else path
     return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+
+
+def api_behind_otlp(
+    settings: Settings,
+    environ: Mapping[str, str] | None,
+    *,
+    setting: str,
+    on: bool | None,
+    url: str | None,
+    expected: str,
+) -> tuple[str, bool] | None:
+    """Where a backend's own API is, and whether to ask first that it is that backend; None for nowhere.
+
+    The rule Phoenix annotations and MLflow assessments share: ``on`` (the ``setting``) False
+    is nowhere; a ``url`` setting says where; otherwise spans exported over OTLP/HTTP may be
+    going to that backend, whose base URL is then the traces endpoint without ``/v1/traces``,
+    asked first unless ``on`` is True. Over gRPC only the URL setting can name it, and ``on``
+    True without it is a `ConfigError` on ``setting`` that says what is ``expected``.
+
+    Example:
+        >>> from tracesim._config import resolve
+        >>> settings = resolve({"exporters": "otlp", "otlp_endpoint": "http://o:4318/v1/traces"}, environ={})
+        >>> api_behind_otlp(settings, {}, setting="x", on=None, url=None, expected="")
+        ('http://o:4318', True)
+    """
+    if on is False:
+        return None
+    if url:
+        return url, False
+    if "otlp" not in settings.exporters or settings.otlp_protocol == "grpc":
+        if on:
+            from tracesim._errors import ConfigError
+
+            raise ConfigError(setting, True, expected)
+        return None
+    environ = os.environ if environ is None else environ
+    endpoint = settings.otlp_endpoint or environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip()
+    endpoint = endpoint or environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip() or "http://localhost:4318"
+    return phoenix_base_url(endpoint), on is None
