@@ -540,16 +540,9 @@ def _exporter(item: Any, settings: Settings) -> SpanExporter:
         return item
     if item == "jsonl":
         from tracesim.exporters import JsonlExporter
-        from tracesim.exporters._jsonl import check_writable
+        from tracesim.exporters._jsonl import require_writable
 
-        problem = check_writable(Path(settings.jsonl_path).absolute())
-        if problem is not None:
-            raise ConfigError(
-                "jsonl_path",
-                settings.jsonl_path,
-                f"a file path tracesim can append to ({problem})",
-                env_var="TRACESIM_JSONL_PATH" if os.environ.get("TRACESIM_JSONL_PATH") else None,
-            )
+        require_writable(Path(settings.jsonl_path).absolute(), settings, "a file path tracesim can append to")
         return JsonlExporter(
             Path(settings.jsonl_path).absolute(),
             max_bytes=settings.jsonl_max_bytes,

@@ -19,12 +19,10 @@ Every label value leaves redacted, as span attributes do.
 
 from __future__ import annotations
 
-import os
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tracesim._errors import ConfigError
 from tracesim._internal_errors import internal_error
 from tracesim._metrics._counts import OUTCOMES, SCORE_BUCKETS, UNNAMED, ResultCounts, outcome
 from tracesim._metrics._prometheus import scrape_url
@@ -247,19 +245,12 @@ def _periodic(exporter: MetricExporter, settings: Settings) -> MetricReader:
 
 def _exporter(name: str, settings: Settings, redaction: Redaction) -> MetricExporter:
     if name == "jsonl":
-        from tracesim.exporters._jsonl import check_writable
+        from tracesim.exporters._jsonl import require_writable
         from tracesim.exporters._jsonl_metrics import JsonlMetricExporter
 
         trace_file = Path(settings.jsonl_path).absolute()
         path = trace_file.with_name(trace_file.stem + ".metrics.jsonl")
-        problem = check_writable(path)
-        if problem is not None:
-            raise ConfigError(
-                "jsonl_path",
-                settings.jsonl_path,
-                f"a file path beside which tracesim can write {path.name} ({problem})",
-                env_var="TRACESIM_JSONL_PATH" if os.environ.get("TRACESIM_JSONL_PATH") else None,
-            )
+        require_writable(path, settings, f"a file path beside which tracesim can write {path.name}")
         inner: MetricExporter = JsonlMetricExporter(
             path, max_bytes=settings.jsonl_max_bytes, backups=settings.jsonl_backups
         )

@@ -14,6 +14,7 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from opentelemetry.exporter.otlp.json.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan
@@ -26,7 +27,10 @@ from tracesim.exporters._linefile import (
     LineFileExporter,
 )
 
-__all__ = ["JsonlExporter", "check_writable", "encode_line"]
+if TYPE_CHECKING:
+    from tracesim._config import Settings
+
+__all__ = ["JsonlExporter", "check_writable", "encode_line", "require_writable"]
 
 
 def encode_line(spans: Sequence[ReadableSpan]) -> bytes:
@@ -109,3 +113,28 @@ def check_writable(path: str | os.PathLike[str]) -> str | None:
     except OSError as exc:
         return f"cannot open {p} for appending ({exc.strerror or exc})"
     return None
+
+
+def require_writable(path: Path, settings: Settings, expected: str) -> None:
+    """Raise the `ConfigError` on ``jsonl_path`` when `check_writable` finds ``path`` unusable.
+
+    ``expected`` says what the setting should be; the reason follows it in parentheses. The
+    error names ``TRACESIM_JSONL_PATH`` when that variable is set, since that is where to fix it.
+
+    Example:
+        >>> from tracesim._config import resolve
+        >>> require_writable(Path("/"), resolve({}, environ={}), "a file path tracesim can append to")
+        Traceback (most recent call last):
+        ...
+        tracesim._errors.ConfigError: ...
+    """
+    problem = check_writable(path)
+    if problem is not None:
+        from tracesim._errors import ConfigError
+
+        raise ConfigError(
+            "jsonl_path",
+            settings.jsonl_path,
+            f"{expected} ({problem})",
+            env_var="TRACESIM_JSONL_PATH" if os.environ.get("TRACESIM_JSONL_PATH") else None,
+        )
