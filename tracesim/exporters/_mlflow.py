@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from tracesim import _inputs
 from tracesim import _semconv as sc
 from tracesim._capture import capture_value, make_options
 from tracesim._scoring._expect import NOT_SET
@@ -321,7 +322,7 @@ class MlflowAssessmentSender(BackgroundSender[_Item]):
             self._refused(response)
             return "failed"
         try:
-            info = response.json()["trace"]["trace_info"]
+            info = _json(response)["trace"]["trace_info"]
             return {
                 str((a.get("metadata") or {}).get(_RESULT_ID))
                 for a in info.get("assessments") or []
@@ -419,9 +420,20 @@ class MlflowAssessmentSender(BackgroundSender[_Item]):
         return False
 
 
+_MAX_ANSWER_BYTES = 16 * 1024 * 1024
+
+
+def _json(response: httpx.Response) -> Any:
+    """An answer's JSON within tracesim's input limits (size, nesting); ValueError past them."""
+    content = response.content
+    if len(content) > _MAX_ANSWER_BYTES:
+        raise ValueError(f"an answer of {len(content)} bytes from {response.url}: more than tracesim reads")
+    return _inputs.loads(content, str(response.url))
+
+
 def _is_server_info(response: httpx.Response) -> bool:
     try:
-        body = response.json()
+        body = _json(response)
     except ValueError:
         return False
     return isinstance(body, dict) and "store_type" in body
@@ -447,7 +459,7 @@ def _trace_not_found(response: httpx.Response) -> bool:
     if response.status_code != 404:
         return False
     try:
-        body = response.json()
+        body = _json(response)
     except ValueError:
         return False
     return isinstance(body, dict) and body.get("error_code") == "RESOURCE_DOES_NOT_EXIST"

@@ -31,7 +31,6 @@ Example:
 from __future__ import annotations
 
 import html
-import json
 import logging
 import re
 import threading
@@ -39,6 +38,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import requests
+
+from tracesim import _inputs
 
 __all__ = [
     "NOT_TAKEN",
@@ -211,7 +212,7 @@ def backend_message(answer: Answer) -> str:
 
 def _from_json(text: str) -> str | None:
     try:
-        data = json.loads(text)
+        data = _inputs.loads(text, "the backend's answer")  # nesting bounded: never a RecursionError
     except ValueError:
         return None
     if not isinstance(data, dict):
@@ -331,7 +332,7 @@ def classify(answer: Answer, signal: str) -> Refusal | None:
 
 def _json_object(text: str) -> dict[str, Any]:
     try:
-        data = json.loads(text)
+        data = _inputs.loads(text, "the backend's answer")  # nesting bounded: never a RecursionError
     except ValueError:
         return {}
     return data if isinstance(data, dict) else {}
