@@ -260,18 +260,14 @@ def otlp_metric_exporter(settings: Settings, *, explicit: bool = False, **kwargs
         >>> otlp_metric_exporter(settings).refused is None  # type: ignore[attr-defined]
         True
     """
-    from tracesim.exporters._otlp import settings_headers
-
-    headers = settings_headers(settings.otlp_headers, settings.mlflow_experiment_id, signal="metrics")
     if settings.otlp_protocol == "grpc":
         from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import (
             OTLPMetricExporter as GrpcMetricExporter,
         )
 
-        return GrpcMetricExporter(endpoint=_grpc_endpoint(settings, "metrics"), headers=headers, **kwargs)
-    endpoint = signal_endpoint(settings, "metrics")
+        return GrpcMetricExporter(**_address(settings, "metrics"), **kwargs)
     return _GatedMetricExporter(
-        SignalGate("metrics", explicit=explicit), endpoint=endpoint, headers=headers, **kwargs
+        SignalGate("metrics", explicit=explicit), **_address(settings, "metrics"), **kwargs
     )
 
 
@@ -287,17 +283,22 @@ def otlp_log_exporter(settings: Settings, *, explicit: bool = False, **kwargs: A
         >>> refusal_of(otlp_log_exporter(settings, explicit=True)) is None
         True
     """
-    from tracesim.exporters._otlp import settings_headers
-
-    headers = settings_headers(settings.otlp_headers, settings.mlflow_experiment_id, signal="logs")
     if settings.otlp_protocol == "grpc":
         from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter as GrpcLogExporter
 
-        return GrpcLogExporter(endpoint=_grpc_endpoint(settings, "logs"), headers=headers, **kwargs)
-    endpoint = signal_endpoint(settings, "logs")
-    return _GatedLogExporter(
-        SignalGate("logs", explicit=explicit), endpoint=endpoint, headers=headers, **kwargs
-    )
+        return GrpcLogExporter(**_address(settings, "logs"), **kwargs)
+    return _GatedLogExporter(SignalGate("logs", explicit=explicit), **_address(settings, "logs"), **kwargs)
+
+
+def _address(settings: Settings, signal: str) -> dict[str, Any]:
+    """The official exporter's ``endpoint`` and ``headers`` for ``signal`` under the settings."""
+    from tracesim.exporters._otlp import settings_headers
+
+    grpc = settings.otlp_protocol == "grpc"
+    return {
+        "endpoint": _grpc_endpoint(settings, signal) if grpc else signal_endpoint(settings, signal),
+        "headers": settings_headers(settings.otlp_headers, settings.mlflow_experiment_id, signal=signal),
+    }
 
 
 def signal_endpoint(settings: Settings, signal: str, environ: Mapping[str, str] | None = None) -> str | None:
