@@ -48,6 +48,7 @@ def configure(
     max_defer_s: float | None = None,
     scoring_queue_size: int | None = None,
     scoring_workers: int | None = None,
+    scoring_processes: int | str | None = None,
     evaluation_log_events: bool | None = None,
     evaluation_span_events: bool | None = None,
     evaluators: Sequence[Mapping[str, Any]] | None = None,

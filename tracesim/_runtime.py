@@ -511,6 +511,7 @@ def _build(
             max_defer_s=settings.max_defer_s,
             queue_size=settings.scoring_queue_size,
             workers=settings.scoring_workers,
+            processes=settings.scoring_processes,
             sinks=sinks,
             redaction=redaction,
             metrics=metrics.counts if metrics is not None else None,

@@ -82,6 +82,7 @@ class Settings:
     max_defer_s: float = 30.0
     scoring_queue_size: int = 10_000
     scoring_workers: int = 2
+    scoring_processes: int | str = "auto"
     evaluation_log_events: bool | None = None
     evaluation_span_events: bool = True
     evaluators: tuple[Mapping[str, Any], ...] = ()
@@ -306,6 +307,14 @@ SETTINGS: tuple[Setting, ...] = (
         "an integer >= 1",
         "threads running CPU evaluators",
         ("TRACESIM_SCORING_WORKERS",),
+    ),
+    Setting(
+        "scoring_processes",
+        parse.count_or_auto,
+        "an integer >= 0 or auto",
+        "worker processes running the CPU evaluators they can rebuild (0: threads only; auto: one, "
+        "started once evaluators use more than 5% of a core)",
+        ("TRACESIM_SCORING_PROCESSES",),
     ),
     Setting(
         "evaluation_log_events",

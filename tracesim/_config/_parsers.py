@@ -41,6 +41,13 @@ def integer(low: int) -> Callable[[Any], int]:
     return parse
 
 
+def count_or_auto(value: Any) -> int | str:
+    """An integer >= 0, or ``auto`` (tracesim decides)."""
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return "auto"
+    return integer(0)(value)
+
+
 def number(low: float, high: float | None = None, *, open_low: bool = False) -> Callable[[Any], float]:
     def parse(value: Any) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):

@@ -9,6 +9,12 @@ turns an evaluator past its ``timeout_s`` into a ``timeout`` error result, and e
 whose evaluators take longer than ``max_defer_s``; results that arrive after that go on a
 carrier span. Nothing here raises into user code, and no span is lost: a full queue ends the
 span unscored and says so on it.
+
+With ``scoring_processes`` the runs of CPU evaluators a process can rebuild go to worker
+processes instead (`tracesim._scoring._processes`); the threads still resolve each job's
+expected output and run the rest. ``auto`` starts one worker once the evaluators' CPU time on
+the threads passes `AUTO_SHARE` of a core over `AUTO_WINDOW_S`; until it is ready (2-3 s of
+imports) the threads keep scoring.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from tracesim._scoring._jobs import (
     timeout,
     unresponsive,
 )
+from tracesim._scoring._processes import ProcessPool, ProcessRun
 from tracesim._scoring._results import emit_carrier, write
 from tracesim._scoring._selection import sample_unit, scores_runs
 from tracesim._scoring._watchdog import Watchdog
@@ -59,6 +66,15 @@ __all__ = ["Job", "ScoringPipeline", "ScoringStats"]
 _DEFAULT_ASYNC_CONCURRENCY = 8
 _MAX_STUCK_RUNS = 2
 """Runs of one evaluator that may be stuck past their time before its new runs are skipped."""
+AUTO_SHARE = 0.05
+"""``scoring_processes: auto`` starts a worker process once evaluators on the threads use more
+than this share of a core..."""
+AUTO_WINDOW_S = 2.0
+"""... measured over this long (their runs' durations summed)."""
+_AUTO_MAX = 2
+"""Workers ``auto`` grows to when runs keep waiting (fewer on a one-core machine)."""
+_CLOSE_RESERVE_S = 1.0
+"""Of a shutdown's deadline, the most kept for stopping worker processes."""
 
 
 class ScoringPipeline:
@@ -77,6 +93,7 @@ class ScoringPipeline:
         sinks: Sequence[Any] = (),
         redaction: Redaction | None = None,
         metrics: ResultCounts | None = None,
+        processes: int | str = 0,
     ) -> None:
         self.tracer = tracer
         self.metrics = metrics
@@ -89,6 +106,8 @@ class ScoringPipeline:
         self.max_defer_s = max_defer_s
         self.queue_size = queue_size
         self.worker_count = workers
+        self.processes = processes
+        """Worker processes for CPU evaluators: a count (0: none) or ``"auto"``."""
         self.sinks = tuple(sinks)
         # A run with no timeout_s of its own counts as stuck (not failed) after this long.
         self.stuck_after_s = max_defer_s if max_defer_s > 0 else 30.0
@@ -99,6 +118,8 @@ class ScoringPipeline:
         def after_fork() -> None:
             alive = pipeline()
             if alive is not None:
+                if alive._pool is not None:
+                    alive._pool.forsake()  # the parent's workers and pipes are not the child's
                 alive._reset()
 
         os.register_at_fork(after_in_child=after_fork)
@@ -120,6 +141,22 @@ class ScoringPipeline:
         self._stuck: dict[str, int] = {}  # evaluator name -> runs still going past their time
         self._stuck_threads: set[threading.Thread] = set()
         self.stats = ScoringStats()  # a forked child counts its own calls only
+        self._pool: ProcessPool | None = None
+        self._auto = self.processes == "auto"
+        self._cpu_s = 0.0  # evaluator time on the threads since _window_start (auto)
+        self._window_start = time.monotonic()
+        self._backlogged = 0
+        if not self.inline and self.processes != 0:
+            size = 1 if self._auto else int(self.processes)
+            grow_to = max(1, min(_AUTO_MAX, (os.cpu_count() or 1) - 1)) if self._auto else size
+            self._pool = ProcessPool(
+                size,
+                complete=self._complete,
+                on_thread=self._to_thread,
+                stuck_after_s=self.stuck_after_s,
+                warnings=self._warnings,
+                grow_to=grow_to,
+            )
 
     # ------------------------------------------------------------ the caller's side
 
@@ -155,6 +192,9 @@ class ScoringPipeline:
             return
         if not self._threads:
             self._start()
+            pool = self._pool
+            if pool is not None and not self._auto:
+                pool.start()  # workers start now, in the background: their runs wait for them
         if self.max_defer_s <= 0:
             self._expire(job)  # never wait: every result goes on a carrier span
         else:
@@ -268,12 +308,46 @@ class ScoringPipeline:
             for future in waiting:  # inline means scored before the call returns: async ones too
                 future.result()  # bounded: each run has its time limit (timeout_s or stuck_after_s)
             return
+        pool = self._pool
+        if pool is not None and cpu:
+            cpu = self._to_processes(pool, job, cpu, expected, value)
         # One queue item per evaluator: when one hangs past its timeout_s, the replacement
         # worker takes the others instead of leaving them behind the stuck one.
         for evaluator in cpu[1:]:
             self._queue.put((job, evaluator, expected, value))
         if cpu:
             self._run_cpu(job, cpu[0], expected, value)
+
+    def _to_processes(
+        self, pool: ProcessPool, job: Job, cpu: list[Evaluator], expected: Any, value: Any
+    ) -> list[Evaluator]:
+        """Give the pool the runs it takes; the evaluators left are for the threads."""
+        left = []
+        for evaluator in cpu:
+            key = self._route(pool, evaluator)
+            if key is None:
+                left.append(evaluator)
+            else:
+                subject = _subject(job, evaluator)
+                pool.put(
+                    ProcessRun(job, evaluator, key, subject, expected, handed(evaluator, expected), value)
+                )
+        return left
+
+    def _route(self, pool: ProcessPool, evaluator: Evaluator) -> int | None:
+        """The pool's key for ``evaluator``, or None when the threads run it now."""
+        if pool.broken:
+            return None
+        if self._auto and evaluator.runs_in != "process":
+            if not pool.started or not pool.ready:
+                return None  # threads score until auto's worker is up
+        elif not pool.started:
+            pool.start()
+        return pool.key_for(evaluator)
+
+    def _to_thread(self, run: ProcessRun) -> None:
+        """A run the pool gives back (evaluator not rebuilt, data not pickled, pool broken)."""
+        self._queue.put((run.job, run.evaluator, run.given, run.value))
 
     def _take_run(self, job: Job) -> None:
         """Replace the job's output, for run evaluators, by the run under its span.
@@ -328,10 +402,12 @@ class ScoringPipeline:
         run = Run(job, evaluator)
         if not self.inline:
             self._watchdog.watch(run, evaluator.timeout_s or self.stuck_after_s)
+        started = time.perf_counter()
         try:
             result = evaluator.evaluate(_subject(job, evaluator), handed(evaluator, expected), input=value)
         except Exception as exc:  # evaluate() handles data errors; this is a broken evaluator
             result = failure(evaluator, exc, "evaluate() raised")
+        self._cpu_s += time.perf_counter() - started  # unlocked: an estimate for auto
         with self._lock:
             run.finished = True
             if run.stuck:
@@ -493,6 +569,8 @@ class ScoringPipeline:
         Jobs sit in ``_inflight`` in submit order, so in deadline order: the scan stops at the
         first one not yet due.
         """
+        if self._auto:
+            self._auto_check(now)
         due: list[Job] = []
         with self._lock:
             for job in self._inflight.values():
@@ -502,6 +580,25 @@ class ScoringPipeline:
                     due.append(job)
         for job in due:
             self._expire(job)
+
+    def _auto_check(self, now: float) -> None:
+        """``auto``: start the worker once the threads' evaluators use `AUTO_SHARE` of a core;
+        add one while runs keep waiting for it."""
+        pool = self._pool
+        window = now - self._window_start
+        if pool is None or window < AUTO_WINDOW_S:
+            return
+        share = self._cpu_s / window
+        self._cpu_s = 0.0
+        self._window_start = now
+        if not pool.started:
+            if share > AUTO_SHARE:
+                pool.start()
+            return
+        self._backlogged = self._backlogged + 1 if pool.backlog() > 4 * 32 else 0
+        if self._backlogged >= 2:
+            pool.grow()
+            self._backlogged = 0
 
     def _time_out(self, run: Run) -> None:
         """A run passed its time: record a time-out (when it has ``timeout_s``), count it as stuck,
@@ -548,10 +645,14 @@ class ScoringPipeline:
         return True
 
     def shutdown(self, timeout_s: float) -> bool:
-        """Score what is queued within ``timeout_s``, end every span still open, stop the threads."""
+        """Score what is queued within ``timeout_s``, end every span still open, stop the threads
+        and the worker processes (killed when they do not end within the deadline)."""
+        deadline = time.monotonic() + timeout_s
+        pool = self._pool
+        reserve = min(_CLOSE_RESERVE_S, timeout_s / 4) if pool is not None and pool.started else 0.0
         with self._lock:
             self._closed = True
-        drained = self.force_flush(timeout_s)
+        drained = self.force_flush(timeout_s - reserve)
         with self._lock:
             left = list(self._inflight.values())
         for job in left:
@@ -563,6 +664,8 @@ class ScoringPipeline:
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)
         self._watchdog.stop()  # every job has ended: no deadline is left to act on
+        if pool is not None:
+            pool.close(deadline - time.monotonic())
         return drained
 
 

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import copy
+import functools
 import math
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar, Final, NamedTuple
 
 from tracesim._errors import ConfigError
 from tracesim.evaluators._options import check_int, check_number, check_threshold, require_number
 from tracesim.evaluators._result import EvalResult, measured_result, scored_result
 
-__all__ = ["DEFAULT", "INVALID_SCORE", "Evaluator", "MeasureValue", "Measurement"]
+__all__ = ["DEFAULT", "INVALID_SCORE", "RUNS_IN", "Evaluator", "EvaluatorSpec", "MeasureValue", "Measurement"]
 
 
 class _Default:
@@ -33,7 +35,50 @@ DEFAULT: Final = _Default()
 INVALID_SCORE: Final = "invalid_score"
 
 _NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*\Z")
-_SHARED_KEYS = ("name", "threshold", "sample_rate", "timeout_s", "max_concurrency")
+_SHARED_KEYS = ("name", "threshold", "sample_rate", "timeout_s", "max_concurrency", "runs_in")
+RUNS_IN: Final = ("auto", "thread", "process")
+"""Where an evaluator may run when scored online: ``auto`` follows the ``scoring_processes``
+setting, ``thread`` keeps it in the host's interpreter, ``process`` sends it to a worker process."""
+
+
+class EvaluatorSpec(NamedTuple):
+    """How an evaluator was built: its class by module and qualified name and the arguments
+    the user gave (``name``, ``threshold`` and the other shared settings are read from the
+    instance instead, so a `Evaluator.replace` copy is rebuilt with its own).
+
+    A scoring worker process rebuilds the evaluator from it (`Evaluator.rebuilt`): instances
+    often stop pickling once used (lazily built tokenizers, models), their configuration does not.
+
+    Example:
+        >>> from tracesim.evaluators import Rouge
+        >>> spec = Rouge(rouge_type="rouge1").spec
+        >>> spec.module, spec.qualname, spec.kwargs
+        ('tracesim.evaluators._rouge', 'Rouge', {'rouge_type': 'rouge1'})
+    """
+
+    module: str
+    qualname: str
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+
+
+def _recording(init: Callable[..., None]) -> Callable[..., None]:
+    """``init`` that records its arguments as the instance's spec, on the outermost call only
+    (a subclass's ``__init__`` calling its parent's records the subclass's arguments)."""
+
+    @functools.wraps(init)
+    def recorded(self: Evaluator, *args: Any, **kwargs: Any) -> None:
+        if self.__dict__.get("_spec_taken", False):
+            init(self, *args, **kwargs)
+            return
+        self.__dict__["_spec_taken"] = True
+        init(self, *args, **kwargs)
+        cls = type(self)
+        own = {key: value for key, value in kwargs.items() if key not in _SHARED_KEYS}
+        self.__dict__["_spec"] = EvaluatorSpec(cls.__module__, cls.__qualname__, args, own)
+
+    recorded._records_spec = True  # type: ignore[attr-defined]
+    return recorded
 
 
 @dataclass(slots=True)
@@ -73,8 +118,10 @@ class Evaluator:
 
     Shared keyword arguments: ``name`` (defaults to the type name, e.g. ``"levenshtein"``),
     ``threshold`` (the class default unless given; ``None`` means no pass/fail),
-    ``sample_rate`` (0..1), ``timeout_s`` (> 0) and ``max_concurrency`` (for async
-    evaluators); the last three are read by the scoring pipeline, not by ``evaluate``.
+    ``sample_rate`` (0..1), ``timeout_s`` (> 0), ``max_concurrency`` (for async
+    evaluators) and ``runs_in`` (``auto``, ``thread`` or ``process``: where online scoring
+    runs it, see ``scoring_processes``); the last four are read by the scoring pipeline, not
+    by ``evaluate``.
 
     Example:
         >>> class Shorter(Evaluator):
@@ -98,6 +145,13 @@ class Evaluator:
     sample_rate: float
     timeout_s: float | None
     max_concurrency: int | None
+    runs_in: str
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is not None and not getattr(init, "_records_spec", False):
+            cls.__init__ = _recording(init)  # type: ignore[method-assign]
 
     def __init__(
         self,
@@ -107,6 +161,7 @@ class Evaluator:
         sample_rate: float = 1.0,
         timeout_s: float | None = None,
         max_concurrency: int | None = None,
+        runs_in: str = "auto",
     ) -> None:
         key = self.type_name
         if name is None:
@@ -120,6 +175,62 @@ class Evaluator:
         self.sample_rate = require_number(f"{key}.sample_rate", sample_rate, low=0.0, high=1.0)
         self.timeout_s = check_number(f"{key}.timeout_s", timeout_s, low=0.0, low_open=True, allow_none=True)
         self.max_concurrency = check_int(f"{key}.max_concurrency", max_concurrency, low=1, allow_none=True)
+        if runs_in not in RUNS_IN:
+            raise ConfigError(f"{key}.runs_in", runs_in, "auto, thread or process")
+        self.runs_in = runs_in
+
+    @property
+    def spec(self) -> EvaluatorSpec | None:
+        """The class and arguments this evaluator was built with (see `EvaluatorSpec`), or None
+        when they were not recorded (an ``__init__`` added after the class was made, as
+        ``@dataclass`` does).
+
+        Example:
+            >>> from tracesim.evaluators import Levenshtein
+            >>> Levenshtein(threshold=0.9).spec.kwargs
+            {}
+        """
+        found: EvaluatorSpec | None = self.__dict__.get("_spec")
+        cls = type(self)
+        if found is None and cls.__init__ is Evaluator.__init__:  # no __init__ of its own
+            return EvaluatorSpec(cls.__module__, cls.__qualname__, (), {})
+        if found is not None and getattr(cls.__init__, "_records_spec", False):
+            return found
+        return None
+
+    def shared_settings(self) -> dict[str, Any]:
+        """The shared settings (``name``, ``threshold``, ...) as this instance has them.
+
+        Example:
+            >>> from tracesim.evaluators import Levenshtein
+            >>> Levenshtein(name="lev").shared_settings()["name"]
+            'lev'
+        """
+        return {key: getattr(self, key) for key in _SHARED_KEYS}
+
+    @classmethod
+    def rebuilt(cls, spec: EvaluatorSpec, shared: dict[str, Any]) -> Evaluator:
+        """The evaluator ``spec`` describes, with the shared settings ``shared`` (as
+        `shared_settings` gave them): how a scoring worker process gets its copy.
+
+        Example:
+            >>> from tracesim.evaluators import Rouge
+            >>> original = Rouge(rouge_type="rouge1").replace(threshold=0.4)
+            >>> spec = original.spec
+            >>> copy = Evaluator.rebuilt(spec, original.shared_settings()) if spec else None
+            >>> type(copy).__name__, copy.threshold
+            ('Rouge', 0.4)
+        """
+        import importlib
+
+        target: Any = importlib.import_module(spec.module)
+        for part in spec.qualname.split("."):
+            target = getattr(target, part)
+        evaluator = target(*spec.args, **spec.kwargs)
+        if not isinstance(evaluator, Evaluator):
+            raise TypeError(f"{spec.module}.{spec.qualname} built a {type(evaluator).__name__}")
+        Evaluator.__init__(evaluator, **shared)
+        return evaluator
 
     def _default_name(self) -> str:
         return self.type_name
@@ -172,7 +283,7 @@ class Evaluator:
         unknown = sorted(set(shared) - set(_SHARED_KEYS))
         if unknown:
             raise ConfigError(f"{self.type_name}.{unknown[0]}", shared[unknown[0]], ", ".join(_SHARED_KEYS))
-        current = {key: getattr(self, key) for key in _SHARED_KEYS}
+        current = self.shared_settings()
         clone = copy.copy(self)
         Evaluator.__init__(clone, **{**current, **shared})
         return clone

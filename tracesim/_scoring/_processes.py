@@ -1,0 +1,670 @@
+"""CPU evaluators in worker processes: the host's interpreter only hands runs over.
+
+A scoring thread resolves a job's expected output as before, then gives each run of an
+evaluator a worker process can rebuild (see `ProcessPool.key_for`) to this pool instead of
+running it. One feeder thread takes runs off a deque in batches of up to `BATCH`, pickles
+each batch once and writes it to the least busy worker (at most `HELD` runs each, so the
+deque keeps the rest for whichever worker is free, or alive); one reader thread per worker
+turns the results it sends back into `EvalResult`s without validating them again and hands
+them to the pipeline. Workers are ``python -m tracesim._scoring._worker_main`` subprocesses
+over pipes, not `multiprocessing` (whose spawn re-runs the host script's top level) nor a
+process-pool executor (where one dead worker fails every pending future).
+
+Each worker keeps the token and start time of its run in progress in a 16-byte shared file,
+so a monitor thread sees a run past its ``timeout_s`` (or the stuck time) without a message
+per run: the worker is killed and replaced, the run gets a ``timeout`` result, and the other
+runs it held go back to the front of the deque. A worker that dies (a crash, a SIGKILL from
+outside) gives its runs back the same way; the run it was in is charged with the death, and
+a run charged twice gets a ``worker_died`` error instead of a third worker. A worker that
+cannot start twice in a row leaves the pool broken: runs go back to the threads, said once.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import io
+import itertools
+import mmap
+import os
+import pickle
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+from tracesim._internal_errors import WarnOnce, internal_error
+from tracesim._scoring._jobs import timeout
+
+if TYPE_CHECKING:
+    from tracesim._scoring._jobs import Job
+    from tracesim.evaluators import EvalResult, Evaluator
+
+__all__ = ["BATCH", "HELD", "ProcessPool", "ProcessRun", "read_frame", "write_frame"]
+
+BATCH = 32
+"""Most runs written to a worker in one frame."""
+HELD = 2 * BATCH
+"""Most runs a worker holds: the batch it scores and the next one, waiting in its pipe."""
+_MAX_DEATHS = 2
+"""Workers a run may take down (crash or hang) before it gets an error result instead."""
+_START_LIMIT_S = 120.0
+"""A worker that has not said it is ready by then is killed (a failed start)."""
+_FAILED_STARTS = 2
+"""Failed starts in a row after which the pool is broken and the threads score everything."""
+_MONITOR_S = 0.05
+_FEED_WAIT_S = 0.02
+_KNOWN_MAX = 4096
+_WORKER_MODULE = "tracesim._scoring._worker_main"
+
+
+# ---------------------------------------------------------------- the pipes' frames
+
+OK = 0
+RAISED = 1
+NOT_BUILT = 2
+NOT_SENT = 3
+
+RUNNING = struct.Struct("<qd")
+"""The shared slot: the token of the run in progress (0: none) and when it started."""
+_LENGTH = struct.Struct(">I")
+_FLUSH_EVERY_S = 0.02
+"""Results of a batch go back together, or every 20 ms when a batch takes longer."""
+
+
+def read_frame(stream: BinaryIO) -> Any:
+    """The next frame's object, or None at end of stream."""
+    header = stream.read(4)
+    if len(header) < 4:
+        return None
+    (size,) = _LENGTH.unpack(header)
+    data = stream.read(size)
+    if len(data) < size:
+        return None
+    return pickle.loads(data)
+
+
+def write_frame(fd: int, data: bytes) -> None:
+    """Write one frame of pickled ``data`` to ``fd``, whole."""
+    view = memoryview(_LENGTH.pack(len(data)) + data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+class ProcessRun:
+    """One evaluator run for a worker: the job, what it scores, and its worker deaths so far.
+
+    ``given`` is the job's expected value as the pipeline resolved it (for a run given back to
+    the threads); ``expected`` is the evaluator's part of it, which the worker is sent.
+    """
+
+    __slots__ = ("deaths", "evaluator", "expected", "given", "job", "key", "subject", "token", "value")
+
+    def __init__(
+        self, job: Job, evaluator: Evaluator, key: int, subject: Any, given: Any, expected: Any, value: Any
+    ) -> None:
+        self.job = job
+        self.evaluator = evaluator
+        self.key = key
+        self.subject = subject
+        self.given = given
+        self.expected = expected
+        self.value = value
+        self.token = 0
+        self.deaths = 0
+
+
+class _Worker:
+    __slots__ = ("gone", "held", "known", "proc", "reader", "ready", "slot", "started", "write_lock")
+
+    def __init__(self, proc: subprocess.Popen[bytes], slot: mmap.mmap) -> None:
+        self.proc = proc
+        self.slot = slot
+        self.held: dict[int, ProcessRun] = {}
+        self.known: set[int] = set()  # spec keys this worker was sent
+        self.ready = False
+        self.gone = False
+        self.started = time.monotonic()
+        self.write_lock = threading.Lock()
+        self.reader: threading.Thread | None = None
+
+    def running(self) -> tuple[int, float]:
+        """The token and start time of the run in progress (token 0: none)."""
+        try:
+            first = RUNNING.unpack_from(self.slot)
+            second = RUNNING.unpack_from(self.slot)
+        except ValueError:  # the slot is closed: the worker is gone
+            return 0, 0.0
+        return second if first == second else (0, 0.0)
+
+
+class ProcessPool:
+    """Worker processes scoring the runs of evaluators they can rebuild. Never raises into callers.
+
+    ``complete(job, evaluator, result)`` records a result (the pipeline's); ``on_thread(run)``
+    gives a run back to the scoring threads (its evaluator could not be rebuilt, its data or
+    result does not pickle, or the pool is broken).
+    """
+
+    def __init__(
+        self,
+        size: int,
+        *,
+        complete: Callable[[Job, Evaluator, EvalResult], None],
+        on_thread: Callable[[ProcessRun], None],
+        stuck_after_s: float,
+        warnings: WarnOnce,
+        grow_to: int | None = None,
+    ) -> None:
+        self.size = size
+        self.grow_to = max(size, grow_to or size)
+        self._complete = complete
+        self._on_thread = on_thread
+        self.stuck_after_s = stuck_after_s
+        self._warnings = warnings
+        self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)
+        self._queue: collections.deque[ProcessRun] = collections.deque()
+        self._workers: list[_Worker] = []
+        self._all: list[_Worker] = []  # every worker started, for close() and fork
+        self._tokens = itertools.count(1)
+        self._known: dict[int, tuple[Evaluator, int | None]] = {}
+        self._keys: dict[bytes, int] = {}
+        self._specs: dict[int, tuple[Any, dict[str, Any]]] = {}
+        self._refused: set[int] = set()
+        self._feeder: threading.Thread | None = None
+        self._monitor: threading.Thread | None = None
+        self._failed_starts = 0
+        self._sleeping = False
+        self.started = False
+        self.broken = False
+        self.closing = False
+        self.deaths = 0
+        """Workers lost to a crash or a kill (hung runs included), for tests and stats."""
+
+    # ------------------------------------------------------------ admission
+
+    @property
+    def ready(self) -> bool:
+        """True when at least one worker has started and can take runs."""
+        return any(w.ready for w in self._workers)
+
+    def key_for(self, evaluator: Evaluator) -> int | None:
+        """The key under which workers rebuild ``evaluator``, or None when it stays on threads
+        (said once per evaluator name, with the reason and what to change)."""
+        entry = self._known.get(id(evaluator))
+        if entry is not None and entry[0] is evaluator:
+            key = entry[1]
+        else:
+            key = self._admit(evaluator)
+            if len(self._known) >= _KNOWN_MAX:
+                self._known.clear()
+            self._known[id(evaluator)] = (evaluator, key)
+        if key is not None and key in self._refused:
+            return None
+        return key
+
+    def _admit(self, evaluator: Evaluator) -> int | None:
+        from tracesim.evaluators._model_evaluator import ModelEvaluator
+
+        if evaluator.runs_in == "thread" or evaluator.is_async or isinstance(evaluator, ModelEvaluator):
+            return None
+        spec = evaluator.spec
+        why = None
+        data = b""
+        if spec is None:
+            why = (
+                "its arguments were not recorded (its __init__ was added after the class was made, as "
+                "@dataclass does); define __init__ in the class body"
+            )
+        elif spec.module == "__main__" or spec.module.startswith("__mp_main__"):
+            why = "its class is defined in the script (__main__); a worker imports classes by module: move it"
+        elif "<locals>" in spec.qualname:
+            why = "its class is defined inside a function; a worker imports classes by name: move it out"
+        elif _found(spec.module, spec.qualname) is not type(evaluator):
+            why = f"{spec.module}.{spec.qualname} does not name its class"
+        else:
+            try:
+                data = pickle.dumps((spec, evaluator.shared_settings()), pickle.HIGHEST_PROTOCOL)
+            except Exception as exc:
+                why = (
+                    f"its arguments do not pickle ({type(exc).__name__}: {exc}); give it picklable ones "
+                    "(plain data, module-level functions), or subclass Evaluator in a module for @evaluator"
+                )
+        if why is not None:
+            self._say_thread(evaluator.name, why)
+            return None
+        with self._lock:
+            key = self._keys.get(data)
+            if key is None:
+                key = self._keys[data] = len(self._keys) + 1
+                self._specs[key] = pickle.loads(data)
+        return key
+
+    def _say_thread(self, name: str, why: str) -> None:
+        self._warnings.warn(
+            f"thread:{name}",
+            "tracesim: evaluator %r runs on the scoring threads, not in a worker process: %s "
+            "(runs_in='thread' on it says this is intended and silences this line).",
+            name,
+            why,
+        )
+
+    # ------------------------------------------------------------ the pipeline's side
+
+    def start(self) -> None:
+        """Start the feeder, which starts the workers (in the background: the caller never waits)."""
+        if self.started:
+            return
+        with self._lock:
+            if self.started or self.closing:
+                return
+            self.started = True
+            self._feeder = threading.Thread(target=self._feed, name="tracesim-scoring-feeder", daemon=True)
+            self._feeder.start()
+
+    def put(self, run: ProcessRun) -> None:
+        """Queue ``run`` for a worker; wake the feeder only when a batch is waiting."""
+        self._queue.append(run)
+        if self._sleeping and len(self._queue) >= BATCH:
+            with self._wake:
+                self._wake.notify_all()
+
+    def grow(self) -> None:
+        """Add a worker (up to ``grow_to``) when runs keep waiting for one."""
+        with self._lock:
+            if self.size < self.grow_to and len(self._queue) > HELD:
+                self.size += 1
+                self._wake.notify_all()
+
+    def backlog(self) -> int:
+        """Runs waiting for a worker."""
+        return len(self._queue)
+
+    # ------------------------------------------------------------ feeder
+
+    def _feed(self) -> None:
+        try:
+            while True:
+                worker, batch, specs = self._next_batch()
+                if worker is None:
+                    return
+                self._send(worker, batch, specs)
+        except Exception:
+            internal_error("scoring: process feeder")
+
+    def _next_batch(self) -> tuple[Any, list[ProcessRun], dict[int, Any]]:
+        while True:
+            spawn = False
+            with self._lock:
+                if self.closing:
+                    return None, [], {}
+                if self.broken:
+                    self._release_all()
+                    return None, [], {}
+                if len(self._workers) < self.size:
+                    spawn = True
+                else:
+                    free = [w for w in self._workers if w.ready and len(w.held) < HELD]
+                    if free and self._queue:
+                        worker = min(free, key=lambda w: len(w.held))
+                        return (worker, *self._take(worker))
+                    self._sleeping = True
+                    self._wake.wait(_FEED_WAIT_S)
+                    self._sleeping = False
+                    continue
+            if spawn:
+                self._spawn()
+
+    def _take(self, worker: _Worker) -> tuple[list[ProcessRun], dict[int, Any]]:
+        batch: list[ProcessRun] = []
+        specs: dict[int, Any] = {}
+        room = min(BATCH, HELD - len(worker.held))
+        queue = self._queue
+        while queue and len(batch) < room:
+            run = queue.popleft()
+            run.token = token = next(self._tokens)
+            worker.held[token] = run
+            batch.append(run)
+            key = run.key
+            if key not in worker.known:
+                worker.known.add(key)
+                specs[key] = self._specs[key]
+        return batch, specs
+
+    def _send(self, worker: _Worker, batch: list[ProcessRun], specs: dict[int, Any]) -> None:
+        items = [(r.token, r.key, r.subject, r.expected, r.value) for r in batch]
+        data: bytes | None
+        try:
+            data = pickle.dumps((specs, items), pickle.HIGHEST_PROTOCOL)
+        except Exception:
+            data = self._pickle_each(worker, batch, specs)
+        if data is None:
+            return
+        try:
+            with worker.write_lock:
+                if worker.gone:
+                    return  # its runs were given back already
+                stdin = worker.proc.stdin
+                assert stdin is not None
+                write_frame(stdin.fileno(), data)
+        except (OSError, ValueError):
+            self._lost(worker)  # the reader sees the end of its output too; the first one counts
+
+    def _pickle_each(self, worker: _Worker, batch: list[ProcessRun], specs: dict[int, Any]) -> bytes | None:
+        """The frame without the runs whose data does not pickle (those go to the threads)."""
+        items = []
+        for run in batch:
+            item = (run.token, run.key, run.subject, run.expected, run.value)
+            try:
+                pickle.dumps(item, pickle.HIGHEST_PROTOCOL)
+            except Exception as exc:
+                with self._lock:
+                    worker.held.pop(run.token, None)
+                self._warnings.warn(
+                    f"data:{run.evaluator.name}",
+                    "tracesim: a call scored by %r has an output, expected output or input that does not "
+                    "pickle (%s: %s); such calls are scored on the scoring threads.",
+                    run.evaluator.name,
+                    type(exc).__name__,
+                    exc,
+                )
+                self._on_thread(run)
+                continue
+            items.append(item)
+        if not items:
+            return None
+        return pickle.dumps((specs, items), pickle.HIGHEST_PROTOCOL)
+
+    # ------------------------------------------------------------ workers
+
+    def _spawn(self) -> None:
+        """Start one worker process (not waiting for it to be ready: its reader waits)."""
+        try:
+            folder = "/dev/shm" if os.path.isdir("/dev/shm") else None
+            with tempfile.TemporaryFile(dir=folder) as shared:
+                shared.truncate(RUNNING.size)
+                slot = mmap.mmap(shared.fileno(), RUNNING.size)
+                env = dict(os.environ)
+                env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if isinstance(p, str))
+                proc = subprocess.Popen(
+                    [sys.executable, "-m", _WORKER_MODULE, str(shared.fileno())],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    bufsize=0,
+                    pass_fds=(shared.fileno(),),
+                    env=env,
+                )
+        except Exception as exc:
+            self._start_failed(f"{type(exc).__name__}: {exc}")
+            return
+        worker = _Worker(proc, slot)
+        with self._lock:
+            self._workers.append(worker)
+            self._all.append(worker)
+            closing = self.closing
+        worker.reader = threading.Thread(
+            target=self._read, args=(worker,), name="tracesim-scoring-reader", daemon=True
+        )
+        worker.reader.start()
+        if self._monitor is None:
+            self._monitor = threading.Thread(target=self._watch, name="tracesim-scoring-monitor", daemon=True)
+            self._monitor.start()
+        if closing:
+            self._end(worker, 0.0)
+
+    def _read(self, worker: _Worker) -> None:
+        stdout = worker.proc.stdout
+        assert stdout is not None
+        stream: Any = io.BufferedReader(stdout, 1 << 16)
+        try:
+            hello = read_frame(stream)
+            if isinstance(hello, tuple) and hello[:1] == ("ready",):
+                with self._lock:
+                    worker.ready = True
+                    self._failed_starts = 0
+                    self._wake.notify_all()
+                self._serve(worker, stream)
+        except Exception:
+            internal_error("scoring: reading a worker's results")
+        finally:
+            self._lost(worker)
+            self._reap(worker, stream)
+
+    def _serve(self, worker: _Worker, stream: Any) -> None:
+        complete = self._complete
+        while True:
+            results = read_frame(stream)
+            if results is None:
+                return
+            done = []
+            with self._lock:
+                held = worker.held
+                if worker.gone:
+                    continue  # its runs were given back: drain until it ends
+                for token, kind, payload in results:
+                    run = held.pop(token, None)
+                    if run is not None:
+                        done.append((run, kind, payload))
+                if self._sleeping:
+                    self._wake.notify_all()
+            for run, kind, payload in done:
+                if kind == OK:
+                    complete(run.job, run.evaluator, _result(*payload))
+                else:
+                    self._odd(run, kind, payload)
+
+    def _odd(self, run: ProcessRun, kind: int, payload: Any) -> None:
+        evaluator = run.evaluator
+        if kind == RAISED:
+            from tracesim.evaluators import EvalResult
+
+            name, text = payload
+            result = EvalResult(
+                name=evaluator.name,
+                threshold=evaluator.threshold,
+                status="error",
+                error=f"evaluate() raised: {name}: {text}",
+                error_type=name,
+            )
+            self._complete(run.job, evaluator, result)
+            return
+        if kind == NOT_BUILT:
+            self._refused.add(run.key)
+            self._say_thread(evaluator.name, f"a worker process could not rebuild it ({payload})")
+        elif kind == NOT_SENT:
+            self._warnings.warn(
+                f"result:{evaluator.name}",
+                "tracesim: a result of %r does not pickle (%s); such runs are scored on the scoring threads.",
+                evaluator.name,
+                payload,
+            )
+        self._on_thread(run)
+
+    def _watch(self) -> None:
+        """Kill a worker whose run is past its time, or that does not start."""
+        while True:
+            time.sleep(_MONITOR_S)
+            with self._lock:
+                if self.closing or self.broken:
+                    return
+                workers = list(self._workers)
+            now = time.monotonic()
+            for worker in workers:
+                if not worker.ready:
+                    if now - worker.started > _START_LIMIT_S:
+                        self._lost(worker)
+                    continue
+                if not worker.held:
+                    continue
+                token, since = worker.running()
+                run = worker.held.get(token)
+                if run is None:
+                    continue
+                limit = run.evaluator.timeout_s or self.stuck_after_s
+                if now - since > limit:
+                    self._lost(worker, hung=run, limit_s=limit)
+
+    def _lost(self, worker: _Worker, hung: ProcessRun | None = None, limit_s: float = 0.0) -> None:
+        """``worker`` is gone (or must go): kill it and give its runs back. Once per worker."""
+        died: list[ProcessRun] = []
+        failed_start = False
+        with self._lock:
+            if worker.gone:
+                return
+            worker.gone = True
+            if worker in self._workers:
+                self._workers.remove(worker)
+            runs = list(worker.held.values())
+            worker.held.clear()
+            running = 0
+            if hung is None and worker.ready:
+                running = worker.running()[0]
+            back = []
+            for run in runs:
+                if run is hung:
+                    continue
+                if run.token == running:
+                    run.deaths += 1
+                    if run.deaths >= _MAX_DEATHS:
+                        died.append(run)
+                        continue
+                back.append(run)
+            self._queue.extendleft(reversed(back))
+            if not worker.ready:
+                failed_start = not self.closing
+            elif not self.closing:
+                self.deaths += 1
+            self._wake.notify_all()
+        if worker.proc.poll() is None:
+            with contextlib.suppress(OSError):
+                worker.proc.kill()
+        if failed_start:
+            self._start_failed(f"exit status {worker.proc.wait()}")
+        if hung is not None:
+            self._complete(hung.job, hung.evaluator, timeout(hung.evaluator, limit_s))
+            self._warnings.warn(
+                f"hung:{hung.evaluator.name}",
+                "tracesim: a run of evaluator %r passed its %s s limit in a scoring worker process; the "
+                "worker was stopped and replaced, the run has a timeout result, its other runs went to "
+                "another worker.",
+                hung.evaluator.name,
+                limit_s,
+            )
+        for run in died:
+            self._complete(run.job, run.evaluator, _died(run.evaluator))
+
+    def _start_failed(self, why: str) -> None:
+        with self._lock:
+            self._failed_starts += 1
+            broken = self._failed_starts >= _FAILED_STARTS and not self.closing
+            if broken:
+                self.broken = True
+                self._wake.notify_all()
+        if broken:
+            self._warnings.warn(
+                "no-processes",
+                "tracesim: scoring worker processes could not start (%s; run `%s -m %s` to see why); "
+                "evaluators run on the scoring threads. Set scoring_processes=0 to not try.",
+                why,
+                sys.executable,
+                _WORKER_MODULE,
+            )
+            self._release_all()
+
+    def _release_all(self) -> None:
+        """Broken: every waiting run goes to the threads."""
+        while True:
+            try:
+                run = self._queue.popleft()
+            except IndexError:
+                return
+            self._on_thread(run)
+
+    def _reap(self, worker: _Worker, stream: Any) -> None:
+        """Wait for the ended process and close its pipes (no zombie, no ResourceWarning)."""
+        proc = worker.proc
+        with contextlib.suppress(Exception):
+            proc.wait()
+        with worker.write_lock:
+            if proc.stdin is not None:
+                proc.stdin.close()
+        stream.close()
+        worker.slot.close()
+
+    # ------------------------------------------------------------ close, fork
+
+    def close(self, timeout_s: float) -> None:
+        """Stop the workers: end of input first (each ends after its batch), killed at ``timeout_s``."""
+        deadline = time.monotonic() + max(0.0, timeout_s)
+        with self._lock:
+            self.closing = True
+            workers = list(self._all)
+            self._queue.clear()
+            self._wake.notify_all()
+        for worker in workers:
+            with worker.write_lock:
+                worker.gone = True
+                stdin = worker.proc.stdin
+                if stdin is not None:
+                    with contextlib.suppress(OSError):
+                        stdin.close()
+        for worker in workers:
+            self._end(worker, deadline - time.monotonic())
+        for worker in workers:
+            if worker.reader is not None and worker.reader is not threading.current_thread():
+                worker.reader.join(max(0.05, deadline - time.monotonic()))
+
+    def _end(self, worker: _Worker, wait_s: float) -> None:
+        try:
+            worker.proc.wait(max(0.0, wait_s))
+        except subprocess.TimeoutExpired:
+            try:
+                worker.proc.kill()
+                worker.proc.wait(1.0)
+            except Exception:
+                pass
+
+    def forsake(self) -> None:
+        """In a forked child: let go of the parent's workers without touching them (the child
+        closes its copies of the pipes and never waits for processes that are not its own)."""
+        for worker in self._all:
+            proc = worker.proc
+            proc.returncode = -1  # not ours to wait for: no "still running" warning either
+            for stream in (proc.stdin, proc.stdout):
+                if stream is not None:  # raw files (bufsize=0): closing writes nothing
+                    with contextlib.suppress(OSError):
+                        stream.close()
+            with contextlib.suppress(Exception):
+                worker.slot.close()
+        self._all.clear()
+        self._workers.clear()
+
+
+def _found(module: str, qualname: str) -> Any:
+    target: Any = sys.modules.get(module)
+    for part in qualname.split("."):
+        target = getattr(target, part, None)
+    return target
+
+
+def _result(values: dict[str, Any], fields_set: Any) -> EvalResult:
+    from tracesim.evaluators._result import _trusted
+
+    return _trusted(values, fields_set)
+
+
+def _died(evaluator: Evaluator) -> EvalResult:
+    from tracesim.evaluators import EvalResult
+
+    return EvalResult(
+        name=evaluator.name,
+        threshold=evaluator.threshold,
+        status="error",
+        error=f"the scoring worker process ended while running it, {_MAX_DEATHS} times; not run again",
+        error_type="worker_died",
+    )

@@ -1,0 +1,111 @@
+"""A scoring worker process: rebuilds evaluators from their specs and scores batches.
+
+Started by `tracesim._scoring._processes` as ``python -m tracesim._scoring._worker_main FD``;
+FD is a 16-byte shared file in which the worker keeps (token, monotonic start) of the run in
+progress, so the host can tell which run hung or crashed without a message per run.
+
+The pipes carry frames: a 4-byte big-endian length and a pickle. In: ``(specs, items)``, where
+``specs`` maps new keys to ``(EvaluatorSpec, shared settings)`` and each item is ``(token, key,
+subject, expected, input)``. Out: first ``("ready", pid)``, then lists of ``(token, kind,
+payload)``: kind `OK` with the result's fields and field set, `RAISED` with the exception's
+type name and text, `NOT_BUILT` with why the evaluator could not be rebuilt, `NOT_SENT` when
+the result does not pickle. End of input ends the worker.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import pickle
+import signal
+import sys
+import time
+from typing import Any
+
+from tracesim._scoring._processes import (
+    _FLUSH_EVERY_S,
+    NOT_BUILT,
+    NOT_SENT,
+    OK,
+    RAISED,
+    RUNNING,
+    read_frame,
+    write_frame,
+)
+
+__all__ = ["main"]
+
+
+def main() -> None:
+    """Serve until the host closes the pipe."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is for the host; it ends us by EOF
+    # Frames use the original stdin/stdout; a print() or a C library's write lands on stderr.
+    in_fd, out_fd = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+
+    from tracesim.evaluators import Evaluator
+    from tracesim.evaluators._long_texts import enter_worker_process
+
+    enter_worker_process()
+    with open(int(sys.argv[1]), "r+b") as shared:
+        slot = mmap.mmap(shared.fileno(), RUNNING.size)
+    source = os.fdopen(in_fd, "rb")
+    write_frame(out_fd, pickle.dumps(("ready", os.getpid())))
+    evaluators: dict[int, Any] = {}
+    clock = time.monotonic
+    pack = RUNNING.pack_into
+    while True:
+        message = read_frame(source)
+        if message is None:
+            return
+        specs, items = message
+        for key, (spec, shared_settings) in specs.items():
+            try:
+                evaluators[key] = Evaluator.rebuilt(spec, shared_settings)
+            except Exception as exc:
+                evaluators[key] = f"{type(exc).__name__}: {exc}"
+        results: list[tuple[int, int, Any]] = []
+        flushed = clock()
+        for token, key, subject, expected, value in items:
+            evaluator = evaluators.get(key, "no spec was sent")
+            if isinstance(evaluator, str):
+                results.append((token, NOT_BUILT, evaluator))
+                continue
+            started = clock()
+            pack(slot, 0, token, started)
+            try:
+                result = evaluator.evaluate(subject, expected, input=value)
+                results.append((token, OK, (result.__dict__, result.model_fields_set)))
+            except Exception as exc:  # evaluate() handles data errors; this is a broken evaluator
+                results.append((token, RAISED, (type(exc).__name__, str(exc))))
+            if clock() - flushed >= _FLUSH_EVERY_S:
+                pack(slot, 0, 0, 0.0)
+                _send(out_fd, results)
+                results = []
+                flushed = clock()
+        pack(slot, 0, 0, 0.0)
+        if results:
+            _send(out_fd, results)
+
+
+def _send(fd: int, results: list[tuple[int, int, Any]]) -> None:
+    try:
+        data = pickle.dumps(results, pickle.HIGHEST_PROTOCOL)
+    except Exception:  # a result with details that do not pickle: the host runs those itself
+        kept = []
+        for entry in results:
+            try:
+                pickle.dumps(entry, pickle.HIGHEST_PROTOCOL)
+                kept.append(entry)
+            except Exception as exc:
+                kept.append((entry[0], NOT_SENT, f"{type(exc).__name__}: {exc}"))
+        data = pickle.dumps(kept, pickle.HIGHEST_PROTOCOL)
+    write_frame(fd, data)
+
+
+if __name__ == "__main__":
+    main()
