@@ -1,0 +1,481 @@
+"""What online scoring costs a host's clients: latency from each call's scheduled arrival.
+
+The host is a request handler, ``handle(request)``, decorated with ``@tracesim.trace`` and
+called by ``--host-threads`` threads (default 1) as requests arrive. Arrivals are open loop:
+call *i* is due at ``t0 + i / rate`` whether or not the host is ready for it; a host thread
+takes the next call, sleeps until it is due (if it is not due yet), runs it, and the call's
+latency is **its end minus its due time**. A call that waits for the interpreter (the GIL
+held by scoring threads, or an earlier call still running) is late by that much, as a client
+of the service would see it. The handler parses its request, picks the answer and does about
+``--work-us`` of pure-Python work (the unscored call, the baseline).
+
+Why threads and not an asyncio loop: a sync handler on a thread pool (gunicorn's gthread,
+Flask, Django) is where most scored LLM endpoints run, and for the GIL an asyncio loop is
+one host thread: ``--host-threads 1`` measures that case, ``--host-threads 2`` a pool.
+
+Variants, each in a fresh process, rounds interleaved (the order rotates each round):
+
+* ``unscored``: the same handler, traced, no evaluators (the baseline of the round);
+* ``threads``: levenshtein + rouge + bleu on every call, scored by tracesim's scoring
+  threads in the host's interpreter (``scoring_processes=0``);
+* ``processes=1``, ``processes=2``: the same evaluators scored in 1 or 2 worker processes
+  (``scoring_processes=N``; "not available in this tree" where that setting is not accepted).
+
+Inputs are realistic answers of about 300 characters with an expected answer each: sentences
+of ``benchmarks/_evaldata.py`` joined to >= 280 characters, edited as agents' answers are
+(fillers, synonyms, dropped or reordered words, typos, a wrong answer). Exporter: the
+default local jsonl file, in a temporary directory (``--exporter discard`` drops spans in
+process instead). Every call is sampled for scoring; the queue is the default (10,000).
+
+Per run: p50 / p99 / max latency from the due time, the ratio of p50 and p99 to the round's
+unscored run, scored results (3 per call expected), calls dropped by scoring, late results
+(scores that came after the span's ``max_defer_s`` and went on a carrier span), calls that
+began more than one interval after their due time ("queued"), the scoring backlog's growth
+(calls/s, regression over the run) and the CPU per call of the host and its workers.
+
+``--find-max`` finds, per scored variant, the highest rate it keeps up with: no call dropped,
+scoring backlog growing by less than 2 % of the rate, host not falling behind (its start lag
+growing by less than 1 ms per second). Then latency is measured at ``--rate`` and, when a
+variant did not keep up with it, also at 80 % of the best sustained process rate.
+
+    NLTK_DATA=... python benchmarks/bench_host_latency.py [--rate 1250] [--rounds 3]
+        [--seconds 8] [--host-threads 1] [--find-max] [--exporter jsonl|discard]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import itertools
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+VARIANTS = ("unscored", "threads", "processes=1", "processes=2")
+SCORED = VARIANTS[1:]
+PAIRS = 256
+
+
+# ---------------------------------------------------------------- the workload
+
+
+def make_pairs(seed: int = 20261128, count: int = PAIRS) -> list[tuple[str, str]]:
+    """(answer, expected) pairs of about 300 characters, from ``_evaldata``'s sentences and edits.
+
+    Example:
+        >>> pairs = make_pairs(count=4)
+        >>> all(len(expected) >= 280 for _, expected in pairs)
+        True
+    """
+    from _evaldata import ANSWERS, _edit  # benchmarks run as scripts: their folder is on sys.path
+
+    rng = random.Random(seed)
+    pairs = []
+    for _ in range(count):
+        expected = ""
+        while len(expected) < 280:
+            expected = f"{expected} {rng.choice(ANSWERS)}".strip()
+        pairs.append((_edit(expected, rng), expected))
+    return pairs
+
+
+def calibrate(work_us: float) -> int:
+    """Iterations of `_work` that take about ``work_us`` microseconds on this machine."""
+    n = 1000
+    best = float("inf")
+    for _ in range(20):
+        start = time.perf_counter()
+        _work(n)
+        best = min(best, time.perf_counter() - start)
+    return max(1, round(n * work_us / (best * 1e6)))
+
+
+def _work(n: int) -> int:
+    acc = 0
+    for i in range(n):
+        acc = (acc * 31 + i) & 0xFFFF
+    return acc
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def slope(points: Sequence[tuple[float, float]]) -> float:
+    """Least-squares slope of y over x."""
+    if len(points) < 2:
+        return 0.0
+    mx = statistics.fmean(x for x, _ in points)
+    my = statistics.fmean(y for _, y in points)
+    den = sum((x - mx) ** 2 for x, _ in points)
+    return sum((x - mx) * (y - my) for x, y in points) / den if den else 0.0
+
+
+def descendants(pid: int) -> list[int]:
+    """Process ids of ``pid``'s children and their children, from /proc (Linux)."""
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                children = [int(c) for c in f.read().split()]
+        except OSError:
+            continue
+        for child in children:
+            found += [child, *descendants(child)]
+    return found
+
+
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` (0 if it has gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu_s() -> float:
+    """CPU seconds of this process and its live descendants (the scoring workers)."""
+    me = os.getpid()
+    return cpu_s(me) + sum(cpu_s(child) for child in descendants(me))
+
+
+# ---------------------------------------------------------------- one run (child process)
+
+
+def configure(variant: str, exporter: str, directory: str) -> str | None:
+    """Configure tracesim for ``variant``; the reason when this tree cannot run it."""
+    from _common import Discard
+
+    import tracesim
+
+    options: dict[str, Any] = {"set_global_tracer_provider": False}
+    if exporter == "discard":
+        options["exporters"] = [Discard()]
+    else:
+        options["exporters"] = ["jsonl"]
+        options["jsonl_path"] = os.path.join(directory, "traces.jsonl")
+        options["jsonl_backups"] = 1
+    if variant != "unscored":
+        options["scoring_processes"] = 0 if variant == "threads" else int(variant.split("=")[1])
+    try:
+        tracesim.configure(**options)
+    except (TypeError, tracesim.ConfigError) as error:
+        if variant == "threads":  # a tree without the setting scores on threads anyway
+            del options["scoring_processes"]
+            tracesim.configure(**options)
+            return None
+        return f"not available in this tree ({type(error).__name__}: {error})"
+    return None
+
+
+def run_child(args: argparse.Namespace) -> dict[str, Any]:
+    import tracesim
+    from tracesim.evaluators import Bleu, Levenshtein, Rouge
+
+    directory = tempfile.mkdtemp(prefix="tracesim-host-latency-")
+    reason = configure(args.child, args.exporter, directory)
+    if reason:
+        return {"variant": args.child, "unavailable": reason}
+
+    pairs = make_pairs()
+    answers = [answer for answer, _ in pairs]
+    expected = [e for _, e in pairs]
+    iterations = calibrate(args.work_us)
+
+    def handle(request: dict[str, Any]) -> str:
+        _work(iterations)
+        answer: str = answers[request["id"]]
+        return answer
+
+    if args.child == "unscored":
+        handler = tracesim.trace(kind="agent", name="handle")(handle)
+    else:
+        handler = tracesim.trace(
+            kind="agent",
+            name="handle",
+            evaluators=[Levenshtein(), Rouge(), Bleu()],
+            expected=lambda request: expected[request["id"]],
+        )(handle)
+    requests = [{"id": i, "question": f"question {i}"} for i in range(len(pairs))]
+
+    for i in range(200):  # warm-up: tokenizers, scorers, worker threads or processes
+        handler(requests[i % len(requests)])
+    tracesim.force_flush(120)
+    tree_cpu_s()  # psutil imported and the workers found before the clock starts
+    gc.collect()
+
+    rate = args.rate
+    interval = 1.0 / rate
+    warm = int(args.warmup * rate)
+    total = warm + int(args.seconds * rate)
+    latency = [0.0] * total
+    lag = [0.0] * total
+    counter = itertools.count()
+    backlog: list[tuple[float, float]] = []
+    done = threading.Event()
+    cpu: list[float] = []
+    before = tracesim.scoring_stats()
+    t0 = time.perf_counter() + 0.05
+
+    def host() -> None:
+        perf, sleep = time.perf_counter, time.sleep
+        while True:
+            i = next(counter)
+            if i >= total:
+                return
+            due = t0 + i * interval
+            now = perf()
+            if now < due:
+                sleep(due - now)
+                now = perf()
+            if i == warm:
+                cpu.append(tree_cpu_s())
+            handler(requests[i % len(requests)])
+            end = perf()
+            latency[i] = end - due
+            lag[i] = now - due
+
+    def sample() -> None:  # 10 Hz: the scoring backlog over the measured part
+        start = t0 + args.warmup
+        while not done.wait(0.1):
+            now = time.perf_counter()
+            if now >= start:
+                backlog.append((now - t0, float(tracesim.scoring_stats().pending)))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    hosts = [threading.Thread(target=host) for _ in range(args.host_threads)]
+    for thread in hosts:
+        thread.start()
+    for thread in hosts:
+        thread.join()
+    finished = time.perf_counter()
+    done.set()
+    sampler.join()
+    end_stats = tracesim.scoring_stats()
+    tracesim.force_flush(600)
+    drain_s = time.perf_counter() - finished
+    after = tracesim.scoring_stats()
+    cpu_s = tree_cpu_s() - cpu[0]
+    measured = total - warm
+    tracesim.shutdown()
+
+    lat_us = [x * 1e6 for x in latency[warm:]]
+    lag_points = [(t0 + i * interval, lag[i]) for i in range(warm, total)]
+    return {
+        "variant": args.child,
+        "rate": rate,
+        "calls": total,
+        "measured": measured,
+        "p50": percentile(lat_us, 0.5),
+        "p99": percentile(lat_us, 0.99),
+        "max": max(lat_us),
+        "queued": sum(1 for x in lag[warm:] if x > interval),
+        "lag_slope_ms_s": slope(lag_points) * 1e3,
+        "backlog_slope": slope(backlog),
+        "backlog_end": end_stats.pending,
+        "drain_s": drain_s,
+        "results": after.results - before.results,
+        "completed": after.completed - before.completed,
+        "dropped": after.dropped - before.dropped,
+        "late": after.late - before.late,
+        "errors": after.errors - before.errors,
+        "cpu_us_per_call": cpu_s / measured * 1e6,  # the workers' CPU included
+        "work_iterations": iterations,
+    }
+
+
+# ---------------------------------------------------------------- the parent
+
+
+def spawn(
+    variant: str, rate: float, args: argparse.Namespace, seconds: float | None = None
+) -> dict[str, Any]:
+    command = [
+        sys.executable,
+        os.path.abspath(__file__),
+        "--child",
+        variant,
+        "--rate",
+        str(rate),
+        "--seconds",
+        str(seconds or args.seconds),
+        "--warmup",
+        str(args.warmup),
+        "--host-threads",
+        str(args.host_threads),
+        "--work-us",
+        str(args.work_us),
+        "--exporter",
+        args.exporter,
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode or not lines:
+        return {"variant": variant, "unavailable": f"failed (exit {done.returncode}): {done.stderr[-2000:]}"}
+    result: dict[str, Any] = json.loads(lines[-1])
+    return result
+
+
+def keeps_up(run: dict[str, Any]) -> bool:
+    return (
+        not run.get("unavailable")
+        and run["dropped"] == 0
+        and run["backlog_slope"] < 0.02 * run["rate"]
+        and run["lag_slope_ms_s"] < 1.0
+    )
+
+
+def find_max(variant: str, start: float, args: argparse.Namespace) -> tuple[float, list[str]]:
+    """The highest rate ``variant`` keeps up with: a x1.25 ladder from ``start``, then two halvings."""
+    trace: list[str] = []
+
+    def trial(rate: float) -> bool | None:
+        run = spawn(variant, round(rate), args, seconds=args.search_seconds)
+        if run.get("unavailable"):
+            return None
+        ok = keeps_up(run)
+        trace.append(
+            f"{round(rate)}:{'ok' if ok else 'behind'}(backlog {run['backlog_slope']:+.0f}/s, "
+            f"lag {run['lag_slope_ms_s']:+.1f} ms/s, dropped {run['dropped']})"
+        )
+        return ok
+
+    first = trial(start)
+    if first is None:
+        return float("nan"), ["not available in this tree"]
+    lo, hi = (start, start * 1.25) if first else (start / 1.25, start)
+    if first:
+        while hi < 20_000 and trial(hi):
+            lo, hi = hi, hi * 1.25
+    else:
+        while lo > 20 and not trial(lo):
+            lo, hi = lo / 1.25, lo
+    for _ in range(2):
+        mid = (lo + hi) / 2
+        if trial(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo, trace
+
+
+def latency_rounds(rate: float, args: argparse.Namespace) -> None:
+    runs: dict[str, list[dict[str, Any]]] = {v: [] for v in VARIANTS}
+    unavailable: dict[str, str] = {}
+    for round_number in range(args.rounds):
+        shift = round_number % len(VARIANTS)
+        order = VARIANTS[shift:] + VARIANTS[:shift]
+        for variant in order:
+            if variant in unavailable:
+                continue
+            run = spawn(variant, rate, args)
+            if run.get("unavailable"):
+                unavailable[variant] = run["unavailable"]
+                continue
+            run["round"] = round_number
+            runs[variant].append(run)
+    print(
+        f"\nlatency from the scheduled arrival at {rate:,.0f} calls/s, {args.host_threads} host thread(s), "
+        f"{args.rounds} rounds x {args.seconds:g} s (after {args.warmup:g} s warm-up), "
+        f"exporter {args.exporter}"
+    )
+    print(
+        "  variant       p50 µs  p99 µs  max µs   p50 x (spread)     p99 x (spread)     "
+        "results/call dropped late queued backlog/s  CPU µs/call"
+    )
+    base = {run["round"]: run for run in runs["unscored"]}
+    for variant in VARIANTS:
+        if variant in unavailable:
+            print(f"  {variant:12}  {unavailable[variant][:200]}")
+            continue
+        rs = runs[variant]
+        if not rs:
+            continue
+        r50 = [r["p50"] / base[r["round"]]["p50"] for r in rs if r["round"] in base]
+        r99 = [r["p99"] / base[r["round"]]["p99"] for r in rs if r["round"] in base]
+        calls = sum(r["calls"] for r in rs)
+        print(
+            f"  {variant:12} {statistics.median(r['p50'] for r in rs):7.0f} "
+            f"{statistics.median(r['p99'] for r in rs):7.0f} "
+            f"{statistics.median(r['max'] for r in rs):7.0f}   "
+            f"{statistics.median(r50):5.2f} ({min(r50):.2f}-{max(r50):.2f})  "
+            f"{statistics.median(r99):6.2f} ({min(r99):.2f}-{max(r99):.2f})  "
+            f"{sum(r['results'] for r in rs) / calls:5.2f} {sum(r['dropped'] for r in rs):8d} "
+            f"{sum(r['late'] for r in rs):4d} {sum(r['queued'] for r in rs):6d} "
+            f"{statistics.median(r['backlog_slope'] for r in rs):+9.0f} "
+            f"{statistics.median(r['cpu_us_per_call'] for r in rs):10.0f}"
+        )
+    if args.verbose:
+        for variant in VARIANTS:
+            for r in runs[variant]:
+                print("   ", json.dumps(r))
+
+
+def main() -> None:
+    formatter = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=formatter)
+    parser.add_argument("--rate", type=float, default=1250.0, help="calls per second (open loop)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=8.0, help="measured seconds per run")
+    parser.add_argument("--warmup", type=float, default=2.0, help="paced seconds before measuring")
+    parser.add_argument("--host-threads", type=int, default=1)
+    parser.add_argument("--work-us", type=float, default=150.0, help="the handler's own work")
+    parser.add_argument("--exporter", choices=("jsonl", "discard"), default="jsonl")
+    parser.add_argument("--find-max", action="store_true", help="search each variant's sustained rate")
+    parser.add_argument("--search-rounds", type=int, default=3)
+    parser.add_argument("--search-seconds", type=float, default=5.0)
+    parser.add_argument("--verbose", action="store_true", help="print every run")
+    parser.add_argument("--child", choices=VARIANTS, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(run_child(args)))
+        return
+
+    pairs = make_pairs()
+    print(
+        f"{len(pairs)} pairs, expected {statistics.fmean(len(e) for _, e in pairs):.0f} chars, "
+        f"answer {statistics.fmean(len(a) for a, _ in pairs):.0f} chars (mean); "
+        f"handler work {args.work_us:g} µs; {os.cpu_count()} CPUs"
+    )
+    sustained: dict[str, float] = {}
+    if args.find_max:
+        found: dict[str, list[float]] = {v: [] for v in SCORED}
+        for round_number in range(args.search_rounds):
+            shift = round_number % len(SCORED)
+            for variant in SCORED[shift:] + SCORED[:shift]:
+                start = 600.0 if variant == "threads" else 1250.0
+                rate, steps = find_max(variant, start, args)
+                found[variant].append(rate)
+                print(f"  search {variant} round {round_number + 1}: {rate:,.0f}/s  [{'; '.join(steps)}]")
+        print("\nsustained scored rate (highest kept up with; median of rounds, spread):")
+        for variant in SCORED:
+            rates = [r for r in found[variant] if r == r]
+            if not rates:
+                print(f"  {variant:12} not available in this tree")
+                continue
+            sustained[variant] = statistics.median(rates)
+            print(f"  {variant:12} {sustained[variant]:7,.0f} calls/s ({min(rates):,.0f}-{max(rates):,.0f})")
+    latency_rounds(args.rate, args)
+    best = max((sustained[v] for v in ("processes=1", "processes=2") if v in sustained), default=None)
+    if best is not None and best < args.rate:
+        latency_rounds(round(best * 0.8), args)
+
+
+if __name__ == "__main__":
+    main()
