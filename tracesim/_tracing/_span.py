@@ -186,14 +186,6 @@ class Span:
         self._context_token = otel_context.attach(self._context)
         self._active_token = _ACTIVE.set(self)
 
-    def _private_context(self) -> contextvars.Context:
-        """A copy of the current context with this span current, to run code in with ``run``."""
-        context = contextvars.copy_context()
-        context.run(self._attach)
-        # The tokens belong to that context, which is dropped with the span: never reset them.
-        self._context_token = self._active_token = self._expect_token = None
-        return context
-
     def _detach(self) -> None:
         if self._expect_token is not None:
             release_expected(self._expect_token)

@@ -1,19 +1,26 @@
 """Generators and async generators: one span over the whole iteration.
 
 The span starts at the first step and ends on exhaustion, ``close()``, an error or garbage
-collection. It is current only while a step runs: sync generators run every step inside one
-private context (so context changes made by the generator's own code, such as a span around
-a ``yield``, carry from step to step), async generators attach the span around each step.
-Text chunks are kept whole as the output (a streamed answer is scored whole), other items up
-to ``max_generator_items``; only a stream that ran to its end is scored.
+collection. It is current only while a step runs: every step runs inside one private context
+(a copy of the caller's, made at the first step, where the span is current), so nothing leaks
+into the consumer between steps, and context changes made by the generator's own code (a
+span around a ``yield``) carry from step to step. Text chunks are kept whole as the output
+(a streamed answer is scored whole), other items up to ``max_generator_items``; only a
+stream that ran to its end is scored.
+
+Per yielded item the wrappers do the least they can: one ``Context.run`` of the step (an
+async step's resumptions each run there) and, when
+the output is kept, one call of `_Items.add`.
 """
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import sys
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
+import types
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Generator
 from typing import Any, ParamSpec
 
 from opentelemetry.util.types import AttributeValue
@@ -36,31 +43,67 @@ class _Items:
 
     Text chunks (a streamed answer) are kept whole, up to `_TEXT_CAP` characters, so the
     output scored and recorded is the full answer; other items are kept up to ``limit``.
+    Never raises: it runs on the consumer's thread for every item.
+
+    The wrappers append exact ``str`` chunks themselves, with the list's own ``append`` (a
+    method call per item here cost more than the rest of the wrapper's step): `settle` counts
+    them, every `SETTLE_EVERY` chunks and before anything else reads the items, and drops
+    those past the cap, so the kept text is the same as if each chunk had been checked.
     """
 
-    __slots__ = ("chars", "count", "items", "limit", "text")
+    __slots__ = ("chars", "count", "items", "limit", "settled", "text")
 
     def __init__(self, limit: int) -> None:
         self.items: list[Any] = []
         self.count = 0
         self.chars = 0
+        self.settled = 0  # items[settled:] were appended by a wrapper and are not counted yet
         self.text = True
         self.limit = limit
 
-    def add(self, item: Any) -> None:
-        self.count += 1
-        if self.text and isinstance(item, str):
-            if self.chars < _TEXT_CAP:
-                # A str subclass may override __len__ (even to raise): keep its plain text.
-                text = item if type(item) is str else str.__str__(item)
-                self.items.append(text)
-                self.chars += len(text)
-            return
-        self.text = False
-        if len(self.items) < self.limit:
-            self.items.append(item)
-        elif len(self.items) > self.limit:  # a text stream that turned out mixed
-            del self.items[self.limit :]
+    def sink(self) -> Callable[[str], None] | None:
+        """Where a wrapper appends the next exact ``str`` chunk; None when `add` must see it."""
+        return self.items.append if self.text and self.chars < _TEXT_CAP else None
+
+    def settle(self) -> Callable[[str], None] | None:
+        """Count the chunks appended since the last call; keep none after the one that reached the cap."""
+        items, start = self.items, self.settled
+        if len(items) > start:
+            self.count += len(items) - start
+            chars = self.chars + sum(map(len, items[start:]))
+            if chars >= _TEXT_CAP:  # as checking each chunk would: the one that reached it stays
+                chars = self.chars
+                for index in range(start, len(items)):
+                    if chars >= _TEXT_CAP:
+                        del items[index:]
+                        break
+                    chars += len(items[index])
+            self.chars = chars
+            self.settled = len(items)
+        return self.sink()
+
+    def add(self, item: Any) -> Callable[[str], None] | None:
+        """Keep ``item`` (anything a wrapper does not append itself); returns `sink`."""
+        try:
+            self.settle()
+            self.count += 1
+            if self.text and isinstance(item, str):
+                if self.chars < _TEXT_CAP:
+                    # A str subclass may override __len__ (even to raise): keep its plain text.
+                    text = item if type(item) is str else str.__str__(item)
+                    self.items.append(text)
+                    self.chars += len(text)
+            else:
+                self.text = False
+                if len(self.items) < self.limit:
+                    self.items.append(item)
+                elif len(self.items) > self.limit:  # a text stream that turned out mixed
+                    del self.items[self.limit :]
+            self.settled = len(self.items)
+            return self.sink()
+        except Exception:
+            internal_error("trace: generator item")
+            return None
 
     def output(self) -> Any:
         if self.items and self.text:
@@ -68,14 +111,8 @@ class _Items:
         return self.items
 
 
+SETTLE_EVERY = 64
 _TEXT_CAP = 10_000_000
-
-
-def _keep(items: _Items, item: Any) -> None:
-    try:
-        items.add(item)
-    except Exception:
-        internal_error("trace: generator item")
 
 
 def _end_stream(
@@ -90,6 +127,7 @@ def _end_stream(
     output: Any = _NOT_SET
     try:
         if items is not None:
+            items.settle()
             output = handle._output if handle._output_set else items.output()
             options = handle.capture
             if options is not None:
@@ -115,13 +153,24 @@ def _end_stream(
     ):
         score(handle, output, end_ns, call[0], call[1], meta.binder)
     else:
-        finish(handle, exc, end_ns)
+        finish(handle, exc)
 
 
-def _stream_items(runtime: _runtime.Runtime, meta: Meta, handle: Span) -> _Items | None:
-    if meta.capture_output or handle._plan is not None:
-        return _Items(runtime.settings.max_generator_items)
-    return None
+def _begin(
+    runtime: _runtime.Runtime, meta: Meta, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[Span, contextvars.Context, _Items | None]:
+    """Start the stream's span inside a private copy of the caller's context, where it stays current.
+
+    The caller's context is never touched (no attach and detach there), and an enclosing
+    `expect` block's value is taken in the private context: hidden from the calls the
+    generator makes, as from those of a traced function.
+    """
+    context = contextvars.copy_context()
+    handle = context.run(begin, runtime, meta, args, kwargs)
+    # The tokens belong to that context, which is dropped with the span: never reset them.
+    handle._context_token = handle._active_token = handle._expect_token = None
+    items = _Items(runtime.settings.max_generator_items) if meta.capture_output or handle._plan else None
+    return handle, context, items
 
 
 def wrap_generator(
@@ -134,21 +183,18 @@ def wrap_generator(
         if runtime is None:
             return (yield from gen)
         try:
-            handle = begin(runtime, meta, args, kwargs)
-            handle._detach()
-            items = _stream_items(runtime, meta, handle)
-            # Every step runs in one private context where the span is current: nothing leaks
-            # into the consumer between steps, and context changes made by the generator's
-            # own code (a span around a yield) carry from one step to the next.
-            context = handle._private_context()
+            handle, context, items = _begin(runtime, meta, args, kwargs)
         except Exception:
             internal_error("trace: start")
             return (yield from gen)
-        step: Callable[[Any], Any] = gen.send
+        run, send = context.run, gen.send
+        keep = items.sink() if items is not None else None
+        unsettled = SETTLE_EVERY
+        step: Callable[[Any], Any] = send
         arg: Any = None
         while True:
             try:
-                item = context.run(step, arg)
+                item = run(step, arg)
             except StopIteration as stop:
                 _end_stream(handle, meta, items, None, False, (args, kwargs))
                 return stop.value
@@ -156,13 +202,19 @@ def wrap_generator(
                 _end_stream(handle, meta, items, exc, False)
                 raise
             if items is not None:
-                _keep(items, item)
+                if keep is not None and type(item) is str:
+                    keep(item)
+                    unsettled -= 1
+                    if not unsettled:
+                        keep, unsettled = items.settle(), SETTLE_EVERY
+                else:
+                    keep = items.add(item)
             try:
                 arg = yield item
-                step = gen.send
+                step = send
             except GeneratorExit:
                 try:
-                    context.run(gen.close)
+                    run(gen.close)
                 except BaseException as exc:
                     _end_stream(handle, meta, items, exc, True)
                     raise
@@ -172,6 +224,41 @@ def wrap_generator(
                 step, arg = gen.throw, exc
 
     return wrapper
+
+
+def _awaited(run: Callable[..., Any], awaitable: Any) -> Awaitable[Any]:
+    """Await ``awaitable`` with each of its resumptions run by ``run`` (a ``Context.run``)."""
+
+    async def drive() -> Any:
+        try:
+            signal = run(awaitable.send, None)
+        except StopIteration as stop:
+            return stop.value
+        return await _rest(run, awaitable, signal)
+
+    return drive()
+
+
+@types.coroutine
+def _rest(run: Callable[..., Any], awaitable: Any, signal: Any) -> Generator[Any, Any, Any]:
+    """The rest of an awaitable that suspended at ``signal``, each resumption run by ``run``.
+
+    What it yields to the event loop (futures) passes through, and what the loop sends or
+    throws in (results, a cancellation) reaches it, as ``yield from`` would.
+    """
+    while True:
+        try:
+            value = yield signal
+            step = awaitable.send
+        except GeneratorExit:
+            run(awaitable.close)
+            raise
+        except BaseException as exc:
+            step, value = awaitable.throw, exc
+        try:
+            signal = run(step, value)
+        except StopIteration as stop:
+            return stop.value
 
 
 def wrap_async_generator(
@@ -186,20 +273,28 @@ def wrap_async_generator(
                 yield item
             return
         try:
-            handle = begin(runtime, meta, args, kwargs)
-            handle._detach()
-            items = _stream_items(runtime, meta, handle)
+            handle, context, items = _begin(runtime, meta, args, kwargs)
         except Exception:
             internal_error("trace: start")
             async for item in _passthrough(agen):
                 yield item
             return
-        step: Callable[[Any], Awaitable[Any]] = agen.asend
+        run, asend = context.run, agen.asend
+        keep = items.sink() if items is not None else None
+        unsettled = SETTLE_EVERY
+        step: Callable[[Any], Coroutine[Any, Any, Any]] = asend
         arg: Any = None
         while True:
-            handle._attach()
             try:
-                item = await step(arg)
+                # A step runs in the private context: its first resumption here, where most
+                # steps end (an item ready without waiting), the rest in `_rest`.
+                awaitable = step(arg)
+                try:
+                    signal = run(awaitable.send, None)
+                except StopIteration as stop:
+                    item = stop.value
+                else:
+                    item = await _rest(run, awaitable, signal)
             except StopAsyncIteration:
                 _end_stream(handle, meta, items, None, False, (args, kwargs))
                 return
@@ -209,14 +304,19 @@ def wrap_async_generator(
                 abandoned = exc is arg and _cancelled(exc)
                 _end_stream(handle, meta, items, None if abandoned else exc, abandoned)
                 raise
-            handle._detach()
             if items is not None:
-                _keep(items, item)
+                if keep is not None and type(item) is str:
+                    keep(item)
+                    unsettled -= 1
+                    if not unsettled:
+                        keep, unsettled = items.settle(), SETTLE_EVERY
+                else:
+                    keep = items.add(item)
             try:
                 arg = yield item
-                step = agen.asend
+                step = asend
             except GeneratorExit:
-                await _aclose(agen, handle, meta, items)
+                await _aclose(agen, run, handle, meta, items)
                 raise
             except BaseException as exc:
                 step, arg = agen.athrow, exc
@@ -224,10 +324,11 @@ def wrap_async_generator(
     return wrapper
 
 
-async def _aclose(agen: AsyncGenerator[Any, Any], handle: Span, meta: Meta, items: _Items | None) -> None:
-    handle._attach()
+async def _aclose(
+    agen: AsyncGenerator[Any, Any], run: Callable[..., Any], handle: Span, meta: Meta, items: _Items | None
+) -> None:
     try:
-        await agen.aclose()
+        await _awaited(run, agen.aclose())
     except BaseException as exc:
         _end_stream(handle, meta, items, exc, True)
         raise
