@@ -35,7 +35,7 @@ class Behaves(Evaluator):
 
 
 class WherePid(Evaluator):
-    """Scores 1.0 and says which process scored it (``details["pid"]``)."""
+    """Scores the id of the process that scored it (also as ``details["pid"]``)."""
 
     type_name = "where_pid"
     requires_expected = False
@@ -43,4 +43,29 @@ class WherePid(Evaluator):
     def measure(self, output: Any, expected: Any, *, input: Any = None) -> Any:
         from tracesim.evaluators import Measurement
 
-        return Measurement(1.0, {"pid": os.getpid()})
+        return Measurement(float(os.getpid()), {"pid": os.getpid()})
+
+
+def spawned_host(folder: str) -> None:
+    """A `multiprocessing` spawn child that configures tracesim and scores through its own worker:
+    writes ``pids.json`` (its pid, its workers' pids, the scoring stats)."""
+    import json
+
+    import tracesim
+    from tracesim import _runtime
+
+    tracesim.configure(exporters=[], scoring_processes=1)
+    scored = tracesim.trace(evaluators=[WherePid()], expected=lambda i: "x")(lambda i: f"answer {i}")
+    for i in range(10):
+        scored(i)
+    flushed = tracesim.force_flush(120)
+    runtime = _runtime.current
+    assert runtime is not None
+    assert runtime.scoring is not None
+    pool = runtime.scoring._pool
+    assert pool is not None
+    workers = [w.proc.pid for w in pool._all]
+    stats = tracesim.scoring_stats()
+    tracesim.shutdown(10)
+    with open(os.path.join(folder, "pids.json"), "w") as f:
+        json.dump({"pid": os.getpid(), "workers": workers, "flushed": flushed, "results": stats.results}, f)

@@ -102,10 +102,12 @@ PAIRS = [
     ("The cat sat on the mat.", "The cat sat on the mat."),
     ("", "something expected"),
     ("Zürich liegt am Zürichsee; 東京 is the capital.", "Zurich lies on Lake Zurich; Tokyo is the capital."),
-    ("It was the best of times, it was the worst of times, it was the age of wisdom, it was the age of "
-     "foolishness, it was the epoch of belief, it was the epoch of incredulity.",
-     "It was the best of times and the worst of times: an age of wisdom and of foolishness, of belief "
-     "and of incredulity."),
+    (
+        "It was the best of times, it was the worst of times, it was the age of wisdom, it was the age of "
+        "foolishness, it was the epoch of belief, it was the epoch of incredulity.",
+        "It was the best of times and the worst of times: an age of wisdom and of foolishness, of belief "
+        "and of incredulity.",
+    ),
     ("42", "forty-two"),
     ("same words different order", "order different words same"),
     ("text without an expected output", None),
@@ -125,7 +127,9 @@ RUNS = [
         Expected(output="12 C", tool_calls=[{"name": "lookup", "arguments": {"city": "Warsaw"}}]),
     ),
     (
-        Run(steps=(Step(kind="tool", name="search", tool_call=ToolCall("search", {"q": "x"})),), output="none"),
+        Run(
+            steps=(Step(kind="tool", name="search", tool_call=ToolCall("search", {"q": "x"})),), output="none"
+        ),
         Expected(tool_calls=[{"name": "lookup", "arguments": {"city": "Paris"}}]),
     ),
     (Run(), Expected(output="anything")),
@@ -206,7 +210,9 @@ def test_a_run_that_kills_its_worker_twice_gets_an_error_and_the_others_are_scor
     assert all(got[j].status == "ok" for j in before + after)
 
 
-def test_a_hung_run_gets_a_timeout_result_and_the_pool_recovers(shared: tuple[ProcessPool, Collector]) -> None:
+def test_a_hung_run_gets_a_timeout_result_and_the_pool_recovers(
+    shared: tuple[ProcessPool, Collector],
+) -> None:
     pool, collector = shared
     evaluator = Behaves(timeout_s=0.5)
     hung = _submit(pool, evaluator, "hang")
@@ -270,6 +276,10 @@ def test_evaluators_that_cannot_cross_stay_on_threads_with_the_reason_once(
     messages = [r.getMessage() for r in caplog.records]
     assert len(messages) == 3, messages  # once per evaluator name; runs_in='thread' is silent
     local, function, unpicklable = messages
-    assert "'custom'" in local and "inside a function" in local and "runs_in='thread'" in local
-    assert "'decorated'" in function and "do not pickle" in function
-    assert "'behaves'" in unpicklable and "do not pickle" in unpicklable
+    assert "'custom'" in local
+    assert "inside a function" in local
+    assert "runs_in='thread'" in local
+    assert "'decorated'" in function
+    assert "do not pickle" in function
+    assert "'behaves'" in unpicklable
+    assert "do not pickle" in unpicklable

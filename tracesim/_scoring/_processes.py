@@ -599,13 +599,21 @@ class ProcessPool:
     # ------------------------------------------------------------ close, fork
 
     def close(self, timeout_s: float) -> None:
-        """Stop the workers: end of input first (each ends after its batch), killed at ``timeout_s``."""
+        """Stop the workers: end of input (an idle worker ends at once), killed at ``timeout_s``.
+
+        A worker still holding runs is killed at once: the pipeline closes the pool after its
+        drain, so those runs are past the deadline (hung, or too late for their spans).
+        """
         deadline = time.monotonic() + max(0.0, timeout_s)
         with self._lock:
             self.closing = True
             workers = list(self._all)
+            busy = [w for w in self._workers if w.held]
             self._queue.clear()
             self._wake.notify_all()
+        for worker in busy:
+            with contextlib.suppress(OSError):
+                worker.proc.kill()
         for worker in workers:
             with worker.write_lock:
                 worker.gone = True
