@@ -145,7 +145,9 @@ def run_while_ticking(work: Callable[[], Any]) -> tuple[Any, float]:
     """Run ``work`` in a new thread while this thread ticks every millisecond.
 
     Returns what ``work`` returned and the longest gap between two ticks of this thread,
-    in seconds: how long the call kept the calling thread (the host) from running.
+    in seconds: how long the call kept the calling thread (the host) from running. The
+    thread is named as the scoring pipeline names its threads (``tracesim-scoring...``), so
+    evaluators apply the default caps of a scoring thread in the host's interpreter.
     """
     done = threading.Event()
     outcome: dict[str, Any] = {}
@@ -158,7 +160,7 @@ def run_while_ticking(work: Callable[[], Any]) -> tuple[Any, float]:
         finally:
             done.set()
 
-    worker = threading.Thread(target=run, name="stall-worker", daemon=True)
+    worker = threading.Thread(target=run, name="tracesim-scoring-stall-worker", daemon=True)
     longest = 0.0
     last = time.perf_counter()
     worker.start()

@@ -9,6 +9,7 @@ from collections import Counter
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from long_texts import on_scoring_thread
 from rapidfuzz.distance import Indel, LCSseq
 from rapidfuzz.distance import Levenshtein as RapidLevenshtein
 from rouge_score import rouge_scorer, tokenize
@@ -118,13 +119,22 @@ def test_rouge_lsum_on_a_long_summary_matches_rouge_score() -> None:
     )
 
 
-def test_rouge_lsum_keeps_the_first_50_lines() -> None:
+def test_rouge_lsum_keeps_the_first_50_lines_on_a_scoring_thread_and_500_elsewhere() -> None:
     lines = [f"line {i} of the text" for i in range(80)]
-    result = Rouge("rougeLsum").evaluate("\n".join(lines), "\n".join(lines[:50]))
+    output, expected = "\n".join(lines), "\n".join(lines[:50])
+    result = on_scoring_thread(lambda: Rouge("rougeLsum").evaluate(output, expected))
     assert result.details["truncated_to_lines"] == 50
     assert result.score == 1.0
-    short = Rouge("rougeLsum").evaluate("\n".join(lines[:50]), "\n".join(lines[:50]))
+    short = on_scoring_thread(lambda: Rouge("rougeLsum").evaluate(expected, expected))
     assert "truncated_to_lines" not in short.details
-    uncapped = Rouge("rougeLsum", max_chars=None).evaluate("\n".join(lines), "\n".join(lines[:50]))
+    given = Rouge("rougeLsum", max_chars=5_000).evaluate(output, expected)  # a cap you give: 50 lines
+    assert given.details["truncated_to_lines"] == 50
+    uncapped = on_scoring_thread(lambda: Rouge("rougeLsum", max_chars=None).evaluate(output, expected))
     assert "truncated_to_lines" not in uncapped.details
     assert uncapped.score < 1.0
+    direct = Rouge("rougeLsum").evaluate(output, expected)  # off the host's threads: 500 lines
+    assert "truncated_to_lines" not in direct.details
+    assert direct.score == uncapped.score
+    many = [f"line {i}" for i in range(700)]
+    bounded = Rouge("rougeLsum").evaluate("\n".join(many), "\n".join(many[:600]))
+    assert (bounded.details["truncated_to_lines"], bounded.score) == (500, 1.0)

@@ -7,14 +7,15 @@ from itertools import repeat
 from typing import Any
 
 from tracesim.evaluators._arithmetic import count_into
-from tracesim.evaluators._base import Evaluator, Measurement
-from tracesim.evaluators._compared_text import cut_texts
-from tracesim.evaluators._options import check_bool, check_max_chars
+from tracesim.evaluators._base import DEFAULT, Evaluator, Measurement, _Default
+from tracesim.evaluators._long_texts import Caps, CutsLongTexts, TextCap
+from tracesim.evaluators._options import check_bool
 
-__all__ = ["DICE_MAX_CHARS", "ContentSimilarity", "dice_bigrams"]
+__all__ = ["DICE_CAPS", "ContentSimilarity", "dice_bigrams"]
 
-#: ``content_similarity``'s default cap (about a tenth of a second at the cap).
-DICE_MAX_CHARS = 100_000
+#: ``content_similarity``'s default caps (see ``_long_texts``): about a tenth of a second at
+#: 100,000 characters on a host's scoring thread; about half a second at 1,000,000 elsewhere.
+DICE_CAPS = Caps(thread=100_000, worker=1_000_000)
 
 # Characters counted per C call: a few milliseconds with the GIL held, then other threads run.
 _PIECE = 1 << 14
@@ -55,16 +56,18 @@ def dice_bigrams(first: str, second: str) -> float:
     return 2.0 * common / (len(first) + len(second) - 2)
 
 
-class ContentSimilarity(Evaluator):
+class ContentSimilarity(CutsLongTexts, Evaluator):
     """Dice coefficient of character bigrams, as Mastra's content-similarity metric.
 
     Defaults: ``ignore_case=True`` (``str.lower``), ``ignore_whitespace=True`` (every
     whitespace character is deleted, as string-similarity does). Unlike Mastra,
-    ``ignore_whitespace=False`` really keeps whitespace. Characters are Python code
-    points (Mastra counts UTF-16 units; see ``compat.mastra``). No threshold by default.
-    Each text is cut to its first ``max_chars`` (100,000) code points first
-    (``details.truncated_to`` says so), which bounds a call to about a tenth of a second;
-    ``max_chars=None`` removes the cap.
+    ``ignore_whitespace=False`` really keeps whitespace. Characters are Python code points
+    (Mastra counts UTF-16 units; see ``compat.mastra``). No threshold by default. Each text is
+    cut to its first ``max_chars`` code points first (``details.truncated_to`` says so): by
+    default 100,000 on tracesim's scoring threads in the host's interpreter (about a tenth of
+    a second; the first cut is logged once) and 1,000,000 anywhere else (worker processes,
+    direct calls, offline scoring: about half a second). A ``max_chars`` you give applies
+    everywhere; ``max_chars=None`` removes the cap.
 
     Example:
         >>> ContentSimilarity().evaluate("Hello, world!", "hello world").score
@@ -79,17 +82,17 @@ class ContentSimilarity(Evaluator):
         *,
         ignore_case: bool = True,
         ignore_whitespace: bool = True,
-        max_chars: int | None = DICE_MAX_CHARS,
+        max_chars: int | _Default | None = DEFAULT,
         **shared: Any,
     ) -> None:
         key = self.type_name
         self.ignore_case = check_bool(f"{key}.ignore_case", ignore_case)
         self.ignore_whitespace = check_bool(f"{key}.ignore_whitespace", ignore_whitespace)
-        self.max_chars = check_max_chars(key, max_chars)
+        self._cap = TextCap(key, max_chars, DICE_CAPS)
         super().__init__(**shared)
 
     def measure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
-        a, b, cut = cut_texts(output, expected, self.max_chars)
+        a, b, cut = self._cap.cut(output, expected, self.name)
         if self.ignore_case:
             a, b = a.lower(), b.lower()
         if self.ignore_whitespace:
@@ -106,5 +109,5 @@ class ContentSimilarity(Evaluator):
     def __repr__(self) -> str:
         return (
             f"ContentSimilarity(ignore_case={self.ignore_case}, ignore_whitespace={self.ignore_whitespace}, "
-            f"max_chars={self.max_chars}, name={self.name!r}, threshold={self.threshold!r})"
+            f"max_chars={self._cap.setting!r}, name={self.name!r}, threshold={self.threshold!r})"
         )

@@ -7,15 +7,18 @@ from typing import Any
 from rapidfuzz.distance import Levenshtein as _Lev
 
 from tracesim.evaluators._arithmetic import round_half_up
-from tracesim.evaluators._base import Evaluator, Measurement
+from tracesim.evaluators._base import DEFAULT, Evaluator, Measurement, _Default
 from tracesim.evaluators._compared_text import cut_texts
 from tracesim.evaluators._gil_free import int_score, warm_up
+from tracesim.evaluators._long_texts import Caps, CutsLongTexts, TextCap
 from tracesim.evaluators._options import check_bool, check_int, check_max_chars
 
-__all__ = ["DISTANCE_MAX_CHARS", "Levenshtein", "LevenshteinDistance", "edit_distance"]
+__all__ = ["DISTANCE_CAPS", "Levenshtein", "LevenshteinDistance", "edit_distance"]
 
-#: ``levenshtein_distance``'s default cap (two unrelated texts at the cap: ~0.15 s).
-DISTANCE_MAX_CHARS = 40_000
+#: ``levenshtein_distance``'s default caps (see ``_long_texts``), two unrelated texts at the
+#: cap, the interpreter lock released: ~0.15 s at 40,000 characters on a host's scoring
+#: thread, ~1 s at 100,000 elsewhere.
+DISTANCE_CAPS = Caps(thread=40_000, worker=100_000)
 
 _distance = _Lev.distance
 
@@ -87,7 +90,7 @@ class Levenshtein(Evaluator):
         )
 
 
-class LevenshteinDistance(Evaluator):
+class LevenshteinDistance(CutsLongTexts, Evaluator):
     """The raw edit distance (lower is better), as Agenta's evaluator returns it.
 
     The score is that whole number as a float (``3.0``), like every score; ``details.distance``
@@ -95,10 +98,12 @@ class LevenshteinDistance(Evaluator):
 
     Case-sensitive by default, no threshold; with a ``threshold`` (any number >= 0),
     ``passed`` is ``distance <= threshold``. Each text is cut to its first ``max_chars``
-    (40,000) code points first, and ``details.truncated_to`` says so: Agenta has no cap,
-    but the cost grows with the product of the lengths (two unrelated 1 MB texts take
-    about a minute), and at the cap the worst case takes ~0.15 s without holding the GIL.
-    ``max_chars=None`` removes the cap.
+    code points first, and ``details.truncated_to`` says so: Agenta has no cap, but the
+    cost grows with the product of the lengths (two unrelated 1 MB texts take about a
+    minute). By default the cap is 40,000 on tracesim's scoring threads in the host's
+    interpreter (~0.15 s at worst, without holding the GIL; the first cut is logged once)
+    and 100,000 anywhere else (worker processes, direct calls, offline scoring: ~1 s at
+    worst). A ``max_chars`` you give applies everywhere; ``max_chars=None`` removes the cap.
 
     Example:
         >>> LevenshteinDistance(threshold=2).evaluate("Pari", "Paris").passed
@@ -110,15 +115,15 @@ class LevenshteinDistance(Evaluator):
     score_range = (0.0, float("inf"))
 
     def __init__(
-        self, *, case_sensitive: bool = True, max_chars: int | None = DISTANCE_MAX_CHARS, **shared: Any
+        self, *, case_sensitive: bool = True, max_chars: int | _Default | None = DEFAULT, **shared: Any
     ) -> None:
         self.case_sensitive = check_bool(f"{self.type_name}.case_sensitive", case_sensitive)
-        self.max_chars = check_max_chars(self.type_name, max_chars)
+        self._cap = TextCap(self.type_name, max_chars, DISTANCE_CAPS)
         super().__init__(**shared)
         warm_up()
 
     def measure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
-        a, b, cut = cut_texts(output, expected, self.max_chars)
+        a, b, cut = self._cap.cut(output, expected, self.name)
         if not self.case_sensitive:
             a, b = a.lower(), b.lower()
         distance = edit_distance(a, b)
@@ -129,6 +134,6 @@ class LevenshteinDistance(Evaluator):
 
     def __repr__(self) -> str:
         return (
-            f"LevenshteinDistance(case_sensitive={self.case_sensitive}, max_chars={self.max_chars}, "
+            f"LevenshteinDistance(case_sensitive={self.case_sensitive}, max_chars={self._cap.setting!r}, "
             f"name={self.name!r}, threshold={self.threshold!r})"
         )

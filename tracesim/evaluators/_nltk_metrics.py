@@ -9,28 +9,36 @@ from __future__ import annotations
 from typing import Any
 
 from tracesim.evaluators import _nltk_data
-from tracesim.evaluators._base import Evaluator, Measurement
-from tracesim.evaluators._compared_text import cut_texts
+from tracesim.evaluators._base import DEFAULT, Evaluator, Measurement, _Default
+from tracesim.evaluators._long_texts import Caps, CutsLongTexts, TextCap
 from tracesim.evaluators._ngrams import sentence_bleu4, sentence_gleu
-from tracesim.evaluators._options import check_bool, check_max_chars, require_number
+from tracesim.evaluators._options import check_bool, require_number
 from tracesim.evaluators._tokenize import AzureTokenizer
 
-__all__ = ["Bleu", "Gleu", "Meteor"]
+__all__ = ["BLEU_CAPS", "METEOR_CAPS", "Bleu", "Gleu", "Meteor"]
+
+#: BLEU's and GLEU's default caps per text: on a host's scoring thread (a call at the cap
+#: ~0.1 s) and anywhere else (~1 s at 200,000 characters); see ``_long_texts``.
+BLEU_CAPS = Caps(thread=20_000, worker=200_000)
+#: METEOR's: ~0.15 s at 10,000 characters, ~0.5 s at 100,000.
+METEOR_CAPS = Caps(thread=10_000, worker=100_000)
 
 
-class _TokenMetric(Evaluator):
+class _TokenMetric(CutsLongTexts, Evaluator):
     """Tokenize both texts with :class:`AzureTokenizer`, then score the token lists.
 
     Each text is first cut to ``max_chars`` code points (NLTK's tokenizers and metrics are
-    pure Python; the cap bounds the time of a call). The NLTK data is looked up when the
+    pure Python; the cap bounds the time of a call): the user's number, else the default of
+    where the call runs (``_caps``; see ``_long_texts``). The NLTK data is looked up when the
     evaluator is built and loaded on its first call (see ``_nltk_data``).
     """
 
     score_range = (0.0, 1.0)
     _packages: tuple[str, ...] = ("punkt_tab", "perluniprops")
+    _caps = BLEU_CAPS
 
-    def __init__(self, *, max_chars: int | None, **shared: Any) -> None:
-        self.max_chars = check_max_chars(self.type_name, max_chars)
+    def __init__(self, *, max_chars: int | _Default | None, **shared: Any) -> None:
+        self._cap = TextCap(self.type_name, max_chars, self._caps)
         super().__init__(**shared)
         self._tokenizer: AzureTokenizer | None = None
         self._missing = _nltk_data.report_missing(
@@ -53,7 +61,7 @@ class _TokenMetric(Evaluator):
 
     def measure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
         tokenizer = self._load()
-        a, b, cut = cut_texts(output, expected, self.max_chars)
+        a, b, cut = self._cap.cut(output, expected, self.name)
         hypothesis, hyp_tokenizer = tokenizer.tokenize(a)
         reference, ref_tokenizer = tokenizer.tokenize(b)
         details: dict[str, Any] = {
@@ -69,7 +77,7 @@ class _TokenMetric(Evaluator):
 
     def __repr__(self) -> str:
         return (
-            f"{type(self).__name__}(max_chars={self.max_chars}, name={self.name!r}, "
+            f"{type(self).__name__}(max_chars={self._cap.setting!r}, name={self.name!r}, "
             f"threshold={self.threshold!r})"
         )
 
@@ -80,9 +88,12 @@ class Bleu(_TokenMetric):
     The numbers of Azure AI Evaluation's ``BleuScoreEvaluator`` (which returns int 0
     when no unigram matches; this returns 0.0). Case-sensitive. ``threshold=0.5``.
     Needs NLTK's ``punkt_tab`` and ``perluniprops`` data. Each text is cut to its first
-    ``max_chars`` (20,000) code points first (``details.truncated_to`` says so): NLTK's
-    sentence splitter is pure Python, and at the cap a call takes under a fifth of a
-    second; ``max_chars=None`` removes the cap.
+    ``max_chars`` code points first (``details.truncated_to`` says so): NLTK's sentence
+    splitter is pure Python. By default the cap is 20,000 on tracesim's scoring threads in
+    the host's interpreter (a call there takes under a fifth of a second; the first cut is
+    logged once) and 200,000 anywhere else (worker processes, direct calls, offline
+    scoring: about a second at the bound), so NLTK's number on any realistic text. A
+    ``max_chars`` you give applies everywhere; ``max_chars=None`` removes the cap.
 
     Example:
         >>> r = Bleu().evaluate("According to wikipedia, Marie Curie was not born in Paris but in Warsaw.",
@@ -94,7 +105,7 @@ class Bleu(_TokenMetric):
     type_name = "bleu"
     default_threshold = 0.5
 
-    def __init__(self, *, max_chars: int | None = 20_000, **shared: Any) -> None:
+    def __init__(self, *, max_chars: int | _Default | None = DEFAULT, **shared: Any) -> None:
         super().__init__(max_chars=max_chars, **shared)
 
     def _score(self, reference: list[str], hypothesis: list[str], details: dict[str, Any]) -> float:
@@ -106,8 +117,10 @@ class Gleu(_TokenMetric):
     """NLTK ``sentence_gleu`` over 1- to 4-grams, as Azure's ``GleuScoreEvaluator``.
 
     Two empty texts score 0.0. Case-sensitive. ``threshold=0.5``. Each text is cut to its
-    first ``max_chars`` (20,000) code points first (``details.truncated_to`` says so),
-    which keeps a call under a fifth of a second; ``max_chars=None`` removes the cap.
+    first ``max_chars`` code points first (``details.truncated_to`` says so): by default
+    20,000 on tracesim's scoring threads in the host's interpreter (under a fifth of a
+    second; the first cut is logged once), 200,000 anywhere else (about a second). A
+    ``max_chars`` you give applies everywhere; ``max_chars=None`` removes the cap.
 
     Example:
         >>> Gleu().evaluate("Tokyo is the capital of Japan.", "The capital of Japan is Tokyo.").score
@@ -117,7 +130,7 @@ class Gleu(_TokenMetric):
     type_name = "gleu"
     default_threshold = 0.5
 
-    def __init__(self, *, max_chars: int | None = 20_000, **shared: Any) -> None:
+    def __init__(self, *, max_chars: int | _Default | None = DEFAULT, **shared: Any) -> None:
         super().__init__(max_chars=max_chars, **shared)
 
     def _score(self, reference: list[str], hypothesis: list[str], details: dict[str, Any]) -> float:
@@ -134,10 +147,14 @@ class Meteor(_TokenMetric):
     (the fragmentation penalty).
     Needs NLTK's ``wordnet``, ``punkt_tab`` and ``perluniprops`` data; WordNet is loaded
     once per process, on the first call of a METEOR evaluator (a few seconds, in the scoring
-    thread), not when one is built. Each text is cut to its
-    first ``max_chars`` (10,000) code points first (``details.truncated_to`` says so):
-    tokens, Porter stems and WordNet lookups of words not seen before are pure Python, and
-    at the cap a call takes under a third of a second; ``max_chars=None`` removes the cap.
+    thread), not when one is built. Each text is cut to its first ``max_chars`` code points
+    first (``details.truncated_to`` says so): tokens, Porter stems and WordNet lookups of
+    words not seen before are pure Python. By default the cap is 10,000 on tracesim's
+    scoring threads in the host's interpreter (a call there takes under a third of a
+    second; the first cut is logged once) and 100,000 anywhere else (worker processes,
+    direct calls, offline scoring: about half a second at the bound), so NLTK's number on
+    any realistic text. A ``max_chars`` you give applies everywhere; ``max_chars=None``
+    removes the cap.
 
     Example:
         >>> Meteor().evaluate("The auto is red.", "The car is red.").score
@@ -148,6 +165,7 @@ class Meteor(_TokenMetric):
 
     type_name = "meteor"
     default_threshold = 0.5
+    _caps = METEOR_CAPS
 
     def __init__(
         self,
@@ -156,7 +174,7 @@ class Meteor(_TokenMetric):
         gamma: float = 0.5,
         *,
         synonyms: bool = True,
-        max_chars: int | None = 10_000,
+        max_chars: int | _Default | None = DEFAULT,
         **shared: Any,
     ) -> None:
         key = self.type_name
@@ -198,7 +216,7 @@ class Meteor(_TokenMetric):
     def __repr__(self) -> str:
         return (
             f"Meteor(alpha={self.alpha}, beta={self.beta}, gamma={self.gamma}, synonyms={self.synonyms}, "
-            f"max_chars={self.max_chars}, name={self.name!r}, threshold={self.threshold!r})"
+            f"max_chars={self._cap.setting!r}, name={self.name!r}, threshold={self.threshold!r})"
         )
 
 

@@ -11,20 +11,23 @@ from rapidfuzz.distance import LCSseq
 
 from tracesim.evaluators._arithmetic import count_into
 from tracesim.evaluators._base import DEFAULT, Evaluator, Measurement, _Default
-from tracesim.evaluators._compared_text import cut_texts
 from tracesim.evaluators._gil_free import int_score, warm_up
-from tracesim.evaluators._options import check_bool, check_choice, check_max_chars, require_number
+from tracesim.evaluators._long_texts import Caps, CutsLongTexts, TextCap
+from tracesim.evaluators._options import check_bool, check_choice, require_number
 from tracesim.evaluators._rouge_lsum import summary_level_lcs
 
-__all__ = ["ROUGE_TYPES", "Rouge"]
+__all__ = ["LSUM_CAPS", "ROUGE_CAPS", "ROUGE_TYPES", "Rouge"]
 
 # rouge-score takes any n; Azure AI Evaluation passes on rouge1 to rouge9
 ROUGE_TYPES = (*(f"rouge{n}" for n in range(1, 10)), "rougeL", "rougeLsum")
-_MAX_CHARS = 50_000
-# rougeLsum compares every reference line with every candidate line: its cost grows with
-# (tokens of one text) x (lines of the other), so it keeps fewer characters, and lines.
-_LSUM_MAX_CHARS = 10_000
-_LSUM_MAX_LINES = 50
+#: Default caps per text (see ``_long_texts``): on a host's scoring thread, a call at the cap
+#: takes ~0.1-0.2 s; anywhere else 500,000 characters take ~0.3-0.7 s.
+ROUGE_CAPS = Caps(thread=50_000, worker=500_000)
+#: rougeLsum compares every reference line with every candidate line: its cost grows with
+#: (tokens of one text) x (lines of the other), so it keeps fewer characters, and lines:
+#: 10,000 and 50 lines on a host's scoring thread (~0.1 s at worst), 50,000 and 500 lines
+#: anywhere else (~1.5 s at worst: 500 lines of 17 words each).
+LSUM_CAPS = Caps(thread=10_000, worker=50_000, lines=(50, 500))
 
 
 class _Stemmer:
@@ -73,7 +76,7 @@ def _ngram_scores(
     return precision, recall, fmeasure(precision, recall)
 
 
-class Rouge(Evaluator):
+class Rouge(CutsLongTexts, Evaluator):
     """ROUGE F-measure of the chosen type, with the numbers of Google's ``rouge-score``.
 
     ``rouge_type`` is one of rouge1 … rouge9, rougeL (default) and rougeLsum; tokens are
@@ -87,11 +90,16 @@ class Rouge(Evaluator):
     non-empty line a sentence, as in rouge-score) with bit-vector LCS (``_rouge_lsum``).
 
     Each text is cut to its first ``max_chars`` code points first (``details.truncated_to``
-    says so): 50,000 by default, which bounds a call to about a fifth of a second (tokens,
-    n-gram counts and Porter stems are pure Python). rougeLsum compares every line of one
-    text with every line of the other, so by default it keeps 10,000 characters and the
-    first 50 non-empty lines of each text (``details.truncated_to_lines``), again about a
-    fifth of a second at worst. ``max_chars=None`` removes both caps.
+    says so). Tokens, n-gram counts and Porter stems are pure Python, so the default cap
+    depends on where the call runs: on tracesim's scoring threads in the host's interpreter
+    50,000 (about a fifth of a second at worst; the first cut is logged once), anywhere else
+    (worker processes, direct calls, offline scoring) 500,000 (under a second). rougeLsum
+    compares every line of one text with every line of the other, so it keeps 10,000
+    characters and the first 50 non-empty lines of each text on a scoring thread
+    (``details.truncated_to_lines``; about a tenth of a second at worst) and 50,000
+    characters and 500 lines anywhere else (about 1.5 s at worst), so rouge-score's number
+    on any realistic text. A ``max_chars`` you give applies everywhere (with the 50-line
+    cap for rougeLsum, as before); ``max_chars=None`` removes both caps.
 
     Example:
         >>> r = Rouge("rouge1").evaluate("Curie was born in Warsaw, Poland.", "Curie was born in Warsaw.")
@@ -123,9 +131,7 @@ class Rouge(Evaluator):
         self.recall_threshold = require_number(
             f"{key}.recall_threshold", recall_threshold, low=low, high=high
         )
-        if isinstance(max_chars, _Default):
-            max_chars = _LSUM_MAX_CHARS if self.rouge_type == "rougeLsum" else _MAX_CHARS
-        self.max_chars = check_max_chars(key, max_chars)
+        self._cap = TextCap(key, max_chars, LSUM_CAPS if self.rouge_type == "rougeLsum" else ROUGE_CAPS)
         super().__init__(**shared)
         from rouge_score import scoring, tokenize
 
@@ -140,10 +146,9 @@ class Rouge(Evaluator):
         # rouge-score: one sentence per non-empty line.
         target_lines = [line for line in target.split("\n") if line]
         prediction_lines = [line for line in prediction.split("\n") if line]
-        limit = _LSUM_MAX_LINES if self.max_chars is not None else None
-        if limit is not None and (len(target_lines) > limit or len(prediction_lines) > limit):
-            target_lines, prediction_lines = target_lines[:limit], prediction_lines[:limit]
-            details["truncated_to_lines"] = limit
+        target_lines, prediction_lines, cut = self._cap.cut_lines(target_lines, prediction_lines, self.name)
+        if cut is not None:
+            details["truncated_to_lines"] = cut
         tokenize = self._tokenize
         return summary_level_lcs(
             [tokenize(line) for line in target_lines], [tokenize(line) for line in prediction_lines]
@@ -161,7 +166,7 @@ class Rouge(Evaluator):
         return precision, recall, self._fmeasure(precision, recall)
 
     def measure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
-        prediction, target, cut = cut_texts(output, expected, self.max_chars)
+        prediction, target, cut = self._cap.cut(output, expected, self.name)
         limits: dict[str, Any] = {} if cut is None else {"truncated_to": cut}
         if self.rouge_type == "rougeLsum":
             precision, recall, f1 = self._summary_scores(target, prediction, limits)
@@ -185,6 +190,6 @@ class Rouge(Evaluator):
 
     def __repr__(self) -> str:
         return (
-            f"Rouge({self.rouge_type!r}, use_stemmer={self.use_stemmer}, max_chars={self.max_chars}, "
+            f"Rouge({self.rouge_type!r}, use_stemmer={self.use_stemmer}, max_chars={self._cap.setting!r}, "
             f"name={self.name!r}, threshold={self.threshold!r})"
         )

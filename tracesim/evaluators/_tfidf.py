@@ -7,14 +7,14 @@ import re
 from collections import Counter
 from typing import Any
 
-from tracesim.evaluators._base import Evaluator, Measurement
-from tracesim.evaluators._compared_text import cut_texts
-from tracesim.evaluators._options import check_max_chars
+from tracesim.evaluators._base import DEFAULT, Evaluator, Measurement, _Default
+from tracesim.evaluators._long_texts import Caps, CutsLongTexts, TextCap
 
-__all__ = ["COSINE_MAX_CHARS", "TfidfCosine", "tfidf_cosine"]
+__all__ = ["COSINE_CAPS", "TfidfCosine", "tfidf_cosine"]
 
-#: ``cosine``'s default cap (about a tenth of a second at the cap).
-COSINE_MAX_CHARS = 100_000
+#: ``cosine``'s default caps (see ``_long_texts``): about a tenth of a second at 100,000
+#: characters on a host's scoring thread; under a second at 1,000,000 elsewhere.
+COSINE_CAPS = Caps(thread=100_000, worker=1_000_000)
 
 
 # scikit-learn TfidfVectorizer() defaults: lowercase, this token pattern (one-character
@@ -63,16 +63,18 @@ def tfidf_cosine(a: str, b: str) -> float | None:
     return sum(x * y for x, y in zip(unit_a, unit_b, strict=True))
 
 
-class TfidfCosine(Evaluator):
+class TfidfCosine(CutsLongTexts, Evaluator):
     """Cosine of TF-IDF vectors fitted on the pair, as scikit-learn's ``TfidfVectorizer()``.
 
-    Tokens are lowercased runs of two or more word characters. When neither text has
-    such a token (e.g. ``"I"`` or ``""``) there is no vocabulary: the score is 1.0 if the
-    texts are identical and 0.0 otherwise, with ``details.reason`` saying so. The score
-    is clipped to 1.0 (float rounding can give 1.0000000000000002; ``details.cosine``
-    keeps the unclipped value). ``threshold=0.8``. Each text is cut to its first
-    ``max_chars`` (100,000) code points first (``details.truncated_to`` says so), which
-    bounds a call to about a tenth of a second; ``max_chars=None`` removes the cap.
+    Tokens are lowercased runs of two or more word characters. When neither text has such a
+    token (e.g. ``"I"`` or ``""``) there is no vocabulary: the score is 1.0 if the texts are
+    identical and 0.0 otherwise, with ``details.reason`` saying so. The score is clipped to
+    1.0 (float rounding can give 1.0000000000000002; ``details.cosine`` keeps the unclipped
+    value). ``threshold=0.8``. Each text is cut to its first ``max_chars`` code points first
+    (``details.truncated_to`` says so): by default 100,000 on tracesim's scoring threads in
+    the host's interpreter (about a tenth of a second; the first cut is logged once) and
+    1,000,000 anywhere else (worker processes, direct calls, offline scoring: under a second).
+    A ``max_chars`` you give applies everywhere; ``max_chars=None`` removes the cap.
 
     Example:
         >>> TfidfCosine().evaluate("Paris is the capital", "the capital is Paris").score
@@ -83,12 +85,12 @@ class TfidfCosine(Evaluator):
     default_threshold = 0.8
     score_range = (0.0, 1.0)
 
-    def __init__(self, *, max_chars: int | None = COSINE_MAX_CHARS, **shared: Any) -> None:
-        self.max_chars = check_max_chars(self.type_name, max_chars)
+    def __init__(self, *, max_chars: int | _Default | None = DEFAULT, **shared: Any) -> None:
+        self._cap = TextCap(self.type_name, max_chars, COSINE_CAPS)
         super().__init__(**shared)
 
     def measure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
-        a, b, cut = cut_texts(output, expected, self.max_chars)
+        a, b, cut = self._cap.cut(output, expected, self.name)
         cosine = tfidf_cosine(a, b)
         details: dict[str, Any] = {"method": "tfidf"}
         if cosine is None:
@@ -102,4 +104,6 @@ class TfidfCosine(Evaluator):
         return Measurement(score, details)
 
     def __repr__(self) -> str:
-        return f"TfidfCosine(max_chars={self.max_chars}, name={self.name!r}, threshold={self.threshold!r})"
+        return (
+            f"TfidfCosine(max_chars={self._cap.setting!r}, name={self.name!r}, threshold={self.threshold!r})"
+        )

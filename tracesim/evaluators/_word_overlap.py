@@ -9,24 +9,27 @@ from itertools import repeat
 from typing import Any
 
 from tracesim.evaluators._arithmetic import count_into
-from tracesim.evaluators._base import Evaluator, Measurement
-from tracesim.evaluators._compared_text import cut_texts
-from tracesim.evaluators._options import check_bool, check_max_chars
+from tracesim.evaluators._base import DEFAULT, Evaluator, Measurement, _Default
+from tracesim.evaluators._long_texts import Caps, CutsLongTexts, TextCap
+from tracesim.evaluators._options import check_bool
 
-__all__ = ["WORDS_MAX_CHARS", "F1Score", "Jaccard", "squad_counts", "squad_tokens"]
+__all__ = ["WORDS_CAPS", "F1Score", "Jaccard", "squad_counts", "squad_tokens"]
 
-#: ``jaccard`` and ``f1``'s default cap (a few tens of milliseconds at the cap).
-WORDS_MAX_CHARS = 100_000
+#: ``jaccard`` and ``f1``'s default caps (see ``_long_texts``): a few tens of milliseconds at
+#: 100,000 characters on a host's scoring thread; under half a second at 1,000,000 elsewhere.
+WORDS_CAPS = Caps(thread=100_000, worker=1_000_000)
 
 
-class Jaccard(Evaluator):
+class Jaccard(CutsLongTexts, Evaluator):
     """``|A ∩ B| / |A ∪ B|`` of the sets of whitespace-separated words.
 
-    Words are ``str.split()`` pieces with punctuation kept (``"Paris."`` is not
-    ``"Paris"``), case-sensitive unless ``lowercase=True``. Two empty texts score 1.0.
-    ``threshold=0.5``, compared with ``>=``. Each text is cut to its first ``max_chars``
-    (100,000) code points first (``details.truncated_to`` says so), which bounds a
-    call to a few tens of milliseconds; ``max_chars=None`` removes the cap.
+    Words are ``str.split()`` pieces with punctuation kept (``"Paris."`` is not ``"Paris"``),
+    case-sensitive unless ``lowercase=True``. Two empty texts score 1.0. ``threshold=0.5``,
+    compared with ``>=``. Each text is cut to its first ``max_chars`` code points first
+    (``details.truncated_to`` says so): by default 100,000 on tracesim's scoring threads in
+    the host's interpreter (a few tens of milliseconds; the first cut is logged once) and
+    1,000,000 anywhere else (worker processes, direct calls, offline scoring: under half a
+    second). A ``max_chars`` you give applies everywhere; ``max_chars=None`` removes the cap.
 
     Example:
         >>> Jaccard().evaluate("the cat sat", "the cat ran").score
@@ -38,14 +41,14 @@ class Jaccard(Evaluator):
     score_range = (0.0, 1.0)
 
     def __init__(
-        self, *, lowercase: bool = False, max_chars: int | None = WORDS_MAX_CHARS, **shared: Any
+        self, *, lowercase: bool = False, max_chars: int | _Default | None = DEFAULT, **shared: Any
     ) -> None:
         self.lowercase = check_bool(f"{self.type_name}.lowercase", lowercase)
-        self.max_chars = check_max_chars(self.type_name, max_chars)
+        self._cap = TextCap(self.type_name, max_chars, WORDS_CAPS)
         super().__init__(**shared)
 
     def measure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
-        a, b, cut = cut_texts(output, expected, self.max_chars)
+        a, b, cut = self._cap.cut(output, expected, self.name)
         if self.lowercase:
             a, b = a.lower(), b.lower()
         words_a, words_b = set(a.split()), set(b.split())
@@ -59,7 +62,7 @@ class Jaccard(Evaluator):
 
     def __repr__(self) -> str:
         return (
-            f"Jaccard(lowercase={self.lowercase}, max_chars={self.max_chars}, name={self.name!r}, "
+            f"Jaccard(lowercase={self.lowercase}, max_chars={self._cap.setting!r}, name={self.name!r}, "
             f"threshold={self.threshold!r})"
         )
 
@@ -132,15 +135,17 @@ def squad_counts(text: str) -> tuple[dict[str, int], int]:
     return counts, total
 
 
-class F1Score(Evaluator):
+class F1Score(CutsLongTexts, Evaluator):
     """SQuAD token F1, as Azure AI Evaluation's ``F1ScoreEvaluator`` computes it.
 
     Both texts are normalised by :func:`squad_tokens` (counted by :func:`squad_counts`);
-    common tokens are counted as a multiset. No common token (including two empty texts)
-    gives 0.0. ``threshold=0.5``. ``details`` holds precision, recall and the common-token
-    count. Each text is cut to its first ``max_chars`` (100,000) code points first
-    (``details.truncated_to`` says so), which bounds a call to a few tens of milliseconds;
-    ``max_chars=None`` removes the cap.
+    common tokens are counted as a multiset. No common token (including two empty texts) gives
+    0.0. ``threshold=0.5``. ``details`` holds precision, recall and the common-token count.
+    Each text is cut to its first ``max_chars`` code points first (``details.truncated_to``
+    says so): by default 100,000 on tracesim's scoring threads in the host's interpreter (a
+    few tens of milliseconds; the first cut is logged once) and 1,000,000 anywhere else
+    (worker processes, direct calls, offline scoring: under half a second). A ``max_chars``
+    you give applies everywhere; ``max_chars=None`` removes the cap.
 
     Example:
         >>> F1Score().evaluate("Paris, France", "paris").score
@@ -151,12 +156,12 @@ class F1Score(Evaluator):
     default_threshold = 0.5
     score_range = (0.0, 1.0)
 
-    def __init__(self, *, max_chars: int | None = WORDS_MAX_CHARS, **shared: Any) -> None:
-        self.max_chars = check_max_chars(self.type_name, max_chars)
+    def __init__(self, *, max_chars: int | _Default | None = DEFAULT, **shared: Any) -> None:
+        self._cap = TextCap(self.type_name, max_chars, WORDS_CAPS)
         super().__init__(**shared)
 
     def measure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
-        a, b, cut = cut_texts(output, expected, self.max_chars)
+        a, b, cut = self._cap.cut(output, expected, self.name)
         f1, details = self._f1(a, b)
         if cut is not None:
             details["truncated_to"] = cut
@@ -182,4 +187,4 @@ class F1Score(Evaluator):
         return f1, {"common_tokens": common, "precision": precision, "recall": recall}
 
     def __repr__(self) -> str:
-        return f"F1Score(max_chars={self.max_chars}, name={self.name!r}, threshold={self.threshold!r})"
+        return f"F1Score(max_chars={self._cap.setting!r}, name={self.name!r}, threshold={self.threshold!r})"

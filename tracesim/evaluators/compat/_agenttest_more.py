@@ -22,7 +22,8 @@ from functools import cache
 from typing import Any
 
 from tracesim.evaluators import _nltk_data
-from tracesim.evaluators._compared_text import cut_texts
+from tracesim.evaluators._long_texts import DEFAULT, TextCap
+from tracesim.evaluators._nltk_metrics import BLEU_CAPS, METEOR_CAPS
 from tracesim.evaluators._rouge import ROUGE_TYPES, Rouge
 from tracesim.evaluators.compat._agenttest_result import EvaluationResult, failure, outcome
 
@@ -180,8 +181,9 @@ _OPTIONS: dict[str, dict[str, Check]] = {
     },
 }
 _ROUGE_ALIASES = {"rouge-1": "rouge1", "rouge-2": "rouge2", "rouge-l": "rougeL", "rouge_l": "rougeL"}
-# Where tracesim's core evaluator of the same metric cuts its texts.
-_BLEU_MAX_CHARS, _METEOR_MAX_CHARS = 20_000, 10_000
+# Where tracesim's core evaluator of the same metric cuts its texts (by where the call runs).
+_BLEU_CAP = TextCap("agenttest.bleu", DEFAULT, BLEU_CAPS)
+_METEOR_CAP = TextCap("agenttest.meteor", DEFAULT, METEOR_CAPS)
 
 
 @cache
@@ -225,7 +227,7 @@ def _score_rouge(actual: str, reference: str, options: dict[str, Any]) -> dict[s
 def _score_bleu(actual: str, reference: str, options: dict[str, Any]) -> dict[str, Any]:
     from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
 
-    hypothesis, truth, cut = cut_texts(actual, reference, _BLEU_MAX_CHARS)
+    hypothesis, truth, cut = _BLEU_CAP.cut(actual, reference, "agenttest.bleu")
     smoothing = options.get("smoothing", True)
     score = sentence_bleu(
         [truth.lower().split()],
@@ -247,7 +249,7 @@ def _score_meteor(actual: str, reference: str, options: dict[str, Any]) -> dict[
     synonyms = (
         _nltk_data.synonym_source("metrics") if options.get("wordnet", True) else _nltk_data.NoSynonyms()
     )
-    hypothesis, truth, cut = cut_texts(actual, reference, _METEOR_MAX_CHARS)
+    hypothesis, truth, cut = _METEOR_CAP.cut(actual, reference, "agenttest.meteor")
     score = meteor_score(
         [truth.lower().split()],
         hypothesis.lower().split(),
@@ -297,8 +299,9 @@ class Metrics:
     entry in ``.agenttest/config.yaml`` (``{"rouge": {...}, ...}``), is used when the test
     output has no ``metrics`` (AgentTest would report an error). An unknown metric scores 0
     and fails. Any other option, or an option of the wrong type, raises. METEOR needs NLTK's
-    ``wordnet`` data. Texts are cut where tracesim's own evaluators cut them (ROUGE 50,000
-    characters, BLEU 20,000, METEOR 10,000; ``details.truncated_to`` says so).
+    ``wordnet`` data. Texts are cut where tracesim's own evaluators cut them by default
+    (ROUGE 500,000 characters, BLEU 200,000, METEOR 100,000; on tracesim's scoring threads
+    in the host's interpreter 50,000, 20,000 and 10,000; ``details.truncated_to`` says so).
 
     Example:
         >>> out = {"actual": "Paris is the capital of France", "expected": "The capital of France is Paris",

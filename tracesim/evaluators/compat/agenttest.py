@@ -29,9 +29,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from tracesim.evaluators._compared_text import cut_texts
-from tracesim.evaluators._levenshtein import DISTANCE_MAX_CHARS, edit_distance
-from tracesim.evaluators._tfidf import COSINE_MAX_CHARS, tfidf_cosine
-from tracesim.evaluators._word_overlap import WORDS_MAX_CHARS
+from tracesim.evaluators._levenshtein import DISTANCE_CAPS, edit_distance
+from tracesim.evaluators._long_texts import DEFAULT, TextCap
+from tracesim.evaluators._tfidf import COSINE_CAPS, tfidf_cosine
+from tracesim.evaluators._word_overlap import WORDS_CAPS
 from tracesim.evaluators.compat._agenttest_judge import CRITERIA, LLMJudge
 from tracesim.evaluators.compat._agenttest_more import (
     CONTAINS_OPTIONS,
@@ -65,8 +66,12 @@ METHODS = ("cosine", "levenshtein", "jaccard", "exact")
 CONFIG_KEYS = ("method", "threshold")
 """The keys AgentTest's ``string_similarity`` reads from its config (tracesim: also ``similarity_config``)."""
 
-# Each method cuts its texts where the core evaluator of the same metric does.
-_CAPS: dict[str, int | None] = {"exact": None, "levenshtein": DISTANCE_MAX_CHARS, "jaccard": WORDS_MAX_CHARS}
+# Each method cuts its texts where the core evaluator of the same metric does (its default
+# caps, by where the call runs; a thread cap's first cut is said once per method).
+_CAPS: dict[str, TextCap] = {
+    method: TextCap(f"agenttest.{method}", DEFAULT, caps)
+    for method, caps in (("levenshtein", DISTANCE_CAPS), ("jaccard", WORDS_CAPS), ("cosine", COSINE_CAPS))
+}
 _SHAPES = "{'actual': ..., 'expected': ...}, {'test_cases': [...]}, a list of such dicts, or a bare value"
 
 
@@ -138,9 +143,10 @@ class StringSimilarity:
     ``score >= threshold`` (0.8). Values are compared as ``str(value)``. No expected
     value passes with score 1.0 and no threshold; no ``actual`` (None) fails with no score
     and an ``error`` naming ``actual``; metric errors come back in ``error`` and are never raised.
-    Long texts are cut where the core evaluator of the method cuts them (``levenshtein``
-    40,000 characters, ``cosine`` and ``jaccard`` 100,000, ``exact`` never), and
-    ``details.truncated_to`` says so.
+    Long texts are cut where the core evaluator of the method cuts them by default
+    (``levenshtein`` 100,000 characters, ``cosine`` and ``jaccard`` 1,000,000, ``exact``
+    never; on tracesim's scoring threads in the host's interpreter 40,000 and 100,000),
+    and ``details.truncated_to`` says so.
 
     Pass a config mapping instead of ``method`` to build it as AgentTest's
     ``StringSimilarityEvaluator(config)`` does. A config key other than ``method`` and
@@ -252,8 +258,11 @@ class StringSimilarity:
             return _failure("No 'actual' value found in test output")
         if expected is None:
             return outcome(True, 1.0, None, {"reason": "No expected value provided"})
-        cap = _CAPS.get(method, COSINE_MAX_CHARS)
-        a, e, cut = cut_texts(str(actual), str(expected), cap)
+        cap = _CAPS.get(method)
+        if cap is None:  # exact: whole texts
+            a, e, cut = cut_texts(str(actual), str(expected), None)
+        else:
+            a, e, cut = cap.cut(str(actual), str(expected), cap.type_name)
         score = _similarity(a, e, method)
         details = {"actual": actual, "expected": expected, "similarity": score, "method": method}
         if cut is not None:

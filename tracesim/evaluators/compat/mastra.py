@@ -17,8 +17,8 @@ import re
 from array import array
 from typing import Any
 
-from tracesim.evaluators._compared_text import cut_texts
-from tracesim.evaluators._content_similarity import DICE_MAX_CHARS, dice_bigrams
+from tracesim.evaluators._content_similarity import DICE_CAPS, dice_bigrams
+from tracesim.evaluators._long_texts import DEFAULT, TextCap
 
 __all__ = ["ContentSimilarityMetric"]
 
@@ -46,8 +46,9 @@ def compare_two_strings(first: str, second: str) -> float:
 class ContentSimilarityMetric:
     """``measure(input, output)`` → ``{"score": s, "info": {"similarity": s}}`` (reference first).
 
-    Each text is first cut to its first 100,000 code points, as the core
-    ``content_similarity`` evaluator does; then ``info.truncated_to`` says so.
+    Each text is first cut where the core ``content_similarity`` evaluator cuts it by
+    default (1,000,000 code points; 100,000 on tracesim's scoring threads in the host's
+    interpreter); then ``info.truncated_to`` says so.
 
     Example:
         >>> ContentSimilarityMetric(ignore_case=False).measure("Hello World", "hello world")
@@ -57,10 +58,11 @@ class ContentSimilarityMetric:
     def __init__(self, ignore_case: bool = True, ignore_whitespace: bool = True) -> None:
         self.ignore_case = ignore_case
         self.ignore_whitespace = ignore_whitespace
+        self._cap = TextCap("mastra.ContentSimilarity", DEFAULT, DICE_CAPS)
 
     def measure(self, input: str, output: str) -> dict[str, Any]:
         """Similarity of the reference text ``input`` and the text to evaluate ``output``."""
-        input, output, cut = cut_texts(input, output, DICE_MAX_CHARS)
+        input, output, cut = self._cap.cut(input, output, "mastra.ContentSimilarity")
         if self.ignore_case:
             input, output = input.lower(), output.lower()
         if self.ignore_whitespace:
