@@ -216,7 +216,7 @@ def run_child(args: argparse.Namespace) -> dict[str, Any]:
     for i in range(200):  # warm-up: tokenizers, scorers, worker threads or processes
         handler(requests[i % len(requests)])
     tracesim.force_flush(120)
-    tree_cpu_s()  # psutil imported and the workers found before the clock starts
+    workers_before = descendants(os.getpid())  # the workers found before the clock starts
     gc.collect()
 
     rate = args.rate
@@ -244,7 +244,7 @@ def run_child(args: argparse.Namespace) -> dict[str, Any]:
                 sleep(due - now)
                 now = perf()
             if i == warm:
-                cpu.append(tree_cpu_s())
+                cpu.extend((tree_cpu_s(), cpu_s(os.getpid())))
             handler(requests[i % len(requests)])
             end = perf()
             latency[i] = end - due
@@ -271,7 +271,9 @@ def run_child(args: argparse.Namespace) -> dict[str, Any]:
     tracesim.force_flush(600)
     drain_s = time.perf_counter() - finished
     after = tracesim.scoring_stats()
-    cpu_s = tree_cpu_s() - cpu[0]
+    workers_after = descendants(os.getpid())
+    all_cpu_s = tree_cpu_s() - cpu[0]
+    host_cpu_s = cpu_s(os.getpid()) - cpu[1]
     measured = total - warm
     tracesim.shutdown()
 
@@ -295,7 +297,10 @@ def run_child(args: argparse.Namespace) -> dict[str, Any]:
         "dropped": after.dropped - before.dropped,
         "late": after.late - before.late,
         "errors": after.errors - before.errors,
-        "cpu_us_per_call": cpu_s / measured * 1e6,  # the workers' CPU included
+        "timeouts": after.timeouts - before.timeouts,
+        "workers": [len(workers_before), len(workers_after), len(set(workers_after) - set(workers_before))],
+        "cpu_us_per_call": all_cpu_s / measured * 1e6,  # the workers' CPU included
+        "host_cpu_us_per_call": host_cpu_s / measured * 1e6,
         "work_iterations": iterations,
     }
 
@@ -329,6 +334,7 @@ def spawn(
     if done.returncode or not lines:
         return {"variant": variant, "unavailable": f"failed (exit {done.returncode}): {done.stderr[-2000:]}"}
     result: dict[str, Any] = json.loads(lines[-1])
+    result["said"] = sorted({line for line in done.stderr.splitlines() if line.startswith("tracesim:")})
     return result
 
 
@@ -352,8 +358,10 @@ def find_max(variant: str, start: float, args: argparse.Namespace) -> tuple[floa
         ok = keeps_up(run)
         trace.append(
             f"{round(rate)}:{'ok' if ok else 'behind'}(backlog {run['backlog_slope']:+.0f}/s, "
-            f"lag {run['lag_slope_ms_s']:+.1f} ms/s, dropped {run['dropped']})"
+            f"lag {run['lag_slope_ms_s']:+.1f} ms/s, dropped {run['dropped']}, errors {run['errors']})"
         )
+        for line in run["said"]:
+            trace.append(f"said: {line[:200]}")
         return ok
 
     first = trial(start)
@@ -397,7 +405,7 @@ def latency_rounds(rate: float, args: argparse.Namespace) -> None:
     )
     print(
         "  variant       p50 µs  p99 µs  max µs   p50 x (spread)     p99 x (spread)     "
-        "results/call dropped late queued backlog/s  CPU µs/call"
+        "results/call dropped late errors queued backlog/s  CPU µs/call (host)"
     )
     base = {run["round"]: run for run in runs["unscored"]}
     for variant in VARIANTS:
@@ -417,10 +425,15 @@ def latency_rounds(rate: float, args: argparse.Namespace) -> None:
             f"{statistics.median(r50):5.2f} ({min(r50):.2f}-{max(r50):.2f})  "
             f"{statistics.median(r99):6.2f} ({min(r99):.2f}-{max(r99):.2f})  "
             f"{sum(r['results'] for r in rs) / calls:5.2f} {sum(r['dropped'] for r in rs):8d} "
-            f"{sum(r['late'] for r in rs):4d} {sum(r['queued'] for r in rs):6d} "
+            f"{sum(r['late'] for r in rs):4d} {sum(r['errors'] for r in rs):6d} "
+            f"{sum(r['queued'] for r in rs):6d} "
             f"{statistics.median(r['backlog_slope'] for r in rs):+9.0f} "
-            f"{statistics.median(r['cpu_us_per_call'] for r in rs):10.0f}"
+            f"{statistics.median(r['cpu_us_per_call'] for r in rs):10.0f} "
+            f"({statistics.median(r['host_cpu_us_per_call'] for r in rs):.0f})"
         )
+    said = sorted({line for rs in runs.values() for r in rs for line in r["said"]})
+    for line in said:
+        print(f"  said by a run: {line[:300]}")
     if args.verbose:
         for variant in VARIANTS:
             for r in runs[variant]:
