@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Mapping, Set
 from typing import Any
 
 from tracesim._capture._jsonable import MAX_DEPTH, describe, exact_str, key_text, stand_in, to_jsonable
-from tracesim._capture._size import SMALL_NODES, is_small
+from tracesim._capture._size import SMALL_NODES, _is_small_python, plain_small
 from tracesim._internal_errors import warn_once
 
 # An array with more elements is recorded as its shape, dtype and first values.
@@ -35,8 +35,9 @@ def bounded_json(value: Any, limit: int) -> tuple[str, bool]:
         ('{"a":1}', True)
     """
     try:
-        if is_small(value, limit):
-            text = dumps(value)
+        plain = plain_small(value, limit)
+        if plain or (plain is None and _is_small_python(value, limit)):
+            text = _dumps_plain(value) if plain else dumps(value)
             return (text, True) if len(text) <= limit else (text[:limit], False)
         out = _Writer(limit)
         try:
@@ -79,12 +80,23 @@ def dumps(value: Any) -> str:
         return json.dumps(describe(value))
 
 
-def _make_encode() -> Callable[[Any], str]:
+def _dumps_plain(value: Any) -> str:
+    """`dumps` for a small tree of the exact JSON types (`plain_small`): no cycle is possible,
+    so the circular-reference table is left out (a tenth of the C encoder's time on the 10 KB
+    chat of ``benchmarks/_workload.py``: every container was entered into and removed from it)."""
+    try:
+        return _encode_plain(value)
+    except (ValueError, TypeError, RecursionError):  # NaN, keys JSON cannot hold, a deep tree
+        return dumps(value)
+
+
+def _make_encode(check_circular: bool = True) -> Callable[[Any], str]:
     """``json.dumps`` with tracesim's options, minus the encoder object it builds every call.
 
     Non-ASCII text is written as it is (``ensure_ascii=False``): in CPython 3.11 that mode
     also runs fewer instructions on pure-ASCII text than the escaping one (about 9 % fewer on
-    the 10 KB chat of ``benchmarks/_workload.py``, counted with cachegrind).
+    the 10 KB chat of ``benchmarks/_workload.py``, counted with cachegrind). Without
+    ``check_circular`` the C encoder keeps no state between calls: one is built, once.
     """
     try:
         from _json import make_encoder  # CPython's C encoder
@@ -92,6 +104,16 @@ def _make_encode() -> Callable[[Any], str]:
     except ImportError:  # pragma: no cover - other interpreters
         options = {"ensure_ascii": False, "allow_nan": False, "separators": (",", ":")}
         return lambda value: json.dumps(value, default=stand_in, **options)  # type: ignore[arg-type]
+
+    if not check_circular:
+        chunks = make_encoder(None, stand_in, encode_basestring, None, ":", ",", False, False, False)
+
+        def encode_tree(value: Any) -> str:
+            if isinstance(value, str):
+                return encode_basestring(value)
+            return "".join(chunks(value, 0))
+
+        return encode_tree
 
     def encode(value: Any) -> str:
         if isinstance(value, str):
@@ -104,6 +126,7 @@ def _make_encode() -> Callable[[Any], str]:
 
 
 _encode = _make_encode()
+_encode_plain = _make_encode(check_circular=False)
 
 
 # ---------------------------------------------------------------- streamed: stops at the limit (large values)

@@ -35,6 +35,20 @@ def is_small(value: Any, chars: int, nodes: int = SMALL_NODES) -> bool:
     return _is_small_python(value, chars, nodes)
 
 
+def plain_small(value: Any, chars: int, nodes: int = SMALL_NODES) -> bool | None:
+    """`is_small` when the compiled walk can answer, else None (another type in ``value``, or
+    the module is not built). True then also says that ``value`` is a finite tree of the
+    exact JSON types: no cycle, no object to convert, at most ``nodes`` deep.
+
+    Example:
+        >>> plain_small({"q": "short"}, 100) in (True, None), plain_small(object(), 100)
+        (True, None)
+    """
+    if _SMALL is None:
+        return None
+    return _SMALL(value, chars, nodes)  # type: ignore[no-any-return]
+
+
 def _is_small_python(value: Any, chars: int, nodes: int = SMALL_NODES) -> bool:
     """`is_small`: whether ``value`` has at most ``nodes`` nodes and ``chars`` characters of text.
 
