@@ -329,21 +329,22 @@ def spawn(
         "--exporter",
         args.exporter,
     ]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=900)
-    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-    if done.returncode or not lines:
-        return {"variant": variant, "unavailable": f"failed (exit {done.returncode}): {done.stderr[-2000:]}"}
+    for attempt in range(2):  # a second try when the child fails (the tree may be mid-commit)
+        done = subprocess.run(command, capture_output=True, text=True, timeout=900)
+        lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+        if not done.returncode and lines:
+            break
+        if attempt:
+            last = " | ".join(done.stderr.strip().splitlines()[-3:])
+            return {"variant": variant, "failed": f"exit {done.returncode}: {last}"}
     result: dict[str, Any] = json.loads(lines[-1])
     result["said"] = sorted({line for line in done.stderr.splitlines() if line.startswith("tracesim:")})
     return result
 
 
 def keeps_up(run: dict[str, Any]) -> bool:
-    return (
-        not run.get("unavailable")
-        and run["dropped"] == 0
-        and run["backlog_slope"] < 0.02 * run["rate"]
-        and run["lag_slope_ms_s"] < 1.0
+    return bool(
+        run["dropped"] == 0 and run["backlog_slope"] < 0.02 * run["rate"] and run["lag_slope_ms_s"] < 1.0
     )
 
 
@@ -355,6 +356,9 @@ def find_max(variant: str, start: float, args: argparse.Namespace) -> tuple[floa
         run = spawn(variant, round(rate), args, seconds=args.search_seconds)
         if run.get("unavailable"):
             return None
+        if run.get("failed"):
+            trace.append(f"{round(rate)}: failed ({run['failed'][:300]})")
+            return False
         ok = keeps_up(run)
         trace.append(
             f"{round(rate)}:{'ok' if ok else 'behind'}(backlog {run['backlog_slope']:+.0f}/s, "
@@ -393,6 +397,9 @@ def latency_rounds(rate: float, args: argparse.Namespace) -> None:
             if variant in unavailable:
                 continue
             run = spawn(variant, rate, args)
+            if run.get("failed"):
+                print(f"  {variant} round {round_number + 1} failed: {run['failed'][:500]}")
+                continue
             if run.get("unavailable"):
                 unavailable[variant] = run["unavailable"]
                 continue
