@@ -107,22 +107,22 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="about a minute: 2 rounds, fewer calls")
     parser.add_argument("--rounds", type=int, help="interleaved rounds (default 5; --quick 2)")
     parser.add_argument(
-        "--calls", type=int, help="calls per repeat (default 5000, 10 KB a tenth; --quick 2000)"
+        "--calls", type=int, help="calls per repeat (default 5000, 10 KB a tenth; --quick 1500)"
     )
     parser.add_argument("--repeats", type=int, help="timed repeats per process (default 3; --quick 2)")
     parser.add_argument("--otlp-calls", type=int, help="calls per OTLP tight-loop repeat (default 5000)")
     parser.add_argument("--rate", type=float, default=2000.0, help="calls a second in the paced OTLP run")
     parser.add_argument(
-        "--paced-seconds", type=float, help="length of the paced run (default 2; --quick 0.5)"
+        "--paced-seconds", type=float, help="length of the paced run (default 1.5; --quick 0.5)"
     )
     parser.add_argument("--no-peers", action="store_true", help="leave OpenLLMetry out (no venv build)")
     args = parser.parse_args()
     quick = args.quick
     args.rounds = args.rounds or (2 if quick else 5)
-    args.calls = args.calls or (2000 if quick else 5000)
+    args.calls = args.calls or (1500 if quick else 5000)
     args.repeats = args.repeats or (2 if quick else 3)
-    args.otlp_calls = args.otlp_calls or (2000 if quick else 5000)
-    args.paced_seconds = args.paced_seconds or (0.5 if quick else 2.0)
+    args.otlp_calls = args.otlp_calls or (1500 if quick else 5000)
+    args.paced_seconds = args.paced_seconds or (0.5 if quick else 1.5)
 
     sdks, python = ["untraced", "otel", "tracesim"], Path(sys.executable)
     if args.no_peers:
