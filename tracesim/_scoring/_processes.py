@@ -70,7 +70,11 @@ NOT_BUILT = 2
 NOT_SENT = 3
 
 RUNNING = struct.Struct("<qd")
-"""The shared slot: the token of the run in progress (0: none) and when it started."""
+"""The shared slot: the token of the run in progress (0: none) and when it started. The worker
+writes the start time, then the token (`START`, `TOKEN`), so a token read with a time never
+has a time older than its run's: a torn read can only make a run look younger."""
+TOKEN = struct.Struct("<q")
+START = struct.Struct("<d")
 _LENGTH = struct.Struct(">I")
 _FLUSH_EVERY_S = 0.02
 """Results of a batch go back together, or every 20 ms when a batch takes longer."""
@@ -135,11 +139,12 @@ class _Worker:
     def running(self) -> tuple[int, float]:
         """The token and start time of the run in progress (token 0: none)."""
         try:
-            first = RUNNING.unpack_from(self.slot)
-            second = RUNNING.unpack_from(self.slot)
+            token = TOKEN.unpack_from(self.slot, 0)[0]
+            (since,) = START.unpack_from(self.slot, 8)
+            again = TOKEN.unpack_from(self.slot, 0)[0]
         except ValueError:  # the slot is closed: the worker is gone
             return 0, 0.0
-        return second if first == second else (0, 0.0)
+        return (token, since) if token == again and since > 0.0 else (0, 0.0)
 
 
 class ProcessPool:
@@ -602,13 +607,14 @@ class ProcessPool:
         """Stop the workers: end of input (an idle worker ends at once), killed at ``timeout_s``.
 
         A worker still holding runs is killed at once: the pipeline closes the pool after its
-        drain, so those runs are past the deadline (hung, or too late for their spans).
+        drain, so those runs are past the deadline (hung, or too late for their spans). So is
+        one still starting (its imports take seconds and it holds nothing).
         """
         deadline = time.monotonic() + max(0.0, timeout_s)
         with self._lock:
             self.closing = True
             workers = list(self._all)
-            busy = [w for w in self._workers if w.held]
+            busy = [w for w in self._workers if w.held or not w.ready]
             self._queue.clear()
             self._wake.notify_all()
         for worker in busy:

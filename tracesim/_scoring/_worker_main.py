@@ -29,6 +29,8 @@ from tracesim._scoring._processes import (
     OK,
     RAISED,
     RUNNING,
+    START,
+    TOKEN,
     read_frame,
     write_frame,
 )
@@ -57,7 +59,7 @@ def main() -> None:
     write_frame(out_fd, pickle.dumps(("ready", os.getpid())))
     evaluators: dict[int, Any] = {}
     clock = time.monotonic
-    pack = RUNNING.pack_into
+    token_at, start_at = TOKEN.pack_into, START.pack_into
     while True:
         message = read_frame(source)
         if message is None:
@@ -76,18 +78,19 @@ def main() -> None:
                 results.append((token, NOT_BUILT, evaluator))
                 continue
             started = clock()
-            pack(slot, 0, token, started)
+            start_at(slot, 8, started)  # the time first: a token is never seen with an older time
+            token_at(slot, 0, token)
             try:
                 result = evaluator.evaluate(subject, expected, input=value)
                 results.append((token, OK, (result.__dict__, result.model_fields_set)))
             except Exception as exc:  # evaluate() handles data errors; this is a broken evaluator
                 results.append((token, RAISED, (type(exc).__name__, str(exc))))
             if clock() - flushed >= _FLUSH_EVERY_S:
-                pack(slot, 0, 0, 0.0)
+                token_at(slot, 0, 0)
                 _send(out_fd, results)
                 results = []
                 flushed = clock()
-        pack(slot, 0, 0, 0.0)
+        token_at(slot, 0, 0)
         if results:
             _send(out_fd, results)
 
