@@ -37,8 +37,10 @@ REQUIRED: dict[str, dict[str, Any]] = {
 }
 ATTEMPTS = 5
 
-# Where each entry cuts its texts (None: it never cuts). Compat results with no room for
-# it (Azure's dicts, Agenta's bool/int, 2Signal's score/label) are left out.
+# Where each entry cuts its texts on a scoring thread in the host's interpreter, where
+# run_while_ticking runs it (None: it never cuts; elsewhere the bounds are higher, see
+# test_long_texts_exact.py). Compat results with no room for it (Azure's dicts, Agenta's
+# bool/int, 2Signal's score/label) are left out.
 CUT_AT: dict[str, int | None] = {
     "exact": None,
     "levenshtein": 10_000,

@@ -156,18 +156,18 @@ class TextCap:
         b = expected if type(expected) is str else as_text(expected)
         longest = max(len(a), len(b))
         setting = self.setting
-        if isinstance(setting, _Default):
-            if longest <= self.caps.thread:  # the common case: under every default
-                return a, b, None
-            host = on_host_scoring_thread()
-            cap: int | None = self.caps.thread if host else self.caps.worker
-            if host and cap is not None and longest > cap:
-                self.tell(
-                    evaluator,
-                    f"the first {cap:,} characters of texts of {len(a):,} and {len(b):,} characters",
-                )
-        else:
+        cap: int | None
+        if not isinstance(setting, _Default):
             cap = setting
+        elif longest <= self.caps.thread:  # the common case: under every default
+            return a, b, None
+        elif on_host_scoring_thread():
+            cap = self.caps.thread
+            self.tell(
+                evaluator, f"the first {cap:,} characters of texts of {len(a):,} and {len(b):,} characters"
+            )
+        else:
+            cap = self.caps.worker
         if cap is None or longest <= cap:
             return a, b, None
         return a[:cap], b[:cap], cap
@@ -181,8 +181,8 @@ class TextCap:
             "tracesim: evaluator %r scored %s on a scoring thread in the host's interpreter (its "
             "default cap there), so its number differs from the reference tool's on texts this "
             "long (details['truncated_to'] marks such results). For whole texts: set "
-            "scoring_processes to score in worker processes, off the host's interpreter, or pass "
-            "max_chars=None to score whole texts on the thread (said once per evaluator).",
+            "scoring_processes (e.g. 1) to score in worker processes, off the host's interpreter, "
+            "or pass max_chars=None to score whole texts on the thread (said once per evaluator).",
             evaluator,
             what,
         )
