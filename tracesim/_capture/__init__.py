@@ -122,6 +122,8 @@ def captured_attributes(
     value: Any, value_key: str, mime_key: str, length_key: str, options: CaptureOptions
 ) -> dict[str, AttributeValue]:
     """The attributes recording ``value``: text, MIME type and, when cut, the original length."""
+    if type(value) is str and len(value) <= options.max_value_chars:  # most outputs: as `capture_value`
+        return {value_key: value, mime_key: sc.MIME_TEXT}
     captured = capture_value(value, options)
     attributes: dict[str, AttributeValue] = {value_key: captured.text, mime_key: captured.mime_type}
     if captured.original_chars is not None and captured.original_chars >= 0:
