@@ -50,7 +50,7 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 
 def _pins() -> list[str]:
     """``name==version`` of every distribution in this (the main) venv but tracesim's own."""
-    pins = {}
+    pins: dict[str, str] = {}
     for dist in importlib.metadata.distributions():
         name = dist.metadata["Name"]
         if name and not name.lower().startswith("tracesim"):
@@ -98,7 +98,7 @@ def ensure() -> tuple[Path | None, str]:
         try:
             _build(venv)
         except (OSError, subprocess.CalledProcessError) as error:
-            output = getattr(error, "stdout", None) or str(error)
+            output = "".join(getattr(error, name, None) or "" for name in ("stdout", "stderr")) or str(error)
             shutil.rmtree(venv, ignore_errors=True)
             return None, f"building {venv} failed (no package registry?):\n{output[-1500:]}"
     return python(), f"built {venv}"

@@ -24,8 +24,8 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 def build(otlp_url: str | None) -> Traced:
     os.environ.setdefault("TRACELOOP_TELEMETRY", "false")
-    from traceloop.sdk import Traceloop
-    from traceloop.sdk.decorators import workflow
+    from traceloop.sdk import Traceloop  # type: ignore[import-not-found, unused-ignore]
+    from traceloop.sdk.decorators import workflow  # type: ignore[import-not-found, unused-ignore]
 
     if otlp_url is None:
         processor = BatchSpanProcessor(Discard(), max_queue_size=QUEUE_SIZE)
