@@ -19,7 +19,10 @@ Variants, each in a fresh process, rounds interleaved (the order rotates each ro
 * ``threads``: levenshtein + rouge + bleu on every call, scored by tracesim's scoring
   threads in the host's interpreter (``scoring_processes=0``);
 * ``processes=1``, ``processes=2``: the same evaluators scored in 1 or 2 worker processes
-  (``scoring_processes=N``; "not available in this tree" where that setting is not accepted).
+  (``scoring_processes=N``; "not available in this tree" where that setting is not accepted);
+* opt-in (``--variants``): ``processes=1+nice``, ``processes=2+nice``, the same with the
+  workers' scheduling priority lowered by 10 after warm-up (``os.setpriority``), to show what
+  the host gains when the kernel runs its interpreter first (a replaced worker is not lowered).
 
 Inputs are realistic answers of about 300 characters with an expected answer each: sentences
 of ``benchmarks/_evaldata.py`` joined to >= 280 characters, edited as agents' answers are
@@ -40,6 +43,7 @@ variant did not keep up with it, also at 80 % of the best sustained process rate
 
     NLTK_DATA=... python benchmarks/bench_host_latency.py [--rate 1250] [--rounds 3]
         [--seconds 8] [--host-threads 1] [--find-max] [--exporter jsonl|discard]
+        [--variants unscored,threads,processes=1,processes=2]
 """
 
 from __future__ import annotations
@@ -60,7 +64,8 @@ from collections.abc import Sequence
 from typing import Any
 
 VARIANTS = ("unscored", "threads", "processes=1", "processes=2")
-SCORED = VARIANTS[1:]
+NICE = ("processes=1+nice", "processes=2+nice")
+"""Opt-in: the workers' priority lowered by 10 after warm-up (what a pool could do itself)."""
 PAIRS = 256
 
 
@@ -171,7 +176,7 @@ def configure(variant: str, exporter: str, directory: str) -> str | None:
         options["jsonl_path"] = os.path.join(directory, "traces.jsonl")
         options["jsonl_backups"] = 1
     if variant != "unscored":
-        options["scoring_processes"] = 0 if variant == "threads" else int(variant.split("=")[1])
+        options["scoring_processes"] = 0 if variant == "threads" else int(variant[10:11])
     try:
         tracesim.configure(**options)
     except (TypeError, tracesim.ConfigError) as error:
@@ -217,6 +222,9 @@ def run_child(args: argparse.Namespace) -> dict[str, Any]:
         handler(requests[i % len(requests)])
     tracesim.force_flush(120)
     workers_before = descendants(os.getpid())  # the workers found before the clock starts
+    if args.child.endswith("+nice"):
+        for pid in workers_before:
+            os.setpriority(os.PRIO_PROCESS, pid, 10)
     gc.collect()
 
     rate = args.rate
@@ -388,11 +396,12 @@ def find_max(variant: str, start: float, args: argparse.Namespace) -> tuple[floa
 
 
 def latency_rounds(rate: float, args: argparse.Namespace) -> None:
-    runs: dict[str, list[dict[str, Any]]] = {v: [] for v in VARIANTS}
+    variants = tuple(args.variants)
+    runs: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
     unavailable: dict[str, str] = {}
     for round_number in range(args.rounds):
-        shift = round_number % len(VARIANTS)
-        order = VARIANTS[shift:] + VARIANTS[:shift]
+        shift = round_number % len(variants)
+        order = variants[shift:] + variants[:shift]
         for variant in order:
             if variant in unavailable:
                 continue
@@ -415,7 +424,7 @@ def latency_rounds(rate: float, args: argparse.Namespace) -> None:
         "results/call dropped late errors queued backlog/s  CPU µs/call (host)"
     )
     base = {run["round"]: run for run in runs["unscored"]}
-    for variant in VARIANTS:
+    for variant in variants:
         if variant in unavailable:
             print(f"  {variant:12}  {unavailable[variant][:200]}")
             continue
@@ -442,7 +451,7 @@ def latency_rounds(rate: float, args: argparse.Namespace) -> None:
     for line in said:
         print(f"  said by a run: {line[:300]}")
     if args.verbose:
-        for variant in VARIANTS:
+        for variant in variants:
             for r in runs[variant]:
                 print("   ", json.dumps(r))
 
@@ -461,8 +470,17 @@ def main() -> None:
     parser.add_argument("--search-rounds", type=int, default=3)
     parser.add_argument("--search-seconds", type=float, default=5.0)
     parser.add_argument("--verbose", action="store_true", help="print every run")
-    parser.add_argument("--child", choices=VARIANTS, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--variants",
+        default=",".join(VARIANTS),
+        help=f"comma-separated, from {', '.join(VARIANTS + NICE)} (unscored is the baseline: keep it)",
+    )
+    parser.add_argument("--child", choices=VARIANTS + NICE, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    args.variants = args.variants.split(",")
+    if not set(args.variants) <= set(VARIANTS + NICE) or "unscored" not in args.variants:
+        parser.error(f"--variants: a comma-separated list of {', '.join(VARIANTS + NICE)}, with unscored")
+    scored = [v for v in args.variants if v != "unscored"]
     if args.child:
         print(json.dumps(run_child(args)))
         return
@@ -475,16 +493,16 @@ def main() -> None:
     )
     sustained: dict[str, float] = {}
     if args.find_max:
-        found: dict[str, list[float]] = {v: [] for v in SCORED}
+        found: dict[str, list[float]] = {v: [] for v in scored}
         for round_number in range(args.search_rounds):
-            shift = round_number % len(SCORED)
-            for variant in SCORED[shift:] + SCORED[:shift]:
-                start = 600.0 if variant == "threads" else 1250.0
+            shift = round_number % len(scored)
+            for variant in scored[shift:] + scored[:shift]:
+                start = 500.0 if variant == "threads" else 1000.0
                 rate, steps = find_max(variant, start, args)
                 found[variant].append(rate)
                 print(f"  search {variant} round {round_number + 1}: {rate:,.0f}/s  [{'; '.join(steps)}]")
         print("\nsustained scored rate (highest kept up with; median of rounds, spread):")
-        for variant in SCORED:
+        for variant in scored:
             rates = [r for r in found[variant] if r == r]
             if not rates:
                 print(f"  {variant:12} not available in this tree")
@@ -492,7 +510,7 @@ def main() -> None:
             sustained[variant] = statistics.median(rates)
             print(f"  {variant:12} {sustained[variant]:7,.0f} calls/s ({min(rates):,.0f}-{max(rates):,.0f})")
     latency_rounds(args.rate, args)
-    best = max((sustained[v] for v in ("processes=1", "processes=2") if v in sustained), default=None)
+    best = max((sustained[v] for v in scored if v.startswith("processes") and v in sustained), default=None)
     if best is not None and best < args.rate:
         latency_rounds(round(best * 0.8), args)
 
