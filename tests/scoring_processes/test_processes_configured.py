@@ -256,3 +256,47 @@ def test_scoring_processes_from_the_environment_and_the_file(
     with pytest.raises(ConfigError) as caught:
         tracesim.configure(exporters=[])
     assert "got -2 from tracesim.yaml; accepted: an integer >= 0 or auto" in str(caught.value)
+
+
+def test_outputs_only_the_script_can_unpickle_are_scored_on_threads_said_once(
+    tmp_path: Path, run_python: Any
+) -> None:
+    code = """
+import json, logging, os
+import tracesim
+from tracesim import _runtime
+from pool_test_evaluators import WherePid
+
+logging.basicConfig(level=logging.WARNING, format="LOG %(message)s")
+
+class Answer:  # pickles by reference to __main__, which a worker's __main__ does not have
+    def __init__(self, text):
+        self.text = text
+
+tracesim.configure(exporters=["jsonl"], scoring_processes=1)
+
+@tracesim.trace(evaluators=[WherePid()], expected=lambda i: "x")
+def agent(i):
+    return Answer(f"answer {i}") if i % 2 else f"answer {i}"
+
+for i in range(40):
+    agent(i)
+assert tracesim.force_flush(120)
+pool = _runtime.current.scoring._pool
+spans = tracesim.tracefile.load_spans(".tracesim/traces.jsonl")
+pids = sorted(s.attributes["tracesim.eval.where_pid.score"] for s in spans)
+print(json.dumps({"host": os.getpid(), "pids": pids, "deaths": pool.deaths,
+                  "results": tracesim.scoring_stats().results, "errors": tracesim.scoring_stats().errors}))
+"""
+    result = run_python(code, cwd=tmp_path, env={"PYTHONPATH": str(HERE)})
+    assert result.returncode == 0, result.stderr
+    found = json.loads(result.stdout.strip().splitlines()[-1])
+    assert found["results"] == 40
+    assert found["errors"] == 0
+    assert found["deaths"] == 0
+    on_host = [p for p in found["pids"] if p == found["host"]]
+    assert len(on_host) == 20  # the Answer outputs, on the threads
+    assert len(set(found["pids"])) == 2  # the others in the worker
+    lines = [line for line in result.stderr.splitlines() if line.startswith("LOG")]
+    assert len(lines) == 1, lines
+    assert "cannot unpickle" in lines[0]

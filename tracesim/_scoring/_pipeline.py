@@ -72,7 +72,7 @@ than this share of a core..."""
 AUTO_WINDOW_S = 2.0
 """... measured over this long (their runs' durations summed)."""
 _AUTO_MAX = 2
-"""Workers ``auto`` grows to when runs keep waiting (fewer on a one-core machine)."""
+"""Workers ``auto`` grows to when runs keep waiting (one on a one-core machine)."""
 _CLOSE_RESERVE_S = 1.0
 """Of a shutdown's deadline, the most kept for stopping worker processes."""
 
@@ -148,7 +148,7 @@ class ScoringPipeline:
         self._backlogged = 0
         if not self.inline and self.processes != 0:
             size = 1 if self._auto else int(self.processes)
-            grow_to = max(1, min(_AUTO_MAX, (os.cpu_count() or 1) - 1)) if self._auto else size
+            grow_to = max(1, min(_AUTO_MAX, os.cpu_count() or 1)) if self._auto else size
             self._pool = ProcessPool(
                 size,
                 complete=self._complete,

@@ -60,6 +60,7 @@ _MONITOR_S = 0.05
 _FEED_WAIT_S = 0.02
 _KNOWN_MAX = 4096
 _WORKER_MODULE = "tracesim._scoring._worker_main"
+_PROTOCOL = pickle.HIGHEST_PROTOCOL
 
 
 # ---------------------------------------------------------------- the pipes' frames
@@ -68,6 +69,7 @@ OK = 0
 RAISED = 1
 NOT_BUILT = 2
 NOT_SENT = 3
+UNREADABLE = 4
 
 RUNNING = struct.Struct("<qd")
 """The shared slot: the token of the run in progress (0: none) and when it started. The worker
@@ -106,7 +108,18 @@ class ProcessRun:
     the threads); ``expected`` is the evaluator's part of it, which the worker is sent.
     """
 
-    __slots__ = ("deaths", "evaluator", "expected", "given", "job", "key", "subject", "token", "value")
+    __slots__ = (
+        "deaths",
+        "evaluator",
+        "expected",
+        "given",
+        "job",
+        "key",
+        "solo",
+        "subject",
+        "token",
+        "value",
+    )
 
     def __init__(
         self, job: Job, evaluator: Evaluator, key: int, subject: Any, given: Any, expected: Any, value: Any
@@ -120,6 +133,7 @@ class ProcessRun:
         self.value = value
         self.token = 0
         self.deaths = 0
+        self.solo = False  # sent alone: its batch did not unpickle in the worker
 
 
 class _Worker:
@@ -179,7 +193,7 @@ class ProcessPool:
         self._tokens = itertools.count(1)
         self._known: dict[int, tuple[Evaluator, int | None]] = {}
         self._keys: dict[bytes, int] = {}
-        self._specs: dict[int, tuple[Any, dict[str, Any]]] = {}
+        self._specs: dict[int, bytes] = {}  # pickled (spec, shared settings), by key
         self._refused: set[int] = set()
         self._feeder: threading.Thread | None = None
         self._monitor: threading.Thread | None = None
@@ -247,7 +261,7 @@ class ProcessPool:
             key = self._keys.get(data)
             if key is None:
                 key = self._keys[data] = len(self._keys) + 1
-                self._specs[key] = pickle.loads(data)
+                self._specs[key] = data
         return key
 
     def _say_thread(self, name: str, why: str) -> None:
@@ -325,12 +339,14 @@ class ProcessPool:
             if spawn:
                 self._spawn()
 
-    def _take(self, worker: _Worker) -> tuple[list[ProcessRun], dict[int, Any]]:
+    def _take(self, worker: _Worker) -> tuple[list[ProcessRun], dict[int, bytes]]:
         batch: list[ProcessRun] = []
-        specs: dict[int, Any] = {}
+        specs: dict[int, bytes] = {}
         room = min(BATCH, HELD - len(worker.held))
         queue = self._queue
         while queue and len(batch) < room:
+            if queue[0].solo and batch:
+                break  # a run whose batch did not unpickle goes alone, to find the culprit
             run = queue.popleft()
             run.token = token = next(self._tokens)
             worker.held[token] = run
@@ -339,17 +355,24 @@ class ProcessPool:
             if key not in worker.known:
                 worker.known.add(key)
                 specs[key] = self._specs[key]
+            if run.solo:
+                break
         return batch, specs
 
-    def _send(self, worker: _Worker, batch: list[ProcessRun], specs: dict[int, Any]) -> None:
-        items = [(r.token, r.key, r.subject, r.expected, r.value) for r in batch]
-        data: bytes | None
+    def _send(self, worker: _Worker, batch: list[ProcessRun], specs: dict[int, bytes]) -> None:
+        # The runs' data in a blob of its own: a worker that cannot unpickle it (a class only
+        # the host's __main__ has) still reads the tokens, and says so for each run.
+        items = [(r.key, r.subject, r.expected, r.value) for r in batch]
         try:
-            data = pickle.dumps((specs, items), pickle.HIGHEST_PROTOCOL)
+            blob = pickle.dumps(items, pickle.HIGHEST_PROTOCOL)
         except Exception:
-            data = self._pickle_each(worker, batch, specs)
-        if data is None:
-            return
+            batch = self._picklable(worker, batch)
+            if not batch:
+                return
+            blob = pickle.dumps(
+                [(r.key, r.subject, r.expected, r.value) for r in batch], pickle.HIGHEST_PROTOCOL
+            )
+        data = pickle.dumps((specs, [r.token for r in batch], blob), pickle.HIGHEST_PROTOCOL)
         try:
             with worker.write_lock:
                 if worker.gone:
@@ -360,13 +383,12 @@ class ProcessPool:
         except (OSError, ValueError):
             self._lost(worker)  # the reader sees the end of its output too; the first one counts
 
-    def _pickle_each(self, worker: _Worker, batch: list[ProcessRun], specs: dict[int, Any]) -> bytes | None:
-        """The frame without the runs whose data does not pickle (those go to the threads)."""
-        items = []
+    def _picklable(self, worker: _Worker, batch: list[ProcessRun]) -> list[ProcessRun]:
+        """The runs of ``batch`` whose data pickles; the others go to the threads, said once."""
+        kept = []
         for run in batch:
-            item = (run.token, run.key, run.subject, run.expected, run.value)
             try:
-                pickle.dumps(item, pickle.HIGHEST_PROTOCOL)
+                pickle.dumps((run.key, run.subject, run.expected, run.value), pickle.HIGHEST_PROTOCOL)
             except Exception as exc:
                 with self._lock:
                     worker.held.pop(run.token, None)
@@ -380,10 +402,8 @@ class ProcessPool:
                 )
                 self._on_thread(run)
                 continue
-            items.append(item)
-        if not items:
-            return None
-        return pickle.dumps((specs, items), pickle.HIGHEST_PROTOCOL)
+            kept.append(run)
+        return kept
 
     # ------------------------------------------------------------ workers
 
@@ -481,6 +501,20 @@ class ProcessPool:
         if kind == NOT_BUILT:
             self._refused.add(run.key)
             self._say_thread(evaluator.name, f"a worker process could not rebuild it ({payload})")
+        elif kind == UNREADABLE:
+            if not run.solo:
+                run.solo = True
+                with self._lock:
+                    self._queue.appendleft(run)  # alone this time: the culprit is found
+                return
+            self._warnings.warn(
+                f"unreadable:{evaluator.name}",
+                "tracesim: a call scored by %r has an output, expected output or input that a worker "
+                "process cannot unpickle (%s; a class defined in the script?); such calls are scored "
+                "on the scoring threads.",
+                evaluator.name,
+                payload,
+            )
         elif kind == NOT_SENT:
             self._warnings.warn(
                 f"result:{evaluator.name}",

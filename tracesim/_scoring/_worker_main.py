@@ -4,12 +4,13 @@ Started by `tracesim._scoring._processes` as ``python -m tracesim._scoring._work
 FD is a 16-byte shared file in which the worker keeps (token, monotonic start) of the run in
 progress, so the host can tell which run hung or crashed without a message per run.
 
-The pipes carry frames: a 4-byte big-endian length and a pickle. In: ``(specs, items)``, where
-``specs`` maps new keys to ``(EvaluatorSpec, shared settings)`` and each item is ``(token, key,
-subject, expected, input)``. Out: first ``("ready", pid)``, then lists of ``(token, kind,
-payload)``: kind `OK` with the result's fields and field set, `RAISED` with the exception's
-type name and text, `NOT_BUILT` with why the evaluator could not be rebuilt, `NOT_SENT` when
-the result does not pickle. End of input ends the worker.
+The pipes carry frames: a 4-byte big-endian length and a pickle. In: ``(specs, tokens, blob)``,
+where ``specs`` maps new keys to a pickled ``(EvaluatorSpec, shared settings)`` and ``blob`` is
+the pickled list of ``(key, subject, expected, input)``, one per token. Out: first ``("ready",
+pid)``, then lists of ``(token, kind, payload)``: kind `OK` with the result's fields and field
+set, `RAISED` with the exception's type name and text, `NOT_BUILT` with why the evaluator could
+not be rebuilt, `NOT_SENT` when the result does not pickle, `UNREADABLE` for every token of a
+blob that does not unpickle here. End of input ends the worker.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from tracesim._scoring._processes import (
     RUNNING,
     START,
     TOKEN,
+    UNREADABLE,
     read_frame,
     write_frame,
 )
@@ -64,15 +66,20 @@ def main() -> None:
         message = read_frame(source)
         if message is None:
             return
-        specs, items = message
-        for key, (spec, shared_settings) in specs.items():
+        specs, tokens, blob = message
+        for key, data in specs.items():
             try:
-                evaluators[key] = Evaluator.rebuilt(spec, shared_settings)
+                evaluators[key] = Evaluator.rebuilt(*pickle.loads(data))
             except Exception as exc:
                 evaluators[key] = f"{type(exc).__name__}: {exc}"
+        try:
+            items = pickle.loads(blob)
+        except Exception as exc:
+            _send(out_fd, [(token, UNREADABLE, f"{type(exc).__name__}: {exc}") for token in tokens])
+            continue
         results: list[tuple[int, int, Any]] = []
         flushed = clock()
-        for token, key, subject, expected, value in items:
+        for token, (key, subject, expected, value) in zip(tokens, items, strict=True):
             evaluator = evaluators.get(key, "no spec was sent")
             if isinstance(evaluator, str):
                 results.append((token, NOT_BUILT, evaluator))
