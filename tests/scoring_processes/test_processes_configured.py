@@ -300,3 +300,42 @@ print(json.dumps({"host": os.getpid(), "pids": pids, "deaths": pool.deaths,
     lines = [line for line in result.stderr.splitlines() if line.startswith("LOG")]
     assert len(lines) == 1, lines
     assert "cannot unpickle" in lines[0]
+
+
+def test_workers_that_cannot_start_leave_the_threads_scoring_said_once(
+    tmp_path: Path, run_python: Any
+) -> None:
+    code = """
+import json, logging, os, sys
+import tracesim
+from tracesim import _runtime
+from tracesim.evaluators import Levenshtein
+
+logging.basicConfig(level=logging.WARNING, format="LOG %(message)s")
+tracesim.configure(exporters=[], scoring_processes=1)
+# A worker imports tracesim from the host's sys.path: put a broken one first.
+os.makedirs("shadow/tracesim")
+with open("shadow/tracesim/__init__.py", "w") as f:
+    f.write("raise ImportError('broken on purpose')")
+sys.path.insert(0, os.path.abspath("shadow"))
+
+@tracesim.trace(evaluators=[Levenshtein()], expected=lambda i: f"answer {i}")
+def agent(i):
+    return f"answer {i}"
+
+for i in range(30):
+    agent(i)
+flushed = tracesim.force_flush(120)
+pool = _runtime.current.scoring._pool
+stats = tracesim.scoring_stats()
+print(json.dumps({"flushed": flushed, "broken": pool.broken,
+                  "results": stats.results, "errors": stats.errors}))
+"""
+    result = run_python(code, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    found = json.loads(result.stdout.strip().splitlines()[-1])
+    assert found == {"flushed": True, "broken": True, "results": 30, "errors": 0}
+    lines = [line for line in result.stderr.splitlines() if line.startswith("LOG")]
+    assert len(lines) == 1, lines
+    assert "could not start" in lines[0]
+    assert "scoring_processes=0" in lines[0]

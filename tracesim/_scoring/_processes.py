@@ -292,6 +292,8 @@ class ProcessPool:
         if self._sleeping and len(self._queue) >= BATCH:
             with self._wake:
                 self._wake.notify_all()
+        if self.broken:  # broke since the caller looked: the threads take it
+            self._release_all()
 
     def grow(self) -> None:
         """Add a worker (up to ``grow_to``) when runs keep waiting for one."""
