@@ -43,7 +43,7 @@ from pathlib import Path
 from _common import Sink  # benchmarks run as scripts: their folder is on sys.path
 
 VARIANTS = ("OTel", "tracesim", "no redaction")
-GOALS = {"sync": 1.10, "chat": 1.3}
+GOALS = {"sync": 1.15, "gen": 1.25, "chat": 1.15}  # issue 28: the timed goals, here in instructions
 
 # The program valgrind runs: N calls of one variant and shape, then either the flush or an exit
 # that skips every export.
@@ -154,7 +154,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
-        "--shapes", nargs="+", default=["sync", "chat"], choices=["sync", "async", "gen", "chat"]
+        "--shapes", nargs="+", default=["sync", "gen", "chat"], choices=["sync", "async", "gen", "chat"]
     )
     parser.add_argument("--calls", type=int, default=300, help="calls per counted run (below 512)")
     parser.add_argument(
