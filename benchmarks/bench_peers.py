@@ -11,6 +11,8 @@ Per column, each SDK traces the same function with the same input (``peers/_shap
   default), from the peers virtualenv (``peers/peer_venv.py``, built on first use and cached: the
   main venv's OpenTelemetry, tracesim from this checkout, traceloop-sdk without its
   instrumentations). Without that venv (no registry) the column is left out, said once.
+* with ``--with logfire langfuse``, also Logfire's ``@logfire.instrument`` and Langfuse's
+  ``@observe`` (``peers/sdk_logfire.py``, ``peers/sdk_langfuse.py`` say how they are set up);
 
 Columns: ``sync``, ``async``, ``generator`` (five yielded pieces) with a 200-char question and a
 small dict; ``10 KB`` (a realistic chat history, see ``_workload.py``); ``OTLP``, the sync call
@@ -29,7 +31,7 @@ shows its median over rounds (range). Over OTLP in a tight loop a batch queue ca
 drop spans, which then cost no export: the CPU per *delivered* span is shown beside the CPU per
 call. Read the ratios, not the absolute numbers: the machine is shared.
 
-    python benchmarks/bench_peers.py [--quick] [--rounds 5] [--no-peers]
+    python benchmarks/bench_peers.py [--quick] [--rounds 5] [--no-peers] [--with logfire langfuse]
 """
 
 from __future__ import annotations
@@ -52,7 +54,14 @@ PEERS = Path(__file__).resolve().parent / "peers"
 sys.path.insert(0, str(PEERS))
 import peer_venv  # noqa: E402  (peers/peer_venv.py, standard library only)
 
-LABELS = {"untraced": "untraced", "otel": "raw OTel", "tracesim": "tracesim", "openllmetry": "OpenLLMetry"}
+LABELS = {
+    "untraced": "untraced",
+    "otel": "raw OTel",
+    "tracesim": "tracesim",
+    "openllmetry": "OpenLLMetry",
+    "logfire": "Logfire",
+    "langfuse": "Langfuse",
+}
 
 
 @dataclass(frozen=True)
@@ -116,6 +125,14 @@ def main() -> None:
         "--paced-seconds", type=float, help="length of the paced run (default 1.5; --quick 0.5)"
     )
     parser.add_argument("--no-peers", action="store_true", help="leave OpenLLMetry out (no venv build)")
+    parser.add_argument(
+        "--with",
+        dest="optional",
+        nargs="+",
+        default=[],
+        choices=["logfire", "langfuse"],
+        help="also these peers, from the peers venv (each adds about a minute)",
+    )
     args = parser.parse_args()
     quick = args.quick
     args.rounds = args.rounds or (2 if quick else 5)
@@ -133,7 +150,7 @@ def main() -> None:
             print(f"OpenLLMetry left out: {how}")
         else:
             print(f"peers venv: {how}")
-            sdks.append("openllmetry")
+            sdks += ["openllmetry", *args.optional]
             python = peers_python  # every SDK under the same interpreter and OpenTelemetry
     started = time.perf_counter()
     results: dict[tuple[str, str], list[Result | None]] = {(c.name, s): [] for c in COLUMNS for s in sdks}

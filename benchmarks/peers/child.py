@@ -1,8 +1,8 @@
 """One measurement of bench_peers.py, in a fresh process: one SDK, one shape, tight or paced.
 
-Sets the SDK up (``sdk_<name>.build``), warms it up, then times ``--repeats`` repeats of
-``--calls`` calls, each followed by the SDK's flush: process CPU (every thread: the export
-thread's encoding, redaction and HTTP included) per call. With ``--otlp URL`` the spans go to
+Sets the SDK up (``sdk_<name>.build``), warms it up (2,000 calls and a full collection), then
+times ``--repeats`` repeats of ``--calls`` calls, each followed by the SDK's flush: process CPU
+(every thread: the export thread's encoding, redaction and HTTP included) per call. With ``--otlp URL`` the spans go to
 the collector there, which is asked for its span count before and after the timed repeats;
 with ``--rate`` the calls are paced (open loop, ``rate`` calls a second) instead of a tight
 loop. The last line of stdout is ``RESULT {json}``.
@@ -13,6 +13,7 @@ loop. The last line of stdout is ``RESULT {json}``.
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import json
 import statistics
@@ -22,6 +23,8 @@ from collections.abc import Callable
 from typing import Any
 
 from _shapes import ARGUMENTS, calls_of
+
+WARM_UP = 2000
 
 
 def received(url: str | None) -> int:
@@ -52,7 +55,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("sdk", choices=["untraced", "otel", "tracesim", "openllmetry"])
+    parser.add_argument("sdk", choices=["untraced", "otel", "tracesim", "openllmetry", "logfire", "langfuse"])
     parser.add_argument("shape", choices=list(ARGUMENTS))
     parser.add_argument("--calls", type=int, default=5000)
     parser.add_argument("--repeats", type=int, default=3)
@@ -65,8 +68,12 @@ def main() -> None:
     traced = importlib.import_module(f"sdk_{args.sdk}").build(args.otlp)
     fn = traced.functions[args.shape]
     loop = paced(fn, args.shape, args.calls, args.rate) if args.rate else calls_of(fn, args.shape, args.calls)
-    calls_of(fn, args.shape, min(args.calls, 500))()  # warm-up: imports, caches, the connection
+    # Warm-up: lazy imports, caches, the connection, and the first full garbage collection after
+    # the imports (tens of ms, due within the first thousand or so calls: it would land in the
+    # first repeat of whichever SDK allocates the most, as a one-off, not a per-call cost).
+    calls_of(fn, args.shape, WARM_UP)()
     traced.flush()
+    gc.collect()
     before = received(args.otlp)
     each = []
     for _ in range(args.repeats):

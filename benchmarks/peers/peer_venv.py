@@ -10,6 +10,7 @@ it cannot go into the main venv. This venv holds:
 * tracesim itself from this checkout, through a ``.pth`` file (not an editable install: that
   would rebuild the compiled redaction module inside the checkout, under the feet of anyone
   importing it meanwhile; the module the checkout holds is used as it is);
+* Logfire and Langfuse, with their dependencies (optional columns);
 * ``traceloop-sdk`` without its dependencies, and what it imports when its decorators are used:
   colorama, aiohttp, cuid, deprecated, jinja2, tenacity, its semantic conventions, and
   OpenTelemetry's logging and threading instrumentations (found by importing it until nothing
@@ -44,6 +45,9 @@ TRACELOOP_IMPORTS = (
     "opentelemetry-semantic-conventions-ai>=0.5.1,<0.6",
     "opentelemetry-instrumentation-logging",
 )
+# The optional peers (``bench_peers.py --with logfire langfuse``): installed with their own
+# dependencies, which the main venv's versions satisfy.
+OPTIONAL = ("logfire==5.4.0", "langfuse==5.0.4")
 STAMP = ".peers-ready"
 REPOSITORY = Path(__file__).resolve().parents[2]
 
@@ -75,7 +79,7 @@ def _threading_instrumentation() -> str:
 def venv_path() -> Path:
     """Where the peers venv for this interpreter and this main venv lives."""
     key = [sys.version, *(p for p in _pins() if p.lower().startswith(("opentelemetry", "protobuf")))]
-    key += [TRACELOOP, *TRACELOOP_IMPORTS, _threading_instrumentation(), *_runtime_requirements()]
+    key += [TRACELOOP, *TRACELOOP_IMPORTS, *OPTIONAL, _threading_instrumentation(), *_runtime_requirements()]
     digest = hashlib.sha256("\n".join(key).encode()).hexdigest()[:12]
     return Path.home() / ".cache" / "tracesim" / f"peers-venv-{digest}"
 
@@ -116,7 +120,7 @@ def _build(venv: Path) -> None:
         constraints = Path(folder) / "constraints.txt"
         constraints.write_text("\n".join(_pins()) + "\n")
         pip = (py, "-m", "pip", "install", "-q", "--disable-pip-version-check", "-c", constraints)
-        run(*pip, *_runtime_requirements(), *TRACELOOP_IMPORTS)
+        run(*pip, *_runtime_requirements(), *TRACELOOP_IMPORTS, *OPTIONAL)
         run(*pip[:-2], "--no-deps", TRACELOOP, _threading_instrumentation())
     purelib = subprocess.run(
         [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
