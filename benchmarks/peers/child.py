@@ -2,10 +2,10 @@
 
 Sets the SDK up (``sdk_<name>.build``), warms it up (2,000 calls and a full collection), then
 times ``--repeats`` repeats of ``--calls`` calls, each followed by the SDK's flush: process CPU
-(every thread: the export thread's encoding, redaction and HTTP included) per call. With ``--otlp URL`` the spans go to
-the collector there, which is asked for its span count before and after the timed repeats;
-with ``--rate`` the calls are paced (open loop, ``rate`` calls a second) instead of a tight
-loop. The last line of stdout is ``RESULT {json}``.
+(every thread: the export thread's encoding, redaction and HTTP included) per call. With
+``--otlp URL`` the spans go to the collector there, which is asked for its span count before
+and after the timed repeats; with ``--rate`` the calls are paced (open loop, ``rate`` calls a
+second) instead of a tight loop. The last line of stdout is ``RESULT {json}``.
 
     python benchmarks/peers/child.py tracesim sync --calls 5000 --repeats 3 [--otlp URL] [--rate 2000]
 """
