@@ -249,8 +249,8 @@ for value in (2**64, object(), 2**64):
     assert done.returncode == 0, done.stderr
     said = [line for line in done.stderr.splitlines() if line.startswith("tracesim|")]
     assert said == [
-        "tracesim|tracesim: a span holds an int beyond 64 bits (18446744073709551616); its batch is encoded "
-        "by OpenTelemetry's OTLP encoder, which drops such an attribute (said once)"
+        "tracesim|tracesim: a span holds a value tracesim's OTLP encoder does not write (an int beyond 64 "
+        "bits); its batch is encoded by OpenTelemetry's encoder, which drops such an attribute (said once)"
     ]
 
 
@@ -276,3 +276,17 @@ def test_the_exporter_sends_what_the_official_encoder_would(
         encode_spans([odd]).SerializePartialToString(),
     ]
     assert sink.delivered_names == ["call-0", "call-1", "call-2", "odd"]
+
+
+def test_a_batch_neither_encoder_writes_fails_as_the_official_exporter_fails_it(
+    sink: OtlpSink, caplog: pytest.LogCaptureFixture
+) -> None:
+    broken = ReadableSpan(name="broken", context=SpanContext(2**129, 3, False))  # a trace id of 129 bits
+    assert encode_or_fallback([broken]) is None
+    exporter = otlp_exporter(endpoint=sink.url)
+    try:
+        assert exporter.export([broken]) is SpanExportResult.FAILURE
+    finally:
+        exporter.shutdown()
+    assert sink.bodies == []
+    assert any("Failed to encode span batch" in r.getMessage() for r in caplog.records)

@@ -140,7 +140,7 @@ def _any_value(value: object) -> bytes:
         return _field(b"\x0a", value.encode())
     if isinstance(value, int):
         if not _INT64_MIN <= value <= _INT64_MAX:
-            raise Unsupported(f"an int beyond 64 bits ({value})")
+            raise Unsupported("an int beyond 64 bits")
         return b"\x18" + _varint(value & _UINT64)
     if isinstance(value, float):
         return b"\x21" + _pack_double(value)
@@ -168,7 +168,7 @@ def _count(tag: bytes, count: int) -> bytes:
     if not count:
         return b""
     if not 0 < count <= _UINT32_MAX:
-        raise Unsupported(f"a dropped count of {count}")
+        raise Unsupported("a dropped count beyond 32 bits")
     return tag + _varint(count)
 
 
@@ -188,7 +188,10 @@ def _span(span: ReadableSpan, parts: list[bytes]) -> None:
     name = span.name
     if name:
         parts.append(_field(b"\x2a", name.encode()))
-    parts.append(_KINDS[span.kind])
+    kind = _KINDS.get(span.kind)
+    if kind is None:
+        raise Unsupported(f"a span kind of {span.kind!r}")
+    parts.append(kind)
     start, end = span.start_time, span.end_time
     if start:
         parts.append(b"\x39" + _pack_fixed64(start))
@@ -359,13 +362,16 @@ def _scope_spans(scope: Any, spans: list[ReadableSpan], out: list[bytes]) -> int
 # ------------------------------------------------------------------ with the official encoder behind
 
 _said = threading.Event()
+# What a value the encoder does not write raises: `Unsupported`, a string with lone surrogates, an
+# id beyond its bytes, a time beyond 64 bits.
+_NOT_WRITTEN = (Unsupported, UnicodeEncodeError, OverflowError, struct.error)
 
 
-def encode_or_fallback(spans: Sequence[ReadableSpan]) -> bytes:
+def encode_or_fallback(spans: Sequence[ReadableSpan]) -> bytes | None:
     """`encode_request`, or OpenTelemetry's encoder for a batch with a value it does not write.
 
-    OpenTelemetry's encoder may raise too (a span it cannot encode at all): the official
-    exporter's own handling of that is kept by the caller.
+    None when OpenTelemetry's encoder cannot encode the batch either: the caller leaves it to
+    the official exporter, which says so in its own words.
 
     Example:
         >>> encode_or_fallback([])
@@ -373,19 +379,21 @@ def encode_or_fallback(spans: Sequence[ReadableSpan]) -> bytes:
     """
     try:
         return encode_request(spans)
-    except (Unsupported, UnicodeEncodeError, OverflowError, KeyError, struct.error) as exc:
+    except _NOT_WRITTEN as exc:
         if not _said.is_set():
             _said.set()
+            why = exc.reason if isinstance(exc, UnicodeEncodeError) else str(exc)  # not the value itself
             _logger.info(
-                "tracesim: a span holds %s; its batch is encoded by OpenTelemetry's OTLP encoder, which "
-                "drops such an attribute (said once)",
-                exc
-                if isinstance(exc, Unsupported)
-                else f"a value tracesim's encoder does not write ({exc!r})",
+                "tracesim: a span holds a value tracesim's OTLP encoder does not write (%s); its batch is "
+                "encoded by OpenTelemetry's encoder, which drops such an attribute (said once)",
+                why,
             )
     except Exception:
         internal_error("the OTLP encoder")  # a bug here: logged once (raised in tracesim's tests)
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
-    body: bytes = encode_spans(spans).SerializePartialToString()
+    try:
+        body: bytes = encode_spans(spans).SerializePartialToString()
+    except Exception:
+        return None
     return body

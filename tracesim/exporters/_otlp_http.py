@@ -166,9 +166,8 @@ class RefusalAwareSpanExporter(OTLPSpanExporter):
         """``OTLPSpanExporter.export`` with the body written by `encode_or_fallback`."""
         if not self._own_body or self._shutdown:
             return super().export(spans)
-        try:
-            body = encode_or_fallback(spans)
-        except Exception:  # a span OpenTelemetry's encoder cannot encode either: its export says so
+        body = encode_or_fallback(spans)
+        if body is None:  # OpenTelemetry's encoder cannot encode it either: its export says so
             return super().export(spans)
         if 0 < self._max_request_size < len(body):
             return super().export(spans)  # too large to send: the official exporter drops and counts it
