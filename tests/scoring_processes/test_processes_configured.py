@@ -339,3 +339,48 @@ print(json.dumps({"flushed": flushed, "broken": pool.broken,
     assert len(lines) == 1, lines
     assert "could not start" in lines[0]
     assert "scoring_processes=0" in lines[0]
+
+
+def test_runs_in_process_sends_an_evaluator_to_a_worker_under_auto(tmp_path: Path) -> None:
+    tracesim.configure(exporters=["jsonl"])  # auto: a light load alone would stay on threads
+
+    @tracesim.trace(evaluators=[WherePid(runs_in="process"), Levenshtein()], expected=lambda i: "x")
+    def agent(i: int) -> str:
+        return f"answer {i}"
+
+    for i in range(10):
+        agent(i)
+    assert tracesim.force_flush(120)
+    spans = load_spans(tmp_path / ".tracesim" / "traces.jsonl")
+    assert len(spans) == 10
+    assert os.getpid() not in {span.attributes["tracesim.eval.where_pid.score"] for span in spans}
+    assert all("tracesim.eval.levenshtein.score" in span.attributes for span in spans)
+
+
+def test_runs_in_process_without_processes_is_said_once(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("WARNING", logger="tracesim")
+    tracesim.configure(exporters=[], scoring_processes=0)
+
+    @tracesim.trace(evaluators=[WherePid(runs_in="process")], expected=lambda i: "x")
+    def agent(i: int) -> str:
+        return f"answer {i}"
+
+    for i in range(5):
+        agent(i)
+    assert tracesim.force_flush(30)
+    assert tracesim.scoring_stats().results == 5
+    lines = [r.getMessage() for r in caplog.records if "runs_in='process'" in r.getMessage()]
+    assert len(lines) == 1, lines
+    assert "scoring_processes is 0" in lines[0]
+
+
+def test_runs_in_is_checked_like_the_other_shared_options() -> None:
+    from tracesim.evaluators import from_config, parse_spec
+
+    assert from_config({"type": "rouge", "runs_in": "thread"}).runs_in == "thread"
+    assert from_config(parse_spec("bleu:runs_in=process")).runs_in == "process"
+    assert Levenshtein().replace(runs_in="process").runs_in == "process"
+    with pytest.raises(ConfigError) as caught:
+        from_config({"type": "levenshtein", "runs_in": "gpu"})
+    assert "levenshtein.runs_in" in str(caught.value)
+    assert "auto, thread or process" in str(caught.value)

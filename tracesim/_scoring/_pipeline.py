@@ -311,6 +311,15 @@ class ScoringPipeline:
         pool = self._pool
         if pool is not None and cpu:
             cpu = self._to_processes(pool, job, cpu, expected, value)
+        elif cpu:
+            for evaluator in cpu:
+                if evaluator.runs_in == "process":
+                    self._warnings.warn(
+                        f"no-process:{evaluator.name}",
+                        "tracesim: evaluator %r has runs_in='process' but scoring_processes is 0; it runs "
+                        "on the scoring threads. Set scoring_processes (1 or auto) for worker processes.",
+                        evaluator.name,
+                    )
         # One queue item per evaluator: when one hangs past its timeout_s, the replacement
         # worker takes the others instead of leaving them behind the stuck one.
         for evaluator in cpu[1:]:

@@ -136,7 +136,7 @@ def from_config(config: Mapping[str, Any], *, source: str | None = None) -> Eval
     """Build an evaluator from ``{"type": NAME, **options}``.
 
     Options are the evaluator's keyword arguments plus the shared ``name``, ``threshold``,
-    ``sample_rate``, ``timeout_s`` and ``max_concurrency``. An unknown type, an unknown
+    ``sample_rate``, ``timeout_s``, ``max_concurrency`` and ``runs_in``. An unknown type, an unknown
     option or a bad value raises :class:`~tracesim.ConfigError` naming the setting and
     what is accepted; ``source`` (e.g. a file name) is quoted in that message.
 
