@@ -47,8 +47,9 @@ class _Items:
 
     The wrappers append exact ``str`` chunks themselves, with the list's own ``append`` (a
     method call per item here cost more than the rest of the wrapper's step): `settle` counts
-    them, every `SETTLE_EVERY` chunks and before anything else reads the items, and drops
-    those past the cap, so the kept text is the same as if each chunk had been checked.
+    them, every `SETTLE_EVERY` chunks and before `add` reads the items, and drops those past
+    the cap, so the kept text is the same as if each chunk had been checked. At the end,
+    `output` and `total` read the chunks not settled yet without a pass over them.
     """
 
     __slots__ = ("chars", "count", "items", "limit", "settled", "text")
@@ -105,8 +106,17 @@ class _Items:
             internal_error("trace: generator item")
             return None
 
+    def total(self) -> int:
+        """How many items were yielded: those counted, and the chunks appended since."""
+        return self.count + len(self.items) - self.settled
+
     def output(self) -> Any:
+        """The joined text of a text stream, else the kept items."""
         if self.items and self.text:
+            text = "".join(self.items)
+            if len(text) < _TEXT_CAP:  # no chunk started at or past the cap: none to drop
+                return text
+            self.settle()
             return "".join(self.items)
         return self.items
 
@@ -127,11 +137,10 @@ def _end_stream(
     output: Any = _NOT_SET
     try:
         if items is not None:
-            items.settle()
             output = handle._output if handle._output_set else items.output()
             options = handle.capture
             if options is not None:
-                attributes: dict[str, AttributeValue] = {sc.OUTPUT_ITEMS: items.count}
+                attributes: dict[str, AttributeValue] = {sc.OUTPUT_ITEMS: items.total()}
                 if closed:
                     attributes[sc.GENERATOR_CLOSED_EARLY] = True
                 if meta.capture_output and not handle._output_set:
