@@ -310,6 +310,7 @@ def run_child(args: argparse.Namespace) -> dict[str, Any]:
         "cpu_us_per_call": all_cpu_s / measured * 1e6,  # the workers' CPU included
         "host_cpu_us_per_call": host_cpu_s / measured * 1e6,
         "work_iterations": iterations,
+        "load": os.getloadavg()[0],
     }
 
 
@@ -370,7 +371,8 @@ def find_max(variant: str, start: float, args: argparse.Namespace) -> tuple[floa
         ok = keeps_up(run)
         trace.append(
             f"{round(rate)}:{'ok' if ok else 'behind'}(backlog {run['backlog_slope']:+.0f}/s, "
-            f"lag {run['lag_slope_ms_s']:+.1f} ms/s, dropped {run['dropped']}, errors {run['errors']})"
+            f"lag {run['lag_slope_ms_s']:+.1f} ms/s, dropped {run['dropped']}, errors {run['errors']}, "
+            f"load {run['load']:.0f})"
         )
         for line in run["said"]:
             trace.append(f"said: {line[:200]}")
@@ -414,10 +416,12 @@ def latency_rounds(rate: float, args: argparse.Namespace) -> None:
                 continue
             run["round"] = round_number
             runs[variant].append(run)
+    loads = [r["load"] for rs in runs.values() for r in rs] or [float("nan")]
     print(
         f"\nlatency from the scheduled arrival at {rate:,.0f} calls/s, {args.host_threads} host thread(s), "
         f"{args.rounds} rounds x {args.seconds:g} s (after {args.warmup:g} s warm-up), "
-        f"exporter {args.exporter}"
+        f"exporter {args.exporter}; machine load average {statistics.median(loads):.1f} "
+        f"({min(loads):.1f}-{max(loads):.1f}) on {os.cpu_count()} CPUs"
     )
     print(
         "  variant       p50 µs  p99 µs  max µs   p50 x (spread)     p99 x (spread)     "
@@ -467,6 +471,9 @@ def main() -> None:
     parser.add_argument("--work-us", type=float, default=150.0, help="the handler's own work")
     parser.add_argument("--exporter", choices=("jsonl", "discard"), default="jsonl")
     parser.add_argument("--find-max", action="store_true", help="search each variant's sustained rate")
+    parser.add_argument(
+        "--also-rate", type=float, default=0.0, help="a second latency rate, e.g. 80%% of a sustained rate"
+    )
     parser.add_argument("--search-rounds", type=int, default=3)
     parser.add_argument("--search-seconds", type=float, default=5.0)
     parser.add_argument("--verbose", action="store_true", help="print every run")
@@ -513,6 +520,8 @@ def main() -> None:
     best = max((sustained[v] for v in scored if v.startswith("processes") and v in sustained), default=None)
     if best is not None and best < args.rate:
         latency_rounds(round(best * 0.8), args)
+    if args.also_rate:
+        latency_rounds(args.also_rate, args)
 
 
 if __name__ == "__main__":
