@@ -154,7 +154,10 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
-        "--shapes", nargs="+", default=["sync", "gen", "chat"], choices=["sync", "async", "gen", "chat"]
+        "--shapes",
+        nargs="+",
+        default=["sync", "gen", "chat"],
+        choices=["sync", "async", "gen", "agen", "chat"],
     )
     parser.add_argument("--calls", type=int, default=300, help="calls per counted run (below 512)")
     parser.add_argument(

@@ -3,10 +3,11 @@
 The variants do the same observable work per call: one span named ``agent`` with the same
 attributes (``openinference.span.kind``, ``gen_ai.operation.name``, ``gen_ai.agent.name``, the
 input as JSON and the output, with their MIME types), exported through a ``BatchSpanProcessor``
-(the same queue size for all) to an exporter that discards. Shapes: ``sync``, ``async`` and
-``gen`` (a generator) take a 200-char question and a small dict and return 200 chars; ``chat``
-takes a realistic ~10 KB chat history (English support conversation, see _workload.py) plus
-metadata with ``usage.*_tokens``, ``model`` and ``cache_key``, and returns 272 chars.
+(the same queue size for all) to an exporter that discards. Shapes: ``sync``, ``async``, ``gen``
+(a generator) and ``agen`` (an async generator) take a 200-char question and a small dict and
+return 200 chars (the generators in 5 chunks); ``chat`` takes a realistic ~10 KB chat history
+(English support conversation, see _workload.py) plus metadata with ``usage.*_tokens``,
+``model`` and ``cache_key``, and returns 272 chars.
 The hand-written code writes ``json.dumps`` of the arguments and redacts nothing; tracesim runs
 its built-in redaction patterns (on by default) in the export path, in the batch processor's
 thread: the "no redaction" column is tracesim with ``redact_patterns="none"``.
@@ -32,7 +33,7 @@ import asyncio
 import json
 import statistics
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 # benchmarks run as scripts: their folder is on sys.path
@@ -45,12 +46,13 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 import tracesim
 from tracesim.exporters import RedactingExporter
 
-SHAPES = ("sync", "async", "gen", "chat")
+SHAPES = ("sync", "async", "gen", "agen", "chat")
 VARIANTS = ("untraced", "OTel", "tracesim", "no redaction")
 ARGUMENTS: dict[str, tuple[Any, Any]] = {
     "sync": (QUESTION, CONTEXT),
     "async": (QUESTION, CONTEXT),
     "gen": (QUESTION, CONTEXT),
+    "agen": (QUESTION, CONTEXT),
     "chat": (CHAT, CHAT_METADATA),
 }
 # tracesim's batch queue with default settings (2,048 + the scoring queue): the hand-written
@@ -63,6 +65,11 @@ def plain(question: str, context: dict[str, Any]) -> str:
 
 
 def plain_gen(question: str, context: dict[str, Any]) -> Iterator[str]:
+    for i in range(0, 200, 40):
+        yield ANSWER[i : i + 40]
+
+
+async def plain_agen(question: str, context: dict[str, Any]) -> AsyncIterator[str]:
     for i in range(0, 200, 40):
         yield ANSWER[i : i + 40]
 
@@ -98,6 +105,17 @@ def make_hand_written(provider: TracerProvider) -> dict[str, Callable[..., Any]]
             span.set_attribute("output.value", "".join(items))
             span.set_attribute("output.mime_type", "text/plain")
 
+    async def agent_agen(question: str, context: dict[str, Any]) -> AsyncIterator[str]:
+        with tracer.start_as_current_span("agent", attributes=AGENT_ATTRIBUTES) as span:
+            span.set_attribute("input.value", json.dumps({"question": question, "context": context}))
+            span.set_attribute("input.mime_type", "application/json")
+            items = []
+            async for item in plain_agen(question, context):
+                items.append(item)
+                yield item
+            span.set_attribute("output.value", "".join(items))
+            span.set_attribute("output.mime_type", "text/plain")
+
     async def agent_async(question: str, context: dict[str, Any]) -> str:
         with tracer.start_as_current_span("agent", attributes=AGENT_ATTRIBUTES) as span:
             span.set_attribute("input.value", json.dumps({"question": question, "context": context}))
@@ -116,16 +134,22 @@ def make_hand_written(provider: TracerProvider) -> dict[str, Callable[..., Any]]
             span.set_attribute("output.mime_type", "text/plain")
             return result
 
-    return {"sync": agent, "gen": agent_gen, "async": agent_async, "chat": agent_chat}
+    return {"sync": agent, "gen": agent_gen, "agen": agent_agen, "async": agent_async, "chat": agent_chat}
 
 
 def make_tracesim() -> dict[str, Callable[..., Any]]:
     trace = tracesim.trace(name="agent", kind="agent")
-    return {"sync": trace(plain), "gen": trace(plain_gen), "async": trace(plain_async), "chat": trace(chat)}
+    return {
+        "sync": trace(plain),
+        "gen": trace(plain_gen),
+        "agen": trace(plain_agen),
+        "async": trace(plain_async),
+        "chat": trace(chat),
+    }
 
 
 def untraced() -> dict[str, Callable[..., Any]]:
-    return {"sync": plain, "gen": plain_gen, "async": plain_async, "chat": chat}
+    return {"sync": plain, "gen": plain_gen, "agen": plain_agen, "async": plain_async, "chat": chat}
 
 
 def calls_of(fn: Callable[..., Any], shape: str, calls: int) -> Callable[[], None]:
@@ -146,6 +170,16 @@ def calls_of(fn: Callable[..., Any], shape: str, calls: int) -> Callable[[], Non
 
         def run() -> None:
             asyncio.run(loop())
+
+    elif shape == "agen":
+
+        async def stream_loop() -> None:
+            for _ in range(calls):
+                async for _item in fn(first, second):
+                    pass
+
+        def run() -> None:
+            asyncio.run(stream_loop())
 
     else:
 
