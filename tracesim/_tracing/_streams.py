@@ -8,9 +8,9 @@ span around a ``yield``) carry from step to step. Text chunks are kept whole as 
 (a streamed answer is scored whole), other items up to ``max_generator_items``; only a
 stream that ran to its end is scored.
 
-Per yielded item the wrappers do the least they can: one ``Context.run`` of the step (an
-async step's resumptions each run there) and, when
-the output is kept, one call of `_Items.add`.
+Per yielded item the wrappers do the least they can: one ``Context.run`` of the step (each
+resumption of an async step runs there) and, when the output is kept, one ``list.append`` of
+a text chunk (`_Items` counts them in batches; other items go through `_Items.add`).
 """
 
 from __future__ import annotations
