@@ -21,8 +21,10 @@ __all__ = ["LSUM_CAPS", "ROUGE_CAPS", "ROUGE_TYPES", "Rouge"]
 # rouge-score takes any n; Azure AI Evaluation passes on rouge1 to rouge9
 ROUGE_TYPES = (*(f"rouge{n}" for n in range(1, 10)), "rougeL", "rougeLsum")
 #: Default caps per text (see ``_long_texts``): on a host's scoring thread, a call at the cap
-#: takes ~0.1-0.2 s; anywhere else 500,000 characters take ~0.3-0.7 s.
-ROUGE_CAPS = Caps(thread=50_000, worker=500_000)
+#: takes ~0.1-0.2 s; anywhere else 100,000 characters take ~0.1-0.7 s (~3 s at worst: Porter
+#: stems of 17,000 distinct random words). rougeL's LCS grows with the product of the token
+#: counts on texts of many distinct words (7.9 s at 500,000 characters of random Unicode).
+ROUGE_CAPS = Caps(thread=50_000, worker=100_000)
 #: rougeLsum compares every reference line with every candidate line: its cost grows with
 #: (tokens of one text) x (lines of the other), so it keeps fewer characters, and lines:
 #: 10,000 and 50 lines on a host's scoring thread (~0.1 s at worst), 50,000 and 500 lines
@@ -93,7 +95,7 @@ class Rouge(CutsLongTexts, Evaluator):
     says so). Tokens, n-gram counts and Porter stems are pure Python, so the default cap
     depends on where the call runs: on tracesim's scoring threads in the host's interpreter
     50,000 (about a fifth of a second at worst; the first cut is logged once), anywhere else
-    (worker processes, direct calls, offline scoring) 500,000 (under a second). rougeLsum
+    (worker processes, direct calls, offline scoring) 100,000 (under a second on text). rougeLsum
     compares every line of one text with every line of the other, so it keeps 10,000
     characters and the first 50 non-empty lines of each text on a scoring thread
     (``details.truncated_to_lines``; about a tenth of a second at worst) and 50,000

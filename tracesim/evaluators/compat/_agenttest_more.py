@@ -300,7 +300,7 @@ class Metrics:
     output has no ``metrics`` (AgentTest would report an error). An unknown metric scores 0
     and fails. Any other option, or an option of the wrong type, raises. METEOR needs NLTK's
     ``wordnet`` data. Texts are cut where tracesim's own evaluators cut them by default
-    (ROUGE 500,000 characters, BLEU 200,000, METEOR 100,000; on tracesim's scoring threads
+    (ROUGE 100,000 characters, BLEU 200,000, METEOR 100,000; on tracesim's scoring threads
     in the host's interpreter 50,000, 20,000 and 10,000; ``details.truncated_to`` says so).
 
     Example:
