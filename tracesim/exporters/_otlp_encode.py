@@ -104,30 +104,32 @@ _KEYS_KEPT = 4096
 
 
 def _key(key: str) -> bytes:
-    encoded = _keys.get(key)
-    if encoded is None:
-        encoded = _field(b"\x0a", key.encode())
-        if len(_keys) >= _KEYS_KEPT:
-            _keys.clear()  # many distinct keys (generated names): start over rather than grow
-        _keys[key] = encoded
+    """``KeyValue.key`` (1) and the tag of ``KeyValue.value`` (2), which follows it."""
+    encoded = _field(b"\x0a", key.encode()) + b"\x12"
+    if len(_keys) >= _KEYS_KEPT:
+        _keys.clear()  # many distinct keys (generated names): start over rather than grow
+    _keys[key] = encoded
     return encoded
 
 
 def _key_value(tag: bytes, key: str, value: object) -> bytes:
     """One attribute: field ``tag`` holding ``KeyValue{key: 1, value: 2}``."""
+    prefix = _keys.get(key) or _key(key)  # the key's field and the value's tag
     if type(value) is str:  # the common case, written without the intermediate AnyValue bytes
         text = value.encode()
         size = len(text)
-        value_size = 1 + (1 if size < 0x80 else len(_varint(size))) + size
-        prefix = _key(key)
-        body_size = len(prefix) + 1 + (1 if value_size < 0x80 else len(_varint(value_size))) + value_size
-        return b"".join(
-            (tag, _varint(body_size), prefix, b"\x12", _varint(value_size), b"\x0a", _varint(size), text)
-        )
-    prefix = _key(key)
+        if size < 0x7E:  # every length below in one byte
+            body_size = len(prefix) + size + 3
+            if body_size < 0x80:
+                return b"".join(
+                    (tag, _ONE_BYTE[body_size], prefix, _ONE_BYTE[size + 2], b"\x0a", _ONE_BYTE[size], text)
+                )
+        value_size = 1 + len(_varint(size)) + size
+        body_size = len(prefix) + len(_varint(value_size)) + value_size
+        return b"".join((tag, _varint(body_size), prefix, _varint(value_size), b"\x0a", _varint(size), text))
     any_value = _any_value(value)
-    body = b"".join((prefix, b"\x12", _varint(len(any_value)), any_value))
-    return tag + _varint(len(body)) + body
+    size = len(any_value)
+    return b"".join((tag, _varint(len(prefix) + len(_varint(size)) + size), prefix, _varint(size), any_value))
 
 
 def _any_value(value: object) -> bytes:
@@ -174,41 +176,53 @@ def _count(tag: bytes, count: int) -> bytes:
 
 def _span(span: ReadableSpan, parts: list[bytes]) -> None:
     """Append the fields of ``Span`` in field-number order."""
+    add = parts.append
     context = span.context
     if context is None:
         raise Unsupported("a span without a span context")
-    parts.append(b"\x0a\x10" + context.trace_id.to_bytes(16, "big"))
-    parts.append(b"\x12\x08" + context.span_id.to_bytes(8, "big"))
+    add(b"\x0a\x10" + context.trace_id.to_bytes(16, "big"))
+    add(b"\x12\x08" + context.span_id.to_bytes(8, "big"))
     state = context.trace_state
     if state:
-        parts.append(_field(b"\x1a", ",".join([f"{k}={v}" for k, v in state.items()]).encode()))
+        add(_field(b"\x1a", ",".join([f"{k}={v}" for k, v in state.items()]).encode()))
     parent = span.parent
     if parent:
-        parts.append(b"\x22\x08" + parent.span_id.to_bytes(8, "big"))
+        add(b"\x22\x08" + parent.span_id.to_bytes(8, "big"))
     name = span.name
     if name:
-        parts.append(_field(b"\x2a", name.encode()))
+        add(_field(b"\x2a", name.encode()))
     kind = _KINDS.get(span.kind)
     if kind is None:
         raise Unsupported(f"a span kind of {span.kind!r}")
-    parts.append(kind)
+    add(kind)
     start, end = span.start_time, span.end_time
     if start:
-        parts.append(b"\x39" + _pack_fixed64(start))
+        add(b"\x39" + _pack_fixed64(start))
     if end:
-        parts.append(b"\x41" + _pack_fixed64(end))
+        add(b"\x41" + _pack_fixed64(end))
     _attributes(_SPAN_ATTRIBUTE, span.attributes, parts)
-    parts.append(_count(b"\x50", span.dropped_attributes))
-    for event in span.events:
-        parts.append(_field(b"\x5a", _event(event)))
-    parts.append(_count(b"\x60", span.dropped_events))
-    for link in span.links:
-        parts.append(_field(b"\x6a", _link(link)))
-    parts.append(_count(b"\x70", span.dropped_links))
+    dropped = span.dropped_attributes
+    if dropped:
+        add(_count(b"\x50", dropped))
+    events = span.events
+    if events:
+        for event in events:
+            add(_field(b"\x5a", _event(event)))
+    dropped = span.dropped_events  # events over the limit are dropped even when none is kept
+    if dropped:
+        add(_count(b"\x60", dropped))
+    links = span.links
+    if links:
+        for link in links:
+            add(_field(b"\x6a", _link(link)))
+    dropped = span.dropped_links
+    if dropped:
+        add(_count(b"\x70", dropped))
     status = span.status
     if status is not None:
-        parts.append(_field(b"\x7a", _status(status.status_code.value, status.description)))
-    parts.append(_SPAN_FLAGS[bool(parent and parent.is_remote)])
+        code, message = status.status_code.value, status.description
+        add(_field(b"\x7a", _status(code, message)) if message else _STATUS[code])
+    add(_SPAN_FLAGS[bool(parent and parent.is_remote)])
 
 
 def _event(event: Any) -> bytes:
@@ -233,6 +247,9 @@ def _link(link: Any) -> bytes:
     parts.append(_count(b"\x28", link.dropped_attributes))
     parts.append(_LINK_FLAGS[bool(context.is_remote)])
     return b"".join(parts)
+
+
+_STATUS = {code: b"\x7a\x02\x18" + bytes((code,)) for code in (1, 2)} | {0: b"\x7a\x00"}  # no message
 
 
 def _status(code: int, message: str | None) -> bytes:
