@@ -27,9 +27,10 @@ ROUGE_TYPES = (*(f"rouge{n}" for n in range(1, 10)), "rougeL", "rougeLsum")
 ROUGE_CAPS = Caps(thread=50_000, worker=100_000)
 #: rougeLsum compares every reference line with every candidate line: its cost grows with
 #: (tokens of one text) x (lines of the other), so it keeps fewer characters, and lines:
-#: 10,000 and 50 lines on a host's scoring thread (~0.1 s at worst), 50,000 and 500 lines
-#: anywhere else (~1.5 s at worst: 500 lines of 17 words each).
-LSUM_CAPS = Caps(thread=10_000, worker=50_000, lines=(50, 500))
+#: 10,000 and 50 lines on a host's scoring thread (~0.1 s at worst), 30,000 and 300 lines
+#: anywhere else (~1.4 s at worst, 300 lines of 17 words, on a loaded machine; 500 lines of
+#: 17 words took 2.7-3.4 s, 1,000 lines of 8 words 4.8 s).
+LSUM_CAPS = Caps(thread=10_000, worker=30_000, lines=(50, 300))
 
 
 class _Stemmer:
@@ -94,12 +95,12 @@ class Rouge(CutsLongTexts, Evaluator):
     Each text is cut to its first ``max_chars`` code points first (``details.truncated_to``
     says so). Tokens, n-gram counts and Porter stems are pure Python, so the default cap
     depends on where the call runs: on tracesim's scoring threads in the host's interpreter
-    50,000 (about a fifth of a second at worst; the first cut is logged once), anywhere else
-    (worker processes, direct calls, offline scoring) 100,000 (under a second on text). rougeLsum
+    50,000 (0.04-0.3 s; the first cut is logged once), anywhere else (worker processes, direct
+    calls, offline scoring) 100,000 (0.1-0.4 s; seconds on a loaded machine). rougeLsum
     compares every line of one text with every line of the other, so it keeps 10,000
     characters and the first 50 non-empty lines of each text on a scoring thread
-    (``details.truncated_to_lines``; about a tenth of a second at worst) and 50,000
-    characters and 500 lines anywhere else (about 1.5 s at worst), so rouge-score's number
+    (``details.truncated_to_lines``; about a tenth of a second at worst) and 30,000
+    characters and 300 lines anywhere else (about 1.4 s at worst), so rouge-score's number
     on any realistic text. A ``max_chars`` you give applies everywhere (with the 50-line
     cap for rougeLsum, as before); ``max_chars=None`` removes both caps.
 

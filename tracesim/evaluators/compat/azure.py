@@ -22,7 +22,7 @@ tokenizer (a number or a list as text, a malformed conversation) the façade rai
 :class:`EvaluationException` naming the input instead (a ``TypeError`` too for a wrong type).
 Long texts are cut where the core evaluators cut them by default: in a direct call, offline
 or in a scoring worker process only beyond bounds far above realistic answers (F1 1,000,000
-characters, BLEU and GLEU 200,000, METEOR 100,000, ROUGE 100,000, rougeLsum 50,000 and 500
+characters, BLEU and GLEU 200,000, METEOR 100,000, ROUGE 100,000, rougeLsum 30,000 and 300
 lines), so the numbers are Azure's; on tracesim's scoring threads in the host's interpreter
 at F1 100,000, BLEU and GLEU 20,000, METEOR 10,000, ROUGE 50,000, rougeLsum 10,000 and 50
 lines (the first cut is logged once). Azure's dicts have no room to say so. The LLM-judged
