@@ -109,6 +109,7 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/bench_capture.py
 	$(BIN)/python benchmarks/bench_metrics.py
 	$(BIN)/python benchmarks/bench_otlp.py
+	$(BIN)/python benchmarks/bench_peers.py
 	$(BIN)/python benchmarks/bench_soak.py --calls 100000
 	$(BIN)/python benchmarks/bench_judge.py
 	$(BIN)/python benchmarks/bench_semantic.py
