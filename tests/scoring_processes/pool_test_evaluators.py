@@ -55,7 +55,11 @@ def spawned_host(folder: str) -> None:
     from tracesim import _runtime
 
     tracesim.configure(exporters=[], scoring_processes=1)
-    scored = tracesim.trace(evaluators=[WherePid()], expected=lambda i: "x")(lambda i: f"answer {i}")
+
+    @tracesim.trace(evaluators=[WherePid()], expected=lambda i: "x")
+    def scored(i: int) -> str:
+        return f"answer {i}"
+
     for i in range(10):
         scored(i)
     flushed = tracesim.force_flush(120)
@@ -69,3 +73,26 @@ def spawned_host(folder: str) -> None:
     tracesim.shutdown(10)
     with open(os.path.join(folder, "pids.json"), "w") as f:
         json.dump({"pid": os.getpid(), "workers": workers, "flushed": flushed, "results": stats.results}, f)
+
+
+class ReturnsDict(Evaluator):
+    """A broken evaluator: ``evaluate`` returns a dict, not an `EvalResult`."""
+
+    type_name = "returns_dict"
+    requires_expected = False
+
+    def evaluate(self, output: Any, expected: Any = None, *, input: Any = None) -> Any:
+        return {"score": 1.0}
+
+
+class PicklesOnce:
+    """A value that pickles on odd-numbered attempts only (a value changed by another thread while
+    it was pickled, say)."""
+
+    attempts = 0
+
+    def __reduce__(self) -> Any:
+        PicklesOnce.attempts += 1
+        if PicklesOnce.attempts % 2:
+            raise RuntimeError("changed size during pickling")
+        return (PicklesOnce, ())

@@ -32,6 +32,13 @@ def _pool() -> ProcessPool:
     return runtime.scoring._pool
 
 
+def _setting() -> int | str:
+    """The configured ``scoring_processes`` (read afresh: each configure() replaces it)."""
+    runtime = _runtime.current
+    assert runtime is not None
+    return runtime.settings.scoring_processes
+
+
 def _worker_ready(timeout_s: float = 120.0) -> None:
     deadline = time.monotonic() + timeout_s
     while not _pool().ready:
@@ -245,11 +252,11 @@ def test_scoring_processes_from_the_environment_and_the_file(
     monkeypatch.setenv("TRACESIM_SCORING_PROCESSES", "AUTO")
     tracesim.configure(exporters=[])
     assert _runtime.current is not None
-    assert _runtime.current.settings.scoring_processes == "auto"
+    assert _setting() == "auto"
     monkeypatch.delenv("TRACESIM_SCORING_PROCESSES")
     (tmp_path / "tracesim.yaml").write_text("scoring_processes: 0\n")
     tracesim.configure(exporters=[])
-    assert _runtime.current.settings.scoring_processes == 0
+    assert _setting() == 0
     assert _runtime.current.scoring is not None
     assert _runtime.current.scoring._pool is None
     (tmp_path / "tracesim.yaml").write_text("scoring_processes: -2\n")

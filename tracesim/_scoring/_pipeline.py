@@ -416,7 +416,10 @@ class ScoringPipeline:
             result = evaluator.evaluate(_subject(job, evaluator), handed(evaluator, expected), input=value)
         except Exception as exc:  # evaluate() handles data errors; this is a broken evaluator
             result = failure(evaluator, exc, "evaluate() raised")
-        self._cpu_s += time.perf_counter() - started  # unlocked: an estimate for auto
+        pool = self._pool
+        if self._auto and pool is not None and not pool.started and pool.takes(evaluator):
+            # unlocked: an estimate, of the time a worker could take (not runs_in='thread' ones)
+            self._cpu_s += time.perf_counter() - started
         with self._lock:
             run.finished = True
             if run.stuck:

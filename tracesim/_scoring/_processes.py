@@ -59,8 +59,13 @@ _FAILED_STARTS = 2
 _MONITOR_S = 0.05
 _FEED_WAIT_S = 0.02
 _KNOWN_MAX = 4096
+_MAX_FRAME = (1 << 32) - 1
+"""A frame's length is 4 bytes: a batch that pickles to more goes to the threads."""
 _WORKER_MODULE = "tracesim._scoring._worker_main"
 _PROTOCOL = pickle.HIGHEST_PROTOCOL
+_BOOT = f"import sys; sys.path[:] = sys.argv[2:]; del sys.argv[2:]; from {_WORKER_MODULE} import main; main()"
+"""The worker's start: the host's ``sys.path`` exactly (given after the shared file's descriptor),
+not the working directory first as ``-m`` or ``-c`` would have it."""
 
 
 # ---------------------------------------------------------------- the pipes' frames
@@ -70,6 +75,7 @@ RAISED = 1
 NOT_BUILT = 2
 NOT_SENT = 3
 UNREADABLE = 4
+NOT_RESULT = 5
 
 RUNNING = struct.Struct("<qd")
 """The shared slot: the token of the run in progress (0: none) and when it started. The worker
@@ -78,6 +84,8 @@ has a time older than its run's: a torn read can only make a run look younger.""
 TOKEN = struct.Struct("<q")
 START = struct.Struct("<d")
 _LENGTH = struct.Struct(">I")
+_COPY_BELOW = 1 << 16
+"""A frame shorter than this is written with its length in one call; a longer one in two."""
 _FLUSH_EVERY_S = 0.02
 """Results of a batch go back together, or every 20 ms when a batch takes longer."""
 
@@ -95,10 +103,12 @@ def read_frame(stream: BinaryIO) -> Any:
 
 
 def write_frame(fd: int, data: bytes) -> None:
-    """Write one frame of pickled ``data`` to ``fd``, whole."""
-    view = memoryview(_LENGTH.pack(len(data)) + data)
-    while view:
-        view = view[os.write(fd, view) :]
+    """Write one frame of pickled ``data`` to ``fd``, whole (a large one without a copy)."""
+    header = _LENGTH.pack(len(data))
+    for part in (header + data,) if len(data) < _COPY_BELOW else (header, data):
+        view = memoryview(part)
+        while view:
+            view = view[os.write(fd, view) :]
 
 
 class ProcessRun:
@@ -191,10 +201,11 @@ class ProcessPool:
         self._workers: list[_Worker] = []
         self._all: list[_Worker] = []  # every worker started, for close() and fork
         self._tokens = itertools.count(1)
-        self._known: dict[int, tuple[Evaluator, int | None]] = {}
+        self._known: dict[int, tuple[Evaluator, int | None, dict[str, Any]]] = {}
         self._keys: dict[bytes, int] = {}
         self._specs: dict[int, bytes] = {}  # pickled (spec, shared settings), by key
         self._refused: set[int] = set()
+        self._takes: dict[int, tuple[Evaluator, bool]] = {}
         self._feeder: threading.Thread | None = None
         self._monitor: threading.Thread | None = None
         self._failed_starts = 0
@@ -216,22 +227,40 @@ class ProcessPool:
         """The key under which workers rebuild ``evaluator``, or None when it stays on threads
         (said once per evaluator name, with the reason and what to change)."""
         entry = self._known.get(id(evaluator))
-        if entry is not None and entry[0] is evaluator:
+        settings = evaluator.shared_settings()  # changed since (ev.threshold = ...): rebuilt anew
+        if entry is not None and entry[0] is evaluator and entry[2] == settings:
             key = entry[1]
         else:
             key = self._admit(evaluator)
             if len(self._known) >= _KNOWN_MAX:
                 self._known.clear()
-            self._known[id(evaluator)] = (evaluator, key)
+            self._known[id(evaluator)] = (evaluator, key, settings)
         if key is not None and key in self._refused:
             return None
         return key
 
+    def takes(self, evaluator: Evaluator) -> bool:
+        """True when a worker process could run ``evaluator`` (nothing is said): what ``auto``
+        counts toward starting a worker."""
+        entry = self._takes.get(id(evaluator))
+        if entry is None or entry[0] is not evaluator:
+            if len(self._takes) >= _KNOWN_MAX:
+                self._takes.clear()
+            entry = self._takes[id(evaluator)] = (evaluator, self._admission(evaluator)[0] is not None)
+        return entry[1]
+
     def _admit(self, evaluator: Evaluator) -> int | None:
+        key, why = self._admission(evaluator)
+        if why is not None:
+            self._say_thread(evaluator.name, why)
+        return key
+
+    def _admission(self, evaluator: Evaluator) -> tuple[int | None, str | None]:
+        """The key for ``evaluator``, or None and why it stays on threads (None: it was chosen)."""
         from tracesim.evaluators._model_evaluator import ModelEvaluator
 
         if evaluator.runs_in == "thread" or evaluator.is_async or isinstance(evaluator, ModelEvaluator):
-            return None
+            return None, None
         spec = evaluator.spec
         why = None
         data = b""
@@ -255,14 +284,13 @@ class ProcessPool:
                     "(plain data, module-level functions), or subclass Evaluator in a module for @evaluator"
                 )
         if why is not None:
-            self._say_thread(evaluator.name, why)
-            return None
+            return None, why
         with self._lock:
             key = self._keys.get(data)
             if key is None:
                 key = self._keys[data] = len(self._keys) + 1
                 self._specs[key] = data
-        return key
+        return key, None
 
     def _say_thread(self, name: str, why: str) -> None:
         self._warnings.warn(
@@ -362,19 +390,15 @@ class ProcessPool:
         return batch, specs
 
     def _send(self, worker: _Worker, batch: list[ProcessRun], specs: dict[int, bytes]) -> None:
-        # The runs' data in a blob of its own: a worker that cannot unpickle it (a class only
-        # the host's __main__ has) still reads the tokens, and says so for each run.
-        items = [(r.key, r.subject, r.expected, r.value) for r in batch]
         try:
-            blob = pickle.dumps(items, pickle.HIGHEST_PROTOCOL)
-        except Exception:
-            batch = self._picklable(worker, batch)
-            if not batch:
-                return
-            blob = pickle.dumps(
-                [(r.key, r.subject, r.expected, r.value) for r in batch], pickle.HIGHEST_PROTOCOL
-            )
-        data = pickle.dumps((specs, [r.token for r in batch], blob), pickle.HIGHEST_PROTOCOL)
+            data = self._frame(worker, batch, specs)
+        except Exception as exc:  # a value that pickled once and not again, a frame past 4 GiB, ...
+            data = None
+            self._unsent(worker, batch, exc)
+        if data is None:
+            with self._lock:  # not sent: the worker must be sent these specs with its next runs
+                worker.known.difference_update(specs)
+            return
         try:
             with worker.write_lock:
                 if worker.gone:
@@ -384,6 +408,40 @@ class ProcessPool:
                 write_frame(stdin.fileno(), data)
         except (OSError, ValueError):
             self._lost(worker)  # the reader sees the end of its output too; the first one counts
+
+    def _frame(self, worker: _Worker, batch: list[ProcessRun], specs: dict[int, bytes]) -> bytes | None:
+        """The frame of ``batch`` (None when no run of it pickles: those went to the threads)."""
+        # The runs' data in a blob of its own: a worker that cannot unpickle it (a class only
+        # the host's __main__ has) still reads the tokens, and says so for each run.
+        items = [(r.key, r.subject, r.expected, r.value) for r in batch]
+        try:
+            blob = pickle.dumps(items, pickle.HIGHEST_PROTOCOL)
+        except Exception:
+            batch[:] = self._picklable(worker, batch)
+            if not batch:
+                return None
+            blob = pickle.dumps(
+                [(r.key, r.subject, r.expected, r.value) for r in batch], pickle.HIGHEST_PROTOCOL
+            )
+        data = pickle.dumps((specs, [r.token for r in batch], blob), pickle.HIGHEST_PROTOCOL)
+        if len(data) > _MAX_FRAME:
+            raise ValueError(f"a batch of {len(batch)} runs pickles to {len(data):,} bytes")
+        return data
+
+    def _unsent(self, worker: _Worker, batch: list[ProcessRun], exc: Exception) -> None:
+        """A batch that could not be written: its runs (those still held) go to the threads."""
+        with self._lock:
+            back = [run for run in batch if worker.held.pop(run.token, None) is run]
+        if not back:
+            return
+        self._warnings.warn(
+            "unsent",
+            "tracesim: a batch of runs for a scoring worker process could not be written (%s); its "
+            "runs are scored on the scoring threads.",
+            type(exc).__name__,
+        )
+        for run in back:
+            self._on_thread(run)
 
     def _picklable(self, worker: _Worker, batch: list[ProcessRun]) -> list[ProcessRun]:
         """The runs of ``batch`` whose data pickles; the others go to the threads, said once."""
@@ -416,15 +474,13 @@ class ProcessPool:
             with tempfile.TemporaryFile(dir=folder) as shared:
                 shared.truncate(RUNNING.size)
                 slot = mmap.mmap(shared.fileno(), RUNNING.size)
-                env = dict(os.environ)
-                env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if isinstance(p, str))
+                path = [p for p in sys.path if isinstance(p, str)]
                 proc = subprocess.Popen(
-                    [sys.executable, "-m", _WORKER_MODULE, str(shared.fileno())],
+                    [sys.executable, "-c", _BOOT, str(shared.fileno()), *path],
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     bufsize=0,
                     pass_fds=(shared.fileno(),),
-                    env=env,
                 )
         except Exception as exc:
             self._start_failed(f"{type(exc).__name__}: {exc}")
@@ -499,6 +555,12 @@ class ProcessPool:
                 error_type=name,
             )
             self._complete(run.job, evaluator, result)
+            return
+        if kind == NOT_RESULT:  # the threads' words for it (`checked`)
+            from tracesim._scoring._jobs import failure
+
+            failed = TypeError(f"returned {payload}, not an EvalResult")
+            self._complete(run.job, evaluator, failure(evaluator, failed, "evaluate()"))
             return
         if kind == NOT_BUILT:
             self._refused.add(run.key)

@@ -1,16 +1,20 @@
 """A scoring worker process: rebuilds evaluators from their specs and scores batches.
 
-Started by `tracesim._scoring._processes` as ``python -m tracesim._scoring._worker_main FD``;
-FD is a 16-byte shared file in which the worker keeps (token, monotonic start) of the run in
-progress, so the host can tell which run hung or crashed without a message per run.
+Started by `tracesim._scoring._processes` as ``python -c BOOT FD PATH...`` (`BOOT` sets
+``sys.path`` to the host's PATH entries before anything is imported: ``-m`` would put the
+working directory first, where a module of the same name as the host's could shadow it), or by
+hand as ``python -m tracesim._scoring._worker_main FD``. FD is a 16-byte shared file in which
+the worker keeps (token, monotonic start) of the run in progress, so the host can tell which
+run hung or crashed without a message per run.
 
 The pipes carry frames: a 4-byte big-endian length and a pickle. In: ``(specs, tokens, blob)``,
 where ``specs`` maps new keys to a pickled ``(EvaluatorSpec, shared settings)`` and ``blob`` is
 the pickled list of ``(key, subject, expected, input)``, one per token. Out: first ``("ready",
 pid)``, then lists of ``(token, kind, payload)``: kind `OK` with the result's fields and field
 set, `RAISED` with the exception's type name and text, `NOT_BUILT` with why the evaluator could
-not be rebuilt, `NOT_SENT` when the result does not pickle, `UNREADABLE` for every token of a
-blob that does not unpickle here. End of input ends the worker.
+not be rebuilt, `NOT_SENT` when the result does not pickle, `NOT_RESULT` with the name of the
+type ``evaluate()`` returned instead of an `EvalResult`, `UNREADABLE` for every token of a blob
+that does not unpickle here. End of input ends the worker.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from typing import Any
 from tracesim._scoring._processes import (
     _FLUSH_EVERY_S,
     NOT_BUILT,
+    NOT_RESULT,
     NOT_SENT,
     OK,
     RAISED,
@@ -51,7 +56,7 @@ def main() -> None:
     os.dup2(2, 1)
     sys.stdout = sys.stderr
 
-    from tracesim.evaluators import Evaluator
+    from tracesim.evaluators import EvalResult, Evaluator
     from tracesim.evaluators._long_texts import enter_worker_process
 
     enter_worker_process()
@@ -89,7 +94,10 @@ def main() -> None:
             token_at(slot, 0, token)
             try:
                 result = evaluator.evaluate(subject, expected, input=value)
-                results.append((token, OK, (result.__dict__, result.model_fields_set)))
+                if isinstance(result, EvalResult):
+                    results.append((token, OK, (result.__dict__, result.model_fields_set)))
+                else:
+                    results.append((token, NOT_RESULT, type(result).__name__))
             except Exception as exc:  # evaluate() handles data errors; this is a broken evaluator
                 results.append((token, RAISED, (type(exc).__name__, str(exc))))
             if clock() - flushed >= _FLUSH_EVERY_S:

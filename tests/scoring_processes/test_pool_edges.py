@@ -1,0 +1,145 @@
+"""Edges of the worker-process pool found in review: each gives the threads' result, or hands the
+run to the threads, and the pool goes on. One worker for the module (module-level evaluators)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pool_test_evaluators import Behaves, PicklesOnce, ReturnsDict, WherePid
+from test_worker_pool import Collector, _pool, _ready, _submit
+
+import tracesim
+from tracesim import _runtime
+from tracesim._scoring._jobs import checked
+from tracesim._scoring._processes import ProcessPool
+from tracesim.evaluators import EvalResult, Levenshtein
+
+Shared = tuple[ProcessPool, Collector]
+
+
+@pytest.fixture(scope="module")
+def shared() -> Iterator[tuple[ProcessPool, Collector]]:
+    collector = Collector()
+    pool = _pool(collector, 1)
+    pool.start()
+    _ready(pool)
+    yield pool, collector
+    pool.close(5.0)
+
+
+def _same(a: EvalResult, b: EvalResult) -> None:
+    assert a.model_dump(exclude={"duration_s"}) == b.model_dump(exclude={"duration_s"})
+
+
+def test_an_evaluate_that_returns_no_eval_result_gets_the_threads_error(
+    shared: tuple[ProcessPool, Collector],
+) -> None:
+    pool, collector = shared
+    evaluator = ReturnsDict()
+    job = _submit(pool, evaluator, "x")
+    got = collector.wait_for([job])[job]
+    _same(got, checked(evaluator, evaluator.evaluate("x")))
+    assert got.error_type == "TypeError"
+    assert "returned dict, not an EvalResult" in (got.error or "")
+
+
+def test_a_threshold_changed_after_the_first_run_reaches_the_worker(
+    shared: tuple[ProcessPool, Collector],
+) -> None:
+    pool, collector = shared
+    evaluator = Levenshtein(threshold=0.1)
+    first = _submit(pool, evaluator, "abcd", "abce")
+    assert collector.wait_for([first])[first].passed is True
+    evaluator.threshold = 0.99  # the thread path reads it on every run
+    again = _submit(pool, evaluator, "abcd", "abce")
+    got = collector.wait_for([again])[again]
+    _same(got, evaluator.evaluate("abcd", "abce"))
+    assert got.passed is False
+
+
+def test_a_first_run_that_does_not_pickle_leaves_the_evaluator_in_the_worker(
+    shared: tuple[ProcessPool, Collector],
+) -> None:
+    pool, collector = shared
+    evaluator = Behaves(name="first_run_unpicklable")  # a spec this worker was never sent
+    _submit(pool, evaluator, threading.Lock())
+    deadline = time.monotonic() + 60
+    while not any(r.evaluator is evaluator for r in collector.on_thread):
+        assert time.monotonic() < deadline, "the unpicklable run was not given to the threads"
+        time.sleep(0.01)
+    later = [_submit(pool, evaluator, f"fine {i}") for i in range(5)]
+    got = collector.wait_for(later)
+    assert all(r.status == "ok" for r in got.values()), got
+    assert [r.evaluator for r in collector.on_thread].count(evaluator) == 1
+
+
+def test_a_batch_that_fails_to_pickle_goes_to_the_threads_and_the_feeder_goes_on(
+    shared: tuple[ProcessPool, Collector],
+) -> None:
+    pool, collector = shared
+    evaluator = Behaves(name="pickles_once")
+    PicklesOnce.attempts = 0
+    _submit(pool, evaluator, PicklesOnce())  # fails as a batch, pickles alone, fails again
+    deadline = time.monotonic() + 60
+    while not any(r.evaluator is evaluator for r in collector.on_thread):
+        assert time.monotonic() < deadline, "the run was neither scored nor given to the threads"
+        time.sleep(0.01)
+    later = [_submit(pool, evaluator, f"fine {i}") for i in range(5)]
+    assert all(r.status == "ok" for r in collector.wait_for(later).values())
+
+
+def test_a_worker_imports_the_hosts_modules_not_the_working_directorys(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "pool_test_evaluators.py").write_text(
+        "from tracesim.evaluators import Evaluator\n\n\n"
+        "class WherePid(Evaluator):\n"
+        "    type_name = 'where_pid'\n"
+        "    requires_expected = False\n\n"
+        "    def measure(self, output, expected, *, input=None):\n"
+        "        return -1.0\n"
+    )
+    monkeypatch.chdir(tmp_path)  # python -m would put this folder first in the worker's sys.path
+    collector = Collector()
+    pool = _pool(collector, 1)
+    pool.start()
+    try:
+        job = _submit(pool, WherePid(), "x")
+        got = collector.wait_for([job])[job]
+        assert "pid" in got.details  # the host's WherePid, not the working directory's
+        assert got.score == float(got.details["pid"])
+    finally:
+        pool.close(5.0)
+
+
+def test_auto_does_not_start_a_worker_for_evaluators_that_stay_on_threads() -> None:
+    tracesim.configure(exporters=[], max_defer_s=4)  # auto; the watchdog ticks every second
+    busy = Behaves(delay_s=0.01, runs_in="thread")  # a full share of a core, but not a worker's
+
+    @tracesim.trace(evaluators=[busy], expected=lambda i: "x")
+    def agent(i: int) -> str:
+        return f"answer {i}"
+
+    runtime = _runtime.current
+    assert runtime is not None
+    assert runtime.scoring is not None
+    pipeline = runtime.scoring
+    pool = pipeline._pool
+    assert pool is not None
+    windows = 0
+    window_start = pipeline._window_start
+    deadline = time.monotonic() + 120
+    while windows < 2:  # two of auto's windows (the first one a worker would have started in)
+        assert time.monotonic() < deadline, "auto's windows did not pass"
+        for i in range(10):
+            agent(i)
+        assert tracesim.force_flush(60)
+        if pipeline._window_start != window_start:
+            windows += 1
+            window_start = pipeline._window_start
+    assert pool.started is False
+    assert tracesim.scoring_stats().errors == 0
