@@ -56,3 +56,24 @@ def test_a_rebuilt_evaluator_has_the_copys_shared_settings_and_scores_the_same()
 def test_classes_without_a_recorded_init_say_so() -> None:
     assert Late(bonus=0.5).spec is None
     assert Levenshtein().spec == EvaluatorSpec("tracesim.evaluators._levenshtein", "Levenshtein", (), {})
+
+
+class _NeedsThreshold(Evaluator):
+    """A subclass whose ``threshold`` has no default (the spec leaves shared settings out)."""
+
+    type_name = "needs_threshold"
+
+    def __init__(self, *, threshold: float, scale: float = 1.0, **shared: Any) -> None:
+        super().__init__(threshold=threshold, **shared)
+        self.scale = scale
+
+    def measure(self, output: Any, expected: Any, *, input: Any = None) -> float:
+        return self.scale
+
+
+def test_a_required_shared_setting_is_given_when_rebuilt() -> None:
+    original = _NeedsThreshold(threshold=0.7, scale=0.5).replace(name="needs")
+    spec = original.spec
+    assert spec is not None
+    copy = Evaluator.rebuilt(spec, original.shared_settings())
+    assert (copy.name, copy.threshold, copy.scale) == ("needs", 0.7, 0.5)  # type: ignore[attr-defined]

@@ -62,6 +62,27 @@ class EvaluatorSpec(NamedTuple):
     kwargs: dict[str, Any]
 
 
+def _required_shared(target: Any, spec: EvaluatorSpec, shared: dict[str, Any]) -> dict[str, Any]:
+    """The shared settings ``target``'s ``__init__`` requires that ``spec`` leaves out (a
+    ``threshold`` without a default, say): given as the instance has them."""
+    import inspect
+
+    try:
+        signature = inspect.signature(target)
+        given = signature.bind_partial(*spec.args, **spec.kwargs).arguments
+    except (TypeError, ValueError):
+        return {}
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return {
+        key: shared[key]
+        for key, parameter in signature.parameters.items()
+        if key in shared
+        and key not in given
+        and parameter.kind in kinds
+        and parameter.default is parameter.empty
+    }
+
+
 def _recording(init: Callable[..., None]) -> Callable[..., None]:
     """``init`` that records its arguments as the instance's spec, on the outermost call only
     (a subclass's ``__init__`` calling its parent's records the subclass's arguments)."""
@@ -226,7 +247,7 @@ class Evaluator:
         target: Any = importlib.import_module(spec.module)
         for part in spec.qualname.split("."):
             target = getattr(target, part)
-        evaluator = target(*spec.args, **spec.kwargs)
+        evaluator = target(*spec.args, **spec.kwargs, **_required_shared(target, spec, shared))
         if not isinstance(evaluator, Evaluator):
             raise TypeError(f"{spec.module}.{spec.qualname} built a {type(evaluator).__name__}")
         Evaluator.__init__(evaluator, **shared)
