@@ -276,7 +276,7 @@ def run_child(args: argparse.Namespace) -> dict[str, Any]:
     done.set()
     sampler.join()
     end_stats = tracesim.scoring_stats()
-    tracesim.force_flush(600)
+    tracesim.force_flush(args.drain_limit)
     drain_s = time.perf_counter() - finished
     after = tracesim.scoring_stats()
     workers_after = descendants(os.getpid())
@@ -337,6 +337,8 @@ def spawn(
         str(args.work_us),
         "--exporter",
         args.exporter,
+        "--drain-limit",
+        str(args.drain_limit),
     ]
     for attempt in range(2):  # a second try when the child fails (the tree may be mid-commit)
         done = subprocess.run(command, capture_output=True, text=True, timeout=900)
@@ -416,6 +418,13 @@ def latency_rounds(rate: float, args: argparse.Namespace) -> None:
                 continue
             run["round"] = round_number
             runs[variant].append(run)
+            print(
+                f"  round {round_number + 1} {variant:16} p50 {run['p50']:9.0f} µs  "
+                f"p99 {run['p99']:9.0f} µs  "
+                f"results {run['results']}/{3 * run['calls'] if variant != 'unscored' else 0}  "
+                f"dropped {run['dropped']}  backlog {run['backlog_slope']:+.0f}/s  load {run['load']:.0f}",
+                flush=True,
+            )
     loads = [r["load"] for rs in runs.values() for r in rs] or [float("nan")]
     print(
         f"\nlatency from the scheduled arrival at {rate:,.0f} calls/s, {args.host_threads} host thread(s), "
@@ -471,6 +480,9 @@ def main() -> None:
     parser.add_argument("--work-us", type=float, default=150.0, help="the handler's own work")
     parser.add_argument("--exporter", choices=("jsonl", "discard"), default="jsonl")
     parser.add_argument("--find-max", action="store_true", help="search each variant's sustained rate")
+    parser.add_argument(
+        "--drain-limit", type=float, default=120.0, help="seconds a run's final flush may take (then counted)"
+    )
     parser.add_argument(
         "--also-rate", type=float, default=0.0, help="a second latency rate, e.g. 80%% of a sustained rate"
     )
