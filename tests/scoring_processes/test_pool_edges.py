@@ -3,6 +3,8 @@ run to the threads, and the pool goes on. One worker for the module (module-leve
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -143,3 +145,40 @@ def test_auto_does_not_start_a_worker_for_evaluators_that_stay_on_threads() -> N
             window_start = pipeline._window_start
     assert pool.started is False
     assert tracesim.scoring_stats().errors == 0
+
+
+HOST_EXITS = """
+import os, sys, time
+sys.path.insert(0, {here!r})
+import tracesim
+from tracesim import _runtime
+from pool_test_evaluators import Behaves
+
+tracesim.configure(exporters=[], scoring_processes=1)
+
+@tracesim.trace(evaluators=[Behaves(delay_s=0.02)], expected=lambda i: "x")
+def agent(i):
+    return f"answer {{i}}"
+
+agent(0)
+pool = _runtime.current.scoring._pool
+deadline = time.monotonic() + 120
+while not pool.ready and time.monotonic() < deadline:
+    time.sleep(0.05)
+for i in range(100):
+    agent(i)
+while not any(w.held for w in pool._workers) and time.monotonic() < deadline:
+    time.sleep(0.01)
+print("ready" if pool.ready else "not ready", flush=True)
+os._exit(0)  # gone without closing its worker, which is mid-batch
+"""
+
+
+def test_a_worker_whose_host_is_gone_ends_without_a_traceback(tmp_path: Path) -> None:
+    script = tmp_path / "host.py"
+    script.write_text(HOST_EXITS.format(here=str(Path(__file__).resolve().parent)))
+    # the worker shares the host's stderr: run() returns once the worker has ended too
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert done.stdout.strip() == "ready", done.stderr
+    assert "Traceback" not in done.stderr
+    assert "BrokenPipeError" not in done.stderr

@@ -19,6 +19,7 @@ that does not unpickle here. End of input ends the worker.
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import pickle
@@ -56,13 +57,19 @@ def main() -> None:
     os.dup2(2, 1)
     sys.stdout = sys.stderr
 
-    from tracesim.evaluators import EvalResult, Evaluator
     from tracesim.evaluators._long_texts import enter_worker_process
 
     enter_worker_process()
     with open(int(sys.argv[1]), "r+b") as shared:
         slot = mmap.mmap(shared.fileno(), RUNNING.size)
     source = os.fdopen(in_fd, "rb")
+    with contextlib.suppress(BrokenPipeError):  # the host is gone without closing us: nobody to tell
+        _serve(source, out_fd, slot)
+
+
+def _serve(source: Any, out_fd: int, slot: mmap.mmap) -> None:
+    from tracesim.evaluators import EvalResult, Evaluator
+
     write_frame(out_fd, pickle.dumps(("ready", os.getpid())))
     evaluators: dict[int, Any] = {}
     clock = time.monotonic
