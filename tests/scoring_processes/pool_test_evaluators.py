@@ -96,3 +96,22 @@ class PicklesOnce:
         if PicklesOnce.attempts % 2:
             raise RuntimeError("changed size during pickling")
         return (PicklesOnce, ())
+
+
+class BreaksWhenBuilt(Evaluator):
+    """Builds in the host; in a scoring worker process its ``__init__`` hangs or kills the process."""
+
+    type_name = "breaks_when_built"
+    requires_expected = False
+
+    def __init__(self, *, how: str = "die", **shared: Any) -> None:
+        from tracesim.evaluators._long_texts import in_worker_process
+
+        super().__init__(**shared)
+        if in_worker_process() and how == "die":
+            os.kill(os.getpid(), signal.SIGKILL)
+        if in_worker_process() and how == "hang":
+            time.sleep(3600)
+
+    def measure(self, output: Any, expected: Any, *, input: Any = None) -> float:
+        return 1.0

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from pool_test_evaluators import Behaves, PicklesOnce, ReturnsDict, WherePid
+from pool_test_evaluators import Behaves, BreaksWhenBuilt, PicklesOnce, ReturnsDict, WherePid
 from test_worker_pool import Collector, _pool, _ready, _submit
 
 import tracesim
@@ -182,3 +182,32 @@ def test_a_worker_whose_host_is_gone_ends_without_a_traceback(tmp_path: Path) ->
     assert done.stdout.strip() == "ready", done.stderr
     assert "Traceback" not in done.stderr
     assert "BrokenPipeError" not in done.stderr
+
+
+def test_an_evaluator_whose_build_kills_its_worker_does_not_take_down_workers_forever() -> None:
+    collector = Collector()
+    pool = _pool(collector, 1)
+    pool.start()
+    try:
+        job = _submit(pool, BreaksWhenBuilt(how="die"), "x")
+        got = collector.wait_for([job], timeout_s=180)[job]
+        assert got.error_type == "worker_died"
+        assert pool.deaths == 2
+        fine = [_submit(pool, Behaves(), f"fine {i}") for i in range(3)]
+        assert all(r.status == "ok" for r in collector.wait_for(fine, timeout_s=180).values())
+    finally:
+        pool.close(5.0)
+
+
+def test_an_evaluator_whose_build_hangs_gets_a_timeout_at_the_stuck_time() -> None:
+    collector = Collector()
+    pool = _pool(collector, 1, stuck_after_s=2.0)
+    pool.start()
+    try:
+        job = _submit(pool, BreaksWhenBuilt(how="hang", timeout_s=3600), "x")
+        got = collector.wait_for([job], timeout_s=180)[job]
+        assert got.error_type == "timeout"
+        fine = [_submit(pool, Behaves(), f"fine {i}") for i in range(3)]
+        assert all(r.status == "ok" for r in collector.wait_for(fine, timeout_s=180).values())
+    finally:
+        pool.close(5.0)

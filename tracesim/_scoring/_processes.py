@@ -80,7 +80,9 @@ NOT_RESULT = 5
 RUNNING = struct.Struct("<qd")
 """The shared slot: the token of the run in progress (0: none) and when it started. The worker
 writes the start time, then the token (`START`, `TOKEN`), so a token read with a time never
-has a time older than its run's: a torn read can only make a run look younger."""
+has a time older than its run's: a torn read can only make a run look younger. A negative
+token: the worker is building the evaluators of the batch that starts with that run (a build
+that hangs or crashes is charged to it, so it cannot take down workers forever)."""
 TOKEN = struct.Struct("<q")
 START = struct.Struct("<d")
 _LENGTH = struct.Struct(">I")
@@ -605,10 +607,11 @@ class ProcessPool:
                 if not worker.held:
                     continue
                 token, since = worker.running()
-                run = worker.held.get(token)
+                run = worker.held.get(abs(token))
                 if run is None:
                     continue
-                limit = run.evaluator.timeout_s or self.stuck_after_s
+                # building the evaluators (-token) has the pool's stuck time, not the run's timeout_s
+                limit = self.stuck_after_s if token < 0 else run.evaluator.timeout_s or self.stuck_after_s
                 if now - since > limit:
                     self._lost(worker, hung=run, limit_s=limit)
 
@@ -631,7 +634,7 @@ class ProcessPool:
             for run in runs:
                 if run is hung:
                     continue
-                if run.token == running:
+                if run.token == abs(running):  # a crash while building its evaluator counts too
                     run.deaths += 1
                     if run.deaths >= _MAX_DEATHS:
                         died.append(run)
