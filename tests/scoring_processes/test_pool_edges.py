@@ -3,6 +3,8 @@ run to the threads, and the pool goes on. One worker for the module (module-leve
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import threading
@@ -211,3 +213,49 @@ def test_an_evaluator_whose_build_hangs_gets_a_timeout_at_the_stuck_time() -> No
         assert all(r.status == "ok" for r in collector.wait_for(fine, timeout_s=180).values())
     finally:
         pool.close(5.0)
+
+
+HOST_INTERRUPTED = """
+import sys, time
+sys.path.insert(0, {here!r})
+import tracesim
+from tracesim import _runtime
+from pool_test_evaluators import Behaves
+
+tracesim.configure(exporters=[], scoring_processes=1)
+
+@tracesim.trace(evaluators=[Behaves()], expected=lambda i: "x")
+def agent(i):
+    return f"answer {{i}}"
+
+try:
+    agent(0)
+    pool = _runtime.current.scoring._pool
+    while not pool._all:
+        time.sleep(0.001)
+    print("starting", flush=True)  # the worker is importing tracesim now
+    time.sleep(120)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+    tracesim.shutdown(30)
+"""
+
+
+def test_ctrl_c_in_the_terminal_is_the_hosts_not_a_starting_workers(tmp_path: Path) -> None:
+    script = tmp_path / "host.py"
+    script.write_text(HOST_INTERRUPTED.format(here=str(Path(__file__).resolve().parent)))
+    # Its own process group, as a terminal's foreground job: Ctrl+C signals the whole group.
+    host = subprocess.Popen(
+        [sys.executable, str(script)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    assert host.stdout is not None
+    assert host.stdout.readline().strip() == "starting"
+    os.killpg(host.pid, signal.SIGINT)
+    out, err = host.communicate(timeout=300)
+    assert out.strip() == "interrupted", err
+    assert "Traceback" not in err
+    assert "KeyboardInterrupt" not in err

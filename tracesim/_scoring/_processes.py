@@ -483,6 +483,9 @@ class ProcessPool:
                     stdout=subprocess.PIPE,
                     bufsize=0,
                     pass_fds=(shared.fileno(),),
+                    # not in the terminal's foreground group: Ctrl+C is the host's (a worker still
+                    # importing would print a KeyboardInterrupt); workers end when their input closes
+                    start_new_session=True,
                 )
         except Exception as exc:
             self._start_failed(f"{type(exc).__name__}: {exc}")
