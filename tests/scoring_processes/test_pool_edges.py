@@ -259,3 +259,55 @@ def test_ctrl_c_in_the_terminal_is_the_hosts_not_a_starting_workers(tmp_path: Pa
     assert out.strip() == "interrupted", err
     assert "Traceback" not in err
     assert "KeyboardInterrupt" not in err
+
+
+HOST_KILLED = """
+import os, sys, time
+sys.path.insert(0, {here!r})
+import tracesim
+from tracesim import _runtime
+from pool_test_evaluators import Behaves
+
+tracesim.configure(exporters=[], scoring_processes=1)
+
+@tracesim.trace(evaluators=[Behaves()], expected=lambda i: "x")
+def agent(i):
+    return i
+
+agent("hang")
+pool = _runtime.current.scoring._pool
+deadline = time.monotonic() + 120
+while time.monotonic() < deadline and not (pool._workers and pool._workers[0].running()[0] > 0):
+    time.sleep(0.01)
+print(pool._all[0].proc.pid, flush=True)
+os._exit(0)  # as a SIGKILL would: nobody closes the worker, whose run hangs
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            return "\\nState:\\tZ" not in status.read()  # a zombie has ended
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads /proc to see the worker end")
+def test_a_worker_in_a_hung_run_ends_once_its_host_is_gone(tmp_path: Path) -> None:
+    script = tmp_path / "host.py"
+    script.write_text(HOST_KILLED.format(here=str(Path(__file__).resolve().parent)))
+    # stderr not captured: the worker shares it, and would keep run() waiting while it lives
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        timeout=300,
+    )
+    worker = int(done.stdout.strip())
+    deadline = time.monotonic() + 60
+    while _alive(worker):
+        if time.monotonic() > deadline:
+            os.kill(worker, signal.SIGKILL)
+            pytest.fail("the worker outlived its host by a minute")
+        time.sleep(0.1)

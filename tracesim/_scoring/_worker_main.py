@@ -25,6 +25,7 @@ import os
 import pickle
 import signal
 import sys
+import threading
 import time
 from typing import Any
 
@@ -45,6 +46,8 @@ from tracesim._scoring._processes import (
 
 __all__ = ["main"]
 
+_HOST_CHECK_S = 0.5
+
 
 def main() -> None:
     """Serve until the host closes the pipe."""
@@ -63,8 +66,18 @@ def main() -> None:
     with open(int(sys.argv[1]), "r+b") as shared:
         slot = mmap.mmap(shared.fileno(), RUNNING.size)
     source = os.fdopen(in_fd, "rb")
+    threading.Thread(target=_watch_host, args=(os.getppid(),), name="host-watch", daemon=True).start()
     with contextlib.suppress(BrokenPipeError):  # the host is gone without closing us: nobody to tell
         _serve(source, out_fd, slot)
+
+
+def _watch_host(host: int) -> None:
+    """End this process once the host is gone (this process was given to another parent): a
+    run that hangs would otherwise keep it alive, as nobody is left to close its input."""
+    while True:
+        time.sleep(_HOST_CHECK_S)
+        if os.getppid() != host:
+            os._exit(0)
 
 
 def _serve(source: Any, out_fd: int, slot: mmap.mmap) -> None:
