@@ -13,10 +13,12 @@ same keys in the same order, fields at their default (empty, zero, None) left ou
 non-ASCII text escaped; spans grouped by resource, then by instrumentation scope, in order of
 first appearance (equal resources are one group).
 
-A value it does not write (a type other than ``str``, ``bool``, ``int``, ``float``, ``bytes``,
-``None``, ``list``, ``tuple`` and ``dict`` of them, subclasses included, a key that is not a
-``str``) raises `Unsupported`; `encode_or_fallback` then hands that batch to the official
-encoder, which drops just that attribute as it always did, and says so once.
+Anything it does not write raises `Unsupported`: a value whose type is not exactly ``str``,
+``bool``, ``int``, ``float``, ``bytes``, ``None``, or a ``list``, ``tuple`` or ``dict`` of them
+(subclasses such as an ``IntEnum`` included), a key that is not a ``str``, an ``int`` too long
+for Python to write as text, a span without a context, a name, time or count of an unexpected
+type. `encode_or_fallback` then hands that batch to the official encoder, which writes it as it
+always did (dropping just the attribute whose type it cannot write), and says so once.
 
 Example:
     >>> from opentelemetry.sdk.trace import ReadableSpan
