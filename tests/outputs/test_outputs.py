@@ -65,6 +65,14 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
         "the model-answer cache: keys are hashes of the requests, answers are stored after "
         "tracesim._outputs.clean (DiskCache.put)"
     ),
+    ("tracesim._scoring._processes", "write_frame"): (
+        "hands pickled evaluator runs to tracesim's own scoring worker process over a pipe, in "
+        "memory; the results come back and reach files only through the span's export path"
+    ),
+    ("tracesim._scoring._worker_main", "main"): (
+        "the worker maps the 16-byte slot file its host created, to write the token and start "
+        "time of the run in progress: two numbers, no data"
+    ),
     ("tracesim.batch._partition", "_encode"): (
         "pyarrow writes the cleaned table into memory (BufferOutputStream); the bytes go out "
         "through tracesim._outputs.write_bytes_of or _upload"
