@@ -11,6 +11,7 @@ setting never stops the application from starting.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -90,10 +91,17 @@ def find_missing(packages: list[str] | None = None) -> list[str]:
         >>> find_missing(["punkt_tab"])  # with NLTK_DATA pointing at the data
         []
     """
+    wanted = packages if packages is not None else list(NLTK_PACKAGES)
+    # Found on disk without importing NLTK: a host whose evaluators score in worker processes
+    # never needs NLTK itself, and importing it (with scikit-learn and SciPy behind it) makes
+    # each full garbage collection of the host's heap take ~80 ms instead of ~9 ms.
+    unsure = [package for package in wanted if not _on_disk(NLTK_PACKAGES[package])]
+    if not unsure:
+        return []
     from nltk import data
 
     missing = []
-    for package in packages if packages is not None else list(NLTK_PACKAGES):
+    for package in unsure:
         resource = NLTK_PACKAGES[package]
         candidates = [resource]
         if resource.startswith(("corpora/", "misc/")):
@@ -102,6 +110,58 @@ def find_missing(packages: list[str] | None = None) -> list[str]:
         if not any(_found(data, path) for path in candidates):
             missing.append(package)
     return missing
+
+
+def _search_path() -> list[str] | None:
+    """NLTK's search path as ``nltk.data`` builds it on POSIX; None when only NLTK can say
+    (NLTK already imported, whose ``data.path`` a program may have changed; Windows; App Engine)."""
+    if "nltk" in sys.modules or os.name == "nt" or "APPENGINE_RUNTIME" in os.environ:
+        return None
+    found = [os.path.expanduser(d) for d in os.environ.get("NLTK_DATA", "").split(os.pathsep) if d]
+    home = os.path.expanduser("~/")
+    if home != "~/":
+        found.append(os.path.join(home, "nltk_data"))
+    prefix = sys.prefix
+    found += [os.path.join(prefix, "nltk_data"), os.path.join(prefix, "share", "nltk_data")]
+    found += [os.path.join(prefix, "lib", "nltk_data"), "/usr/share/nltk_data", "/usr/local/share/nltk_data"]
+    found += ["/usr/lib/nltk_data", "/usr/local/lib/nltk_data"]
+    return found
+
+
+def _on_disk(resource: str) -> bool:
+    """True when ``resource`` is surely where NLTK would find it: a folder, or an entry of a zip
+    file named after one of its parts (``tokenizers/punkt_tab.zip`` holding
+    ``punkt_tab/english/``). False means "not sure": NLTK's own lookup decides.
+
+    Example:
+        >>> _on_disk("no/such/resource/")
+        False
+    """
+    roots = _search_path()
+    if not roots:
+        return False
+    pieces = resource.rstrip("/").split("/")
+    for root in roots:
+        if not os.path.isdir(root):
+            continue
+        if os.path.exists(os.path.join(root, *pieces)):
+            return True
+        for i in range(len(pieces)):
+            archive = os.path.join(root, *pieces[:i], pieces[i] + ".zip")
+            if os.path.isfile(archive) and _holds(archive, "/".join(pieces[i:]) + "/"):
+                return True
+    return False
+
+
+def _holds(archive: str, entry: str) -> bool:
+    """Whether the zip file ``archive`` has ``entry`` (a folder: any name under it)."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(archive) as opened:
+            return any(name.startswith(entry) for name in opened.namelist())
+    except (OSError, zipfile.BadZipFile):
+        return False
 
 
 def _found(data: Any, path: str) -> bool:

@@ -184,15 +184,20 @@ class Meteor(_TokenMetric):
         self.synonyms = check_bool(f"{key}.synonyms", synonyms)
         self._packages = (*_TokenMetric._packages, "wordnet") if self.synonyms else _TokenMetric._packages
         super().__init__(max_chars=max_chars, **shared)
-        from nltk.stem.porter import PorterStemmer
-        from nltk.translate.meteor_score import meteor_score
-
-        self._meteor = meteor_score
-        self._stemmer = _CachedStems(PorterStemmer())
-        self._wordnet: Any = None  # WordNet takes seconds to load: on the first call, not here
+        # NLTK is imported on the first call, not here: a host whose evaluators score in worker
+        # processes never imports it (see _nltk_data.find_missing); WordNet takes seconds to load.
+        self._meteor: Any = None
+        self._stemmer: Any = None
+        self._wordnet: Any = None
 
     def _load(self) -> AzureTokenizer:
         tokenizer = super()._load()
+        if self._meteor is None:
+            from nltk.stem.porter import PorterStemmer
+            from nltk.translate.meteor_score import meteor_score
+
+            self._stemmer = _CachedStems(PorterStemmer())
+            self._meteor = meteor_score
         if self._wordnet is None:
             self._wordnet = (
                 _nltk_data.synonym_source(self.type_name) if self.synonyms else _nltk_data.NoSynonyms()
