@@ -42,7 +42,7 @@ growing by less than 1 ms per second). Then latency is measured at ``--rate`` an
 variant did not keep up with it, also at 80 % of the best sustained process rate.
 
     NLTK_DATA=... python benchmarks/bench_host_latency.py [--rate 1250] [--rounds 3]
-        [--seconds 8] [--host-threads 1] [--find-max] [--exporter jsonl|discard]
+        [--seconds 8] [--host-threads 1] [--find-max] [--exporter jsonl|discard] [--gc-freeze]
         [--variants unscored,threads,processes=1,processes=2]
 """
 
@@ -226,6 +226,8 @@ def run_child(args: argparse.Namespace) -> dict[str, Any]:
         for pid in workers_before:
             os.setpriority(os.PRIO_PROCESS, pid, 10)
     gc.collect()
+    if args.gc_freeze:  # what a server does after its imports: the start-up heap out of every collection
+        gc.freeze()
 
     rate = args.rate
     interval = 1.0 / rate
@@ -339,6 +341,7 @@ def spawn(
         args.exporter,
         "--drain-limit",
         str(args.drain_limit),
+        *(["--gc-freeze"] if args.gc_freeze else []),
     ]
     for attempt in range(2):  # a second try when the child fails (the tree may be mid-commit)
         done = subprocess.run(command, capture_output=True, text=True, timeout=900)
@@ -429,7 +432,8 @@ def latency_rounds(rate: float, args: argparse.Namespace) -> None:
     print(
         f"\nlatency from the scheduled arrival at {rate:,.0f} calls/s, {args.host_threads} host thread(s), "
         f"{args.rounds} rounds x {args.seconds:g} s (after {args.warmup:g} s warm-up), "
-        f"exporter {args.exporter}; machine load average {statistics.median(loads):.1f} "
+        f"exporter {args.exporter}{', gc.freeze() after warm-up' if args.gc_freeze else ''}; "
+        f"machine load average {statistics.median(loads):.1f} "
         f"({min(loads):.1f}-{max(loads):.1f}) on {os.cpu_count()} CPUs"
     )
     print(
@@ -480,6 +484,11 @@ def main() -> None:
     parser.add_argument("--work-us", type=float, default=150.0, help="the handler's own work")
     parser.add_argument("--exporter", choices=("jsonl", "discard"), default="jsonl")
     parser.add_argument("--find-max", action="store_true", help="search each variant's sustained rate")
+    parser.add_argument(
+        "--gc-freeze",
+        action="store_true",
+        help="gc.freeze() after warm-up in every variant, as servers do after their imports",
+    )
     parser.add_argument(
         "--drain-limit", type=float, default=120.0, help="seconds a run's final flush may take (then counted)"
     )
