@@ -45,7 +45,7 @@ from tracesim._scoring._jobs import (
     timeout,
     unresponsive,
 )
-from tracesim._scoring._processes import ProcessPool, ProcessRun
+from tracesim._scoring._processes import HELD, ProcessPool, ProcessRun
 from tracesim._scoring._results import emit_carrier, write
 from tracesim._scoring._selection import sample_unit, scores_runs
 from tracesim._scoring._watchdog import Watchdog
@@ -607,7 +607,7 @@ class ScoringPipeline:
             if share > AUTO_SHARE:
                 pool.start()
             return
-        self._backlogged = self._backlogged + 1 if pool.backlog() > 4 * 32 else 0
+        self._backlogged = self._backlogged + 1 if pool.backlog() > 2 * HELD else 0
         if self._backlogged >= 2:
             pool.grow()
             self._backlogged = 0
