@@ -32,6 +32,7 @@ from opentelemetry import trace as otel_trace
 
 from tracesim import _semconv as sc
 from tracesim._capture import CaptureOptions
+from tracesim._host_first import Slices
 from tracesim._internal_errors import WarnOnce, internal_error
 from tracesim._scoring._expect import NOT_SET, combined, complete, handed, resolve_expected
 from tracesim._scoring._jobs import (
@@ -254,10 +255,12 @@ class ScoringPipeline:
         thread.start()
 
     def _work(self) -> None:
+        offer = Slices()  # the host's threads first: between jobs, every 200 µs of them
         while True:
             item = self._queue.get()
             if item is None:
                 return
+            offer()
             try:
                 if isinstance(item, Job):
                     self._process(item)

@@ -25,7 +25,7 @@ from tracesim.exporters._linefile import (
     DEFAULT_MAX_BYTES,
     LineFileExporter,
 )
-from tracesim.exporters._otlp_json_encode import encode_or_fallback
+from tracesim.exporters._otlp_json_encode import encode_or_fallback, pieces_or_fallback
 
 if TYPE_CHECKING:
     from tracesim._config import Settings
@@ -82,7 +82,7 @@ class JsonlExporter(LineFileExporter, SpanExporter):
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         """Write the batch as one line; ``FAILURE`` when it is not in the file (kept to retry)."""
         return self._export(
-            len(spans), lambda: encode_line(spans), SpanExportResult.SUCCESS, SpanExportResult.FAILURE
+            len(spans), lambda: pieces_or_fallback(spans), SpanExportResult.SUCCESS, SpanExportResult.FAILURE
         )
 
 

@@ -17,7 +17,7 @@ import stat
 import threading
 import weakref
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
@@ -100,7 +100,9 @@ class LineFile:
         """Items dropped unwritten because the backlog was full (or left at `close`)."""
         self._closed = False
         self._fd: int | None = None
-        self._backlog: deque[tuple[bytes, int]] = deque()  # (line, items), oldest first
+        self._backlog: deque[tuple[tuple[bytes, ...], int, int]] = (
+            deque()
+        )  # (pieces, items, bytes), oldest first
         self._backlog_size = 0
         self._lock = threading.Lock()
         self._problems = CauseLog()
@@ -110,26 +112,30 @@ class LineFile:
     def pending(self) -> int:
         """Items waiting in memory for the file to accept them."""
         with self._lock:
-            return sum(items for _, items in self._backlog)
+            return sum(items for _, items, _ in self._backlog)
 
     @property
     def closed(self) -> bool:
         """True after `close`: appends are refused."""
         return self._closed
 
-    def append(self, line: bytes, items: int = 1) -> bool:
+    def append(self, line: bytes | Sequence[bytes], items: int = 1) -> bool:
         """Write ``line`` after any waiting lines; True when all of them are in the file.
 
-        ``line`` must end with a newline; ``items`` is how many records it holds, for
-        `pending` and `dropped`. A refused line is kept to retry, so False does not mean lost.
+        ``line`` is the line's bytes, or its pieces in order (a large line is written piece
+        by piece, never copied whole; it is still whole in the file or not there at all). It
+        must end with a newline; ``items`` is how many records it holds, for `pending` and
+        `dropped`. A refused line is kept to retry, so False does not mean lost.
         """
-        if not line.endswith(b"\n"):
+        pieces = (line,) if isinstance(line, bytes) else tuple(piece for piece in line if piece)
+        if not pieces or not pieces[-1].endswith(b"\n"):
             raise ValueError("a line must end with a newline")
+        size = sum(map(len, pieces))
         with self._lock:
             if self._closed:
                 return False
-            self._backlog.append((line, items))
-            self._backlog_size += len(line)
+            self._backlog.append((pieces, items, size))
+            self._backlog_size += size
             if self._write_backlog():
                 return True
             self._trim_backlog()
@@ -149,7 +155,7 @@ class LineFile:
                 return
             self._closed = True
             if self._backlog and not self._write_backlog():
-                lost = sum(items for _, items in self._backlog)
+                lost = sum(items for _, items, _ in self._backlog)
                 self.dropped += lost
                 self._backlog.clear()
                 self._backlog_size = 0
@@ -161,9 +167,9 @@ class LineFile:
     def _write_backlog(self) -> bool:
         """Write waiting lines oldest first; True when none is left. Call under the lock."""
         while self._backlog:
-            line, _ = self._backlog[0]
+            pieces, _, size = self._backlog[0]
             try:
-                self._write(line)
+                self._write(pieces, size)
             except OSError as exc:
                 self._problems.failed(
                     os_cause(exc),
@@ -176,7 +182,7 @@ class LineFile:
                 )
                 return False
             self._backlog.popleft()
-            self._backlog_size -= len(line)
+            self._backlog_size -= size
         self._problems.recovered(
             "tracesim: writing %s to %s works again (%d %s dropped so far)",
             self.what,
@@ -188,8 +194,8 @@ class LineFile:
 
     def _trim_backlog(self) -> None:
         while self._backlog and self._backlog_size > self.backlog_bytes:
-            line, items = self._backlog.popleft()
-            self._backlog_size -= len(line)
+            _, items, size = self._backlog.popleft()
+            self._backlog_size -= size
             self.dropped += items
             self._problems.failed(
                 "backlog full",
@@ -201,8 +207,9 @@ class LineFile:
                 level=logging.WARNING,
             )
 
-    def _write(self, line: bytes) -> None:
-        """Append ``line`` whole under the file lock, rotating first when it would not fit."""
+    def _write(self, pieces: tuple[bytes, ...], size: int) -> None:
+        """Append the line (its ``pieces``, ``size`` bytes) whole under the file lock, rotating
+        first when it would not fit."""
         for _ in range(_REOPEN_TRIES):
             fd = self._open()
             if fcntl is not None:
@@ -212,28 +219,34 @@ class LineFile:
                     self._close_fd()
                     continue
                 info = os.fstat(fd)
-                if info.st_size and info.st_size + len(line) > self.max_bytes:
+                if info.st_size and info.st_size + size > self.max_bytes:
                     self._rotate()
                     self._close_fd()
                     continue
                 # Checked under the lock, so the tail we look at is no other writer's line in progress.
-                self._append(fd, _torn_line_end(fd, info) + line, info.st_size)
+                self._append(fd, (_torn_line_end(fd, info), *pieces), info.st_size)
                 return
             finally:
                 if fcntl is not None and self._fd == fd:
                     fcntl.flock(fd, fcntl.LOCK_UN)
         raise OSError(errno.EBUSY, f"replaced by other processes {_REOPEN_TRIES} times during one write")
 
-    def _append(self, fd: int, data: bytes, start: int) -> None:
-        """Write all of ``data`` at the end (``start``), or none of it."""
-        view = memoryview(data)
+    def _append(self, fd: int, pieces: tuple[bytes, ...], start: int) -> None:
+        """Write all of ``pieces`` at the end (``start``), or none of them.
+
+        One write per piece: the interpreter is free for the host's threads during each.
+        """
         done = 0
         try:
-            while done < len(data):
-                written = os.write(fd, view[done:])
-                if written <= 0:
-                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-                done += written
+            for piece in pieces:
+                view = memoryview(piece)
+                at = 0
+                while at < len(piece):
+                    written = os.write(fd, view[at:])
+                    if written <= 0:
+                        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+                    at += written
+                    done += written
         except OSError:
             if done:
                 self._cut(fd, start)
@@ -354,7 +367,9 @@ class LineFileExporter:
         """Items dropped unwritten because the backlog was full (or left at shutdown)."""
         return self.file.dropped
 
-    def _export(self, items: int, encode: Callable[[], bytes], success: _Result, failure: _Result) -> _Result:
+    def _export(
+        self, items: int, encode: Callable[[], bytes | Sequence[bytes]], success: _Result, failure: _Result
+    ) -> _Result:
         """Write a batch of ``items`` as the one line ``encode`` makes; ``failure`` when it is
         not in the file (kept to retry), ``success`` for an empty batch."""
         if self.file.closed:

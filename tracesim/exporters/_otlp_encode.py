@@ -45,6 +45,7 @@ from typing import Any
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind
 
+from tracesim._host_first import Slices
 from tracesim._internal_errors import internal_error
 
 __all__ = ["Unsupported", "encode_or_fallback", "encode_request"]
@@ -362,7 +363,9 @@ def _scope_spans(scope: Any, spans: list[ReadableSpan], out: list[bytes]) -> int
     head = len(out)
     out.append(b"")
     size = len(_add(out, _cached(scope, _scope_head)))
+    offer = Slices()  # the host's threads go first (see tracesim._host_first)
     for span in spans:
+        offer()
         parts: list[bytes] = []
         _span(span, parts)
         span_size = sum(map(len, parts))

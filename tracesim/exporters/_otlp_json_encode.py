@@ -44,10 +44,19 @@ from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind
 
+from tracesim._host_first import Slices
 from tracesim._internal_errors import internal_error
 from tracesim.exporters._otlp_encode import _group
 
-__all__ = ["Unsupported", "encode_json_line", "encode_or_fallback", "official_line"]
+__all__ = [
+    "PIECE_CHARS",
+    "Unsupported",
+    "encode_json_line",
+    "encode_json_pieces",
+    "encode_or_fallback",
+    "official_line",
+    "pieces_or_fallback",
+]
 
 _logger = logging.getLogger("tracesim")
 _text: Callable[[str], str] = encode_basestring_ascii  # json.dumps' own (C) string writer: '"..."'
@@ -290,6 +299,10 @@ def _scope(scope: Any) -> str:
     return "{" + body[1:] + "}"
 
 
+PIECE_CHARS = 1 << 16
+"""About how much of a line one piece holds (64 KiB): a batch's line is written piece by piece."""
+
+
 def encode_json_line(spans: Sequence[ReadableSpan]) -> bytes:
     """The OTLP/JSON ``ExportTraceServiceRequest`` line holding ``spans``, newline included.
 
@@ -299,32 +312,50 @@ def encode_json_line(spans: Sequence[ReadableSpan]) -> bytes:
         >>> encode_json_line([])
         b'{}\\n'
     """
+    return b"".join(encode_json_pieces(spans))
+
+
+def encode_json_pieces(spans: Sequence[ReadableSpan]) -> list[bytes]:
+    """`encode_json_line`'s bytes as pieces of about `PIECE_CHARS`, joined they are the line.
+
+    A batch of 512 scored spans is a line of about 2.4 MB. Joined in one piece it is several
+    copies of that size made while holding the interpreter (about 6 ms here, enough to stall a
+    host's request thread); in pieces, each copy is short and the file takes them one write at
+    a time. Encoding offers the interpreter to the host's threads between spans (`Slices`).
+
+    Example:
+        >>> encode_json_pieces([])
+        [b'{}\\n']
+    """
     groups = _group(spans)
     if not groups:
-        return b"{}\n"
-    resource_spans = []
-    for resource, scopes in groups.items():
-        scope_spans = []
-        for scope, members in scopes.items():
-            scope_spans.append(
-                '{"scope":'
-                + _cached(scope, _scope)
-                + ',"spans":['
-                + ",".join([_span(span) for span in members])
-                + "]"
-                + _string("schemaUrl", scope.schema_url if scope else None)
-                + "}"
-            )
-        resource_spans.append(
-            '{"resource":'
-            + _cached(resource, _resource)
-            + ',"scopeSpans":['
-            + ",".join(scope_spans)
-            + "]"
-            + _string("schemaUrl", resource.schema_url)
-            + "}"
-        )
-    return ('{"resourceSpans":[' + ",".join(resource_spans) + "]}\n").encode("ascii")
+        return [b"{}\n"]
+    offer = Slices()
+    pieces: list[bytes] = []
+    buffer: list[str] = ['{"resourceSpans":[']
+    size = 0
+
+    def add(text: str) -> None:
+        nonlocal size
+        buffer.append(text)
+        size += len(text)
+        if size >= PIECE_CHARS:
+            pieces.append("".join(buffer).encode("ascii"))
+            buffer.clear()
+            size = 0
+
+    for r, (resource, scopes) in enumerate(groups.items()):
+        add(("," if r else "") + '{"resource":' + _cached(resource, _resource) + ',"scopeSpans":[')
+        for s, (scope, members) in enumerate(scopes.items()):
+            add(("," if s else "") + '{"scope":' + _cached(scope, _scope) + ',"spans":[')
+            for i, span in enumerate(members):
+                offer()
+                add(("," if i else "") + _span(span))
+            add("]" + _string("schemaUrl", scope.schema_url if scope else None) + "}")
+        add("]" + _string("schemaUrl", resource.schema_url) + "}")
+    buffer.append("]}\n")
+    pieces.append("".join(buffer).encode("ascii"))
+    return pieces
 
 
 # ------------------------------------------------------------------ with the official encoder behind
@@ -343,8 +374,18 @@ def encode_or_fallback(spans: Sequence[ReadableSpan]) -> bytes:
         >>> encode_or_fallback([])
         b'{}\\n'
     """
+    return b"".join(pieces_or_fallback(spans))
+
+
+def pieces_or_fallback(spans: Sequence[ReadableSpan]) -> list[bytes]:
+    """`encode_json_pieces`, or `official_line` (one piece) for a batch with a value it does not write.
+
+    Example:
+        >>> pieces_or_fallback([])
+        [b'{}\\n']
+    """
     try:
-        return encode_json_line(spans)
+        return encode_json_pieces(spans)
     except _NOT_WRITTEN as exc:
         if not _said.is_set():
             _said.set()
@@ -356,4 +397,4 @@ def encode_or_fallback(spans: Sequence[ReadableSpan]) -> bytes:
             )
     except Exception:
         internal_error("the OTLP/JSON encoder")  # a bug here: logged once (raised in tracesim's tests)
-    return official_line(spans)
+    return [official_line(spans)]
