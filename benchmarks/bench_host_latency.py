@@ -34,7 +34,11 @@ Per run: p50 / p99 / max latency from the due time, the ratio of p50 and p99 to 
 unscored run, scored results (3 per call expected), calls dropped by scoring, late results
 (scores that came after the span's ``max_defer_s`` and went on a carrier span), calls that
 began more than one interval after their due time ("queued"), the scoring backlog's growth
-(calls/s, regression over the run) and the CPU per call of the host and its workers.
+(calls/s, regression over the run), the CPU per call of the host and its workers, and the
+probe's p50 / p99: a process tracesim is not in (no shared interpreter, no import) waking every
+millisecond over the same seconds, timing how late it wakes. What the probe sees is the
+machine's part of the host's tail (busy CPUs, the kernel's run queues); what a variant adds
+above it is its interpreter's (``--no-probe`` leaves it out).
 
 ``--find-max`` finds, per scored variant, the highest rate it keeps up with: no call dropped,
 scoring backlog growing by less than 2 % of the rate, host not falling behind (its start lag
@@ -64,6 +68,27 @@ from collections.abc import Sequence
 from typing import Any
 
 VARIANTS = ("unscored", "threads", "processes=1", "processes=2")
+PROBE = r"""
+import json, sys, time
+start, end, interval = map(float, sys.argv[1:4])
+clock, sleep = time.monotonic, time.sleep
+lags, due = [], start
+while due < end:
+    now = clock()
+    if now < due:
+        sleep(due - now)
+        lags.append(clock() - due)
+    due += interval
+    while due < clock():  # a late wake-up is one sample, not a burst of catching up
+        due += interval
+lags.sort()
+pick = lambda q: lags[min(len(lags) - 1, int(q * len(lags)))] * 1e6 if lags else float("nan")
+print(json.dumps({"p50": pick(0.5), "p99": pick(0.99), "samples": len(lags)}))
+"""
+"""The probe: a process that shares nothing with tracesim (no GIL, no import) waking every
+millisecond over the measured part and timing how late each wake-up is. What it sees is the
+machine's share of the host's tail (CPUs busy, the kernel's run queues); the rest of a
+variant's p99 above it is the host's interpreter."""
 NICE = ("processes=1+nice", "processes=2+nice")
 """Opt-in: the workers' priority lowered by 10 after warm-up (what a pool could do itself)."""
 PAIRS = 256
@@ -241,6 +266,14 @@ def run_child(args: argparse.Namespace) -> dict[str, Any]:
     cpu: list[float] = []
     before = tracesim.scoring_stats()
     t0 = time.perf_counter() + 0.05
+    probe = None
+    if args.probe:
+        measured_from = time.monotonic() + 0.05 + args.warmup
+        probe = subprocess.Popen(
+            [sys.executable, "-c", PROBE, str(measured_from), str(measured_from + args.seconds), "0.001"],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
 
     def host() -> None:
         perf, sleep = time.perf_counter, time.sleep
@@ -286,6 +319,7 @@ def run_child(args: argparse.Namespace) -> dict[str, Any]:
     host_cpu_s = cpu_s(os.getpid()) - cpu[1]
     measured = total - warm
     tracesim.shutdown()
+    seen = json.loads(probe.communicate(timeout=60)[0]) if probe is not None else {}
 
     lat_us = [x * 1e6 for x in latency[warm:]]
     lag_points = [(t0 + i * interval, lag[i]) for i in range(warm, total)]
@@ -313,6 +347,8 @@ def run_child(args: argparse.Namespace) -> dict[str, Any]:
         "host_cpu_us_per_call": host_cpu_s / measured * 1e6,
         "work_iterations": iterations,
         "load": os.getloadavg()[0],
+        "probe_p50": seen.get("p50", float("nan")),
+        "probe_p99": seen.get("p99", float("nan")),
     }
 
 
@@ -342,6 +378,7 @@ def spawn(
         "--drain-limit",
         str(args.drain_limit),
         *(["--gc-freeze"] if args.gc_freeze else []),
+        *([] if args.probe else ["--no-probe"]),
     ]
     for attempt in range(2):  # a second try when the child fails (the tree may be mid-commit)
         done = subprocess.run(command, capture_output=True, text=True, timeout=900)
@@ -425,7 +462,8 @@ def latency_rounds(rate: float, args: argparse.Namespace) -> None:
                 f"  round {round_number + 1} {variant:16} p50 {run['p50']:9.0f} µs  "
                 f"p99 {run['p99']:9.0f} µs  "
                 f"results {run['results']}/{3 * run['calls'] if variant != 'unscored' else 0}  "
-                f"dropped {run['dropped']}  backlog {run['backlog_slope']:+.0f}/s  load {run['load']:.0f}",
+                f"dropped {run['dropped']}  backlog {run['backlog_slope']:+.0f}/s  load {run['load']:.0f}  "
+                f"probe p99 {run['probe_p99']:.0f} µs",
                 flush=True,
             )
     loads = [r["load"] for rs in runs.values() for r in rs] or [float("nan")]
@@ -438,7 +476,7 @@ def latency_rounds(rate: float, args: argparse.Namespace) -> None:
     )
     print(
         "  variant       p50 µs  p99 µs  max µs   p50 x (spread)     p99 x (spread)     "
-        "results/call dropped late errors queued backlog/s  CPU µs/call (host)"
+        "results/call dropped late errors queued backlog/s  CPU µs/call (host)  probe p50/p99 µs"
     )
     base = {run["round"]: run for run in runs["unscored"]}
     for variant in variants:
@@ -462,7 +500,9 @@ def latency_rounds(rate: float, args: argparse.Namespace) -> None:
             f"{sum(r['queued'] for r in rs):6d} "
             f"{statistics.median(r['backlog_slope'] for r in rs):+9.0f} "
             f"{statistics.median(r['cpu_us_per_call'] for r in rs):10.0f} "
-            f"({statistics.median(r['host_cpu_us_per_call'] for r in rs):.0f})"
+            f"({statistics.median(r['host_cpu_us_per_call'] for r in rs):.0f})  "
+            f"{statistics.median(r['probe_p50'] for r in rs):5.0f}/"
+            f"{statistics.median(r['probe_p99'] for r in rs):.0f}"
         )
     said = sorted({line for rs in runs.values() for r in rs for line in r["said"]})
     for line in said:
@@ -498,6 +538,12 @@ def main() -> None:
     parser.add_argument("--search-rounds", type=int, default=3)
     parser.add_argument("--search-seconds", type=float, default=5.0)
     parser.add_argument("--verbose", action="store_true", help="print every run")
+    parser.add_argument(
+        "--no-probe",
+        dest="probe",
+        action="store_false",
+        help="run without the probe process (what the machine does to a process tracesim is not in)",
+    )
     parser.add_argument(
         "--variants",
         default=",".join(VARIANTS),
