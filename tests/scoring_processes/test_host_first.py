@@ -8,6 +8,9 @@ real ones, on a real worker process, a real trace file and a real provider.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -95,3 +98,39 @@ def test_every_background_loop_of_a_scored_host_offers_the_interpreter(
     spans = load_spans(tmp_path / ".tracesim" / "traces.jsonl")
     scored = [s for s in spans if s.attributes.get("tracesim.eval.levenshtein.score") is not None]
     assert len(scored) == 1201  # pacing changes when, not what
+
+
+_HEAP_PROBE = """
+import json, sys
+import tracesim
+from tracesim.evaluators import Bleu, Levenshtein, Rouge
+from tracesim.tracefile import load_spans
+
+tracesim.configure(exporters=["jsonl"], scoring_processes=1, max_defer_s=120)
+
+@tracesim.trace(evaluators=[Levenshtein(), Rouge(), Bleu()], expected="the cat sat on the mat")
+def agent(i):
+    return "the cat sat on a mat"
+
+for i in range(50):
+    agent(i)
+assert tracesim.force_flush(120)
+tracesim.shutdown()
+kept_out = ("numpy", "rouge_score", "nltk", "asyncio", "tracesim.evaluators._model_evaluator")
+loaded = sorted(name for name in kept_out if name in sys.modules)
+here = Rouge().evaluate("the cat sat on a mat", "the cat sat on the mat").score  # imports rouge-score here
+spans = load_spans(".tracesim/traces.jsonl")
+scored = [s for s in spans if s.attributes.get("tracesim.eval.rouge.score") == here]
+print(json.dumps({"loaded": loaded, "scored": len(scored), "rouge_now_loaded": "rouge_score" in sys.modules}))
+"""
+
+
+def test_a_host_scoring_in_workers_does_not_load_the_scorers_libraries(tmp_path: Path) -> None:
+    """rouge-score, numpy, NLTK and the model evaluators' asyncio stay out of the host: the
+    workers import them (a tenth of the host's heap, walked by every full garbage collection)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _HEAP_PROBE], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.splitlines()[-1])
+    assert seen == {"loaded": [], "scored": 50, "rouge_now_loaded": True}

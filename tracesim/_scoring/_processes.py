@@ -260,9 +260,11 @@ class ProcessPool:
 
     def _admission(self, evaluator: Evaluator) -> tuple[int | None, str | None]:
         """The key for ``evaluator``, or None and why it stays on threads (None: it was chosen)."""
-        from tracesim.evaluators._model_evaluator import ModelEvaluator
-
-        if evaluator.runs_in == "thread" or evaluator.is_async or isinstance(evaluator, ModelEvaluator):
+        # Model-backed evaluators wait on the network: threads. Looked up, not imported: with the
+        # module not loaded there is no such evaluator, and the host's heap stays without asyncio.
+        models = sys.modules.get("tracesim.evaluators._model_evaluator")
+        model_backed = models is not None and isinstance(evaluator, models.ModelEvaluator)
+        if evaluator.runs_in == "thread" or evaluator.is_async or model_backed:
             return None, None
         spec = evaluator.spec
         why = None

@@ -68,9 +68,9 @@ class Levenshtein(Evaluator):
         self.max_chars = check_max_chars(key, max_chars)
         self.round_to = check_int(f"{key}.round_to", round_to, low=0, allow_none=True)
         super().__init__(**shared)
-        warm_up()  # numpy for the GIL-free distance: imported now, not on the first long text
 
     def measure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
+        warm_up()  # numpy for the GIL-free distance, once, where scoring runs (not in a host that hands off)
         a, b, cut = cut_texts(output, expected, self.max_chars)
         if not self.case_sensitive:
             a, b = a.lower(), b.lower()
@@ -120,9 +120,9 @@ class LevenshteinDistance(CutsLongTexts, Evaluator):
         self.case_sensitive = check_bool(f"{self.type_name}.case_sensitive", case_sensitive)
         self._cap = TextCap(self.type_name, max_chars, DISTANCE_CAPS)
         super().__init__(**shared)
-        warm_up()
 
     def measure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
+        warm_up()
         a, b, cut = self._cap.cut(output, expected, self.name)
         if not self.case_sensitive:
             a, b = a.lower(), b.lower()

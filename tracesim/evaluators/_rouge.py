@@ -136,12 +136,17 @@ class Rouge(CutsLongTexts, Evaluator):
         )
         self._cap = TextCap(key, max_chars, LSUM_CAPS if self.rouge_type == "rougeLsum" else ROUGE_CAPS)
         super().__init__(**shared)
+
+    @functools.cached_property
+    def _rouge_score(self) -> tuple[Callable[[str], list[str]], Callable[[float, float], float]]:
+        """rouge-score's tokenizer and F-measure, imported on the first score, in the process that
+        scores: a host whose evaluators score in worker processes never imports rouge-score or
+        numpy (a tenth of its heap, which each full garbage collection walks)."""
         from rouge_score import scoring, tokenize
 
+        warm_up()  # numpy for the GIL-free LCS: now, not on the first long text
         stemmer = _shared_stemmer() if self.use_stemmer else None
-        self._tokenize: Callable[[str], list[str]] = functools.partial(tokenize.tokenize, stemmer=stemmer)
-        self._fmeasure = scoring.fmeasure
-        warm_up()  # numpy for the GIL-free LCS: imported now, not on the first long text
+        return functools.partial(tokenize.tokenize, stemmer=stemmer), scoring.fmeasure
 
     def _summary_scores(
         self, target: str, prediction: str, details: dict[str, Any]
@@ -152,21 +157,22 @@ class Rouge(CutsLongTexts, Evaluator):
         target_lines, prediction_lines, cut = self._cap.cut_lines(target_lines, prediction_lines, self.name)
         if cut is not None:
             details["truncated_to_lines"] = cut
-        tokenize = self._tokenize
+        tokenize = self._rouge_score[0]
         return summary_level_lcs(
             [tokenize(line) for line in target_lines], [tokenize(line) for line in prediction_lines]
         )
 
     def _scores(self, target: str, prediction: str) -> tuple[float, float, float]:
-        target_tokens, prediction_tokens = self._tokenize(target), self._tokenize(prediction)
+        tokenize, fmeasure = self._rouge_score
+        target_tokens, prediction_tokens = tokenize(target), tokenize(prediction)
         if self.rouge_type != "rougeL":
-            return _ngram_scores(target_tokens, prediction_tokens, int(self.rouge_type[5:]), self._fmeasure)
+            return _ngram_scores(target_tokens, prediction_tokens, int(self.rouge_type[5:]), fmeasure)
         if not target_tokens or not prediction_tokens:
             return 0.0, 0.0, 0.0
         lcs = _lcs_length(target_tokens, prediction_tokens)
         precision = lcs / len(prediction_tokens)
         recall = lcs / len(target_tokens)
-        return precision, recall, self._fmeasure(precision, recall)
+        return precision, recall, fmeasure(precision, recall)
 
     def measure(self, output: Any, expected: Any, *, input: Any = None) -> Measurement:
         prediction, target, cut = self._cap.cut(output, expected, self.name)
