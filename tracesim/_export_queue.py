@@ -55,7 +55,6 @@ from tracesim._version import __version__
 
 __all__ = [
     "DEFAULT_QUEUE_SIZE",
-    "EXPORT_BATCH",
     "ON_FULL",
     "ExportQueue",
     "ExportStats",
@@ -68,16 +67,7 @@ ON_FULL: Final = ("drop", "wait")
 """What a caller does when the queue is full."""
 RECORD_INTERVAL_S: Final = 1.0
 """While drops go on, a record of them goes into the queue at most this often."""
-EXPORT_BATCH: Final = 128
-"""Spans per export when ``OTEL_BSP_MAX_EXPORT_BATCH_SIZE`` does not say (OpenTelemetry's default: 512).
-
-Measured at 1,250 scored calls/s: a span waits in the queue until a batch is full, 0.4 s with
-512, long enough for the host's garbage collector to move it and its events to the oldest
-generation, whose growth decides when the next full collection (tens of ms, holding the
-interpreter) comes. Objects moved there per scored call: 16 with batches of 512, 9.1 with
-256, 4.7 with 128, 3.0 with 64; unscored 3.2 with 512, 0.9 with 128. An export costs about
-the same per batch whatever its size (a write, a request), so 128 keeps that cost small.
-"""
+_BATCH_SIZE: Final = 512  # the SDK's default export batch
 _WAIT_SCHEDULE_DELAY_MS: Final = 100
 # Places the SDK's queue has beyond the gate's size: for callers that pass the gate's check at
 # the same moment (one per thread the interpreter switches away between check and append).
@@ -166,12 +156,7 @@ class ExportQueue(BatchSpanProcessor):
         # A queue smaller than two of the SDK's batches exports half of itself at a time: a
         # batch leaving makes room while the next one fills (the SDK checks the batch size
         # against the queue's, and its export thread wakes when a batch is queued).
-        if queue_size < 2 * EXPORT_BATCH:
-            batch: int | None = max(1, queue_size // 2)
-        elif os.environ.get("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "").strip():
-            batch = None  # the user's size, as the SDK reads it
-        else:
-            batch = EXPORT_BATCH
+        batch = None if queue_size >= 2 * _BATCH_SIZE else max(1, queue_size // 2)
         # The SDK's thread is woken by a span queued past a batch, or by its timer (5 s). A
         # caller that waits queues nothing: were the whole queue filled between the thread's
         # last look and its going back to sleep (a small queue can be), only the timer would
