@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import time
 
-SLICE_S = 0.0005
-"""How long a background loop of tracesim's holds the interpreter before offering it (500 µs)."""
+SLICE_S = 0.0002
+"""How long a background loop of tracesim's holds the interpreter before offering it (200 µs)."""
 
 _clock = time.perf_counter
 _offer = time.sleep
@@ -36,7 +36,7 @@ class Slices:
     Example:
         >>> offer = Slices()
         >>> for item in range(1000):
-        ...     offer()  # per item: hands over when 500 µs have passed since the last offer
+        ...     offer()  # per item: hands over when 200 µs have passed since the last offer
     """
 
     __slots__ = ("_due",)

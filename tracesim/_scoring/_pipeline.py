@@ -255,7 +255,7 @@ class ScoringPipeline:
         thread.start()
 
     def _work(self) -> None:
-        offer = Slices()  # the host's threads first: between jobs, every 500 µs of them
+        offer = Slices()  # the host's threads first: between jobs, every 200 µs of them
         while True:
             item = self._queue.get()
             if item is None:
