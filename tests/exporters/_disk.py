@@ -70,6 +70,26 @@ def fill_then_free(disk: Path, export: Callable[[str], bool]) -> tuple[list[str]
     return written, failed
 
 
+SPANS_SETUP_HEAD = """
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from tracesim.exporters import JsonlExporter
+from tracesim.exporters._jsonl import encode_line
+from tracesim.exporters._otlp_json_encode import pieces_or_fallback
+
+memory = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(memory))
+tracer = provider.get_tracer("t")
+exporter = JsonlExporter("traces.jsonl")
+SUCCESS = SpanExportResult.SUCCESS
+"""
+"""The start of a `run_with_file_size_limit` setup: a real provider whose spans ``memory`` keeps,
+its ``tracer``, the ``exporter`` on ``traces.jsonl``, ``SUCCESS``; the caller adds ``batch`` and
+``line_bytes``."""
+
+
 # The caller's setup defines ``exporter`` (export, force_flush, shutdown), ``batch(name)``
 # (one batch whose line has the same size for every name of the same length), ``SUCCESS``
 # (what export returns when the line is written) and ``line_bytes`` (the size of one line).

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from _disk import (
+    SPANS_SETUP_HEAD,
     assert_nothing_lost,
     fill_then_free,
     mount_tmpfs,
@@ -59,28 +60,18 @@ def _read_strictly(path: Path) -> list[str]:
         return [s.name for s in load_spans(path)]
 
 
-_SPANS_SETUP = """
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from tracesim.exporters import JsonlExporter
-from tracesim.exporters._jsonl import encode_line
-
-memory = InMemorySpanExporter()
-provider = TracerProvider()
-provider.add_span_processor(SimpleSpanProcessor(memory))
-tracer = provider.get_tracer("t")
-
+_SPANS_SETUP = (
+    SPANS_SETUP_HEAD
+    + """
 def batch(name):
     memory.clear()
     with tracer.start_as_current_span(name, attributes={"payload": "x" * 300}):
         pass
     return memory.get_finished_spans()
 
-exporter = JsonlExporter("traces.jsonl")
-SUCCESS = SpanExportResult.SUCCESS
 line_bytes = len(encode_line(batch("full-00")))
 """
+)
 
 
 def test_a_short_write_is_cut_back_and_retried_when_space_returns(tmp_path: Path) -> None:

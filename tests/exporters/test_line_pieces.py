@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _disk import run_with_file_size_limit
+from _disk import SPANS_SETUP_HEAD, run_with_file_size_limit
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -87,33 +87,22 @@ def test_the_encoder_offers_the_interpreter_between_spans(
     assert len(offers) == len(big_spans)
 
 
-_PIECES_SETUP = """
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from tracesim.exporters import JsonlExporter
-from tracesim.exporters._otlp_json_encode import pieces_or_fallback
-
-memory = InMemorySpanExporter()
-provider = TracerProvider()
-provider.add_span_processor(SimpleSpanProcessor(memory))
-tracer = provider.get_tracer("t")
-
+_PIECES_SETUP = (
+    SPANS_SETUP_HEAD
+    + """
 def batch(name):
     # eight spans of 20 KB: a line of several pieces, named after the batch
     memory.clear()
     for k in range(8):
-        named = name if k == 0 else f"{name}/{k}"
-        with tracer.start_as_current_span(named, attributes={"payload": "x" * 20000}):
+        with tracer.start_as_current_span(f"{name}/{k}" if k else name, attributes={"payload": "x" * 20000}):
             pass
     return memory.get_finished_spans()
 
-exporter = JsonlExporter("traces.jsonl")
-SUCCESS = SpanExportResult.SUCCESS
 pieces = pieces_or_fallback(batch("full-00"))
 assert len(pieces) >= 3, len(pieces)
 line_bytes = sum(map(len, pieces))
 """
+)
 
 
 def test_a_line_of_pieces_cut_short_by_the_disk_is_cut_back_whole_and_written_once_later(
