@@ -100,9 +100,8 @@ class LineFile:
         """Items dropped unwritten because the backlog was full (or left at `close`)."""
         self._closed = False
         self._fd: int | None = None
-        self._backlog: deque[tuple[tuple[bytes, ...], int, int]] = (
-            deque()
-        )  # (pieces, items, bytes), oldest first
+        # Each waiting line: its pieces, its items, its bytes; oldest first.
+        self._backlog: deque[tuple[tuple[bytes, ...], int, int]] = deque()
         self._backlog_size = 0
         self._lock = threading.Lock()
         self._problems = CauseLog()
