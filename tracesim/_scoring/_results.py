@@ -17,7 +17,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace as otel_trace
-from opentelemetry.sdk.trace import Event
 from opentelemetry.trace import Link, NonRecordingSpan, SpanContext
 from opentelemetry.util.types import AttributeValue
 
@@ -146,6 +145,9 @@ def add_result_event(
     ):
         span.add_event(sc.EVALUATION_EVENT, attributes, timestamp=timestamp)
         return
+    # Imported here, where the span is the SDK's and so the SDK is loaded: `import tracesim` stays light.
+    from opentelemetry.sdk.trace import Event
+
     add(Event(sc.EVALUATION_EVENT, attributes, timestamp))
 
 
