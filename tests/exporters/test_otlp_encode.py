@@ -16,14 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _real_spans import edge_spans, limited_provider
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.common._internal.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import Event, ReadableSpan, SpanLimits, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
+from opentelemetry.sdk.trace import Event, ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags, TraceState
@@ -162,44 +162,13 @@ def test_every_value_type_encodes_as_the_official_encoder(value: Any) -> None:
 
 @pytest.fixture
 def provider() -> Iterator[tuple[TracerProvider, InMemorySpanExporter]]:
-    memory = InMemorySpanExporter()
-    limits = SpanLimits(max_span_attributes=4, max_events=2, max_links=1, max_event_attributes=1)
-    made = TracerProvider(
-        resource=Resource.create({"service.name": "encode-test"}, "https://schema/1"), span_limits=limits
-    )
-    made.add_span_processor(SimpleSpanProcessor(memory))
-    yield made, memory
-    made.shutdown()
+    yield from limited_provider()
 
 
 def test_spans_of_a_real_provider_encode_to_the_official_message(
     provider: tuple[TracerProvider, InMemorySpanExporter],
 ) -> None:
-    made, memory = provider
-    remote = SpanContext(
-        0xABC,
-        0xDEF,
-        is_remote=True,
-        trace_flags=TraceFlags(TraceFlags.SAMPLED),
-        trace_state=TraceState([("vendor", "v1"), ("other", "x")]),
-    )
-    tracer = made.get_tracer("lib", "1.2", schema_url="https://scope/1", attributes={"scope.attr": [1, 2]})
-    links = [
-        Link(remote, {"why": "retry"}),
-        Link(SpanContext(7, 8, is_remote=False)),
-    ]  # the second is over the limit
-    with tracer.start_as_current_span(
-        "server", trace.set_span_in_context(trace.NonRecordingSpan(remote)), SpanKind.SERVER, links=links
-    ) as root:
-        for i in range(6):  # 2 over the limit: dropped_attributes_count 2
-            root.set_attribute(f"a{i}", [f"x{i}", "y"] if i % 2 else i - 3)
-        for i in range(3):  # 1 over the limit; the second attribute of each is dropped
-            root.add_event(f"e{i}", {"n": i, "m": 2.5})
-        root.set_status(Status(StatusCode.ERROR, "it broke"))
-        with made.get_tracer("other").start_as_current_span("child", kind=SpanKind.CLIENT) as child:
-            child.set_attribute("payload", "é" * 5000)  # lengths over two varint bytes
-            child.record_exception(ValueError("boom"))
-    spans = memory.get_finished_spans()
+    spans = edge_spans(*provider)
     root_span = spans[1]
     assert (root_span.dropped_attributes, root_span.dropped_events, root_span.dropped_links) == (2, 1, 1)
     assert_same_message(spans, encode_request(spans))
