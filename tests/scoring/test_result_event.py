@@ -7,6 +7,7 @@ from __future__ import annotations
 import gc
 import logging
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace import SpanLimits, TracerProvider
@@ -79,10 +80,21 @@ def test_an_event_attribute_count_below_ours_gets_the_public_path() -> None:
         limited.shutdown()
 
 
+class _OtherSdkSpan(NonRecordingSpan):
+    """A span of another SDK: the API's ``add_event`` only, no ``_add_event``, no limits."""
+
+    def __init__(self) -> None:
+        super().__init__(SpanContext(1, 2, False))
+        self.added: list[tuple[str, dict[str, object], int | None]] = []
+
+    def add_event(self, name: str, attributes: Any = None, timestamp: int | None = None) -> None:
+        self.added.append((name, dict(attributes or {}), timestamp))
+
+
 def test_a_span_that_is_not_the_sdks_gets_add_event() -> None:
-    span = NonRecordingSpan(SpanContext(1, 2, False))
-    add_result_event(span, {"gen_ai.evaluation.name": "rouge"}, None)  # a no-op there, no error
-    assert not span.is_recording()
+    span = _OtherSdkSpan()
+    add_result_event(span, {"gen_ai.evaluation.name": "rouge"}, 7)
+    assert span.added == [("gen_ai.evaluation.result", {"gen_ai.evaluation.name": "rouge"}, 7)]
 
 
 def test_an_ended_span_takes_no_event_and_says_so(
