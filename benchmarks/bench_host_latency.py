@@ -22,7 +22,10 @@ Variants, each in a fresh process, rounds interleaved (the order rotates each ro
   (``scoring_processes=N``; "not available in this tree" where that setting is not accepted);
 * opt-in (``--variants``): ``processes=1+nice``, ``processes=2+nice``, the same with the
   workers' scheduling priority lowered by 10 after warm-up (``os.setpriority``), to show what
-  the host gains when the kernel runs its interpreter first (a replaced worker is not lowered).
+  the host gains when the kernel runs its interpreter first (a replaced worker is not lowered);
+* opt-in: ``unscored+scorer``, the unscored host beside a process that scores the same pairs
+  with the same evaluators at the same rate without tracesim (no pipe, no results, no spans):
+  the floor a worker's CPU puts under the host's latency on this machine, whatever the design.
 
 Inputs are realistic answers of about 300 characters with an expected answer each: sentences
 of ``benchmarks/_evaldata.py`` joined to >= 280 characters, edited as agents' answers are
@@ -68,6 +71,11 @@ from collections.abc import Sequence
 from typing import Any
 
 VARIANTS = ("unscored", "threads", "processes=1", "processes=2")
+SIDECAR = "unscored+scorer"
+"""Opt-in: the unscored host beside a process that is not tracesim's (no pipe, no results to
+read, no spans) scoring the same pairs with the same three evaluators at the same rate. Its
+ratio to ``unscored`` is the floor a worker process's CPU puts under any design on this
+machine: what is left above it in ``processes=1`` is the host's own share."""
 PROBE = r"""
 import json, sys, time
 start, end, interval = map(float, sys.argv[1:4])
@@ -90,6 +98,7 @@ millisecond over the measured part and timing how late each wake-up is. What it 
 machine's share of the host's tail (CPUs busy, the kernel's run queues); the rest of a
 variant's p99 above it is the host's interpreter."""
 NICE = ("processes=1+nice", "processes=2+nice")
+OPT_IN = (*NICE, SIDECAR)
 """Opt-in: the workers' priority lowered by 10 after warm-up (what a pool could do itself)."""
 PAIRS = 256
 
@@ -200,7 +209,7 @@ def configure(variant: str, exporter: str, directory: str) -> str | None:
         options["exporters"] = ["jsonl"]
         options["jsonl_path"] = os.path.join(directory, "traces.jsonl")
         options["jsonl_backups"] = 1
-    if variant != "unscored":
+    if variant not in ("unscored", SIDECAR):
         options["scoring_processes"] = 0 if variant == "threads" else int(variant[10:11])
     try:
         tracesim.configure(**options)
@@ -232,7 +241,7 @@ def run_child(args: argparse.Namespace) -> dict[str, Any]:
         answer: str = answers[request["id"]]
         return answer
 
-    if args.child == "unscored":
+    if args.child in ("unscored", SIDECAR):
         handler = tracesim.trace(kind="agent", name="handle")(handle)
     else:
         handler = tracesim.trace(
@@ -266,7 +275,20 @@ def run_child(args: argparse.Namespace) -> dict[str, Any]:
     cpu: list[float] = []
     before = tracesim.scoring_stats()
     t0 = time.perf_counter() + 0.05
-    probe = None
+    probe = sidecar = None
+    sidecar_for = (str(args.warmup + args.seconds), str(rate))
+    if args.child == SIDECAR:  # scores from the host's first call to its last, warm-up included
+        sidecar = subprocess.Popen(
+            [
+                sys.executable,
+                os.path.abspath(__file__),
+                "--sidecar",
+                str(time.monotonic() + 0.05),
+                *sidecar_for,
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
     if args.probe:
         measured_from = time.monotonic() + 0.05 + args.warmup
         probe = subprocess.Popen(
@@ -320,6 +342,7 @@ def run_child(args: argparse.Namespace) -> dict[str, Any]:
     measured = total - warm
     tracesim.shutdown()
     seen = json.loads(probe.communicate(timeout=60)[0]) if probe is not None else {}
+    beside = json.loads(sidecar.communicate(timeout=120)[0]) if sidecar is not None else {}
 
     lat_us = [x * 1e6 for x in latency[warm:]]
     lag_points = [(t0 + i * interval, lag[i]) for i in range(warm, total)]
@@ -349,7 +372,37 @@ def run_child(args: argparse.Namespace) -> dict[str, Any]:
         "load": os.getloadavg()[0],
         "probe_p50": seen.get("p50", float("nan")),
         "probe_p99": seen.get("p99", float("nan")),
+        "sidecar": beside,
     }
+
+
+def run_sidecar(start: float, seconds: float, rate: float) -> dict[str, Any]:
+    """Score the pairs with levenshtein + rouge + bleu at ``rate`` calls/s from ``start``
+    (``time.monotonic``) for ``seconds``, open loop: the CPU a worker process spends, without
+    tracesim's pipeline around it."""
+    from tracesim.evaluators import Bleu, Levenshtein, Rouge
+
+    pairs = make_pairs()
+    evaluators = [Levenshtein(), Rouge(), Bleu()]
+    for answer, expected in pairs[:20]:  # load the scorers' libraries before the clock starts
+        for evaluator in evaluators:
+            evaluator.evaluate(answer, expected)
+    clock, sleep = time.monotonic, time.sleep
+    total = int(seconds * rate)
+    cpu0 = time.process_time()
+    behind = 0.0
+    for i in range(total):
+        due = start + i / rate
+        now = clock()
+        if now < due:
+            sleep(due - now)
+        else:
+            behind = max(behind, now - due)
+        answer, expected = pairs[i % len(pairs)]
+        for evaluator in evaluators:
+            evaluator.evaluate(answer, expected)
+    cpu_us = (time.process_time() - cpu0) / total * 1e6
+    return {"scored": total, "cpu_us_per_call": cpu_us, "behind_s": behind}
 
 
 # ---------------------------------------------------------------- the parent
@@ -461,9 +514,14 @@ def latency_rounds(rate: float, args: argparse.Namespace) -> None:
             print(
                 f"  round {round_number + 1} {variant:16} p50 {run['p50']:9.0f} µs  "
                 f"p99 {run['p99']:9.0f} µs  "
-                f"results {run['results']}/{3 * run['calls'] if variant != 'unscored' else 0}  "
+                f"results {run['results']}/{0 if variant in ('unscored', SIDECAR) else 3 * run['calls']}  "
                 f"dropped {run['dropped']}  backlog {run['backlog_slope']:+.0f}/s  load {run['load']:.0f}  "
-                f"probe p99 {run['probe_p99']:.0f} µs",
+                f"probe p99 {run['probe_p99']:.0f} µs"
+                + (
+                    f"  scorer beside {run['sidecar']['cpu_us_per_call']:.0f} µs/call"
+                    if run.get("sidecar")
+                    else ""
+                ),
                 flush=True,
             )
     loads = [r["load"] for rs in runs.values() for r in rs] or [float("nan")]
@@ -547,14 +605,18 @@ def main() -> None:
     parser.add_argument(
         "--variants",
         default=",".join(VARIANTS),
-        help=f"comma-separated, from {', '.join(VARIANTS + NICE)} (unscored is the baseline: keep it)",
+        help=f"comma-separated, from {', '.join(VARIANTS + OPT_IN)} (unscored is the baseline: keep it)",
     )
-    parser.add_argument("--child", choices=VARIANTS + NICE, help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=VARIANTS + OPT_IN, help=argparse.SUPPRESS)
+    parser.add_argument("--sidecar", nargs=3, type=float, help=argparse.SUPPRESS)
     args = parser.parse_args()
     args.variants = args.variants.split(",")
-    if not set(args.variants) <= set(VARIANTS + NICE) or "unscored" not in args.variants:
-        parser.error(f"--variants: a comma-separated list of {', '.join(VARIANTS + NICE)}, with unscored")
-    scored = [v for v in args.variants if v != "unscored"]
+    if not set(args.variants) <= set(VARIANTS + OPT_IN) or "unscored" not in args.variants:
+        parser.error(f"--variants: a comma-separated list of {', '.join(VARIANTS + OPT_IN)}, with unscored")
+    scored = [v for v in args.variants if v not in ("unscored", SIDECAR)]
+    if args.sidecar:
+        print(json.dumps(run_sidecar(*args.sidecar)))
+        return
     if args.child:
         print(json.dumps(run_child(args)))
         return
