@@ -227,6 +227,20 @@ def run_child(args: argparse.Namespace) -> dict[str, Any]:
     from tracesim.evaluators import Bleu, Levenshtein, Rouge
 
     directory = tempfile.mkdtemp(prefix="tracesim-host-latency-")
+    sidecar = None
+    if args.child == SIDECAR:  # started first: its scorers load while the host warms up
+        sidecar = subprocess.Popen(
+            [
+                sys.executable,
+                os.path.abspath(__file__),
+                "--sidecar",
+                str(args.warmup + args.seconds),
+                str(args.rate),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
     reason = configure(args.child, args.exporter, directory)
     if reason:
         return {"variant": args.child, "unavailable": reason}
@@ -273,22 +287,16 @@ def run_child(args: argparse.Namespace) -> dict[str, Any]:
     backlog: list[tuple[float, float]] = []
     done = threading.Event()
     cpu: list[float] = []
+    if sidecar is not None:
+        assert sidecar.stdout is not None
+        sidecar.stdout.readline()  # "ready": its scorers are loaded
     before = tracesim.scoring_stats()
     t0 = time.perf_counter() + 0.05
-    probe = sidecar = None
-    sidecar_for = (str(args.warmup + args.seconds), str(rate))
-    if args.child == SIDECAR:  # scores from the host's first call to its last, warm-up included
-        sidecar = subprocess.Popen(
-            [
-                sys.executable,
-                os.path.abspath(__file__),
-                "--sidecar",
-                str(time.monotonic() + 0.05),
-                *sidecar_for,
-            ],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
+    probe = None
+    if sidecar is not None:  # scores from the host's first call to its last, warm-up included
+        assert sidecar.stdin is not None
+        sidecar.stdin.write(f"{time.monotonic() + (t0 - time.perf_counter())}\n")
+        sidecar.stdin.flush()
     if args.probe:
         measured_from = time.monotonic() + 0.05 + args.warmup
         probe = subprocess.Popen(
@@ -376,10 +384,10 @@ def run_child(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def run_sidecar(start: float, seconds: float, rate: float) -> dict[str, Any]:
-    """Score the pairs with levenshtein + rouge + bleu at ``rate`` calls/s from ``start``
-    (``time.monotonic``) for ``seconds``, open loop: the CPU a worker process spends, without
-    tracesim's pipeline around it."""
+def run_sidecar(seconds: float, rate: float) -> dict[str, Any]:
+    """Score the pairs with levenshtein + rouge + bleu at ``rate`` calls/s for ``seconds``, open
+    loop, from the start time (``time.monotonic``) the host writes on stdin once the scorers are
+    warm: the CPU a worker process spends, without tracesim's pipeline around it."""
     from tracesim.evaluators import Bleu, Levenshtein, Rouge
 
     pairs = make_pairs()
@@ -387,6 +395,8 @@ def run_sidecar(start: float, seconds: float, rate: float) -> dict[str, Any]:
     for answer, expected in pairs[:20]:  # load the scorers' libraries before the clock starts
         for evaluator in evaluators:
             evaluator.evaluate(answer, expected)
+    print("ready", flush=True)
+    start = float(sys.stdin.readline())
     clock, sleep = time.monotonic, time.sleep
     total = int(seconds * rate)
     cpu0 = time.process_time()
@@ -608,7 +618,7 @@ def main() -> None:
         help=f"comma-separated, from {', '.join(VARIANTS + OPT_IN)} (unscored is the baseline: keep it)",
     )
     parser.add_argument("--child", choices=VARIANTS + OPT_IN, help=argparse.SUPPRESS)
-    parser.add_argument("--sidecar", nargs=3, type=float, help=argparse.SUPPRESS)
+    parser.add_argument("--sidecar", nargs=2, type=float, help=argparse.SUPPRESS)
     args = parser.parse_args()
     args.variants = args.variants.split(",")
     if not set(args.variants) <= set(VARIANTS + OPT_IN) or "unscored" not in args.variants:
