@@ -26,6 +26,11 @@ Variants, each in a fresh process, rounds interleaved (the order rotates each ro
 * opt-in: ``unscored+scorer``, the unscored host beside a process that scores the same pairs
   with the same evaluators at the same rate without tracesim (no pipe, no results, no spans):
   the floor a worker's CPU puts under the host's latency on this machine, whatever the design.
+* opt-in: ``unscored+handoff``, the host side of a design where the worker records and exports:
+  the unscored host hands each ended call (its span's data and expected answer, one pickle and
+  one ``os.write`` on the calling thread) to a process that scores it and renders the span
+  with its results to JSON. Calls the full pipe refuses are counted (the 200 warm-up calls,
+  made back to back, fill it).
 
 Inputs are realistic answers of about 300 characters with an expected answer each: sentences
 of ``benchmarks/_evaldata.py`` joined to >= 280 characters, edited as agents' answers are
@@ -60,8 +65,10 @@ import gc
 import itertools
 import json
 import os
+import pickle
 import random
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -97,8 +104,14 @@ print(json.dumps({"p50": pick(0.5), "p99": pick(0.99), "samples": len(lags)}))
 millisecond over the measured part and timing how late each wake-up is. What it sees is the
 machine's share of the host's tail (CPUs busy, the kernel's run queues); the rest of a
 variant's p99 above it is the host's interpreter."""
+HANDOFF = "unscored+handoff"
+"""Opt-in: the host side of a design where the worker records and exports. The unscored host
+also hands each ended call (the span's data and the expected answer, one pickle) to a process
+that scores it and renders its results and span to JSON there; the host's only extra work is
+that pickle and one ``os.write`` per call, on the calling thread."""
+BESIDE = (SIDECAR, HANDOFF)
 NICE = ("processes=1+nice", "processes=2+nice")
-OPT_IN = (*NICE, SIDECAR)
+OPT_IN = (*NICE, *BESIDE)
 """Opt-in: the workers' priority lowered by 10 after warm-up (what a pool could do itself)."""
 PAIRS = 256
 
@@ -209,7 +222,7 @@ def configure(variant: str, exporter: str, directory: str) -> str | None:
         options["exporters"] = ["jsonl"]
         options["jsonl_path"] = os.path.join(directory, "traces.jsonl")
         options["jsonl_backups"] = 1
-    if variant not in ("unscored", SIDECAR):
+    if variant != "unscored" and variant not in BESIDE:
         options["scoring_processes"] = 0 if variant == "threads" else int(variant[10:11])
     try:
         tracesim.configure(**options)
@@ -228,18 +241,17 @@ def run_child(args: argparse.Namespace) -> dict[str, Any]:
 
     directory = tempfile.mkdtemp(prefix="tracesim-host-latency-")
     sidecar = None
-    if args.child == SIDECAR:  # started first: its scorers load while the host warms up
+    if args.child in BESIDE:  # started first: its scorers load while the host warms up
         sidecar = subprocess.Popen(
             [
                 sys.executable,
                 os.path.abspath(__file__),
                 "--sidecar",
                 str(args.warmup + args.seconds),
-                str(args.rate),
+                str(args.rate if args.child == SIDECAR else 0),
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            text=True,
         )
     reason = configure(args.child, args.exporter, directory)
     if reason:
@@ -255,8 +267,13 @@ def run_child(args: argparse.Namespace) -> dict[str, Any]:
         answer: str = answers[request["id"]]
         return answer
 
-    if args.child in ("unscored", SIDECAR):
+    handed: list[int] = [0, 0]  # calls handed off, calls the full pipe refused
+    if args.child == "unscored" or args.child in BESIDE:
         handler = tracesim.trace(kind="agent", name="handle")(handle)
+        if args.child == HANDOFF:
+            assert sidecar is not None
+            assert sidecar.stdin is not None
+            handler = handing_off(handler, sidecar.stdin.fileno(), expected, handed)
     else:
         handler = tracesim.trace(
             kind="agent",
@@ -266,6 +283,9 @@ def run_child(args: argparse.Namespace) -> dict[str, Any]:
         )(handle)
     requests = [{"id": i, "question": f"question {i}"} for i in range(len(pairs))]
 
+    if sidecar is not None:
+        assert sidecar.stdout is not None
+        sidecar.stdout.readline()  # "ready": its scorers are loaded
     for i in range(200):  # warm-up: tokenizers, scorers, worker threads or processes
         handler(requests[i % len(requests)])
     tracesim.force_flush(120)
@@ -287,15 +307,13 @@ def run_child(args: argparse.Namespace) -> dict[str, Any]:
     backlog: list[tuple[float, float]] = []
     done = threading.Event()
     cpu: list[float] = []
-    if sidecar is not None:
-        assert sidecar.stdout is not None
-        sidecar.stdout.readline()  # "ready": its scorers are loaded
     before = tracesim.scoring_stats()
     t0 = time.perf_counter() + 0.05
     probe = None
-    if sidecar is not None:  # scores from the host's first call to its last, warm-up included
+    if args.child == SIDECAR:  # scores from the host's first call to its last, warm-up included
+        assert sidecar is not None
         assert sidecar.stdin is not None
-        sidecar.stdin.write(f"{time.monotonic() + (t0 - time.perf_counter())}\n")
+        sidecar.stdin.write(f"{time.monotonic() + (t0 - time.perf_counter())}\n".encode())
         sidecar.stdin.flush()
     if args.probe:
         measured_from = time.monotonic() + 0.05 + args.warmup
@@ -350,8 +368,9 @@ def run_child(args: argparse.Namespace) -> dict[str, Any]:
     measured = total - warm
     tracesim.shutdown()
     seen = json.loads(probe.communicate(timeout=60)[0]) if probe is not None else {}
-    beside = json.loads(sidecar.communicate(timeout=120)[0]) if sidecar is not None else {}
-
+    beside = json.loads(sidecar.communicate(timeout=300)[0]) if sidecar is not None else {}
+    if args.child == HANDOFF:
+        beside["handed"], beside["refused"] = handed
     lat_us = [x * 1e6 for x in latency[warm:]]
     lag_points = [(t0 + i * interval, lag[i]) for i in range(warm, total)]
     return {
@@ -384,6 +403,45 @@ def run_child(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def handing_off(handler: Any, fd: int, expected: list[str], handed: list[int]) -> Any:
+    """``handler``, then its call's span data and expected answer handed to the process on ``fd``
+    (a length-prefixed pickle, one non-blocking ``os.write``: under ``PIPE_BUF``, so whole or
+    not at all; a full pipe refuses it and it is counted)."""
+    os.set_blocking(fd, False)
+    dumps, pack, write, clock = pickle.dumps, struct.Struct("<I").pack, os.write, time.time_ns
+    ids = random.Random(1)
+
+    def handle_and_hand_off(request: dict[str, Any]) -> str:
+        start = clock()
+        answer: str = handler(request)
+        record = (
+            ids.getrandbits(128),
+            ids.getrandbits(64),
+            "handle",
+            start,
+            clock(),
+            {
+                "openinference.span.kind": "AGENT",
+                "gen_ai.operation.name": "invoke_agent",
+                "gen_ai.agent.name": "handle",
+                "input.value": json.dumps(request),
+                "input.mime_type": "application/json",
+                "output.value": answer,
+                "output.mime_type": "text/plain",
+            },
+            expected[request["id"]],
+        )
+        data = dumps(record, 5)
+        try:
+            write(fd, pack(len(data)) + data)
+            handed[0] += 1
+        except BlockingIOError:
+            handed[1] += 1
+        return answer
+
+    return handle_and_hand_off
+
+
 def run_sidecar(seconds: float, rate: float) -> dict[str, Any]:
     """Score the pairs with levenshtein + rouge + bleu at ``rate`` calls/s for ``seconds``, open
     loop, from the start time (``time.monotonic``) the host writes on stdin once the scorers are
@@ -396,7 +454,9 @@ def run_sidecar(seconds: float, rate: float) -> dict[str, Any]:
         for evaluator in evaluators:
             evaluator.evaluate(answer, expected)
     print("ready", flush=True)
-    start = float(sys.stdin.readline())
+    if not rate:
+        return take_handed(evaluators)
+    start = float(sys.stdin.buffer.readline())
     clock, sleep = time.monotonic, time.sleep
     total = int(seconds * rate)
     cpu0 = time.process_time()
@@ -413,6 +473,23 @@ def run_sidecar(seconds: float, rate: float) -> dict[str, Any]:
             evaluator.evaluate(answer, expected)
     cpu_us = (time.process_time() - cpu0) / total * 1e6
     return {"scored": total, "cpu_us_per_call": cpu_us, "behind_s": behind}
+
+
+def take_handed(evaluators: Sequence[Any]) -> dict[str, Any]:
+    """Read handed-off calls from stdin until it closes; score each and render its span with
+    the results to JSON, as a worker that records and exports would."""
+    read, unpack = sys.stdin.buffer.read, struct.Struct("<I").unpack
+    cpu0 = time.process_time()
+    count = 0
+    while len(head := read(4)) == 4:
+        trace_id, span_id, name, start, end, attributes, expected = pickle.loads(read(unpack(head)[0]))
+        results = [e.evaluate(attributes["output.value"], expected) for e in evaluators]
+        span = {"traceId": f"{trace_id:032x}", "spanId": f"{span_id:016x}", "name": name}
+        span.update(start=start, end=end, attributes=attributes)
+        json.dumps({**span, "events": [r.model_dump(mode="json") for r in results]})
+        count += 1
+    cpu_us = (time.process_time() - cpu0) / max(count, 1) * 1e6
+    return {"scored": count, "cpu_us_per_call": cpu_us, "behind_s": 0.0}
 
 
 # ---------------------------------------------------------------- the parent
@@ -504,6 +581,7 @@ def find_max(variant: str, start: float, args: argparse.Namespace) -> tuple[floa
 
 def latency_rounds(rate: float, args: argparse.Namespace) -> None:
     variants = tuple(args.variants)
+    scored = [v for v in variants if v != "unscored" and v not in BESIDE]
     runs: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
     unavailable: dict[str, str] = {}
     for round_number in range(args.rounds):
@@ -524,11 +602,12 @@ def latency_rounds(rate: float, args: argparse.Namespace) -> None:
             print(
                 f"  round {round_number + 1} {variant:16} p50 {run['p50']:9.0f} µs  "
                 f"p99 {run['p99']:9.0f} µs  "
-                f"results {run['results']}/{0 if variant in ('unscored', SIDECAR) else 3 * run['calls']}  "
+                f"results {run['results']}/{3 * run['calls'] if variant in scored else 0}  "
                 f"dropped {run['dropped']}  backlog {run['backlog_slope']:+.0f}/s  load {run['load']:.0f}  "
                 f"probe p99 {run['probe_p99']:.0f} µs"
                 + (
                     f"  scorer beside {run['sidecar']['cpu_us_per_call']:.0f} µs/call"
+                    + (f", refused {run['sidecar']['refused']}" if "refused" in run["sidecar"] else "")
                     if run.get("sidecar")
                     else ""
                 ),
@@ -623,7 +702,7 @@ def main() -> None:
     args.variants = args.variants.split(",")
     if not set(args.variants) <= set(VARIANTS + OPT_IN) or "unscored" not in args.variants:
         parser.error(f"--variants: a comma-separated list of {', '.join(VARIANTS + OPT_IN)}, with unscored")
-    scored = [v for v in args.variants if v not in ("unscored", SIDECAR)]
+    scored = [v for v in args.variants if v != "unscored" and v not in BESIDE]
     if args.sidecar:
         print(json.dumps(run_sidecar(*args.sidecar)))
         return
