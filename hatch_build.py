@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +27,13 @@ class ProbeBuildHook(BuildHookInterface):  # type: ignore[type-arg]
         if self.target_name != "wheel":
             return
         editable = version == "editable"
-        if editable:  # a build left in the checkout would be imported: this build decides anew
-            for old in (Path(self.root) / SOURCE).parent.glob("_probe.*"):
-                if old.suffix in (".so", ".pyd"):
-                    old.unlink()
+        if editable:
+            # This interpreter's build left in the checkout would be imported: this build decides
+            # anew. Only the names this interpreter imports: the venv of another Python on the
+            # same checkout (tox, nox, a benchmark's) keeps its own build, and its speed.
+            folder = (Path(self.root) / SOURCE).parent
+            for suffix in EXTENSION_SUFFIXES:
+                (folder / f"_probe{suffix}").unlink(missing_ok=True)
         if os.environ.get("TRACESIM_PURE_PYTHON", "") not in ("", "0"):
             print("tracesim: TRACESIM_PURE_PYTHON is set: no compiled redaction probe", file=sys.stderr)
             return
