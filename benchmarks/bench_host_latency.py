@@ -111,8 +111,8 @@ that scores it and renders its results and span to JSON there; the host's only e
 that pickle and one ``os.write`` per call, on the calling thread."""
 BESIDE = (SIDECAR, HANDOFF)
 NICE = ("processes=1+nice", "processes=2+nice")
-OPT_IN = (*NICE, *BESIDE)
 """Opt-in: the workers' priority lowered by 10 after warm-up (what a pool could do itself)."""
+OPT_IN = (*NICE, *BESIDE)
 PAIRS = 256
 
 
@@ -255,6 +255,8 @@ def run_child(args: argparse.Namespace) -> dict[str, Any]:
         )
     reason = configure(args.child, args.exporter, directory)
     if reason:
+        if sidecar is not None:
+            sidecar.kill()
         return {"variant": args.child, "unavailable": reason}
 
     pairs = make_pairs()
