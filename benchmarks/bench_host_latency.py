@@ -29,8 +29,8 @@ Variants, each in a fresh process, rounds interleaved (the order rotates each ro
 * opt-in: ``unscored+handoff``, the host side of a design where the worker records and exports:
   the unscored host hands each ended call (its span's data and expected answer, one pickle and
   one ``os.write`` on the calling thread) to a process that scores it and renders the span
-  with its results to JSON. Calls the full pipe refuses are counted (the 200 warm-up calls,
-  made back to back, fill it).
+  with its results to JSON. Calls the full pipe refuses are counted, and those of the 200
+  warm-up calls (made back to back) apart.
 
 Inputs are realistic answers of about 300 characters with an expected answer each: sentences
 of ``benchmarks/_evaldata.py`` joined to >= 280 characters, edited as agents' answers are
@@ -310,6 +310,7 @@ def run_child(args: argparse.Namespace) -> dict[str, Any]:
     done = threading.Event()
     cpu: list[float] = []
     before = tracesim.scoring_stats()
+    refused_before = handed[1]  # refused in the back-to-back warm-up calls
     t0 = time.perf_counter() + 0.05
     probe = None
     if args.child == SIDECAR:  # scores from the host's first call to its last, warm-up included
@@ -373,6 +374,7 @@ def run_child(args: argparse.Namespace) -> dict[str, Any]:
     beside = json.loads(sidecar.communicate(timeout=300)[0]) if sidecar is not None else {}
     if args.child == HANDOFF:
         beside["handed"], beside["refused"] = handed
+        beside["refused_in_warmup"] = refused_before
     lat_us = [x * 1e6 for x in latency[warm:]]
     lag_points = [(t0 + i * interval, lag[i]) for i in range(warm, total)]
     return {
@@ -609,7 +611,12 @@ def latency_rounds(rate: float, args: argparse.Namespace) -> None:
                 f"probe p99 {run['probe_p99']:.0f} µs"
                 + (
                     f"  scorer beside {run['sidecar']['cpu_us_per_call']:.0f} µs/call"
-                    + (f", refused {run['sidecar']['refused']}" if "refused" in run["sidecar"] else "")
+                    + (
+                        f", refused {run['sidecar']['refused']}"
+                        f" ({run['sidecar']['refused_in_warmup']} in warm-up)"
+                        if "refused" in run["sidecar"]
+                        else ""
+                    )
                     if run.get("sidecar")
                     else ""
                 ),
