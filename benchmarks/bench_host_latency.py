@@ -110,6 +110,8 @@ also hands each ended call (the span's data and the expected answer, one pickle)
 that scores it and renders its results and span to JSON there; the host's only extra work is
 that pickle and one ``os.write`` per call, on the calling thread."""
 BESIDE = (SIDECAR, HANDOFF)
+UNSCORED = ("unscored", *BESIDE)
+"""The variants whose host scores nothing (tracesim configured without scoring)."""
 NICE = ("processes=1+nice", "processes=2+nice")
 """Opt-in: the workers' priority lowered by 10 after warm-up (what a pool could do itself)."""
 OPT_IN = (*NICE, *BESIDE)
@@ -222,7 +224,7 @@ def configure(variant: str, exporter: str, directory: str) -> str | None:
         options["exporters"] = ["jsonl"]
         options["jsonl_path"] = os.path.join(directory, "traces.jsonl")
         options["jsonl_backups"] = 1
-    if variant != "unscored" and variant not in BESIDE:
+    if variant not in UNSCORED:
         options["scoring_processes"] = 0 if variant == "threads" else int(variant[10:11])
     try:
         tracesim.configure(**options)
@@ -270,7 +272,7 @@ def run_child(args: argparse.Namespace) -> dict[str, Any]:
         return answer
 
     handed: list[int] = [0, 0]  # calls handed off, calls the full pipe refused
-    if args.child == "unscored" or args.child in BESIDE:
+    if args.child in UNSCORED:
         handler = tracesim.trace(kind="agent", name="handle")(handle)
         if args.child == HANDOFF:
             assert sidecar is not None
@@ -493,7 +495,7 @@ def take_handed(evaluators: Sequence[Any]) -> dict[str, Any]:
         json.dumps({**span, "events": [r.model_dump(mode="json") for r in results]})
         count += 1
     cpu_us = (time.process_time() - cpu0) / max(count, 1) * 1e6
-    return {"scored": count, "cpu_us_per_call": cpu_us, "behind_s": 0.0}
+    return {"scored": count, "cpu_us_per_call": cpu_us}
 
 
 # ---------------------------------------------------------------- the parent
@@ -585,7 +587,7 @@ def find_max(variant: str, start: float, args: argparse.Namespace) -> tuple[floa
 
 def latency_rounds(rate: float, args: argparse.Namespace) -> None:
     variants = tuple(args.variants)
-    scored = [v for v in variants if v != "unscored" and v not in BESIDE]
+    scored = [v for v in variants if v not in UNSCORED]
     runs: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
     unavailable: dict[str, str] = {}
     for round_number in range(args.rounds):
@@ -711,7 +713,7 @@ def main() -> None:
     args.variants = args.variants.split(",")
     if not set(args.variants) <= set(VARIANTS + OPT_IN) or "unscored" not in args.variants:
         parser.error(f"--variants: a comma-separated list of {', '.join(VARIANTS + OPT_IN)}, with unscored")
-    scored = [v for v in args.variants if v != "unscored" and v not in BESIDE]
+    scored = [v for v in args.variants if v not in UNSCORED]
     if args.sidecar:
         print(json.dumps(run_sidecar(*args.sidecar)))
         return
