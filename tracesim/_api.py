@@ -49,6 +49,7 @@ def configure(
     scoring_queue_size: int | None = None,
     scoring_workers: int | None = None,
     scoring_processes: int | str | None = None,
+    scoring_export: str | None = None,
     evaluation_log_events: bool | None = None,
     evaluation_span_events: bool | None = None,
     evaluators: Sequence[Mapping[str, Any]] | None = None,

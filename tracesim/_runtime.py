@@ -44,6 +44,7 @@ from tracesim._scoring import (
     scores_runs,
     suggestion,
 )
+from tracesim._scoring._handoff import HANDING
 from tracesim._semconv import LLM_COUNTED_IN_PARENT, SPAN_KINDS
 from tracesim._version import __version__
 
@@ -351,6 +352,8 @@ class _Forwarding:
             runs.ended(span)  # after the rules: a run they score is claimed before its trace could go
         if held:
             return  # held until scored, then sent on to that runtime's processors
+        if HANDING and span.context is not None and span.context.span_id in HANDING:
+            return  # handed to a scoring worker process, which exports it (scoring_export: workers)
         for processor in self.processors:
             processor.on_end(span)
 
@@ -503,6 +506,10 @@ def _build(
     sinks = result_sinks(settings, provider, capture, redaction)
     scoring = None
     if settings.scoring_mode != "off":
+        from tracesim._scoring._handoff import setup_for
+
+        setup, _ = setup_for(settings, resource, joined=existing is not None, sinks=sinks)
+        first = counted[0] if counted else None
         scoring = ScoringPipeline(
             tracer=tracer,
             capture=capture,
@@ -515,12 +522,25 @@ def _build(
             sinks=sinks,
             redaction=redaction,
             metrics=metrics.counts if metrics is not None else None,
+            forward=_forwarder(processors),
+            export_setup=setup,
+            cost=getattr(first, "add", None) if metrics is not None else None,
         )
     runtime = Runtime(settings, tracer, processors, capture, scoring, rules, sinks, exporters)
     runtime.provider = provider
     runtime.redaction = redaction
     runtime.metrics = metrics
     return runtime
+
+
+def _forwarder(processors: Sequence[SpanProcessor]) -> Callable[[ReadableSpan], None]:
+    """Sends an ended span to ``processors`` (a scored call the host finishes after all)."""
+
+    def forward(span: ReadableSpan) -> None:
+        for processor in processors:
+            processor.on_end(span)
+
+    return forward
 
 
 def _events_as_set(exporter: SpanExporter, item: Any, settings: Settings) -> SpanExporter:

@@ -83,6 +83,7 @@ class Settings:
     scoring_queue_size: int = 10_000
     scoring_workers: int = 2
     scoring_processes: int | str = "auto"
+    scoring_export: str = "host"
     evaluation_log_events: bool | None = None
     evaluation_span_events: bool = True
     evaluators: tuple[Mapping[str, Any], ...] = ()
@@ -315,6 +316,14 @@ SETTINGS: tuple[Setting, ...] = (
         "worker processes running the CPU evaluators they can rebuild (0: threads only; auto: one, "
         "started once evaluators use more than 5% of a core)",
         ("TRACESIM_SCORING_PROCESSES",),
+    ),
+    Setting(
+        "scoring_export",
+        parse.choice(("host", "workers")),
+        "host or workers",
+        "who finishes a call scored in worker processes: the host writes its results and exports "
+        "it, or the worker that scored it does (the host only hands the ended span over)",
+        ("TRACESIM_SCORING_EXPORT",),
     ),
     Setting(
         "evaluation_log_events",

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from opentelemetry.metrics import Counter
     from opentelemetry.sdk.trace import ReadableSpan
 
-__all__ = ["MODELS", "PROVIDER_KEY", "REQUEST_MODEL_KEY", "UNKNOWN", "CostCounting"]
+__all__ = ["MODELS", "PROVIDER_KEY", "REQUEST_MODEL_KEY", "UNKNOWN", "CostCounting", "priced"]
 
 PROVIDER_KEY = "gen_ai.provider.name"
 REQUEST_MODEL_KEY = "gen_ai.request.model"
@@ -33,6 +33,20 @@ UNKNOWN = "_unknown"
 MODELS = 200
 """Distinct (provider, model) pairs counted; later ones go under ``_other``."""
 _PROVIDER_KEYS = (PROVIDER_KEY, "gen_ai.system", "llm.provider")
+
+
+def priced(attributes: Any) -> tuple[str, str, float] | None:
+    """The provider, model and cost of the LLM call a span's attributes describe (None: no cost).
+
+    Example:
+        >>> priced({"gen_ai.provider.name": "openai", "llm.cost.total": 0.25}) is None  # no usage
+        True
+    """
+    usage = read_usage(attributes)
+    if usage is None or usage.cost is None or usage.cost <= 0:
+        return None
+    provider = next((str(attributes[k]) for k in _PROVIDER_KEYS if attributes.get(k)), UNKNOWN)
+    return provider, usage.request_model or UNKNOWN, usage.cost
 
 
 class CostCounting(SpanExporter):
@@ -72,18 +86,20 @@ class CostCounting(SpanExporter):
         return self._inner.export(spans)
 
     def _count(self, attributes: Any) -> None:
-        usage = read_usage(attributes)
-        if usage is None or usage.cost is None or usage.cost <= 0:
-            return
-        provider = next((str(attributes[k]) for k in _PROVIDER_KEYS if attributes.get(k)), UNKNOWN)
-        key = (provider, usage.request_model or UNKNOWN)
+        found = priced(attributes)
+        if found is not None:
+            self.add(*found)
+
+    def add(self, provider: str, model: str, cost: float) -> None:
+        """Add the cost of one call (what `priced` found on its span, maybe in another process)."""
+        key = (provider, model)
         labels = self._attributes.get(key)
         if labels is None:
             with self._lock:
                 if len(self._attributes) >= MODELS:
                     key = ("_other", "_other")
                 labels = self._attributes.setdefault(key, {PROVIDER_KEY: key[0], REQUEST_MODEL_KEY: key[1]})
-        self._counter.add(usage.cost, labels)
+        self._counter.add(cost, labels)
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         """Flush the wrapped exporter."""

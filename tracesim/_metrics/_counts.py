@@ -135,16 +135,18 @@ class ResultCounts:
 
     def result(self, evaluator: str, span: str, result: EvalResult) -> None:
         """Count one result; an ``ok`` result with a finite score is also a histogram point."""
-        what = outcome(result)
+        self.record(evaluator, span, outcome(result), result.score if result.status == "ok" else None)
+
+    def record(self, evaluator: str, span: str, what: str, score: float | None = None) -> None:
+        """Count one result by its `outcome` (``score``: an ``ok`` result's, for the histogram)."""
         with self._lock:
             if self._queued:
                 self._fold()
             labels = self._labels(evaluator, span)
             key = (*labels, what)
             self._counts[key] = self._counts.get(key, 0) + 1
-            score = result.score
             histogram = self._histogram
-            if histogram is None or score is None or result.status != "ok" or not math.isfinite(score):
+            if histogram is None or score is None or not math.isfinite(score):
                 return
             attributes = self._score_attributes.get(labels)
             if attributes is None:

@@ -55,6 +55,11 @@ class HeldSpan(otel_trace.Span):
     def get_span_context(self) -> SpanContext:
         return self._context
 
+    @property
+    def name(self) -> str:
+        """The held span's name (what the result metrics count it under)."""
+        return self._span.name
+
     def update_name(self, name: str) -> None:
         """Scoring never renames a span."""
 

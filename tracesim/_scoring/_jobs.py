@@ -119,6 +119,8 @@ class ScoringStats:
     """Spans of scored traces the run recorder counted but did not keep (its memory bounds)."""
     runs_traces_evicted: int = 0
     """Traces the run recorder let go of early to keep at most 1,000 at once."""
+    written_by_workers: int = 0
+    """Calls whose span the worker process that scored them wrote (``scoring_export: workers``)."""
 
 
 class Binder(Protocol):
@@ -163,6 +165,7 @@ class Job:
         "evaluators",
         "expected",
         "finished",
+        "handed",
         "handle",
         "id",
         "input",
@@ -207,6 +210,7 @@ class Job:
         self.deadline = 0.0  # monotonic time past which the span ends without waiting
         self.run_source: Any = None  # the span's run, for run evaluators (a `tracesim._runs.RunSource`)
         self.run: Any = None  # that run once taken (a `tracesim.runs.Run`), scored instead of ``output``
+        self.handed: str | None = None  # a worker finishes it (`tracesim._scoring._handoff` states)
 
     def inputs(self) -> tuple[Any, Mapping[str, Any]]:
         """The call's input as evaluators see it, and the arguments by name (for datasets)."""

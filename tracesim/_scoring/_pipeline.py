@@ -25,7 +25,7 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace as otel_trace
@@ -35,6 +35,7 @@ from tracesim._capture import CaptureOptions
 from tracesim._host_first import Slices
 from tracesim._internal_errors import WarnOnce, internal_error
 from tracesim._scoring._expect import NOT_SET, combined, complete, handed, resolve_expected
+from tracesim._scoring._handoff import EXPORTED, HANDED, HANDING, RETURNED, HeldHandle, ProcessJob
 from tracesim._scoring._jobs import (
     FROM_RUN,
     Job,
@@ -56,6 +57,7 @@ from tracesim.runs import NOT_GIVEN, Expected
 if TYPE_CHECKING:
     import asyncio
 
+    from opentelemetry.sdk.trace import ReadableSpan
     from opentelemetry.trace import SpanContext
 
     from tracesim._metrics import ResultCounts
@@ -95,6 +97,9 @@ class ScoringPipeline:
         redaction: Redaction | None = None,
         metrics: ResultCounts | None = None,
         processes: int | str = 0,
+        forward: Callable[[ReadableSpan], None] | None = None,
+        export_setup: bytes | None = None,
+        cost: Callable[[str, str, float], None] | None = None,
     ) -> None:
         self.tracer = tracer
         self.metrics = metrics
@@ -110,6 +115,12 @@ class ScoringPipeline:
         self.processes = processes
         """Worker processes for CPU evaluators: a count (0: none) or ``"auto"``."""
         self.sinks = tuple(sinks)
+        self.forward = forward
+        """Sends an ended span to the configuration's span processors (a call taken back from a worker)."""
+        self.export_setup = export_setup if forward is not None and processes != 0 else None
+        """With ``scoring_export: workers``, what workers finish handed calls with (None: the host does)."""
+        self.cost = cost
+        """Counts the cost of an LLM call a worker wrote (the metrics' `CostCounting.add`)."""
         # A run with no timeout_s of its own counts as stuck (not failed) after this long.
         self.stuck_after_s = max_defer_s if max_defer_s > 0 else 30.0
         self._ids = itertools.count(1)
@@ -147,6 +158,7 @@ class ScoringPipeline:
         self._cpu_s = 0.0  # evaluator time on the threads since _window_start (auto)
         self._window_start = time.monotonic()
         self._backlogged = 0
+        self._span_type: type | None = None  # the SDK's span class, once a call could be handed
         if not self.inline and self.processes != 0:
             size = 1 if self._auto else int(self.processes)
             grow_to = max(1, min(_AUTO_MAX, os.cpu_count() or 1)) if self._auto else size
@@ -157,7 +169,13 @@ class ScoringPipeline:
                 stuck_after_s=self.stuck_after_s,
                 warnings=self._warnings,
                 grow_to=grow_to,
+                done=self._written,
+                setup=self.export_setup,
             )
+            if self.export_setup is not None:
+                from opentelemetry.sdk.trace import Span as SdkSpan
+
+                self._span_type = SdkSpan
 
     # ------------------------------------------------------------ the caller's side
 
@@ -181,6 +199,7 @@ class ScoringPipeline:
             self._run_inline(job)
             return
         job.deadline = time.monotonic() + self.max_defer_s  # set before the watchdog can see it
+        handing = self._span_type is not None and self._hands(job)
         with self._lock:
             full = self._closed or len(self._inflight) >= self.queue_size
             if not full:
@@ -194,13 +213,91 @@ class ScoringPipeline:
         if not self._threads:
             self._start()
             pool = self._pool
-            if pool is not None and not self._auto:
+            if pool is not None and (not self._auto or handing):
                 pool.start()  # workers start now, in the background: their runs wait for them
-        if self.max_defer_s <= 0:
+        if handing:
+            self._hand(job)
+        elif self.max_defer_s <= 0:
             self._expire(job)  # never wait: every result goes on a carrier span
         else:
             self._watchdog.start()
         self._queue.put(job)
+
+    def _hands(self, job: Job) -> bool:
+        """Whether ``job`` goes to a worker whole (``scoring_export: workers``): a call of tracesim's
+        own, its output returned by the call (not read from its run), while the pool works."""
+        pool = self._pool
+        return (
+            job.run_source is None
+            and job.output is not FROM_RUN
+            and isinstance(job.handle.otel_span, self._span_type)  # type: ignore[arg-type]
+            and pool is not None
+            and not pool.broken
+        )
+
+    def _hand(self, job: Job) -> None:
+        """End ``job``'s span now, without sending it to the exporters: a worker will."""
+        otel: Any = job.handle.otel_span
+        job.handed = HANDED
+        job.ended = True  # for the deadlines: the worker keeps them (see _handoff)
+        span_id = otel.context.span_id
+        HANDING.add(span_id)
+        try:
+            otel.end(job.end_ns)
+        finally:
+            HANDING.discard(span_id)
+
+    def _take_back(self, job: Job) -> bool:
+        """A handed call the host finishes after all: its ended span is held until scored. False
+        when the worker wrote it already (or it was taken back before)."""
+        with job.lock:
+            if job.handed != HANDED:
+                return False
+            job.handed = RETURNED
+        assert self.forward is not None
+        job.handle = HeldHandle(job.handle, self.forward, self.capture)
+        job.ended = False
+        return True
+
+    def _written(self, unit: ProcessJob, payload: Any) -> None:
+        """A worker wrote ``unit``'s span with its results: count them, and the call is done."""
+        job = unit.job
+        with job.lock:
+            if job.handed != HANDED:
+                return  # taken back (shutdown): the host wrote it too
+            job.handed = EXPORTED
+        outcomes, cost, late = payload
+        stats = self.stats
+        metrics = self.metrics
+        span_name = _span_name(job.handle.otel_span)
+        for name, what, score, error_type in outcomes:
+            stats.results += 1
+            if what == "error":
+                stats.errors += 1
+                if error_type == "timeout":
+                    stats.timeouts += 1
+            if late:
+                stats.late += 1
+            if metrics is not None:
+                metrics.record(name, span_name, what, score)
+        if cost is not None and self.cost is not None:
+            self.cost(*cost)
+        stats.written_by_workers += 1
+        self._finish(job)
+
+    def _give_back(self, unit: ProcessJob) -> None:
+        """A handed call no worker can finish: the host scores what is left and writes it."""
+        job = unit.job
+        if not self._take_back(job):
+            return
+        if unit.write_expected:
+            job.handle.set_expected(unit.expected)
+        for index, evaluator in enumerate(unit.evaluators):
+            result = unit.presets.get(index)
+            if result is not None:
+                self._complete(job, evaluator, result)
+            else:
+                self._queue.put((job, evaluator, unit.expected, unit.value))
 
     def _sample(
         self, otel: otel_trace.Span, evaluators: Sequence[Evaluator], always: bool
@@ -287,11 +384,24 @@ class ScoringPipeline:
         return False
 
     def _process(self, job: Job) -> None:
+        keys = None
+        if job.handed == HANDED:
+            keys = self._keys(job)
+            if keys is None:  # an evaluator stays on the threads: the host finishes the call
+                self._take_back(job)
+        from_source = job.expected is NOT_SET
         try:
             value, arguments = job.inputs()
-            expected, problem = self._expected(job, arguments)
+            expected, problem = self._expected(job, arguments, record=keys is None)
         except Exception as exc:  # the user's expected-output callable or dataset failed
             expected, problem, value = None, exc, None
+        if keys is not None:
+            pool = self._pool
+            if problem is None and pool is not None:
+                write = from_source and expected is not None
+                pool.put(ProcessJob(job, keys, expected, value, write_expected=write))
+                return
+            self._take_back(job)  # the failure goes on the held span, as on the threads
         if job.run_source is not None:
             self._take_run(job)
         cpu: list[Evaluator] = []
@@ -330,6 +440,19 @@ class ScoringPipeline:
         if cpu:
             self._run_cpu(job, cpu[0], expected, value)
 
+    def _keys(self, job: Job) -> list[int] | None:
+        """The pool's keys for every evaluator of a handed call, or None when one stays on threads."""
+        pool = self._pool
+        if pool is None or pool.broken:
+            return None
+        keys = []
+        for evaluator in job.evaluators:
+            key = pool.key_for(evaluator)
+            if key is None:
+                return None
+            keys.append(key)
+        return keys
+
     def _to_processes(
         self, pool: ProcessPool, job: Job, cpu: list[Evaluator], expected: Any, value: Any
     ) -> list[Evaluator]:
@@ -357,8 +480,12 @@ class ScoringPipeline:
             pool.start()
         return pool.key_for(evaluator)
 
-    def _to_thread(self, run: ProcessRun) -> None:
+    def _to_thread(self, run: ProcessRun | ProcessJob) -> None:
         """A run the pool gives back (evaluator not rebuilt, data not pickled, pool broken)."""
+        if type(run) is ProcessJob:
+            self._give_back(run)
+            return
+        assert isinstance(run, ProcessRun)
         self._queue.put((run.job, run.evaluator, run.given, run.value))
 
     def _take_run(self, job: Job) -> None:
@@ -381,9 +508,14 @@ class ScoringPipeline:
         if job.output is FROM_RUN and run.output is not None:  # an agent span without output
             job.output = run.output
 
-    def _expected(self, job: Job, arguments: Mapping[str, Any]) -> tuple[Any, BaseException | None]:
+    def _expected(
+        self, job: Job, arguments: Mapping[str, Any], *, record: bool = True
+    ) -> tuple[Any, BaseException | None]:
         """The call's expected value (a plain output or an `Expected`; None when there is none),
-        or the error its source raised. Each evaluator is handed its part by `handed`."""
+        or the error its source raised. Each evaluator is handed its part by `handed`.
+
+        ``record``: a value found in a source is recorded on the span (a handed call's worker
+        records it instead)."""
         expected = job.expected
         if expected is NOT_SET:
             # Several sources (the code's, then each rule's that selects the span): each part
@@ -400,7 +532,7 @@ class ScoringPipeline:
                     if complete(expected):
                         break
             if expected is not NOT_SET:
-                if expected is not None:
+                if expected is not None and record:
                     job.handle.set_expected(expected)
                 job.expected = expected  # what the results were measured against, for the sinks
         return (None if expected is NOT_SET else expected), None
@@ -670,7 +802,11 @@ class ScoringPipeline:
         drained = self.force_flush(timeout_s - reserve)
         with self._lock:
             left = list(self._inflight.values())
+        handed_left = []
         for job in left:
+            if job.handed == HANDED:
+                handed_left.append(job)  # taken back once the workers are stopped
+                continue
             self._expire(job)
             _release_run(job)
         for _ in self._threads:
@@ -681,6 +817,9 @@ class ScoringPipeline:
         self._watchdog.stop()  # every job has ended: no deadline is left to act on
         if pool is not None:
             pool.close(deadline - time.monotonic())
+        for job in handed_left:  # never written by a worker: the host sends them on, unscored
+            if self._take_back(job):
+                self._expire(job)
         return drained
 
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import io
-import itertools
 import mmap
 import os
 import pickle
@@ -39,6 +38,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from tracesim._host_first import Slices
 from tracesim._internal_errors import WarnOnce, internal_error
+from tracesim._scoring._handoff import ProcessJob
 from tracesim._scoring._jobs import timeout
 
 if TYPE_CHECKING:
@@ -77,6 +77,8 @@ NOT_BUILT = 2
 NOT_SENT = 3
 UNREADABLE = 4
 NOT_RESULT = 5
+DONE = 6
+"""A handed call (`ProcessJob`) is scored and written; the payload is its outcomes and cost."""
 
 RUNNING = struct.Struct("<qd")
 """The shared slot: the token of the run in progress (0: none) and when it started. The worker
@@ -148,15 +150,46 @@ class ProcessRun:
         self.deaths = 0
         self.solo = False  # sent alone: its batch did not unpickle in the worker
 
+    width = 1
+    """Pool tokens it takes (a `ProcessJob` takes one per evaluator)."""
+
+    @property
+    def keys(self) -> tuple[int]:
+        return (self.key,)
+
+    @property
+    def name(self) -> str:
+        return self.evaluator.name
+
+    def limit(self, token: int, stuck_after_s: float) -> float:
+        """How long it may run."""
+        return self.evaluator.timeout_s or stuck_after_s
+
+    def item(self) -> tuple[Any, ...]:
+        """What the worker is sent for it."""
+        return (self.key, self.subject, self.expected, self.value)
+
 
 class _Worker:
-    __slots__ = ("gone", "held", "known", "proc", "reader", "ready", "slot", "started", "write_lock")
+    __slots__ = (
+        "gone",
+        "has_setup",
+        "held",
+        "known",
+        "proc",
+        "reader",
+        "ready",
+        "slot",
+        "started",
+        "write_lock",
+    )
 
     def __init__(self, proc: subprocess.Popen[bytes], slot: mmap.mmap) -> None:
         self.proc = proc
         self.slot = slot
-        self.held: dict[int, ProcessRun] = {}
+        self.held: dict[int, ProcessRun | ProcessJob] = {}  # by token (a job under each of its tokens)
         self.known: set[int] = set()  # spec keys this worker was sent
+        self.has_setup = False  # it was sent the setup that finishes handed calls
         self.ready = False
         self.gone = False
         self.started = time.monotonic()
@@ -187,23 +220,28 @@ class ProcessPool:
         size: int,
         *,
         complete: Callable[[Job, Evaluator, EvalResult], None],
-        on_thread: Callable[[ProcessRun], None],
+        on_thread: Callable[[ProcessRun | ProcessJob], None],
         stuck_after_s: float,
         warnings: WarnOnce,
         grow_to: int | None = None,
+        done: Callable[[ProcessJob, Any], None] | None = None,
+        setup: bytes | None = None,
     ) -> None:
         self.size = size
         self.grow_to = max(size, grow_to or size)
         self._complete = complete
         self._on_thread = on_thread
+        self._done = done
+        self.setup = setup
+        """What workers finish handed calls with (`tracesim._scoring._handoff.Finisher`)."""
         self.stuck_after_s = stuck_after_s
         self._warnings = warnings
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
-        self._queue: collections.deque[ProcessRun] = collections.deque()
+        self._queue: collections.deque[ProcessRun | ProcessJob] = collections.deque()
         self._workers: list[_Worker] = []
         self._all: list[_Worker] = []  # every worker started, for close() and fork
-        self._tokens = itertools.count(1)
+        self._next_token = 1
         self._known: dict[int, tuple[Evaluator, int | None, dict[str, Any]]] = {}
         self._keys: dict[bytes, int] = {}
         self._specs: dict[int, bytes] = {}  # pickled (spec, shared settings), by key
@@ -319,7 +357,7 @@ class ProcessPool:
             self._feeder = threading.Thread(target=self._feed, name="tracesim-scoring-feeder", daemon=True)
             self._feeder.start()
 
-    def put(self, run: ProcessRun) -> None:
+    def put(self, run: ProcessRun | ProcessJob) -> None:
         """Queue ``run`` for a worker; wake the feeder only when a batch is waiting."""
         self._queue.append(run)
         if self._sleeping and len(self._queue) >= BATCH:
@@ -351,7 +389,7 @@ class ProcessPool:
         except Exception:
             internal_error("scoring: process feeder")
 
-    def _next_batch(self) -> tuple[Any, list[ProcessRun], dict[int, Any]]:
+    def _next_batch(self) -> tuple[Any, list[ProcessRun | ProcessJob], dict[int, Any]]:
         while True:
             spawn = False
             with self._lock:
@@ -374,27 +412,29 @@ class ProcessPool:
             if spawn:
                 self._spawn()
 
-    def _take(self, worker: _Worker) -> tuple[list[ProcessRun], dict[int, bytes]]:
-        batch: list[ProcessRun] = []
+    def _take(self, worker: _Worker) -> tuple[list[ProcessRun | ProcessJob], dict[int, bytes]]:
+        batch: list[ProcessRun | ProcessJob] = []
         specs: dict[int, bytes] = {}
-        room = min(BATCH, HELD - len(worker.held))
+        held = worker.held
         queue = self._queue
-        while queue and len(batch) < room:
+        while queue and len(batch) < BATCH and len(held) < HELD:
             if queue[0].solo and batch:
                 break  # a run whose batch did not unpickle goes alone, to find the culprit
             run = queue.popleft()
-            run.token = token = next(self._tokens)
-            worker.held[token] = run
+            run.token = token = self._next_token
+            self._next_token += run.width
+            for each in range(token, token + run.width):
+                held[each] = run
             batch.append(run)
-            key = run.key
-            if key not in worker.known:
-                worker.known.add(key)
-                specs[key] = self._specs[key]
+            for key in run.keys:
+                if key not in worker.known:
+                    worker.known.add(key)
+                    specs[key] = self._specs[key]
             if run.solo:
                 break
         return batch, specs
 
-    def _send(self, worker: _Worker, batch: list[ProcessRun], specs: dict[int, bytes]) -> None:
+    def _send(self, worker: _Worker, batch: list[ProcessRun | ProcessJob], specs: dict[int, bytes]) -> None:
         try:
             data = self._frame(worker, batch, specs)
         except Exception as exc:  # a value that pickled once and not again, a frame past 4 GiB, ...
@@ -403,6 +443,7 @@ class ProcessPool:
         if data is None:
             with self._lock:  # not sent: the worker must be sent these specs with its next runs
                 worker.known.difference_update(specs)
+                worker.has_setup = False
             return
         try:
             with worker.write_lock:
@@ -414,29 +455,33 @@ class ProcessPool:
         except (OSError, ValueError):
             self._lost(worker)  # the reader sees the end of its output too; the first one counts
 
-    def _frame(self, worker: _Worker, batch: list[ProcessRun], specs: dict[int, bytes]) -> bytes | None:
+    def _frame(
+        self, worker: _Worker, batch: list[ProcessRun | ProcessJob], specs: dict[int, bytes]
+    ) -> bytes | None:
         """The frame of ``batch`` (None when no run of it pickles: those went to the threads)."""
         # The runs' data in a blob of its own: a worker that cannot unpickle it (a class only
         # the host's __main__ has) still reads the tokens, and says so for each run.
-        items = [(r.key, r.subject, r.expected, r.value) for r in batch]
+        items = [r.item() for r in batch]
         try:
             blob = pickle.dumps(items, pickle.HIGHEST_PROTOCOL)
         except Exception:
             batch[:] = self._picklable(worker, batch)
             if not batch:
                 return None
-            blob = pickle.dumps(
-                [(r.key, r.subject, r.expected, r.value) for r in batch], pickle.HIGHEST_PROTOCOL
-            )
-        data = pickle.dumps((specs, [r.token for r in batch], blob), pickle.HIGHEST_PROTOCOL)
+            blob = pickle.dumps([r.item() for r in batch], pickle.HIGHEST_PROTOCOL)
+        setup = None
+        if not worker.has_setup and any(type(r) is ProcessJob for r in batch):
+            setup = self.setup
+            worker.has_setup = True
+        data = pickle.dumps((specs, [r.token for r in batch], blob, setup), pickle.HIGHEST_PROTOCOL)
         if len(data) > _MAX_FRAME:
             raise ValueError(f"a batch of {len(batch)} runs pickles to {len(data):,} bytes")
         return data
 
-    def _unsent(self, worker: _Worker, batch: list[ProcessRun], exc: Exception) -> None:
+    def _unsent(self, worker: _Worker, batch: list[ProcessRun | ProcessJob], exc: Exception) -> None:
         """A batch that could not be written: its runs (those still held) go to the threads."""
         with self._lock:
-            back = [run for run in batch if worker.held.pop(run.token, None) is run]
+            back = [run for run in batch if _release(worker, run)]
         if not back:
             return
         self._warnings.warn(
@@ -448,20 +493,22 @@ class ProcessPool:
         for run in back:
             self._on_thread(run)
 
-    def _picklable(self, worker: _Worker, batch: list[ProcessRun]) -> list[ProcessRun]:
+    def _picklable(
+        self, worker: _Worker, batch: list[ProcessRun | ProcessJob]
+    ) -> list[ProcessRun | ProcessJob]:
         """The runs of ``batch`` whose data pickles; the others go to the threads, said once."""
         kept = []
         for run in batch:
             try:
-                pickle.dumps((run.key, run.subject, run.expected, run.value), pickle.HIGHEST_PROTOCOL)
+                pickle.dumps(run.item(), pickle.HIGHEST_PROTOCOL)
             except Exception as exc:
                 with self._lock:
-                    worker.held.pop(run.token, None)
+                    _release(worker, run)
                 self._warnings.warn(
-                    f"data:{run.evaluator.name}",
+                    f"data:{run.name}",
                     "tracesim: a call scored by %r has an output, expected output or input that does not "
                     "pickle (%s: %s); such calls are scored on the scoring threads.",
-                    run.evaluator.name,
+                    run.name,
                     type(exc).__name__,
                     exc,
                 )
@@ -538,8 +585,9 @@ class ProcessPool:
                 if worker.gone:
                     continue  # its runs were given back: drain until it ends
                 for token, kind, payload in results:
-                    run = held.pop(token, None)
-                    if run is not None:
+                    run = held.get(token)
+                    if run is not None and run.token == token:
+                        _release(worker, run)
                         done.append((run, kind, payload))
                 if self._sleeping:
                     self._wake.notify_all()
@@ -547,11 +595,17 @@ class ProcessPool:
             for run, kind, payload in done:
                 offer()
                 if kind == OK:
-                    complete(run.job, run.evaluator, _result(*payload))
+                    complete(run.job, run.evaluator, _result(*payload))  # type: ignore[union-attr]
+                elif kind == DONE and self._done is not None:
+                    self._done(run, payload)  # type: ignore[arg-type]
                 else:
                     self._odd(run, kind, payload)
 
-    def _odd(self, run: ProcessRun, kind: int, payload: Any) -> None:
+    def _odd(self, run: ProcessRun | ProcessJob, kind: int, payload: Any) -> None:
+        if type(run) is ProcessJob:
+            self._odd_job(run, kind, payload)
+            return
+        assert isinstance(run, ProcessRun)
         evaluator = run.evaluator
         if kind == RAISED:
             from tracesim.evaluators import EvalResult
@@ -598,6 +652,31 @@ class ProcessPool:
             )
         self._on_thread(run)
 
+    def _odd_job(self, run: ProcessJob, kind: int, payload: Any) -> None:
+        """A handed call the worker could not finish: it goes back to the host's path."""
+        if kind == NOT_BUILT:
+            key, why = payload
+            self._refused.add(key)
+            names = [e.name for e, k in zip(run.evaluators, run.keys, strict=True) if k == key]
+            self._say_thread(
+                names[0] if names else run.name, f"a worker process could not rebuild it ({why})"
+            )
+        elif kind == UNREADABLE:
+            if not run.solo:
+                run.solo = True
+                with self._lock:
+                    self._queue.appendleft(run)
+                return
+            self._warnings.warn(
+                f"unreadable:{run.name}",
+                "tracesim: a call scored by %r has an output, expected output or input that a worker "
+                "process cannot unpickle (%s; a class defined in the script?); such calls are scored "
+                "on the scoring threads.",
+                run.name,
+                payload,
+            )
+        self._on_thread(run)
+
     def _watch(self) -> None:
         """Kill a worker whose run is past its time, or that does not start."""
         while True:
@@ -619,34 +698,55 @@ class ProcessPool:
                 if run is None:
                     continue
                 # building the evaluators (-token) has the pool's stuck time, not the run's timeout_s
-                limit = self.stuck_after_s if token < 0 else run.evaluator.timeout_s or self.stuck_after_s
+                limit = self.stuck_after_s if token < 0 else run.limit(token, self.stuck_after_s)
                 if now - since > limit:
-                    self._lost(worker, hung=run, limit_s=limit)
+                    self._lost(worker, hung=run, limit_s=limit, hung_token=abs(token))
 
-    def _lost(self, worker: _Worker, hung: ProcessRun | None = None, limit_s: float = 0.0) -> None:
-        """``worker`` is gone (or must go): kill it and give its runs back. Once per worker."""
+    def _lost(
+        self,
+        worker: _Worker,
+        hung: ProcessRun | ProcessJob | None = None,
+        limit_s: float = 0.0,
+        hung_token: int = 0,
+    ) -> None:
+        """``worker`` is gone (or must go): kill it and give its runs back. Once per worker.
+
+        A handed call (`ProcessJob`) goes back whole, with the run that hung (or took down a
+        second worker) decided: the next worker writes that result and runs the others.
+        """
         died: list[ProcessRun] = []
         failed_start = False
+        hung_name = ""
         with self._lock:
             if worker.gone:
                 return
             worker.gone = True
             if worker in self._workers:
                 self._workers.remove(worker)
-            runs = list(worker.held.values())
+            runs = list({id(run): run for run in worker.held.values()}.values())
             worker.held.clear()
             running = 0
             if hung is None and worker.ready:
-                running = worker.running()[0]
-            back = []
+                running = abs(worker.running()[0])
+            back: list[ProcessRun | ProcessJob] = []
             for run in runs:
                 if run is hung:
+                    if type(run) is ProcessJob:
+                        evaluator = run.evaluator_at(hung_token)
+                        hung_name = evaluator.name
+                        run.preset(hung_token, timeout(evaluator, limit_s))
+                        back.append(run)
                     continue
-                if run.token == abs(running):  # a crash while building its evaluator counts too
+                # a crash while building its evaluators (-token) counts too
+                if running and run.token <= running < run.token + run.width:
                     run.deaths += 1
                     if run.deaths >= _MAX_DEATHS:
-                        died.append(run)
-                        continue
+                        if type(run) is ProcessJob:
+                            run.preset(running, _died(run.evaluator_at(running)))
+                            run.deaths = 0
+                        else:
+                            died.append(run)  # type: ignore[arg-type]
+                            continue
                 back.append(run)
             self._queue.extendleft(reversed(back))
             if not worker.ready:
@@ -660,13 +760,15 @@ class ProcessPool:
         if failed_start:
             self._start_failed(f"exit status {worker.proc.wait()}")
         if hung is not None:
-            self._complete(hung.job, hung.evaluator, timeout(hung.evaluator, limit_s))
+            if type(hung) is ProcessRun:
+                self._complete(hung.job, hung.evaluator, timeout(hung.evaluator, limit_s))
+                hung_name = hung.evaluator.name
             self._warnings.warn(
-                f"hung:{hung.evaluator.name}",
+                f"hung:{hung_name}",
                 "tracesim: a run of evaluator %r passed its %s s limit in a scoring worker process; the "
                 "worker was stopped and replaced, the run has a timeout result, its other runs went to "
                 "another worker.",
-                hung.evaluator.name,
+                hung_name,
                 limit_s,
             )
         for run in died:
@@ -766,6 +868,16 @@ class ProcessPool:
                 worker.slot.close()
         self._all.clear()
         self._workers.clear()
+
+
+def _release(worker: _Worker, run: ProcessRun | ProcessJob) -> bool:
+    """Take ``run`` off ``worker`` (every token of it); False when the worker no longer held it."""
+    held = worker.held
+    if held.get(run.token) is not run:
+        return False
+    for token in range(run.token, run.token + run.width):
+        held.pop(token, None)
+    return True
 
 
 def _found(module: str, qualname: str) -> Any:

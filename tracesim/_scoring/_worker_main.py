@@ -7,14 +7,19 @@ hand as ``python -m tracesim._scoring._worker_main FD``. FD is a 16-byte shared 
 the worker keeps (token, monotonic start) of the run in progress, so the host can tell which
 run hung or crashed without a message per run.
 
-The pipes carry frames: a 4-byte big-endian length and a pickle. In: ``(specs, tokens, blob)``,
-where ``specs`` maps new keys to a pickled ``(EvaluatorSpec, shared settings)`` and ``blob`` is
-the pickled list of ``(key, subject, expected, input)``, one per token. Out: first ``("ready",
-pid)``, then lists of ``(token, kind, payload)``: kind `OK` with the result's fields and field
-set, `RAISED` with the exception's type name and text, `NOT_BUILT` with why the evaluator could
-not be rebuilt, `NOT_SENT` when the result does not pickle, `NOT_RESULT` with the name of the
-type ``evaluate()`` returned instead of an `EvalResult`, `UNREADABLE` for every token of a blob
-that does not unpickle here. End of input ends the worker.
+The pipes carry frames: a 4-byte big-endian length and a pickle. In: ``(specs, tokens, blob,
+setup)``, where ``specs`` maps new keys to a pickled ``(EvaluatorSpec, shared settings)``,
+``blob`` is the pickled list of items, one per token, and ``setup`` (sent once, with the first
+handed call) is what `Finisher` writes the trace file with. An item is a run, ``(key, subject,
+expected, input)``, or a handed call (`ProcessJob.item`), whose first element is the tuple of
+its evaluators' keys; a handed call's evaluators run under its token, its token + 1, ... Out:
+first ``("ready", pid)``, then lists of ``(token, kind, payload)``: kind `OK` with the result's
+fields and field set, `RAISED` with the exception's type name and text, `NOT_BUILT` with why the
+evaluator could not be rebuilt (with its key, for a handed call), `NOT_SENT` when the result does
+not pickle, `NOT_RESULT` with the name of the type ``evaluate()`` returned instead of an
+`EvalResult`, `UNREADABLE` for every token of a blob that does not unpickle here, `DONE` when a
+handed call's span is written (its outcomes and cost). End of input ends the worker, once the
+spans it scored are written.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from typing import Any
 
 from tracesim._scoring._processes import (
     _FLUSH_EVERY_S,
+    DONE,
     NOT_BUILT,
     NOT_RESULT,
     NOT_SENT,
@@ -81,17 +87,26 @@ def _watch_host(host: int) -> None:
 
 
 def _serve(source: Any, out_fd: int, slot: mmap.mmap) -> None:
+    write_frame(out_fd, pickle.dumps(("ready", os.getpid())))
+    handed = _Handed(slot)
+    try:
+        _loop(source, out_fd, slot, {}, handed)
+    finally:
+        handed.close()  # the spans it wrote are flushed and the trace file closed
+
+
+def _loop(source: Any, out_fd: int, slot: mmap.mmap, evaluators: dict[int, Any], handed: _Handed) -> None:
     from tracesim.evaluators import EvalResult, Evaluator
 
-    write_frame(out_fd, pickle.dumps(("ready", os.getpid())))
-    evaluators: dict[int, Any] = {}
     clock = time.monotonic
     token_at, start_at = TOKEN.pack_into, START.pack_into
     while True:
         message = read_frame(source)
         if message is None:
             return
-        specs, tokens, blob = message
+        specs, tokens, blob, setup = message
+        if setup is not None:
+            handed.setup = setup
         if specs and tokens:  # building is charged to the batch's first run, as -token (see RUNNING)
             start_at(slot, 8, clock())
             token_at(slot, 0, -tokens[0])
@@ -108,7 +123,17 @@ def _serve(source: Any, out_fd: int, slot: mmap.mmap) -> None:
             continue
         results: list[tuple[int, int, Any]] = []
         flushed = clock()
-        for token, (key, subject, expected, value) in zip(tokens, items, strict=True):
+        for token, item in zip(tokens, items, strict=True):
+            if type(item[0]) is tuple:
+                handed.score(token, item, evaluators, results)
+                if clock() - flushed >= _FLUSH_EVERY_S:
+                    token_at(slot, 0, 0)
+                    handed.write(results)
+                    _send(out_fd, results)
+                    results = []
+                    flushed = clock()
+                continue
+            key, subject, expected, value = item
             evaluator = evaluators.get(key, "no spec was sent")
             if isinstance(evaluator, str):
                 results.append((token, NOT_BUILT, evaluator))
@@ -126,12 +151,86 @@ def _serve(source: Any, out_fd: int, slot: mmap.mmap) -> None:
                 results.append((token, RAISED, (type(exc).__name__, str(exc))))
             if clock() - flushed >= _FLUSH_EVERY_S:
                 token_at(slot, 0, 0)
+                handed.write(results)
                 _send(out_fd, results)
                 results = []
                 flushed = clock()
         token_at(slot, 0, 0)
+        handed.write(results)
         if results:
             _send(out_fd, results)
+
+
+class _Handed:
+    """The handed calls of one frame: scored, then written together before they are acknowledged."""
+
+    def __init__(self, slot: mmap.mmap) -> None:
+        self.slot = slot
+        self.setup: bytes | None = None
+        self._finisher: Any = None
+        self._spans: list[Any] = []
+        self._done: list[tuple[int, list[Any], int, bool]] = []  # (token, outcomes, span id, late)
+
+    def score(
+        self, token: int, item: tuple[Any, ...], evaluators: dict[int, Any], results: list[Any]
+    ) -> None:
+        """Score one handed call; its span waits for `write`, its acknowledgement too."""
+        from tracesim._metrics._counts import outcome
+        from tracesim._scoring._expect import NOT_SET, handed
+        from tracesim._scoring._jobs import checked, failure
+
+        keys, output, expected, value, data, presets, deadline, write_expected = item
+        built = [evaluators.get(key, "no spec was sent") for key in keys]
+        for key, evaluator in zip(keys, built, strict=True):
+            if isinstance(evaluator, str):
+                results.append((token, NOT_BUILT, (key, evaluator)))
+                return
+        if self._finisher is None:
+            from tracesim._scoring._handoff import Finisher
+
+            self._finisher = Finisher(self.setup or b"")
+        late = time.monotonic() > deadline
+        clock = time.monotonic
+        token_at, start_at = TOKEN.pack_into, START.pack_into
+        scored = []
+        for index, evaluator in enumerate(built):
+            result = presets.get(index)
+            if result is None:
+                start_at(self.slot, 8, clock())
+                token_at(self.slot, 0, token + index)
+                try:
+                    result = evaluator.evaluate(output, handed(evaluator, expected), input=value)
+                except Exception as exc:  # evaluate() handles data errors; this is a broken evaluator
+                    result = failure(evaluator, exc, "evaluate() raised")
+                result = checked(evaluator, result)
+            scored.append((evaluator, result))
+        token_at(self.slot, 0, 0)
+        spans = self._finisher.finish(data, scored, expected if write_expected else NOT_SET, late)
+        self._spans.extend(spans)
+        outcomes = [
+            (
+                result.name,
+                outcome(result),
+                result.score if result.status == "ok" else None,
+                result.error_type if result.status == "error" else None,
+            )
+            for _, result in scored
+        ]
+        self._done.append((token, outcomes, data[1].span_id, late))
+
+    def write(self, results: list[Any]) -> None:
+        """Write the spans scored so far, then add their acknowledgements to ``results``."""
+        if not self._done:
+            return
+        costs = self._finisher.export(self._spans)
+        for token, outcomes, span_id, late in self._done:
+            results.append((token, DONE, (outcomes, costs.get(span_id), late)))
+        self._spans = []
+        self._done = []
+
+    def close(self) -> None:
+        if self._finisher is not None:
+            self._finisher.close()
 
 
 def _send(fd: int, results: list[tuple[int, int, Any]]) -> None:

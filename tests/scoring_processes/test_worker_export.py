@@ -1,0 +1,309 @@
+"""scoring_export: workers: the worker process that scores a call writes its span.
+
+Every test runs real worker processes writing the real trace file; spans are compared with
+what the host's path writes for the same calls in the same test.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pool_test_evaluators import Behaves
+
+import tracesim
+from tracesim import _runtime
+from tracesim._scoring._processes import ProcessPool
+from tracesim.evaluators import Evaluator, ExactMatch, Levenshtein, Rouge
+from tracesim.tracefile import load_spans
+
+ANSWERS = {i: f"the refund for order {i} takes five to seven business days" for i in range(40)}
+_VARYING = {"tracesim.evaluation.duration_s"}  # how long a run took: not the same twice
+
+
+def _pool() -> ProcessPool:
+    runtime = _runtime.current
+    assert runtime is not None and runtime.scoring is not None and runtime.scoring._pool is not None
+    return runtime.scoring._pool
+
+
+def _worker_ready(timeout_s: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not _pool().ready:
+        assert time.monotonic() < deadline, "no worker started"
+        time.sleep(0.05)
+
+
+def _scored_calls(path: Path, export: str, **settings: Any) -> list[Any]:
+    """The spans of 40 scored calls written under ``scoring_export=export``, by span name and order."""
+    tracesim.configure(
+        exporters=["jsonl"], jsonl_path=path, scoring_processes=1, scoring_export=export, **settings
+    )
+
+    @tracesim.trace(
+        evaluators=[Levenshtein(), Rouge(), ExactMatch(threshold=1.0)],
+        expected=lambda order: ANSWERS[order],
+    )
+    def support_agent(order: int) -> str:
+        if order % 3 == 0:
+            return ANSWERS[order]
+        return f"refunds for order {order} take about a week"
+
+    for order in range(40):
+        support_agent(order)
+    assert tracesim.force_flush(120)
+    stats = tracesim.scoring_stats()
+    tracesim.shutdown(30)
+    assert (stats.completed, stats.results, stats.dropped) == (40, 120, 0)
+    assert stats.written_by_workers == (40 if export == "workers" else 0)
+    return load_spans(path)
+
+
+def _comparable(span: Any) -> tuple[Any, ...]:
+    events = sorted(
+        (
+            (event.name, {k: v for k, v in event.attributes.items() if k not in _VARYING}, event.time_unix_nano - span.end_time_unix_nano)
+            for event in span.events
+        ),
+        key=lambda event: str(event[1].get("gen_ai.evaluation.name")),
+    )
+    return span.name, span.kind, dict(span.attributes), events, span.status_code, span.scope, span.links
+
+
+def test_the_worker_writes_the_spans_the_host_would(tmp_path: Path) -> None:
+    host = _scored_calls(tmp_path / "host.jsonl", "host")
+    workers = _scored_calls(tmp_path / "workers.jsonl", "workers")
+    assert len(host) == len(workers) == 40
+    by_input = {span.attributes["input.value"]: span for span in host}
+    for span in workers:
+        twin = by_input[span.attributes["input.value"]]
+        assert _comparable(span) == _comparable(twin)
+        assert span.start_time_unix_nano < span.end_time_unix_nano
+        assert span.resource == twin.resource
+    passed = [s.attributes["tracesim.eval.exact.passed"] for s in workers]
+    assert passed.count(True) == 14 and passed.count(False) == 26  # the scores are real, both ways
+    assert all("tracesim.expected.value" in s.attributes for s in workers)
+
+
+def test_the_host_hands_calls_over_and_counts_what_workers_wrote(tmp_path: Path) -> None:
+    tracesim.configure(exporters=["jsonl"], scoring_processes=1, scoring_export="workers")
+
+    @tracesim.trace(evaluators=[Levenshtein()], expected=lambda q: q)
+    def echo(q: str) -> str:
+        return q
+
+    for i in range(25):
+        echo(f"question {i}")
+    assert tracesim.force_flush(120)
+    stats = tracesim.scoring_stats()
+    assert (stats.written_by_workers, stats.completed, stats.results, stats.errors) == (25, 25, 25, 0)
+    assert _pool().deaths == 0
+    runtime = _runtime.current
+    assert runtime is not None and runtime.metrics is not None
+    assert runtime.metrics.counts.by_outcome()["passed"] == 25
+    spans = load_spans(tmp_path / ".tracesim" / "traces.jsonl")
+    assert sorted(s.attributes["input.value"] for s in spans) == sorted(f"question {i}" for i in range(25))
+    assert all(s.attributes["tracesim.eval.levenshtein.score"] == 1.0 for s in spans)
+
+
+def test_a_killed_worker_loses_no_span(tmp_path: Path) -> None:
+    tracesim.configure(exporters=["jsonl"], scoring_processes=1, scoring_export="workers", max_defer_s=120)
+
+    @tracesim.trace(evaluators=[Levenshtein(), Behaves(delay_s=0.003)], expected=lambda i: f"answer {i}")
+    def agent(i: int) -> str:
+        return f"answer {i}"
+
+    agent(-1)
+    _worker_ready()
+    for i in range(300):
+        agent(i)
+    pool = _pool()
+    while not any(w.held for w in pool._workers):
+        time.sleep(0.005)
+    os.kill(pool._workers[0].proc.pid, signal.SIGKILL)
+    assert tracesim.force_flush(120)
+    assert pool.deaths == 1
+    spans = load_spans(tmp_path / ".tracesim" / "traces.jsonl")
+    ids = {span.span_id for span in spans}
+    assert len(ids) == 301  # every call is written; one the killed worker wrote just before it died may be twice
+    assert len(spans) - len(ids) <= 32
+    for span in spans:
+        assert span.attributes["tracesim.eval.levenshtein.score"] == 1.0
+        assert span.attributes["tracesim.eval.behaves.score"] == 1.0
+    assert tracesim.scoring_stats().errors == 0
+
+
+def test_a_hung_run_times_out_and_its_span_is_written_with_the_other_results(tmp_path: Path) -> None:
+    tracesim.configure(exporters=["jsonl"], scoring_processes=1, scoring_export="workers", max_defer_s=120)
+
+    @tracesim.trace(evaluators=[Behaves(timeout_s=0.5), Levenshtein()], expected=lambda text: text)
+    def agent(text: str) -> str:
+        return text
+
+    agent("warm")
+    _worker_ready()
+    agent("hang")
+    for i in range(5):
+        agent(f"fine {i}")
+    assert tracesim.force_flush(120)
+    spans = {s.attributes["input.value"]: s for s in load_spans(tmp_path / ".tracesim" / "traces.jsonl")}
+    assert len(spans) == 7
+    hung = spans["hang"]
+    assert hung.attributes["tracesim.eval.behaves.status"] == "error"
+    assert hung.attributes["tracesim.eval.levenshtein.score"] == 1.0  # run by the next worker
+    event = next(e for e in hung.events if e.attributes["gen_ai.evaluation.name"] == "behaves")
+    assert event.attributes["error.type"] == "timeout"
+    for i in range(5):
+        assert spans[f"fine {i}"].attributes["tracesim.eval.behaves.score"] == 1.0
+    assert _pool().deaths == 1
+    assert tracesim.scoring_stats().timeouts == 1
+
+
+def test_a_call_a_worker_cannot_finish_is_finished_by_the_host(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    class Shorter(Evaluator):  # defined in a function: no worker can import it
+        type_name = "shorter"
+
+        def measure(self, output: Any, expected: Any, *, input: Any = None) -> bool:
+            return len(output) <= len(expected)
+
+    caplog.set_level("WARNING", logger="tracesim")
+    tracesim.configure(exporters=["jsonl"], scoring_processes=1, scoring_export="workers")
+
+    @tracesim.trace(evaluators=[Shorter(), Levenshtein()], expected=lambda i: "a longer expected answer")
+    def agent(i: int) -> str:
+        return f"answer {i}"
+
+    def failing_source(i: int) -> str:
+        raise LookupError(f"no expected answer for {i}")
+
+    @tracesim.trace(evaluators=[Levenshtein()], expected=failing_source)
+    def unlabelled(i: int) -> str:
+        return f"answer {i}"
+
+    for i in range(10):
+        agent(i)
+        unlabelled(i)
+    assert tracesim.force_flush(120)
+    stats = tracesim.scoring_stats()
+    assert (stats.written_by_workers, stats.completed) == (0, 20)
+    spans = load_spans(tmp_path / ".tracesim" / "traces.jsonl")
+    assert len(spans) == 20
+    for span in spans:
+        if span.name == "agent":
+            assert span.attributes["tracesim.eval.shorter.passed"] is True
+            assert span.attributes["tracesim.expected.value"] == "a longer expected answer"
+            assert 0 < span.attributes["tracesim.eval.levenshtein.score"] < 1
+        else:
+            assert span.attributes["tracesim.eval.levenshtein.status"] == "error"
+    lines = [r.getMessage() for r in caplog.records if "'shorter'" in r.getMessage()]
+    assert len(lines) == 1 and "inside a function" in lines[0], lines
+
+
+def test_past_max_defer_s_the_span_is_written_deferred_and_results_go_on_carriers(tmp_path: Path) -> None:
+    def written(path: Path, export: str) -> list[Any]:
+        tracesim.configure(
+            exporters=["jsonl"], jsonl_path=path, scoring_processes=1, scoring_export=export, max_defer_s=0
+        )
+
+        @tracesim.trace(evaluators=[Levenshtein(), ExactMatch()], expected=lambda q: "yes")
+        def answer(q: str) -> str:
+            return "yes"
+
+        for i in range(5):
+            answer(f"q{i}")
+        assert tracesim.force_flush(120)
+        stats = tracesim.scoring_stats()
+        assert stats.late == 10
+        assert stats.written_by_workers == (5 if export == "workers" else 0)
+        tracesim.shutdown(30)
+        return load_spans(path)
+
+    host = written(tmp_path / "host.jsonl", "host")
+    workers = written(tmp_path / "workers.jsonl", "workers")
+    for spans in (host, workers):
+        calls = [s for s in spans if s.name == "answer"]
+        carriers = [s for s in spans if s.name.startswith("evaluation ")]
+        assert len(calls) == 5 and len(carriers) == 10
+        for call in calls:
+            assert sorted(call.attributes["tracesim.evaluation.deferred"]) == ["exact", "levenshtein"]
+            assert "tracesim.eval.levenshtein.score" not in call.attributes
+        ends = {c.span_id: c.end_time_unix_nano for c in calls}
+        for carrier in carriers:
+            assert carrier.parent_span_id in ends
+            assert carrier.attributes["openinference.span.kind"] == "EVALUATOR"
+            assert carrier.end_time_unix_nano == ends[carrier.parent_span_id]
+    strip = {"tracesim.evaluation.deferred"}
+    host_carriers = sorted(
+        (s.name, {k: v for k, v in s.attributes.items() if k not in strip}) for s in host if s.parent_span_id
+    )
+    worker_carriers = sorted(
+        (s.name, {k: v for k, v in s.attributes.items() if k not in strip}) for s in workers if s.parent_span_id
+    )
+    assert host_carriers == worker_carriers
+
+
+def test_shutdown_writes_a_call_still_in_a_hung_worker_within_its_deadline(tmp_path: Path) -> None:
+    tracesim.configure(exporters=["jsonl"], scoring_processes=1, scoring_export="workers", max_defer_s=600)
+
+    @tracesim.trace(evaluators=[Behaves()], expected=lambda text: "x")
+    def agent(text: str) -> str:
+        return text
+
+    agent("warm")
+    _worker_ready()
+    assert tracesim.force_flush(60)
+    agent("hang")
+    worker = _pool()._workers[0]
+    while worker.running()[0] == 0:
+        time.sleep(0.01)
+    started = time.monotonic()
+    assert tracesim.shutdown(2.0) is False  # not drained: the run never ends
+    assert time.monotonic() - started < 6.0
+    assert worker.proc.poll() is not None  # the hung worker was stopped
+    spans = {s.attributes["input.value"]: s for s in load_spans(tmp_path / ".tracesim" / "traces.jsonl")}
+    assert spans["warm"].attributes["tracesim.eval.behaves.score"] == 1.0
+    assert spans["hang"].attributes["tracesim.evaluation.deferred"] == ["behaves"]
+
+
+@pytest.mark.parametrize(
+    ("settings", "reason"),
+    [
+        ({"exporters": ["jsonl", "console"]}, "spans also go to console"),
+        ({"scoring_processes": 0}, "scoring_processes is 0"),
+    ],
+)
+def test_a_configuration_workers_cannot_finish_is_said_once_and_the_host_finishes_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, settings: dict[str, Any], reason: str
+) -> None:
+    caplog.set_level(logging.WARNING, logger="tracesim")
+    tracesim.configure(**{"exporters": ["jsonl"], "scoring_processes": 1, "scoring_export": "workers", **settings})
+
+    @tracesim.trace(evaluators=[Levenshtein()], expected=lambda q: q)
+    def echo(q: str) -> str:
+        return q
+
+    for i in range(5):
+        echo(f"q{i}")
+    assert tracesim.force_flush(120)
+    stats = tracesim.scoring_stats()
+    assert (stats.written_by_workers, stats.results) == (0, 5)
+    lines = [r.getMessage() for r in caplog.records if "scoring_export" in r.getMessage()]
+    assert len(lines) == 1 and reason in lines[0], lines
+    spans = load_spans(tmp_path / ".tracesim" / "traces.jsonl")
+    assert [s.attributes["tracesim.eval.levenshtein.score"] for s in spans] == [1.0] * 5
+
+
+def test_the_setting_is_validated() -> None:
+    from tracesim._errors import ConfigError
+
+    with pytest.raises(ConfigError) as raised:
+        tracesim.configure(scoring_export="worker")
+    assert raised.value.setting == "scoring_export"
+    assert "host or workers" in str(raised.value)

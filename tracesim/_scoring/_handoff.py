@@ -1,0 +1,414 @@
+"""Workers that export: a call scored in a worker process is finished there, not in the host.
+
+With ``scoring_export: workers``, a scored call whose evaluators a worker process can all
+rebuild is not held open in the host while it is scored. Its span ends when the call returns,
+as an unscored one would, but it does not go to the host's exporters: it is diverted (its id
+is in `HANDING` while it ends) and handed, with its job, to a worker process as one
+`ProcessJob`. The worker scores it, writes the results (and an expected output resolved from a
+source) on the span's data as the host would have, redacts it with the configuration's
+redaction, and appends it to the trace file itself (`Finisher`). The host then reads one
+acknowledgement per call: the outcomes, for `scoring_stats` and the metrics, and the cost of
+the call when it is an LLM span. So for a scored call the host's threads do what they do for an
+unscored one, plus a pickle of its span's data in a batch; its export is the worker's.
+
+Why: every piece of Python a host thread runs in the background is a moment a request thread
+may wait for the interpreter, and on a machine whose idle CPUs wake slowly each such wait costs
+milliseconds. Recording and exporting a scored span took the host about 200 µs; a p99 within
+1.15x of the unscored call needs less than about 15 µs (see ``docs/performance.md``).
+
+Nothing is lost: the host keeps each handed call (its ended span and its job) until the worker
+says it is written, so the calls of a killed worker go to the next one (a call may then be
+written twice, never lost). What a worker cannot finish goes back to the host's path, where
+the ended span is held (`HeldSpan`) and scored as another instrumentation's span would be: an
+evaluator a worker cannot rebuild (said once, as for runs), an expected output whose source
+raised, data that does not pickle, a pool that cannot start, a shutdown that comes first.
+
+A configuration workers cannot finish keeps the host's path for every call, said once at
+`configure()` (`setup_for`): exporters other than the trace file, result sinks (Phoenix,
+MLflow) that read each result in the host, a tracer provider of the application's that
+tracesim joined (its own processors expect finished spans), a redaction hook that does not
+pickle.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import threading
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from tracesim import _semconv as sc
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import ReadableSpan
+
+    from tracesim._config import Settings
+    from tracesim._scoring._jobs import Job
+    from tracesim.evaluators import EvalResult, Evaluator
+
+__all__ = [
+    "EXPORTED",
+    "HANDED",
+    "HANDING",
+    "RETURNED",
+    "Finisher",
+    "ProcessJob",
+    "setup_for",
+    "span_data",
+]
+
+_logger = logging.getLogger("tracesim")
+
+HANDING: set[int] = set()
+"""Ids of the spans ending right now because they are handed to a worker: the runtime's
+forwarding processor does not pass them on (their export is the worker's)."""
+
+HANDED = "handed"
+"""A job's state while a worker has it (`Job.handed`)."""
+EXPORTED = "exported"
+"""The worker wrote its span."""
+RETURNED = "returned"
+"""The host took it back: its span is held and finished on the host's path."""
+
+
+# ---------------------------------------------------------------- the host's side
+
+
+def setup_for(
+    settings: Settings, resource: Resource, *, joined: bool, sinks: Sequence[Any]
+) -> tuple[bytes | None, str | None]:
+    """What workers finish calls with (pickled), or None and why the host finishes them.
+
+    Nothing and no reason when ``scoring_export`` is ``host``; a reason is logged once here.
+    """
+    if settings.scoring_export != "workers":
+        return None, None
+    why = None
+    if settings.scoring_mode != "background":
+        why = f"scoring_mode is {settings.scoring_mode!r} (workers finish calls scored in the background)"
+    elif settings.scoring_processes == 0:
+        why = "scoring_processes is 0: there is no worker process"
+    elif joined:
+        why = (
+            "tracesim joined your application's tracer provider, whose own span processors expect "
+            "each scored span with its results"
+        )
+    elif sinks:
+        names = ", ".join(sorted({type(sink).__name__ for sink in sinks}))
+        why = f"results also go to result sinks ({names}), which take each result in the host"
+    else:
+        others = [item for item in settings.exporters if item != "jsonl"]
+        if others:
+            shown = ", ".join(item if isinstance(item, str) else type(item).__name__ for item in others)
+            why = f"workers write the trace file (jsonl) only, and spans also go to {shown}"
+    data = None
+    if why is None:
+        from tracesim._capture import make_options
+
+        setup = {
+            "capture": make_options(settings.capture, settings.max_value_chars),
+            "redaction": (
+                settings.redact_patterns,
+                settings.redact,
+                settings.max_value_chars,
+                settings.prices,
+            ),
+            "jsonl": (
+                os.path.abspath(settings.jsonl_path),
+                settings.jsonl_max_bytes,
+                settings.jsonl_backups,
+            ),
+            "resource": (dict(resource.attributes), resource.schema_url),
+        }
+        try:
+            data = pickle.dumps(setup, pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:
+            why = (
+                f"the redaction settings do not pickle ({type(exc).__name__}: {exc}); a redact hook "
+                "defined at a module's top level does"
+            )
+    if why is not None:
+        _logger.warning("tracesim: scoring_export is 'workers', but the host finishes scored calls: %s.", why)
+        return None, why
+    return data, None
+
+
+def span_data(span: ReadableSpan) -> tuple[Any, ...]:
+    """An ended span as plain data a worker rebuilds it from (`Finisher.rebuilt`)."""
+    scope = span.instrumentation_scope
+    status = span.status
+    return (
+        span.name,
+        span.context,
+        span.parent,
+        span.kind.value,
+        span.start_time,
+        span.end_time,
+        dict(span.attributes or {}),
+        [(event.name, dict(event.attributes or {}), event.timestamp) for event in span.events],
+        [(link.context, dict(link.attributes or {})) for link in span.links],
+        (status.status_code.value, status.description),
+        None if scope is None else (scope.name, scope.version, scope.schema_url),
+        (span.dropped_attributes, span.dropped_events, span.dropped_links),
+    )
+
+
+class ProcessJob:
+    """A whole scored call for a worker: it scores every evaluator, writes and exports the span.
+
+    Takes one pool token per evaluator (``token`` is the first), so the pool's monitor knows
+    which evaluator a worker is running and its time limit. ``presets`` are results the host
+    decided already (a run that hung or took down workers): the worker writes them as they are.
+    """
+
+    __slots__ = (
+        "deaths",
+        "evaluators",
+        "expected",
+        "job",
+        "keys",
+        "presets",
+        "solo",
+        "token",
+        "value",
+        "write_expected",
+    )
+
+    def __init__(
+        self, job: Job, keys: Sequence[int], expected: Any, value: Any, *, write_expected: bool
+    ) -> None:
+        self.job = job
+        self.evaluators = job.evaluators
+        self.keys = tuple(keys)
+        self.expected = expected
+        self.value = value
+        self.write_expected = write_expected
+        self.presets: dict[int, EvalResult] = {}
+        self.token = 0
+        self.deaths = 0
+        self.solo = False
+
+    @property
+    def width(self) -> int:
+        """Pool tokens this job takes: one per evaluator."""
+        return len(self.keys)
+
+    @property
+    def name(self) -> str:
+        """Its evaluators' names, for what is said about it."""
+        return ", ".join(evaluator.name for evaluator in self.evaluators)
+
+    def evaluator_at(self, token: int) -> Evaluator:
+        """The evaluator a worker runs while its slot holds ``token``."""
+        return self.evaluators[min(max(token - self.token, 0), len(self.evaluators) - 1)]
+
+    def limit(self, token: int, stuck_after_s: float) -> float:
+        """How long the run under ``token`` may take."""
+        return self.evaluator_at(token).timeout_s or stuck_after_s
+
+    def preset(self, token: int, result: EvalResult) -> None:
+        """Decide the run under ``token`` (a time-out, a second worker death): not run again."""
+        self.presets[min(max(token - self.token, 0), len(self.evaluators) - 1)] = result
+
+    def item(self) -> tuple[Any, ...]:
+        """What the worker is sent: the evaluators' keys first (a tuple: a job, not a run)."""
+        job = self.job
+        return (
+            self.keys,
+            job.output,
+            self.expected,
+            self.value,
+            span_data(job.handle.otel_span),  # type: ignore[arg-type]  # the SDK's: see `_hands`
+            self.presets,
+            job.deadline,
+            self.write_expected,
+        )
+
+
+class HeldHandle:
+    """A handed call taken back by the host: its ended span held (`HeldSpan`) until scored."""
+
+    __slots__ = ("_capture", "_handle", "otel_span")
+
+    def __init__(self, handle: Any, forward: Callable[[ReadableSpan], None], capture: Any) -> None:
+        from tracesim._scoring._held_spans import HeldSpan
+
+        self._handle = handle
+        self._capture = capture
+        self.otel_span: Any = HeldSpan(handle.otel_span, forward)
+
+    @property
+    def span_context(self) -> Any:
+        return self._handle.span_context
+
+    def set_expected(self, value: Any) -> None:
+        from tracesim._scoring._expect import expected_attributes
+
+        self.otel_span.set_attributes(expected_attributes(value, self._capture))
+
+
+# ---------------------------------------------------------------- the worker's side
+
+
+class Finisher:
+    """In a worker: writes a handed call's results on its span and exports it to the trace file."""
+
+    def __init__(self, setup: bytes) -> None:
+        from opentelemetry.sdk.resources import Resource
+
+        from tracesim._redact import Redactor
+        from tracesim.exporters import JsonlExporter, RedactingExporter, Redaction
+
+        values = pickle.loads(setup)
+        self.capture = values["capture"]
+        patterns, redact, limit, prices = values["redaction"]
+        self.redaction = Redaction(Redactor(patterns, redact), limit, prices=prices)
+        path, max_bytes, backups = values["jsonl"]
+        self.costs = _CostTally(JsonlExporter(path, max_bytes=max_bytes, backups=backups))
+        self.exporter = RedactingExporter(self.costs, redaction=self.redaction)  # type: ignore[arg-type]
+        attributes, schema_url = values["resource"]
+        self.resource = Resource(attributes, schema_url)
+        self._carriers: list[ReadableSpan] = []
+        self._tracer: Any = None
+
+    def finish(
+        self,
+        data: tuple[Any, ...],
+        results: Sequence[tuple[Evaluator, EvalResult]],
+        expected: Any,
+        late: bool,
+    ) -> list[ReadableSpan]:
+        """The span with its results (``late``: marked deferred, the results on carrier spans)."""
+        from tracesim._scoring._expect import NOT_SET, expected_attributes
+        from tracesim._scoring._results import emit_carrier, write
+
+        attributes: dict[str, Any] = data[6]
+        events: list[Any] = data[7]
+        if expected is not NOT_SET and expected is not None:
+            attributes.update(expected_attributes(expected, self.capture))
+        recorder = _Recorder(attributes, events)
+        end_ns = data[5]
+        if late:
+            attributes[sc.EVALUATION_DEFERRED] = [evaluator.name for evaluator, _ in results]
+        else:
+            for evaluator, result in results:
+                kind = getattr(evaluator, "annotator_kind", "CODE")
+                write(recorder, result, self.capture, end_ns, redaction=self.redaction, annotator_kind=kind)  # type: ignore[arg-type]
+        spans = [self.rebuilt(data)]
+        if late:
+            tracer = self._carrier_tracer()
+            for evaluator, result in results:
+                kind = getattr(evaluator, "annotator_kind", "CODE")
+                emit_carrier(
+                    tracer,
+                    data[1],
+                    result,
+                    self.capture,
+                    at_ns=end_ns,
+                    redaction=self.redaction,
+                    annotator_kind=kind,
+                )
+            spans.extend(self._carriers)
+            self._carriers.clear()
+        return spans
+
+    def rebuilt(self, data: tuple[Any, ...]) -> ReadableSpan:
+        """The span `span_data` describes, with this configuration's resource."""
+        from opentelemetry.sdk.trace import Event, ReadableSpan
+        from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+        from opentelemetry.trace import Link, SpanKind, Status, StatusCode
+
+        from tracesim.exporters._redacting import _bounded, _bounded_attributes
+
+        name, context, parent, kind, start, end, attributes, events, links, status, scope, dropped = data
+        return ReadableSpan(
+            name=name,
+            context=context,
+            parent=parent,
+            resource=self.resource,
+            attributes=_bounded_attributes(attributes, dropped[0]),
+            events=_bounded(
+                [e if isinstance(e, Event) else Event(e[0], e[1], e[2]) for e in events], dropped[1]
+            ),
+            links=_bounded([Link(c, a) for c, a in links], dropped[2]),
+            kind=SpanKind(kind),
+            status=Status(StatusCode(status[0]), status[1]),
+            start_time=start,
+            end_time=end,
+            instrumentation_scope=None if scope is None else InstrumentationScope(*scope),
+        )
+
+    def _carrier_tracer(self) -> Any:
+        if self._tracer is None:
+            from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+
+            from tracesim._version import __version__
+
+            carriers = self._carriers
+
+            class Collect(SpanProcessor):
+                def on_end(self, span: ReadableSpan) -> None:
+                    carriers.append(span)
+
+            provider = TracerProvider(resource=self.resource, shutdown_on_exit=False)
+            provider.add_span_processor(Collect())
+            self._tracer = provider.get_tracer("tracesim", __version__)
+        return self._tracer
+
+    def export(self, spans: Sequence[ReadableSpan]) -> dict[int, tuple[str, str, float]]:
+        """Redact and write ``spans``; the cost of each priced LLM span among them, by span id."""
+        self.costs.found.clear()
+        if spans:
+            self.exporter.export(spans)
+        return self.costs.found
+
+    def close(self) -> None:
+        self.exporter.shutdown()
+
+
+class _Recorder:
+    """What `tracesim._scoring._results.write` writes on: a span's attribute dict and event list."""
+
+    __slots__ = ("attributes", "events")
+
+    def __init__(self, attributes: dict[str, Any], events: list[Any]) -> None:
+        self.attributes = attributes
+        self.events = events
+
+    def set_attributes(self, attributes: dict[str, Any]) -> None:
+        self.attributes.update(attributes)
+
+    def add_event(self, name: str, attributes: Any = None, timestamp: int | None = None) -> None:
+        from opentelemetry.sdk.trace import Event
+
+        self.events.append(Event(name, dict(attributes or {}), timestamp))
+
+
+class _CostTally:
+    """The trace file's exporter, noting the cost of each priced LLM span it writes (for the host's
+    ``tracesim.llm.cost``, counted on the export path as the host's first exporter does)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.found: dict[int, tuple[str, str, float]] = {}
+        self._lock = threading.Lock()
+
+    def export(self, spans: Sequence[ReadableSpan]) -> Any:
+        from tracesim._metrics._cost import priced
+
+        for span in spans:
+            attributes = span.attributes
+            if attributes:
+                cost = priced(attributes)
+                if cost is not None and span.context is not None:
+                    self.found[span.context.span_id] = cost
+        return self._inner.export(spans)
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return bool(self._inner.force_flush(timeout_millis))
+
+    def shutdown(self, timeout_millis: float | None = None) -> None:
+        self._inner.shutdown()
