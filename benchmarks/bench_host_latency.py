@@ -20,6 +20,9 @@ Variants, each in a fresh process, rounds interleaved (the order rotates each ro
   threads in the host's interpreter (``scoring_processes=0``);
 * ``processes=1``, ``processes=2``: the same evaluators scored in 1 or 2 worker processes
   (``scoring_processes=N``; "not available in this tree" where that setting is not accepted);
+* ``processes=1+export`` (and, opt-in, ``processes=2+export``): the same, with
+  ``scoring_export=workers``: the worker that scores a call also writes its span to the trace
+  file, and the host only hands the ended span over;
 * opt-in (``--variants``): ``processes=1+nice``, ``processes=2+nice``, the same with the
   workers' scheduling priority lowered by 10 after warm-up (``os.setpriority``), to show what
   the host gains when the kernel runs its interpreter first (a replaced worker is not lowered);
@@ -77,7 +80,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-VARIANTS = ("unscored", "threads", "processes=1", "processes=2")
+VARIANTS = ("unscored", "threads", "processes=1", "processes=2", "processes=1+export")
 SIDECAR = "unscored+scorer"
 """Opt-in: the unscored host beside a process that is not tracesim's (no pipe, no results to
 read, no spans) scoring the same pairs with the same three evaluators at the same rate. Its
@@ -114,7 +117,9 @@ UNSCORED = ("unscored", *BESIDE)
 """The variants whose host scores nothing (tracesim configured without scoring)."""
 NICE = ("processes=1+nice", "processes=2+nice")
 """Opt-in: the workers' priority lowered by 10 after warm-up (what a pool could do itself)."""
-OPT_IN = (*NICE, *BESIDE)
+EXPORT = ("processes=1+export", "processes=2+export")
+"""With ``scoring_export=workers``: the workers write the scored spans (see `tracesim._scoring._handoff`)."""
+OPT_IN = (*NICE, *BESIDE, "processes=2+export")
 PAIRS = 256
 
 
@@ -226,6 +231,8 @@ def configure(variant: str, exporter: str, directory: str) -> str | None:
         options["jsonl_backups"] = 1
     if variant not in UNSCORED:
         options["scoring_processes"] = 0 if variant == "threads" else int(variant[10:11])
+    if variant in EXPORT:
+        options["scoring_export"] = "workers"
     try:
         tracesim.configure(**options)
     except (TypeError, tracesim.ConfigError) as error:

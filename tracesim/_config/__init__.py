@@ -83,7 +83,7 @@ class Settings:
     scoring_queue_size: int = 10_000
     scoring_workers: int = 2
     scoring_processes: int | str = "auto"
-    scoring_export: str = "host"
+    scoring_export: str = "auto"
     evaluation_log_events: bool | None = None
     evaluation_span_events: bool = True
     evaluators: tuple[Mapping[str, Any], ...] = ()
@@ -319,10 +319,10 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "scoring_export",
-        parse.choice(("host", "workers")),
-        "host or workers",
-        "who finishes a call scored in worker processes: the host writes its results and exports "
-        "it, or the worker that scored it does (the host only hands the ended span over)",
+        parse.choice(("auto", "workers", "host")),
+        "auto, workers or host",
+        "who writes a call scored in a worker process: that worker (the host only hands the ended "
+        "span over) or the host; auto: the worker, where the configuration allows it",
         ("TRACESIM_SCORING_EXPORT",),
     ),
     Setting(

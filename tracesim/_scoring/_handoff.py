@@ -82,9 +82,10 @@ def setup_for(
 ) -> tuple[bytes | None, str | None]:
     """What workers finish calls with (pickled), or None and why the host finishes them.
 
-    Nothing and no reason when ``scoring_export`` is ``host``; a reason is logged once here.
+    Nothing and no reason when ``scoring_export`` is ``host``. With ``workers`` a reason is logged
+    once here; ``auto`` keeps the host's path without a word.
     """
-    if settings.scoring_export != "workers":
+    if settings.scoring_export == "host":
         return None, None
     why = None
     if settings.scoring_mode != "background":
@@ -131,6 +132,8 @@ def setup_for(
                 "defined at a module's top level does"
             )
     if why is not None:
+        if settings.scoring_export != "workers":
+            return None, why
         _logger.warning("tracesim: scoring_export is 'workers', but the host finishes scored calls: %s.", why)
         return None, why
     return data, None
@@ -172,6 +175,7 @@ class ProcessJob:
         "keys",
         "presets",
         "solo",
+        "span",
         "token",
         "value",
         "write_expected",
@@ -181,6 +185,7 @@ class ProcessJob:
         self, job: Job, keys: Sequence[int], expected: Any, value: Any, *, write_expected: bool
     ) -> None:
         self.job = job
+        self.span: ReadableSpan = job.handle.otel_span  # type: ignore[assignment]  # the SDK's, ended
         self.evaluators = job.evaluators
         self.keys = tuple(keys)
         self.expected = expected
@@ -221,7 +226,7 @@ class ProcessJob:
             job.output,
             self.expected,
             self.value,
-            span_data(job.handle.otel_span),  # type: ignore[arg-type]  # the SDK's: see `_hands`
+            span_data(self.span),
             self.presets,
             job.deadline,
             self.write_expected,

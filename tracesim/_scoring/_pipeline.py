@@ -213,7 +213,7 @@ class ScoringPipeline:
         if not self._threads:
             self._start()
             pool = self._pool
-            if pool is not None and (not self._auto or handing):
+            if pool is not None and not self._auto:
                 pool.start()  # workers start now, in the background: their runs wait for them
         if handing:
             self._hand(job)
@@ -224,8 +224,9 @@ class ScoringPipeline:
         self._queue.put(job)
 
     def _hands(self, job: Job) -> bool:
-        """Whether ``job`` goes to a worker whole (``scoring_export: workers``): a call of tracesim's
-        own, its output returned by the call (not read from its run), while the pool works."""
+        """Whether ``job`` goes to a worker whole (``scoring_export``): a call of tracesim's own,
+        its output returned by the call (not read from its run), while the pool works (under
+        ``scoring_processes: auto``, once its worker is up: until then the threads score)."""
         pool = self._pool
         return (
             job.run_source is None
@@ -233,6 +234,7 @@ class ScoringPipeline:
             and isinstance(job.handle.otel_span, self._span_type)  # type: ignore[arg-type]
             and pool is not None
             and not pool.broken
+            and (pool.ready or not self._auto)
         )
 
     def _hand(self, job: Job) -> None:
