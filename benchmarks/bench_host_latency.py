@@ -231,16 +231,30 @@ def configure(variant: str, exporter: str, directory: str) -> str | None:
         options["jsonl_backups"] = 1
     if variant not in UNSCORED:
         options["scoring_processes"] = 0 if variant == "threads" else int(variant[10:11])
-    if variant in EXPORT:
-        options["scoring_export"] = "workers"
+        # the host writes the scored spans, but in the +export variants (the default is auto)
+        options["scoring_export"] = "workers" if variant in EXPORT else "host"
     try:
         tracesim.configure(**options)
     except (TypeError, tracesim.ConfigError) as error:
-        if variant == "threads":  # a tree without the setting scores on threads anyway
-            del options["scoring_processes"]
-            tracesim.configure(**options)
-            return None
+        if variant not in EXPORT and "scoring_export" in options:  # a tree from before the setting
+            del options["scoring_export"]
+            return configure_with(options, variant)
         return f"not available in this tree ({type(error).__name__}: {error})"
+    return None
+
+
+def configure_with(options: dict[str, Any], variant: str) -> str | None:
+    """Configure an older tree: without ``scoring_export`` (the host writes every span there),
+    and for ``threads`` without ``scoring_processes`` too (a tree that scores on threads anyway)."""
+    import tracesim
+
+    try:
+        tracesim.configure(**options)
+    except (TypeError, tracesim.ConfigError) as again:
+        if variant != "threads":
+            return f"not available in this tree ({type(again).__name__}: {again})"
+        del options["scoring_processes"]
+        tracesim.configure(**options)
     return None
 
 

@@ -67,8 +67,9 @@ def test_slices_do_not_offer_before_a_slice_has_passed(monkeypatch: pytest.Monke
 def test_every_background_loop_of_a_scored_host_offers_the_interpreter(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """With a clock that is always due, each loop's offers show which threads are paced."""
-    tracesim.configure(exporters=["jsonl"], scoring_processes=1, max_defer_s=120)
+    """With a clock that is always due, each loop's offers show which threads are paced (the
+    host's path: with scoring_export=workers the worker writes the scored spans)."""
+    tracesim.configure(exporters=["jsonl"], scoring_processes=1, scoring_export="host", max_defer_s=120)
 
     @tracesim.trace(evaluators=[Levenshtein()], expected=lambda i: f"answer {i}")
     def agent(i: int) -> str:

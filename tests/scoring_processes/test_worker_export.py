@@ -6,6 +6,7 @@ what the host's path writes for the same calls in the same test.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -322,3 +323,80 @@ def test_the_setting_is_validated() -> None:
         tracesim.configure(scoring_export="worker")
     assert raised.value.setting == "scoring_export"
     assert "auto, workers or host" in str(raised.value)
+
+
+def _metric_points(path: Path) -> dict[str, list[dict[str, Any]]]:
+    """The points of the last line of a metrics file, by metric name, with their attributes."""
+    request = json.loads(path.read_text().splitlines()[-1])
+    found: dict[str, list[dict[str, Any]]] = {}
+    for resource in request["resourceMetrics"]:
+        for scope in resource["scopeMetrics"]:
+            for metric in scope["metrics"]:
+                data = metric.get("sum") or metric.get("histogram") or {}
+                for point in data.get("dataPoints", []):
+                    attrs = {a["key"]: next(iter(a["value"].values())) for a in point.get("attributes", [])}
+                    found.setdefault(metric["name"], []).append({**point, "attrs": attrs})
+    return found
+
+
+def test_result_metrics_and_the_cost_of_llm_calls_are_the_hosts(tmp_path: Path) -> None:
+    usage = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": "openai",
+        "gen_ai.request.model": "gpt-4o-mini",
+        "gen_ai.usage.input_tokens": 1000,
+        "gen_ai.usage.output_tokens": 100,
+    }
+
+    def measured(export: str) -> tuple[Any, ...]:
+        path = tmp_path / export / "traces.jsonl"
+        tracesim.configure(exporters=["jsonl"], jsonl_path=path, scoring_processes=1, scoring_export=export)
+
+        @tracesim.trace(kind="llm", evaluators=[Levenshtein(), ExactMatch()], expected=lambda q: "Paris")
+        def ask(q: str) -> str:
+            span = tracesim.current_span()
+            assert span is not None
+            for key, value in usage.items():
+                span.set_attribute(key, value)
+            return "Paris" if q.endswith("0") else "Lyon"
+
+        for i in range(30):
+            ask(f"question {i}")
+        assert tracesim.force_flush(120)
+        assert tracesim.scoring_stats().written_by_workers == (30 if export == "workers" else 0)
+        tracesim.shutdown(30)
+        points = _metric_points(path.with_suffix(".metrics.jsonl"))
+        results = sorted(
+            (p["attrs"]["gen_ai.evaluation.name"], p["attrs"]["tracesim.evaluation.outcome"], int(p["asInt"]))
+            for p in points["tracesim.evaluation.results"]
+        )
+        scores = sorted(
+            (p["attrs"]["gen_ai.evaluation.name"], int(p["count"]), p["bucketCounts"])
+            for p in points["tracesim.evaluation.score"]
+        )
+        cost = [(p["attrs"]["gen_ai.request.model"], p["asDouble"]) for p in points["tracesim.llm.cost"]]
+        return results, scores, cost
+
+    host = measured("host")
+    workers = measured("workers")
+    assert workers == host
+    results, _, cost = workers
+    assert ("exact", "passed", 3) in results
+    assert ("exact", "failed", 27) in results
+    assert cost == [("gpt-4o-mini", pytest.approx(30 * (1000 * 0.15 + 100 * 0.60) / 1e6))]
+
+
+def test_without_an_exporter_the_workers_write_nothing(tmp_path: Path) -> None:
+    tracesim.configure(exporters=[], scoring_processes=1, scoring_export="workers")
+
+    @tracesim.trace(evaluators=[Levenshtein()], expected=lambda q: q)
+    def echo(q: str) -> str:
+        return q
+
+    for i in range(10):
+        echo(f"q{i}")
+    assert tracesim.force_flush(120)
+    stats = tracesim.scoring_stats()
+    assert (stats.written_by_workers, stats.results, stats.errors) == (10, 10, 0)
+    tracesim.shutdown(30)
+    assert not (tmp_path / ".tracesim").exists()

@@ -118,9 +118,9 @@ def setup_for(
                 settings.prices,
             ),
             "jsonl": (
-                os.path.abspath(settings.jsonl_path),
-                settings.jsonl_max_bytes,
-                settings.jsonl_backups,
+                (os.path.abspath(settings.jsonl_path), settings.jsonl_max_bytes, settings.jsonl_backups)
+                if "jsonl" in settings.exporters
+                else None  # no exporter: the spans go nowhere, as in the host
             ),
             "resource": (dict(resource.attributes), resource.schema_url),
         }
@@ -271,9 +271,12 @@ class Finisher:
         self.capture = values["capture"]
         patterns, redact, limit, prices = values["redaction"]
         self.redaction = Redaction(Redactor(patterns, redact), limit, prices=prices)
-        path, max_bytes, backups = values["jsonl"]
-        self.costs = _CostTally(JsonlExporter(path, max_bytes=max_bytes, backups=backups))
-        self.exporter = RedactingExporter(self.costs, redaction=self.redaction)  # type: ignore[arg-type]
+        self.costs = _CostTally(None)
+        self.exporter: Any = None
+        if values["jsonl"] is not None:
+            path, max_bytes, backups = values["jsonl"]
+            self.costs = _CostTally(JsonlExporter(path, max_bytes=max_bytes, backups=backups))
+            self.exporter = RedactingExporter(self.costs, redaction=self.redaction)  # type: ignore[arg-type]
         attributes, schema_url = values["resource"]
         self.resource = Resource(attributes, schema_url)
         self._carriers: list[ReadableSpan] = []
@@ -366,12 +369,13 @@ class Finisher:
     def export(self, spans: Sequence[ReadableSpan]) -> dict[int, tuple[str, str, float]]:
         """Redact and write ``spans``; the cost of each priced LLM span among them, by span id."""
         self.costs.found.clear()
-        if spans:
+        if spans and self.exporter is not None:
             self.exporter.export(spans)
         return self.costs.found
 
     def close(self) -> None:
-        self.exporter.shutdown()
+        if self.exporter is not None:
+            self.exporter.shutdown()
 
 
 class _Recorder:
