@@ -6,7 +6,9 @@ levenshtein + rouge + bleu on every call (the ~300-character pairs of
 ``--processes 0`` scores on threads, for comparison). The calls are made back to back; the
 host pauses while more than 1,000 calls are waiting to be scored, so nothing is dropped and
 the run measures memory, not a full queue. Exporter: spans are counted and discarded in
-process (`_common.Discard`), so no disk fills.
+process (`_common.Discard`), so no disk fills; with ``--scoring-export workers`` the workers
+write them to a trace file in a temporary directory instead (``scoring_export=workers``, the
+host only hands each ended span over), rotated at 16 MB with one backup.
 
 Every ``--every`` calls (after ``gc.collect()`` in the host), RSS is read for the host and for
 each of its child processes (the scoring workers, found in /proc), and summed. Reported:
@@ -16,6 +18,7 @@ counters (results, dropped, errors, late) after a final flush. Goal: RSS of host
 flat within 5 MB over 300,000 scored calls. No timing is asserted.
 
     NLTK_DATA=... python benchmarks/bench_soak_processes.py [--calls 300000] [--processes 2]
+        [--scoring-export host|workers]
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 import argparse
 import gc
 import os
+import tempfile
 import time
 from typing import Any
 
@@ -50,10 +54,25 @@ def main() -> None:
     parser.add_argument("--every", type=int, default=10_000, help="calls between RSS samples")
     parser.add_argument("--warmup", type=int, default=30_000, help="calls before the slope is taken")
     parser.add_argument("--processes", type=int, default=2, help="scoring_processes (0: threads)")
+    parser.add_argument(
+        "--scoring-export",
+        choices=("host", "workers"),
+        default="host",
+        help="who writes the scored spans (workers: to a rotated trace file in a temporary directory)",
+    )
     args = parser.parse_args()
 
     exporter = Discard()
     options: dict[str, Any] = {"exporters": [exporter], "set_global_tracer_provider": False}
+    if args.scoring_export == "workers":
+        options = {
+            "exporters": ["jsonl"],
+            "jsonl_path": os.path.join(tempfile.mkdtemp(prefix="tracesim-soak-"), "traces.jsonl"),
+            "jsonl_max_bytes": 16 * 2**20,
+            "jsonl_backups": 1,
+            "scoring_export": "workers",
+            "set_global_tracer_provider": False,
+        }
     try:
         tracesim.configure(**options, scoring_processes=args.processes)
     except (TypeError, tracesim.ConfigError) as error:
@@ -107,7 +126,8 @@ def main() -> None:
     hosts = [(n, host) for n, host, _ in samples if n >= args.warmup] or [(0, samples[0][1])]
     print(
         f"{args.calls:,} scored calls in {elapsed:.0f} s ({args.calls / elapsed:,.0f}/s), "
-        f"scoring_processes={args.processes}, {len(samples[-1][2])} child process(es) at the end"
+        f"scoring_processes={args.processes}, scoring_export={args.scoring_export}, "
+        f"{len(samples[-1][2])} child process(es) at the end"
     )
     print(
         f"RSS host + workers after {after[0][0]:,} calls (warm-up): {after[0][1]:.1f} MB -> "
@@ -119,7 +139,7 @@ def main() -> None:
     print(
         f"results {stats.results:,} (expected {3 * args.calls:,}), completed {stats.completed:,}, "
         f"dropped {stats.dropped}, errors {stats.errors}, late {stats.late}; "
-        f"spans exported {exporter.spans:,}"
+        f"spans exported {exporter.spans:,} in process, written by workers {stats.written_by_workers:,}"
     )
     tracesim.shutdown()
 

@@ -150,13 +150,23 @@ def span_data(span: ReadableSpan) -> tuple[Any, ...]:
         span.kind.value,
         span.start_time,
         span.end_time,
-        dict(span.attributes or {}),
-        [(event.name, dict(event.attributes or {}), event.timestamp) for event in span.events],
-        [(link.context, dict(link.attributes or {})) for link in span.links],
+        _plain(span.attributes),
+        [(event.name, _plain(event.attributes), event.timestamp) for event in span.events],
+        [(link.context, _plain(link.attributes)) for link in span.links],
         (status.status_code.value, status.description),
         None if scope is None else (scope.name, scope.version, scope.schema_url),
         (span.dropped_attributes, span.dropped_events, span.dropped_links),
     )
+
+
+def _plain(attributes: Any) -> dict[str, Any]:
+    """A plain dict of ``attributes``: the SDK's mappings copy their dict in C (``copy``), where
+    ``dict()`` would go through their Python ``__iter__`` and ``__getitem__``, key by key."""
+    if not attributes:
+        return {}
+    copy = getattr(attributes, "copy", None)
+    found = copy() if copy is not None else None
+    return found if type(found) is dict else dict(attributes)
 
 
 class ProcessJob:

@@ -15,6 +15,13 @@ processes instead (`tracesim._scoring._processes`); the threads still resolve ea
 expected output and run the rest. ``auto`` starts one worker once the evaluators' CPU time on
 the threads passes `AUTO_SHARE` of a core over `AUTO_WINDOW_S`; until it is ready (2-3 s of
 imports) the threads keep scoring.
+
+With ``scoring_export`` (``auto``, the default, or ``workers``) and a configuration a worker can
+write spans for, a call whose evaluators a worker can all rebuild is handed over whole instead
+(`tracesim._scoring._handoff`): its span ends when the call returns, diverted from the span
+processors, and the worker scores it, writes its results and exports it; the host counts the
+results from one acknowledgement per call. Whatever a worker cannot finish comes back to the
+path above, its ended span held until scored.
 """
 
 from __future__ import annotations
