@@ -115,3 +115,33 @@ class BreaksWhenBuilt(Evaluator):
 
     def measure(self, output: Any, expected: Any, *, input: Any = None) -> float:
         return 1.0
+
+
+class HostOnlyHook:
+    """A redact hook that works in the process that made it; in any other it does ``then``:
+    ``refuse`` to be rebuilt (unpickling raises), or ``crash`` the process when first called."""
+
+    def __init__(self, then: str) -> None:
+        self.home = os.getpid()
+        self.then = then
+
+    def __call__(self, text: str, attribute: str) -> str:
+        if os.getpid() != self.home:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return text
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _rebuilt_hook, (self.home, self.then)
+
+
+def _rebuilt_hook(home: int, then: str) -> HostOnlyHook:
+    if os.getpid() != home and then == "refuse":
+        raise RuntimeError("this hook works in its own process only")
+    hook = HostOnlyHook.__new__(HostOnlyHook)
+    hook.home, hook.then = home, then
+    return hook
+
+
+def scrub_in_script_style(text: str, attribute: str) -> str:
+    """A plain redact hook, for tests that pretend it was defined in a script."""
+    return text.replace("secret", "[gone]")

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pool_test_evaluators import Behaves
+from pool_test_evaluators import Behaves, HostOnlyHook
 
 import tracesim
 from tracesim import _runtime
@@ -400,3 +400,136 @@ def test_without_an_exporter_the_workers_write_nothing(tmp_path: Path) -> None:
     assert (stats.written_by_workers, stats.results, stats.errors) == (10, 10, 0)
     tracesim.shutdown(30)
     assert not (tmp_path / ".tracesim").exists()
+
+
+@pytest.mark.parametrize("then", ["refuse", "crash"])
+def test_a_worker_that_cannot_write_spans_leaves_them_to_the_host_said_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, then: str
+) -> None:
+    """A redact hook that cannot be rebuilt in a worker (``refuse``), or that kills the worker
+    while it writes the span (``crash``): the host writes that call and every later one."""
+    caplog.set_level(logging.WARNING, logger="tracesim")
+    tracesim.configure(
+        exporters=["jsonl"],
+        scoring_processes=1,
+        scoring_export="workers",
+        redact=HostOnlyHook(then),
+        max_defer_s=120,
+    )
+
+    @tracesim.trace(evaluators=[Levenshtein()], expected=lambda q: q)
+    def echo(q: str) -> str:
+        return q
+
+    echo("first")
+    assert tracesim.force_flush(120)
+    for i in range(10):
+        echo(f"q{i}")
+    assert tracesim.force_flush(120)
+    stats = tracesim.scoring_stats()
+    assert (stats.written_by_workers, stats.completed, stats.results, stats.errors) == (0, 11, 11, 0)
+    assert _pool().deaths == (2 if then == "crash" else 0)
+    spans = load_spans(tmp_path / ".tracesim" / "traces.jsonl")
+    assert sorted(s.attributes["input.value"] for s in spans) == sorted(
+        ["first"] + [f"q{i}" for i in range(10)]
+    )
+    assert all(s.attributes["tracesim.eval.levenshtein.score"] == 1.0 for s in spans)
+    lines = [r.getMessage() for r in caplog.records if "writes them from now on" in r.getMessage()]
+    assert len(lines) == 1, lines
+
+
+def test_a_redact_hook_in_the_script_keeps_the_host_writing(tmp_path: Path, run_python: Any) -> None:
+    code = """
+import json, logging
+import tracesim
+from tracesim.evaluators import Levenshtein
+
+logging.basicConfig(level=logging.WARNING, format="LOG %(message)s")
+
+def scrub(text, attribute):
+    return text.replace("secret", "[gone]")
+
+tracesim.configure(exporters=["jsonl"], scoring_processes=1, scoring_export="workers", redact=scrub)
+
+@tracesim.trace(evaluators=[Levenshtein()], expected=lambda q: q)
+def echo(q):
+    return q
+
+for i in range(5):
+    echo(f"secret {i}")
+assert tracesim.force_flush(120)
+spans = tracesim.tracefile.load_spans(".tracesim/traces.jsonl")
+print(json.dumps({"written": tracesim.scoring_stats().written_by_workers,
+                  "inputs": sorted(s.attributes["input.value"] for s in spans),
+                  "scores": [s.attributes["tracesim.eval.levenshtein.score"] for s in spans]}))
+"""
+    result = run_python(code, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    found = json.loads(result.stdout.strip().splitlines()[-1])
+    assert found == {"written": 0, "inputs": [f"[gone] {i}" for i in range(5)], "scores": [1.0] * 5}
+    lines = [line for line in result.stderr.splitlines() if line.startswith("LOG")]
+    assert len(lines) == 1, lines
+    assert "defined in the script" in lines[0]
+
+
+def test_with_capture_off_the_worker_writes_no_expected_output(tmp_path: Path) -> None:
+    def written(export: str) -> list[Any]:
+        path = tmp_path / export / "traces.jsonl"
+        tracesim.configure(
+            exporters=["jsonl"], jsonl_path=path, scoring_processes=1, scoring_export=export, capture=False
+        )
+
+        @tracesim.trace(evaluators=[Levenshtein()], expected=lambda q: f"expected {q}")
+        def answer(q: str) -> str:
+            return f"answer {q}"
+
+        for i in range(5):
+            answer(f"q{i}")
+        assert tracesim.force_flush(120)
+        assert tracesim.scoring_stats().written_by_workers == (5 if export == "workers" else 0)
+        tracesim.shutdown(30)
+        return load_spans(path)
+
+    host, workers = written("host"), written("workers")
+    assert sorted(_comparable(s) for s in workers) == sorted(_comparable(s) for s in host)
+    for span in workers:
+        assert not any(key.startswith(("tracesim.expected", "input.", "output.")) for key in span.attributes)
+        assert 0 < span.attributes["tracesim.eval.levenshtein.score"] < 1
+
+
+def test_a_result_past_max_defer_s_goes_on_a_carrier_the_others_on_the_span(tmp_path: Path) -> None:
+    def written(export: str) -> list[Any]:
+        path = tmp_path / export / "traces.jsonl"
+        tracesim.configure(
+            exporters=["jsonl"], jsonl_path=path, scoring_processes=1, scoring_export=export, max_defer_s=1.0
+        )
+
+        @tracesim.trace(evaluators=[Levenshtein(), Behaves(delay_s=2.0, timeout_s=60)], expected=lambda q: q)
+        def echo(q: str) -> str:
+            return q
+
+        echo("warm")
+        _worker_ready()
+        assert tracesim.force_flush(120)
+        echo("slow")
+        assert tracesim.force_flush(120)
+        assert tracesim.scoring_stats().late >= 1  # this one's (the warm-up's, waiting for the worker, maybe)
+        tracesim.shutdown(30)
+        return load_spans(path)
+
+    def slow_call(spans: list[Any]) -> tuple[Any, dict[str, Any]]:
+        call = next(s for s in spans if s.name == "echo" and s.attributes["input.value"] == "slow")
+        return call, {s.name: s for s in spans if s.parent_span_id == call.span_id}
+
+    # The host: the worker sent levenshtein's result back with behaves' (one batch of results,
+    # 2 s later), so both came late. The worker that writes the span knows when each was done.
+    call, carriers = slow_call(written("host"))
+    assert "behaves" in call.attributes["tracesim.evaluation.deferred"]
+    assert carriers["evaluation behaves"].attributes["tracesim.eval.behaves.score"] == 1.0
+    call, carriers = slow_call(written("workers"))
+    assert call.attributes["tracesim.eval.levenshtein.score"] == 1.0
+    assert call.attributes["tracesim.evaluation.deferred"] == ["behaves"]
+    assert "tracesim.eval.behaves.score" not in call.attributes
+    assert list(carriers) == ["evaluation behaves"]
+    assert carriers["evaluation behaves"].attributes["tracesim.eval.behaves.score"] == 1.0
+    assert carriers["evaluation behaves"].end_time_unix_nano == call.end_time_unix_nano

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
     from tracesim._config import Settings
     from tracesim._scoring._jobs import Job
-    from tracesim.evaluators import EvalResult, Evaluator
+    from tracesim.evaluators import EvalResult
 
 __all__ = [
     "EXPORTED",
@@ -106,6 +106,12 @@ def setup_for(
             shown = ", ".join(item if isinstance(item, str) else type(item).__name__ for item in others)
             why = f"workers write the trace file (jsonl) only, and spans also go to {shown}"
     data = None
+    hook = settings.redact
+    if why is None and getattr(hook, "__module__", None) in ("__main__", "__mp_main__"):
+        why = (
+            "the redact hook is defined in the script (__main__), which a worker process does not "
+            "import; define it in a module"
+        )
     if why is None:
         from tracesim._capture import make_options
 
@@ -129,7 +135,7 @@ def setup_for(
         except Exception as exc:
             why = (
                 f"the redaction settings do not pickle ({type(exc).__name__}: {exc}); a redact hook "
-                "defined at a module's top level does"
+                "defined at the top level of a module (not the script) does"
             )
     if why is not None:
         if settings.scoring_export != "workers":
@@ -172,9 +178,12 @@ def _plain(attributes: Any) -> dict[str, Any]:
 class ProcessJob:
     """A whole scored call for a worker: it scores every evaluator, writes and exports the span.
 
-    Takes one pool token per evaluator (``token`` is the first), so the pool's monitor knows
-    which evaluator a worker is running and its time limit. ``presets`` are results the host
-    decided already (a run that hung or took down workers): the worker writes them as they are.
+    Takes one pool token per evaluator (``token`` is the first) and one more while the worker
+    writes its span (`finishing`), so the pool's monitor knows which evaluator a worker is
+    running and its time limit, and a crash is charged to what caused it. ``presets`` are
+    results the host decided already (a run that hung or took down workers): the worker writes
+    them as they are. ``kinds``: who made each result (``annotator_kind``), as the host's
+    evaluators say.
     """
 
     __slots__ = (
@@ -183,6 +192,7 @@ class ProcessJob:
         "expected",
         "job",
         "keys",
+        "kinds",
         "presets",
         "solo",
         "span",
@@ -198,6 +208,7 @@ class ProcessJob:
         self.span: ReadableSpan = job.handle.otel_span  # type: ignore[assignment]  # the SDK's, ended
         self.evaluators = job.evaluators
         self.keys = tuple(keys)
+        self.kinds = tuple(getattr(evaluator, "annotator_kind", "CODE") for evaluator in self.evaluators)
         self.expected = expected
         self.value = value
         self.write_expected = write_expected
@@ -208,25 +219,28 @@ class ProcessJob:
 
     @property
     def width(self) -> int:
-        """Pool tokens this job takes: one per evaluator."""
-        return len(self.keys)
+        """Pool tokens this job takes: one per evaluator, one for writing its span."""
+        return len(self.keys) + 1
+
+    @property
+    def finishing(self) -> int:
+        """The token a worker's slot holds while it writes this call's span."""
+        return self.token + len(self.keys)
+
+    def index(self, token: int) -> int | None:
+        """The evaluator a worker runs under ``token`` (None: it is writing the span)."""
+        index = token - self.token
+        return index if 0 <= index < len(self.keys) else None
 
     @property
     def name(self) -> str:
         """Its evaluators' names, for what is said about it."""
         return ", ".join(evaluator.name for evaluator in self.evaluators)
 
-    def evaluator_at(self, token: int) -> Evaluator:
-        """The evaluator a worker runs while its slot holds ``token``."""
-        return self.evaluators[min(max(token - self.token, 0), len(self.evaluators) - 1)]
-
     def limit(self, token: int, stuck_after_s: float) -> float:
-        """How long the run under ``token`` may take."""
-        return self.evaluator_at(token).timeout_s or stuck_after_s
-
-    def preset(self, token: int, result: EvalResult) -> None:
-        """Decide the run under ``token`` (a time-out, a second worker death): not run again."""
-        self.presets[min(max(token - self.token, 0), len(self.evaluators) - 1)] = result
+        """How long the run under ``token`` may take (writing the span: ``stuck_after_s``)."""
+        index = self.index(token)
+        return stuck_after_s if index is None else self.evaluators[index].timeout_s or stuck_after_s
 
     def item(self) -> tuple[Any, ...]:
         """What the worker is sent: the evaluators' keys first (a tuple: a job, not a run)."""
@@ -240,6 +254,7 @@ class ProcessJob:
             self.presets,
             job.deadline,
             self.write_expected,
+            self.kinds,
         )
 
 
@@ -260,6 +275,8 @@ class HeldHandle:
         return self._handle.span_context
 
     def set_expected(self, value: Any) -> None:
+        if not self._capture.enabled:  # as `tracesim.Span.set_expected`: nothing captured
+            return
         from tracesim._scoring._expect import expected_attributes
 
         self.otel_span.set_attributes(expected_attributes(value, self._capture))
@@ -295,11 +312,13 @@ class Finisher:
     def finish(
         self,
         data: tuple[Any, ...],
-        results: Sequence[tuple[Evaluator, EvalResult]],
+        results: Sequence[tuple[str, EvalResult]],
         expected: Any,
-        late: bool,
+        cut: int,
     ) -> list[ReadableSpan]:
-        """The span with its results (``late``: marked deferred, the results on carrier spans)."""
+        """The span with its results, each with its annotator kind. Those from ``cut`` on came
+        past ``max_defer_s``: the span lists them as deferred and they go on carrier spans, as
+        in the host (`ScoringPipeline._expire`, `emit_carrier`)."""
         from tracesim._scoring._expect import NOT_SET, expected_attributes
         from tracesim._scoring._results import emit_carrier, write
 
@@ -307,26 +326,24 @@ class Finisher:
         events: list[Any] = data[7]
         if expected is not NOT_SET and expected is not None:
             attributes.update(expected_attributes(expected, self.capture))
-        recorder = _Recorder(attributes, events)
+        recorder: Any = _Recorder(attributes, events)
         end_ns = data[5]
-        if late:
-            attributes[sc.EVALUATION_DEFERRED] = [evaluator.name for evaluator, _ in results]
-        else:
-            for evaluator, result in results:
-                kind = getattr(evaluator, "annotator_kind", "CODE")
-                write(recorder, result, self.capture, end_ns, redaction=self.redaction, annotator_kind=kind)  # type: ignore[arg-type]
+        redaction = self.redaction
+        for kind, result in results[:cut]:
+            write(recorder, result, self.capture, end_ns, redaction=redaction, annotator_kind=kind)
+        if cut < len(results):
+            attributes[sc.EVALUATION_DEFERRED] = [result.name for _, result in results[cut:]]
         spans = [self.rebuilt(data)]
-        if late:
+        if cut < len(results):
             tracer = self._carrier_tracer()
-            for evaluator, result in results:
-                kind = getattr(evaluator, "annotator_kind", "CODE")
+            for kind, result in results[cut:]:
                 emit_carrier(
                     tracer,
                     data[1],
                     result,
                     self.capture,
                     at_ns=end_ns,
-                    redaction=self.redaction,
+                    redaction=redaction,
                     annotator_kind=kind,
                 )
             spans.extend(self._carriers)

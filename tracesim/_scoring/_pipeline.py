@@ -147,7 +147,7 @@ class ScoringPipeline:
         # Also the after-fork hook: the child starts with no threads and no inherited jobs.
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
-        self._queue: WorkQueue[Job | tuple[Job, Evaluator, Any, Any] | None] = WorkQueue()
+        self._queue: WorkQueue[Job | ProcessJob | tuple[Job, Evaluator, Any, Any] | None] = WorkQueue()
         self._inflight: dict[int, Job] = {}
         self._threads: list[threading.Thread] = []
         self._closed = False
@@ -207,6 +207,9 @@ class ScoringPipeline:
             return
         job.deadline = time.monotonic() + self.max_defer_s  # set before the watchdog can see it
         handing = self._span_type is not None and self._hands(job)
+        if handing:  # before the job is in _inflight: the watchdog never expires a handed job
+            job.handed = HANDED
+            job.ended = True  # the worker keeps its deadlines (see _handoff)
         with self._lock:
             full = self._closed or len(self._inflight) >= self.queue_size
             if not full:
@@ -215,6 +218,7 @@ class ScoringPipeline:
                 self.stats.submitted += 1
                 self.stats.pending = len(self._inflight)
         if full:
+            job.handed, job.ended = None, False
             self._drop(job)
             return
         if not self._threads:
@@ -240,15 +244,14 @@ class ScoringPipeline:
             and job.output is not FROM_RUN
             and isinstance(job.handle.otel_span, self._span_type)  # type: ignore[arg-type]
             and pool is not None
-            and not pool.broken
+            and pool.finishes
             and (pool.ready or not self._auto)
+            and all(pool.takes(evaluator) for evaluator in job.evaluators)
         )
 
     def _hand(self, job: Job) -> None:
         """End ``job``'s span now, without sending it to the exporters: a worker will."""
         otel: Any = job.handle.otel_span
-        job.handed = HANDED
-        job.ended = True  # for the deadlines: the worker keeps them (see _handoff)
         span_id = otel.context.span_id
         HANDING.add(span_id)
         try:
@@ -259,13 +262,13 @@ class ScoringPipeline:
     def _take_back(self, job: Job) -> bool:
         """A handed call the host finishes after all: its ended span is held until scored. False
         when the worker wrote it already (or it was taken back before)."""
-        with job.lock:
+        assert self.forward is not None
+        with job.lock:  # with the handle swapped before the watchdog can see the job open
             if job.handed != HANDED:
                 return False
             job.handed = RETURNED
-        assert self.forward is not None
-        job.handle = HeldHandle(job.handle, self.forward, self.capture)
-        job.ended = False
+            job.handle = HeldHandle(job.handle, self.forward, self.capture)
+            job.ended = False
         return True
 
     def _written(self, unit: ProcessJob, payload: Any) -> None:
@@ -275,11 +278,18 @@ class ScoringPipeline:
             if job.handed != HANDED:
                 return  # taken back (shutdown): the host wrote it too
             job.handed = EXPORTED
-        outcomes, cost, late = payload
+        try:
+            self._count_written(job, payload)
+        except Exception:
+            internal_error("scoring: counting a worker's results")
+        self._finish(job)
+
+    def _count_written(self, job: Job, payload: Any) -> None:
+        outcomes, cost = payload
         stats = self.stats
         metrics = self.metrics
         span_name = _span_name(job.handle.otel_span)
-        for name, what, score, error_type in outcomes:
+        for name, what, score, error_type, late in outcomes:
             stats.results += 1
             if what == "error":
                 stats.errors += 1
@@ -289,13 +299,13 @@ class ScoringPipeline:
                 stats.late += 1
             if metrics is not None:
                 metrics.record(name, span_name, what, score)
+        stats.written_by_workers += 1
         if cost is not None and self.cost is not None:
             self.cost(*cost)
-        stats.written_by_workers += 1
-        self._finish(job)
 
     def _give_back(self, unit: ProcessJob) -> None:
-        """A handed call no worker can finish: the host scores what is left and writes it."""
+        """A handed call no worker can finish: the host scores what is left and writes it (on a
+        scoring thread: the pool may give it back holding its lock)."""
         job = unit.job
         if not self._take_back(job):
             return
@@ -370,6 +380,8 @@ class ScoringPipeline:
             try:
                 if isinstance(item, Job):
                     self._process(item)
+                elif isinstance(item, ProcessJob):
+                    self._give_back(item)
                 else:
                     self._run_cpu(*item)
             except Exception:
@@ -407,7 +419,13 @@ class ScoringPipeline:
         if keys is not None:
             pool = self._pool
             if problem is None and pool is not None:
-                write = from_source and expected is not None
+                # as the host would: recorded when capture is on, on a span not yet past max_defer_s
+                write = (
+                    from_source
+                    and expected is not None
+                    and self.capture.enabled
+                    and time.monotonic() <= job.deadline
+                )
                 pool.put(ProcessJob(job, keys, expected, value, write_expected=write))
                 return
             self._take_back(job)  # the failure goes on the held span, as on the threads
@@ -492,7 +510,8 @@ class ScoringPipeline:
     def _to_thread(self, run: ProcessRun | ProcessJob) -> None:
         """A run the pool gives back (evaluator not rebuilt, data not pickled, pool broken)."""
         if type(run) is ProcessJob:
-            self._give_back(run)
+            self._queue.put(run)  # `_give_back`, on a scoring thread
+            self._queue.wake()
             return
         assert isinstance(run, ProcessRun)
         self._queue.put((run.job, run.evaluator, run.given, run.value))
@@ -826,8 +845,9 @@ class ScoringPipeline:
         self._watchdog.stop()  # every job has ended: no deadline is left to act on
         if pool is not None:
             pool.close(deadline - time.monotonic())
-        for job in handed_left:  # never written by a worker: the host sends them on, unscored
-            if self._take_back(job):
+        for job in handed_left:  # not written by a worker: the host sends them on, unscored
+            self._take_back(job)
+            if job.handed != EXPORTED:
                 self._expire(job)
         return drained
 

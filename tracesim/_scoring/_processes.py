@@ -17,6 +17,13 @@ runs it held go back to the front of the deque. A worker that dies (a crash, a S
 outside) gives its runs back the same way; the run it was in is charged with the death, and
 a run charged twice gets a ``worker_died`` error instead of a third worker. A worker that
 cannot start twice in a row leaves the pool broken: runs go back to the threads, said once.
+
+With ``scoring_export`` the deque also holds handed calls (`ProcessJob`): a whole call, all its
+evaluators and the writing of its span, under one token per evaluator and one for the writing.
+A hung evaluator of such a call gets its time-out result and the call goes back to the front of
+the deque; a crash is charged to the evaluator running (a ``worker_died`` result at the second)
+or, when it came while the worker built evaluators or wrote the span, to the call, which the
+host finishes after the second (`_charged`).
 """
 
 from __future__ import annotations
@@ -79,6 +86,8 @@ UNREADABLE = 4
 NOT_RESULT = 5
 DONE = 6
 """A handed call (`ProcessJob`) is scored and written; the payload is its outcomes and cost."""
+NOT_FINISHED = 7
+"""A handed call's span could not be written in the worker (the payload says why)."""
 
 RUNNING = struct.Struct("<qd")
 """The shared slot: the token of the run in progress (0: none) and when it started. The worker
@@ -234,6 +243,8 @@ class ProcessPool:
         self._done = done
         self.setup = setup
         """What workers finish handed calls with (`tracesim._scoring._handoff.Finisher`)."""
+        self.finishes = setup is not None
+        """Workers write handed calls' spans; False once one could not (the host writes them)."""
         self.stuck_after_s = stuck_after_s
         self._warnings = warnings
         self._lock = threading.Lock()
@@ -654,7 +665,16 @@ class ProcessPool:
 
     def _odd_job(self, run: ProcessJob, kind: int, payload: Any) -> None:
         """A handed call the worker could not finish: it goes back to the host's path."""
-        if kind == NOT_BUILT:
+        if kind == NOT_FINISHED:
+            self.finishes = False
+            self._warnings.warn(
+                "not-finished",
+                "tracesim: a scoring worker process could not write a scored call's span (%s); your "
+                "process writes them from now on, with the same results (scoring_export=host does "
+                "so from the start).",
+                payload,
+            )
+        elif kind == NOT_BUILT:
             key, why = payload
             self._refused.add(key)
             names = [e.name for e, k in zip(run.evaluators, run.keys, strict=True) if k == key]
@@ -700,7 +720,7 @@ class ProcessPool:
                 # building the evaluators (-token) has the pool's stuck time, not the run's timeout_s
                 limit = self.stuck_after_s if token < 0 else run.limit(token, self.stuck_after_s)
                 if now - since > limit:
-                    self._lost(worker, hung=run, limit_s=limit, hung_token=abs(token))
+                    self._lost(worker, hung=run, limit_s=limit, hung_token=token)
 
     def _lost(
         self,
@@ -725,28 +745,29 @@ class ProcessPool:
                 self._workers.remove(worker)
             runs = list({id(run): run for run in worker.held.values()}.values())
             worker.held.clear()
-            running = 0
+            running = 0  # a negative token: the worker was building the evaluators of its batch
             if hung is None and worker.ready:
-                running = abs(worker.running()[0])
+                running = worker.running()[0]
             back: list[ProcessRun | ProcessJob] = []
+            home: list[ProcessJob] = []  # handed calls the host finishes after all
             for run in runs:
-                if run is hung:
-                    if type(run) is ProcessJob:
-                        evaluator = run.evaluator_at(hung_token)
-                        hung_name = evaluator.name
-                        run.preset(hung_token, timeout(evaluator, limit_s))
-                        back.append(run)
+                if type(run) is ProcessJob:
+                    token = hung_token if run is hung else running
+                    if run is hung or (token and run.token <= abs(token) < run.token + run.width):
+                        goes, named = _charged(run, token, run is hung, limit_s)
+                        hung_name = named or hung_name
+                        if goes == "home":
+                            home.append(run)
+                            continue
+                    back.append(run)
                     continue
-                # a crash while building its evaluators (-token) counts too
-                if running and run.token <= running < run.token + run.width:
+                if run is hung:
+                    continue
+                if running and run.token == abs(running):  # a crash while building its evaluator counts too
                     run.deaths += 1
                     if run.deaths >= _MAX_DEATHS:
-                        if type(run) is ProcessJob:
-                            run.preset(running, _died(run.evaluator_at(running)))
-                            run.deaths = 0
-                        else:
-                            died.append(run)  # type: ignore[arg-type]
-                            continue
+                        died.append(run)  # type: ignore[arg-type]
+                        continue
                 back.append(run)
             self._queue.extendleft(reversed(back))
             if not worker.ready:
@@ -759,10 +780,29 @@ class ProcessPool:
                 worker.proc.kill()
         if failed_start:
             self._start_failed(f"exit status {worker.proc.wait()}")
-        if hung is not None:
+        if home:  # a worker cannot write spans here (a crash, twice): the host writes them from now on
+            self.finishes = False
+            self._warnings.warn(
+                "not-finished",
+                "tracesim: scoring worker processes ended twice while writing a scored call's span; "
+                "your process writes them from now on, with the same results (scoring_export=host "
+                "does so from the start).",
+            )
+        for unit in home:
+            self._on_thread(unit)
+        if type(hung) is ProcessRun:
+            hung_name = hung.evaluator.name
+        if hung is not None and not hung_name:
+            self._warnings.warn(
+                "hung-finishing",
+                "tracesim: a scoring worker process took more than %s s to build its evaluators or "
+                "to write a scored call's span; it was stopped and replaced (a call that stops two "
+                "workers this way is finished by your process).",
+                limit_s,
+            )
+        elif hung is not None:
             if type(hung) is ProcessRun:
                 self._complete(hung.job, hung.evaluator, timeout(hung.evaluator, limit_s))
-                hung_name = hung.evaluator.name
             self._warnings.warn(
                 f"hung:{hung_name}",
                 "tracesim: a run of evaluator %r passed its %s s limit in a scoring worker process; the "
@@ -868,6 +908,30 @@ class ProcessPool:
                 worker.slot.close()
         self._all.clear()
         self._workers.clear()
+
+
+def _charged(run: ProcessJob, token: int, hung: bool, limit_s: float) -> tuple[str, str]:
+    """What becomes of a handed call whose worker hung or died under ``token``: ``back`` to a
+    worker or ``home`` to the host, and the name of the evaluator that hung ("" for none).
+
+    An evaluator past its time gets its time-out result and the call goes on without it. A
+    crash in an evaluator's run counts as a death; at `_MAX_DEATHS` that evaluator gets a
+    ``worker_died`` result instead of another worker. A crash or hang while the worker built
+    the evaluators (a negative token) or wrote the span has no result to give: at `_MAX_DEATHS`
+    the call goes to the host, which scores and writes it as for any call."""
+    index = run.index(token) if token > 0 else None
+    if index is not None and hung:
+        evaluator = run.evaluators[index]
+        run.presets[index] = timeout(evaluator, limit_s)
+        return "back", evaluator.name
+    run.deaths += 1
+    if run.deaths < _MAX_DEATHS:
+        return "back", ""
+    if index is None:
+        return "home", ""
+    run.presets[index] = _died(run.evaluators[index])
+    run.deaths = 0
+    return "back", ""
 
 
 def _release(worker: _Worker, run: ProcessRun | ProcessJob) -> bool:

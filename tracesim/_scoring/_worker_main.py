@@ -18,7 +18,7 @@ fields and field set, `RAISED` with the exception's type name and text, `NOT_BUI
 evaluator could not be rebuilt (with its key, for a handed call), `NOT_SENT` when the result does
 not pickle, `NOT_RESULT` with the name of the type ``evaluate()`` returned instead of an
 `EvalResult`, `UNREADABLE` for every token of a blob that does not unpickle here, `DONE` when a
-handed call's span is written (its outcomes and cost). End of input ends the worker, once the
+handed call's span is written (its outcomes and cost), `NOT_FINISHED` when it could not be. End of input ends the worker, once the
 spans it scored are written.
 """
 
@@ -38,6 +38,7 @@ from tracesim._scoring._processes import (
     _FLUSH_EVERY_S,
     DONE,
     NOT_BUILT,
+    NOT_FINISHED,
     NOT_RESULT,
     NOT_SENT,
     OK,
@@ -162,14 +163,20 @@ def _loop(source: Any, out_fd: int, slot: mmap.mmap, evaluators: dict[int, Any],
 
 
 class _Handed:
-    """The handed calls of one frame: scored, then written together before they are acknowledged."""
+    """The handed calls of one frame: scored, then written together before they are acknowledged.
+
+    While it writes a call's span the slot holds the call's last token (`ProcessJob.finishing`),
+    so a crash there is charged to that call; a failure Python sees is said to the host
+    (`NOT_FINISHED`), which then writes that call, and every later one, itself.
+    """
 
     def __init__(self, slot: mmap.mmap) -> None:
         self.slot = slot
         self.setup: bytes | None = None
         self._finisher: Any = None
+        self._failed: str | None = None  # why no span can be written here
         self._spans: list[Any] = []
-        self._done: list[tuple[int, list[Any], int, bool]] = []  # (token, outcomes, span id, late)
+        self._done: list[tuple[int, list[Any], int, int]] = []  # (token, outcomes, span id, finishing)
 
     def score(
         self, token: int, item: tuple[Any, ...], evaluators: dict[int, Any], results: list[Any]
@@ -179,33 +186,55 @@ class _Handed:
         from tracesim._scoring._expect import NOT_SET, handed
         from tracesim._scoring._jobs import checked, failure
 
-        keys, output, expected, value, data, presets, deadline, write_expected = item
+        slot = self.slot
+        token_at, start_at = TOKEN.pack_into, START.pack_into
+        token_at(slot, 0, 0)  # not the previous run's any more
+        keys, output, expected, value, data, presets, deadline, write_expected, kinds = item
         built = [evaluators.get(key, "no spec was sent") for key in keys]
         for key, evaluator in zip(keys, built, strict=True):
             if isinstance(evaluator, str):
                 results.append((token, NOT_BUILT, (key, evaluator)))
                 return
-        if self._finisher is None:
-            from tracesim._scoring._handoff import Finisher
+        finishing = token + len(keys)
+        if self._finisher is None and self._failed is None:
+            start_at(slot, 8, time.monotonic())
+            token_at(slot, 0, finishing)
+            try:
+                from tracesim._scoring._handoff import Finisher
 
-            self._finisher = Finisher(self.setup or b"")
-        late = time.monotonic() > deadline
+                self._finisher = Finisher(self.setup or b"")
+            except Exception as exc:
+                self._failed = f"{type(exc).__name__}: {exc}"
+            token_at(slot, 0, 0)
+        if self._failed is not None:
+            results.append((token, NOT_FINISHED, self._failed))
+            return
         clock = time.monotonic
-        token_at, start_at = TOKEN.pack_into, START.pack_into
+        count = len(built)
+        cut = 0 if clock() > deadline else count  # results from ``cut`` on came past max_defer_s
         scored = []
         for index, evaluator in enumerate(built):
             result = presets.get(index)
             if result is None:
-                start_at(self.slot, 8, clock())
-                token_at(self.slot, 0, token + index)
+                start_at(slot, 8, clock())  # the time first: a token is never seen with an older time
+                token_at(slot, 0, token + index)
                 try:
                     result = evaluator.evaluate(output, handed(evaluator, expected), input=value)
                 except Exception as exc:  # evaluate() handles data errors; this is a broken evaluator
                     result = failure(evaluator, exc, "evaluate() raised")
                 result = checked(evaluator, result)
-            scored.append((evaluator, result))
-        token_at(self.slot, 0, 0)
-        spans = self._finisher.finish(data, scored, expected if write_expected else NOT_SET, late)
+            if cut == count and clock() > deadline:
+                cut = index
+            scored.append((kinds[index], result))
+        start_at(slot, 8, clock())
+        token_at(slot, 0, finishing)
+        try:
+            spans = self._finisher.finish(data, scored, expected if write_expected else NOT_SET, cut)
+        except Exception as exc:
+            token_at(slot, 0, 0)
+            results.append((token, NOT_FINISHED, f"{type(exc).__name__}: {exc}"))
+            return
+        token_at(slot, 0, 0)
         self._spans.extend(spans)
         outcomes = [
             (
@@ -213,18 +242,28 @@ class _Handed:
                 outcome(result),
                 result.score if result.status == "ok" else None,
                 result.error_type if result.status == "error" else None,
+                index >= cut,
             )
-            for _, result in scored
+            for index, (_, result) in enumerate(scored)
         ]
-        self._done.append((token, outcomes, data[1].span_id, late))
+        self._done.append((token, outcomes, data[1].span_id, finishing))
 
     def write(self, results: list[Any]) -> None:
         """Write the spans scored so far, then add their acknowledgements to ``results``."""
         if not self._done:
             return
-        costs = self._finisher.export(self._spans)
-        for token, outcomes, span_id, late in self._done:
-            results.append((token, DONE, (outcomes, costs.get(span_id), late)))
+        slot = self.slot
+        START.pack_into(slot, 8, time.monotonic())
+        TOKEN.pack_into(slot, 0, self._done[0][3])  # a crash writing them is charged to the first
+        try:
+            costs = self._finisher.export(self._spans)
+        except Exception as exc:
+            why = f"{type(exc).__name__}: {exc}"
+            results.extend((token, NOT_FINISHED, why) for token, _, _, _ in self._done)
+        else:
+            for token, outcomes, span_id, _ in self._done:
+                results.append((token, DONE, (outcomes, costs.get(span_id))))
+        TOKEN.pack_into(slot, 0, 0)
         self._spans = []
         self._done = []
 
