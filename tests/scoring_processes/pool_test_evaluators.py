@@ -145,3 +145,22 @@ def _rebuilt_hook(home: int, then: str) -> HostOnlyHook:
 def scrub_in_script_style(text: str, attribute: str) -> str:
     """A plain redact hook, for tests that pretend it was defined in a script."""
     return text.replace("secret", "[gone]")
+
+
+def current_pool() -> Any:
+    """The running configuration's pool of scoring worker processes."""
+    from tracesim import _runtime
+
+    runtime = _runtime.current
+    assert runtime is not None
+    assert runtime.scoring is not None
+    assert runtime.scoring._pool is not None
+    return runtime.scoring._pool
+
+
+def worker_ready(timeout_s: float = 120.0) -> None:
+    """Wait until the running configuration's first scoring worker process is up."""
+    deadline = time.monotonic() + timeout_s
+    while not current_pool().ready:
+        assert time.monotonic() < deadline, "no worker started"
+        time.sleep(0.05)

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import signal
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from pool_test_evaluators import Behaves, HostOnlyHook
+from pool_test_evaluators import Behaves, HostOnlyHook, current_pool, worker_ready
 
 import tracesim
 from tracesim import _runtime
@@ -28,18 +26,11 @@ _VARYING = {"tracesim.evaluation.duration_s"}  # how long a run took: not the sa
 
 
 def _pool() -> ProcessPool:
-    runtime = _runtime.current
-    assert runtime is not None
-    assert runtime.scoring is not None
-    assert runtime.scoring._pool is not None
-    return runtime.scoring._pool
+    pool: ProcessPool = current_pool()
+    return pool
 
 
-def _worker_ready(timeout_s: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not _pool().ready:
-        assert time.monotonic() < deadline, "no worker started"
-        time.sleep(0.05)
+_worker_ready = worker_ready
 
 
 def _scored_calls(path: Path, export: str, **settings: Any) -> list[Any]:
@@ -118,33 +109,6 @@ def test_the_host_hands_calls_over_and_counts_what_workers_wrote(tmp_path: Path)
     spans = load_spans(tmp_path / ".tracesim" / "traces.jsonl")
     assert sorted(s.attributes["input.value"] for s in spans) == sorted(f"question {i}" for i in range(25))
     assert all(s.attributes["tracesim.eval.levenshtein.score"] == 1.0 for s in spans)
-
-
-def test_a_killed_worker_loses_no_span(tmp_path: Path) -> None:
-    tracesim.configure(exporters=["jsonl"], scoring_processes=1, scoring_export="workers", max_defer_s=120)
-
-    @tracesim.trace(evaluators=[Levenshtein(), Behaves(delay_s=0.003)], expected=lambda i: f"answer {i}")
-    def agent(i: int) -> str:
-        return f"answer {i}"
-
-    agent(-1)
-    _worker_ready()
-    for i in range(300):
-        agent(i)
-    pool = _pool()
-    while not any(w.held for w in pool._workers):
-        time.sleep(0.005)
-    os.kill(pool._workers[0].proc.pid, signal.SIGKILL)
-    assert tracesim.force_flush(120)
-    assert pool.deaths == 1
-    spans = load_spans(tmp_path / ".tracesim" / "traces.jsonl")
-    ids = {span.span_id for span in spans}
-    assert len(ids) == 301  # every call is written
-    assert len(spans) - len(ids) <= 32  # a few the killed worker wrote just before it died: maybe twice
-    for span in spans:
-        assert span.attributes["tracesim.eval.levenshtein.score"] == 1.0
-        assert span.attributes["tracesim.eval.behaves.score"] == 1.0
-    assert tracesim.scoring_stats().errors == 0
 
 
 def test_a_hung_run_times_out_and_its_span_is_written_with_the_other_results(tmp_path: Path) -> None:

@@ -18,8 +18,8 @@ fields and field set, `RAISED` with the exception's type name and text, `NOT_BUI
 evaluator could not be rebuilt (with its key, for a handed call), `NOT_SENT` when the result does
 not pickle, `NOT_RESULT` with the name of the type ``evaluate()`` returned instead of an
 `EvalResult`, `UNREADABLE` for every token of a blob that does not unpickle here, `DONE` when a
-handed call's span is written (its outcomes and cost), `NOT_FINISHED` when it could not be. End of input ends the worker, once the
-spans it scored are written.
+handed call's span is written (its outcomes and cost), `NOT_FINISHED` when it could not be.
+End of input ends the worker, once the spans it scored are written.
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def _serve(source: Any, out_fd: int, slot: mmap.mmap) -> None:
 
 
 def _loop(source: Any, out_fd: int, slot: mmap.mmap, evaluators: dict[int, Any], handed: _Handed) -> None:
-    from tracesim.evaluators import EvalResult, Evaluator
+    from tracesim.evaluators import Evaluator
 
     clock = time.monotonic
     token_at, start_at = TOKEN.pack_into, START.pack_into
@@ -127,29 +127,8 @@ def _loop(source: Any, out_fd: int, slot: mmap.mmap, evaluators: dict[int, Any],
         for token, item in zip(tokens, items, strict=True):
             if type(item[0]) is tuple:
                 handed.score(token, item, evaluators, results)
-                if clock() - flushed >= _FLUSH_EVERY_S:
-                    token_at(slot, 0, 0)
-                    handed.write(results)
-                    _send(out_fd, results)
-                    results = []
-                    flushed = clock()
-                continue
-            key, subject, expected, value = item
-            evaluator = evaluators.get(key, "no spec was sent")
-            if isinstance(evaluator, str):
-                results.append((token, NOT_BUILT, evaluator))
-                continue
-            started = clock()
-            start_at(slot, 8, started)  # the time first: a token is never seen with an older time
-            token_at(slot, 0, token)
-            try:
-                result = evaluator.evaluate(subject, expected, input=value)
-                if isinstance(result, EvalResult):
-                    results.append((token, OK, (result.__dict__, result.model_fields_set)))
-                else:
-                    results.append((token, NOT_RESULT, type(result).__name__))
-            except Exception as exc:  # evaluate() handles data errors; this is a broken evaluator
-                results.append((token, RAISED, (type(exc).__name__, str(exc))))
+            else:
+                _run(token, item, evaluators, results, slot)
             if clock() - flushed >= _FLUSH_EVERY_S:
                 token_at(slot, 0, 0)
                 handed.write(results)
@@ -160,6 +139,29 @@ def _loop(source: Any, out_fd: int, slot: mmap.mmap, evaluators: dict[int, Any],
         handed.write(results)
         if results:
             _send(out_fd, results)
+
+
+def _run(
+    token: int, item: tuple[Any, ...], evaluators: dict[int, Any], results: list[Any], slot: mmap.mmap
+) -> None:
+    """Run one evaluator on one output; its result (or what went wrong) goes on ``results``."""
+    from tracesim.evaluators import EvalResult
+
+    key, subject, expected, value = item
+    evaluator = evaluators.get(key, "no spec was sent")
+    if isinstance(evaluator, str):
+        results.append((token, NOT_BUILT, evaluator))
+        return
+    START.pack_into(slot, 8, time.monotonic())  # the time first: a token is never seen with an older time
+    TOKEN.pack_into(slot, 0, token)
+    try:
+        result = evaluator.evaluate(subject, expected, input=value)
+        if isinstance(result, EvalResult):
+            results.append((token, OK, (result.__dict__, result.model_fields_set)))
+        else:
+            results.append((token, NOT_RESULT, type(result).__name__))
+    except Exception as exc:  # evaluate() handles data errors; this is a broken evaluator
+        results.append((token, RAISED, (type(exc).__name__, str(exc))))
 
 
 class _Handed:
