@@ -1,12 +1,12 @@
 """Workers that export: a call scored in a worker process is finished there, not in the host.
 
-With ``scoring_export: workers``, a scored call whose evaluators a worker process can all
-rebuild is not held open in the host while it is scored. Its span ends when the call returns,
-as an unscored one would, but it does not go to the host's exporters: it is diverted (its id
-is in `HANDING` while it ends) and handed, with its job, to a worker process as one
-`ProcessJob`. The worker scores it, writes the results (and an expected output resolved from a
-source) on the span's data as the host would have, redacts it with the configuration's
-redaction, and appends it to the trace file itself (`Finisher`). The host then reads one
+With ``scoring_export`` (``auto``, the default, or ``workers``), a scored call whose evaluators
+a worker process can all rebuild is not held open in the host while it is scored. Its span
+ends when the call returns, as an unscored one would, but it does not go to the host's
+exporters: it is diverted (its id is in `HANDING` while it ends) and handed, with its job, to a
+worker process as one `ProcessJob`. The worker scores it, writes the results (and an expected
+output resolved from a source) on the span's data as the host would have, redacts it with the
+configuration's redaction, and appends it to the trace file itself (`Finisher`). The host then reads one
 acknowledgement per call: the outcomes, for `scoring_stats` and the metrics, and the cost of
 the call when it is an LLM span. So for a scored call the host's threads do what they do for an
 unscored one, plus a pickle of its span's data in a batch; its export is the worker's.
@@ -21,13 +21,15 @@ says it is written, so the calls of a killed worker go to the next one (a call m
 written twice, never lost). What a worker cannot finish goes back to the host's path, where
 the ended span is held (`HeldSpan`) and scored as another instrumentation's span would be: an
 evaluator a worker cannot rebuild (said once, as for runs), an expected output whose source
-raised, data that does not pickle, a pool that cannot start, a shutdown that comes first.
+raised, data that does not pickle, a pool that cannot start, a shutdown that comes first. A
+worker that cannot write spans at all (its writer fails, or it crashes twice while building
+evaluators or writing) leaves that call and every later one to the host, said once.
 
-A configuration workers cannot finish keeps the host's path for every call, said once at
-`configure()` (`setup_for`): exporters other than the trace file, result sinks (Phoenix,
-MLflow) that read each result in the host, a tracer provider of the application's that
-tracesim joined (its own processors expect finished spans), a redaction hook that does not
-pickle.
+A configuration workers cannot finish keeps the host's path for every call (`setup_for`; said
+once at `configure()` with ``workers``, silently with ``auto``): exporters other than the trace
+file, result sinks (Phoenix, MLflow, log records) that take each result in the host, a tracer
+provider of the application's that tracesim joined (its own processors expect finished spans),
+a redaction hook that does not pickle or is defined in the script.
 """
 
 from __future__ import annotations
