@@ -185,6 +185,7 @@ class _Worker:
         "has_setup",
         "held",
         "known",
+        "load",
         "proc",
         "reader",
         "ready",
@@ -199,6 +200,7 @@ class _Worker:
         self.held: dict[int, ProcessRun | ProcessJob] = {}  # by token (a job under each of its tokens)
         self.known: set[int] = set()  # spec keys this worker was sent
         self.has_setup = False  # it was sent the setup that finishes handed calls
+        self.load = 0  # evaluator runs it holds (a handed call's: one per evaluator)
         self.ready = False
         self.gone = False
         self.started = time.monotonic()
@@ -412,9 +414,9 @@ class ProcessPool:
                 if len(self._workers) < self.size:
                     spawn = True
                 else:
-                    free = [w for w in self._workers if w.ready and len(w.held) < HELD]
+                    free = [w for w in self._workers if w.ready and w.load < HELD]
                     if free and self._queue:
-                        worker = min(free, key=lambda w: len(w.held))
+                        worker = min(free, key=lambda w: w.load)
                         return (worker, *self._take(worker))
                     self._sleeping = True
                     self._wake.wait(_FEED_WAIT_S)
@@ -428,7 +430,7 @@ class ProcessPool:
         specs: dict[int, bytes] = {}
         held = worker.held
         queue = self._queue
-        while queue and len(batch) < BATCH and len(held) < HELD:
+        while queue and len(batch) < BATCH and worker.load < HELD:
             if queue[0].solo and batch:
                 break  # a run whose batch did not unpickle goes alone, to find the culprit
             run = queue.popleft()
@@ -436,6 +438,7 @@ class ProcessPool:
             self._next_token += run.width
             for each in range(token, token + run.width):
                 held[each] = run
+            worker.load += len(run.keys)
             batch.append(run)
             for key in run.keys:
                 if key not in worker.known:
@@ -745,6 +748,7 @@ class ProcessPool:
                 self._workers.remove(worker)
             runs = list({id(run): run for run in worker.held.values()}.values())
             worker.held.clear()
+            worker.load = 0
             running = 0  # a negative token: the worker was building the evaluators of its batch
             if hung is None and worker.ready:
                 running = worker.running()[0]
@@ -941,6 +945,7 @@ def _release(worker: _Worker, run: ProcessRun | ProcessJob) -> bool:
         return False
     for token in range(run.token, run.token + run.width):
         held.pop(token, None)
+    worker.load -= len(run.keys)
     return True
 
 
