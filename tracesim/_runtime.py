@@ -522,25 +522,16 @@ def _build(
             sinks=sinks,
             redaction=redaction,
             metrics=metrics.counts if metrics is not None else None,
-            forward=_forwarder(processors),
             export_setup=setup,
             cost=getattr(first, "add", None) if metrics is not None else None,
         )
     runtime = Runtime(settings, tracer, processors, capture, scoring, rules, sinks, exporters)
+    if scoring is not None:
+        scoring.forward = runtime._forward  # a handed call the host finishes after all goes there
     runtime.provider = provider
     runtime.redaction = redaction
     runtime.metrics = metrics
     return runtime
-
-
-def _forwarder(processors: Sequence[SpanProcessor]) -> Callable[[ReadableSpan], None]:
-    """Sends an ended span to ``processors`` (a scored call the host finishes after all)."""
-
-    def forward(span: ReadableSpan) -> None:
-        for processor in processors:
-            processor.on_end(span)
-
-    return forward
 
 
 def _events_as_set(exporter: SpanExporter, item: Any, settings: Settings) -> SpanExporter:

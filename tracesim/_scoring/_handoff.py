@@ -38,7 +38,6 @@ from __future__ import annotations
 import logging
 import os
 import pickle
-import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -433,7 +432,6 @@ class _CostTally:
     def __init__(self, inner: Any) -> None:
         self._inner = inner
         self.found: dict[int, tuple[str, str, float]] = {}
-        self._lock = threading.Lock()
 
     def export(self, spans: Sequence[ReadableSpan]) -> Any:
         from tracesim._metrics._cost import priced

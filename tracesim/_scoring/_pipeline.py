@@ -124,7 +124,7 @@ class ScoringPipeline:
         self.sinks = tuple(sinks)
         self.forward = forward
         """Sends an ended span to the configuration's span processors (a call taken back from a worker)."""
-        self.export_setup = export_setup if forward is not None and processes != 0 else None
+        self.export_setup = export_setup if processes != 0 else None
         """With ``scoring_export: workers``, what workers finish handed calls with (None: the host does)."""
         self.cost = cost
         """Counts the cost of an LLM call a worker wrote (the metrics' `CostCounting.add`)."""
