@@ -508,7 +508,13 @@ def _build(
     if settings.scoring_mode != "off":
         from tracesim._scoring._handoff import setup_for
 
-        setup, _ = setup_for(settings, resource, joined=existing is not None, sinks=sinks)
+        setup, _ = setup_for(
+            settings,
+            resource,
+            joined=existing is not None,
+            sinks=sinks,
+            limits=getattr(provider, "_span_limits", None),  # the SDK's: what its spans apply
+        )
         first = counted[0] if counted else None
         scoring = ScoringPipeline(
             tracer=tracer,

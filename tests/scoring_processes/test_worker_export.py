@@ -497,3 +497,46 @@ def test_a_result_past_max_defer_s_goes_on_a_carrier_the_others_on_the_span(tmp_
     assert list(carriers) == ["evaluation behaves"]
     assert carriers["evaluation behaves"].attributes["tracesim.eval.behaves.score"] == 1.0
     assert carriers["evaluation behaves"].end_time_unix_nano == call.end_time_unix_nano
+
+
+def _dropped(path: Path) -> dict[str, tuple[int, int, list[int]]]:
+    """Each span's dropped attribute and event counts, and its events', by its input."""
+    found = {}
+    for line in path.read_text().splitlines():
+        for resource in json.loads(line)["resourceSpans"]:
+            for scope in resource["scopeSpans"]:
+                for span in scope["spans"]:
+                    attrs = {a["key"]: next(iter(a["value"].values())) for a in span["attributes"]}
+                    found[attrs["input.value"]] = (
+                        span.get("droppedAttributesCount", 0),
+                        span.get("droppedEventsCount", 0),
+                        [event.get("droppedAttributesCount", 0) for event in span.get("events", [])],
+                    )
+    return found
+
+
+def test_the_workers_apply_the_hosts_span_limits_to_what_they_add(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The SDK's limits, from the environment: 16 attributes a span, texts cut at 24 characters,
+    # 2 events a span, 5 attributes an event. Three results overflow each of them; before,
+    # the worker wrote every result's attributes and events whole.
+    monkeypatch.setenv("OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT", "16")
+    monkeypatch.setenv("OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", "24")
+    monkeypatch.setenv("OTEL_SPAN_EVENT_COUNT_LIMIT", "2")
+    monkeypatch.setenv("OTEL_EVENT_ATTRIBUTE_COUNT_LIMIT", "5")
+    host = _scored_calls(tmp_path / "host.jsonl", "host")
+    workers = _scored_calls(tmp_path / "workers.jsonl", "workers")
+    by_input = {span.attributes["input.value"]: span for span in host}
+    for span in workers:
+        twin = by_input[span.attributes["input.value"]]
+        assert _comparable(span) == _comparable(twin)
+        assert len(span.attributes) == 16
+        assert len(span.events) == 2
+        assert all(len(event.attributes) == 5 for event in span.events)
+        assert max(len(v) for v in span.attributes.values() if isinstance(v, str)) == 24
+    host_dropped = _dropped(tmp_path / "host.jsonl")
+    worker_dropped = _dropped(tmp_path / "workers.jsonl")
+    assert worker_dropped == host_dropped
+    # The SDK evicts attributes past the count without counting them; it counts the events.
+    assert {events for _, events, _ in worker_dropped.values()} == {1}

@@ -45,7 +45,7 @@ from tracesim import _semconv as sc
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import ReadableSpan
+    from opentelemetry.sdk.trace import ReadableSpan, SpanLimits
 
     from tracesim._config import Settings
     from tracesim._scoring._jobs import Job
@@ -80,9 +80,18 @@ RETURNED = "returned"
 
 
 def setup_for(
-    settings: Settings, resource: Resource, *, joined: bool, sinks: Sequence[Any]
+    settings: Settings,
+    resource: Resource,
+    *,
+    joined: bool,
+    sinks: Sequence[Any],
+    limits: SpanLimits | None = None,
 ) -> tuple[bytes | None, str | None]:
     """What workers finish calls with (pickled), or None and why the host finishes them.
+
+    ``limits``: the span limits of the host's tracer provider, which the workers apply to what
+    they add to a span as the host's spans do (the SDK's defaults, read from the environment,
+    when not given).
 
     Nothing and no reason when ``scoring_export`` is ``host``. With ``workers`` a reason is logged
     once here; ``auto`` keeps the host's path without a word.
@@ -131,6 +140,7 @@ def setup_for(
                 else None  # no exporter: the spans go nowhere, as in the host
             ),
             "resource": (dict(resource.attributes), resource.schema_url),
+            "limits": limits if limits is not None else _default_limits(),
         }
         try:
             data = pickle.dumps(setup, pickle.HIGHEST_PROTOCOL)
@@ -145,6 +155,12 @@ def setup_for(
         _logger.warning("tracesim: scoring_export is 'workers', but the host finishes scored calls: %s.", why)
         return None, why
     return data, None
+
+
+def _default_limits() -> SpanLimits:
+    from opentelemetry.sdk.trace import SpanLimits
+
+    return SpanLimits()
 
 
 def span_data(span: ReadableSpan) -> tuple[Any, ...]:
@@ -308,6 +324,7 @@ class Finisher:
             self.exporter = RedactingExporter(self.costs, redaction=self.redaction)  # type: ignore[arg-type]
         attributes, schema_url = values["resource"]
         self.resource = Resource(attributes, schema_url)
+        self.limits: SpanLimits = values["limits"]
         self._carriers: list[ReadableSpan] = []
         self._tracer: Any = None
 
@@ -324,18 +341,17 @@ class Finisher:
         from tracesim._scoring._expect import NOT_SET, expected_attributes
         from tracesim._scoring._results import emit_carrier, write
 
-        attributes: dict[str, Any] = data[6]
-        events: list[Any] = data[7]
+        recorder: Any = _Recorder(data, self.limits)
+        attributes = recorder.attributes
         if expected is not NOT_SET and expected is not None:
-            attributes.update(expected_attributes(expected, self.capture))
-        recorder: Any = _Recorder(attributes, events)
+            recorder.set_attributes(expected_attributes(expected, self.capture))
         end_ns = data[5]
         redaction = self.redaction
         for kind, result in results[:cut]:
             write(recorder, result, self.capture, end_ns, redaction=redaction, annotator_kind=kind)
         if cut < len(results):
             attributes[sc.EVALUATION_DEFERRED] = [result.name for _, result in results[cut:]]
-        spans = [self.rebuilt(data)]
+        spans = [self.rebuilt(data, recorder)]
         if cut < len(results):
             tracer = self._carrier_tracer()
             for kind, result in results[cut:]:
@@ -352,24 +368,25 @@ class Finisher:
             self._carriers.clear()
         return spans
 
-    def rebuilt(self, data: tuple[Any, ...]) -> ReadableSpan:
-        """The span `span_data` describes, with this configuration's resource."""
-        from opentelemetry.sdk.trace import Event, ReadableSpan
+    def rebuilt(self, data: tuple[Any, ...], recorder: _Recorder | None = None) -> ReadableSpan:
+        """The span `span_data` describes, with this configuration's resource (and what
+        ``recorder`` added to its attributes and events)."""
+        from opentelemetry.sdk.trace import ReadableSpan
         from opentelemetry.sdk.util.instrumentation import InstrumentationScope
         from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
-        from tracesim.exporters._redacting import _bounded, _bounded_attributes
+        from tracesim.exporters._redacting import _bounded
 
-        name, context, parent, kind, start, end, attributes, events, links, status, scope, dropped = data
+        if recorder is None:
+            recorder = _Recorder(data, self.limits)
+        name, context, parent, kind, start, end, _, _, links, status, scope, dropped = data
         return ReadableSpan(
             name=name,
             context=context,
             parent=parent,
             resource=self.resource,
-            attributes=_bounded_attributes(attributes, dropped[0]),
-            events=_bounded(
-                [e if isinstance(e, Event) else Event(e[0], e[1], e[2]) for e in events], dropped[1]
-            ),
+            attributes=recorder.attributes,
+            events=recorder.events,
             links=_bounded([Link(c, a) for c, a in links], dropped[2]),
             kind=SpanKind(kind),
             status=Status(StatusCode(status[0]), status[1]),
@@ -390,7 +407,7 @@ class Finisher:
                 def on_end(self, span: ReadableSpan) -> None:
                     carriers.append(span)
 
-            provider = TracerProvider(resource=self.resource, shutdown_on_exit=False)
+            provider = TracerProvider(resource=self.resource, span_limits=self.limits, shutdown_on_exit=False)
             provider.add_span_processor(Collect())
             self._tracer = provider.get_tracer("tracesim", __version__)
         return self._tracer
@@ -408,21 +425,46 @@ class Finisher:
 
 
 class _Recorder:
-    """What `tracesim._scoring._results.write` writes on: a span's attribute dict and event list."""
+    """What `tracesim._scoring._results.write` writes on: a handed span's attributes and events,
+    bounded by the host's span limits as its SDK span bounds them (the same SDK classes): an
+    attribute past the count limit is dropped, a long text cut, the oldest event dropped for a
+    new one past the event limit, and the drops counted for the exporters."""
 
-    __slots__ = ("attributes", "events")
+    __slots__ = ("attributes", "events", "limits")
 
-    def __init__(self, attributes: dict[str, Any], events: list[Any]) -> None:
-        self.attributes = attributes
-        self.events = events
+    def __init__(self, data: tuple[Any, ...], limits: SpanLimits) -> None:
+        from opentelemetry.attributes import BoundedAttributes
+        from opentelemetry.sdk.trace import Event
+        from opentelemetry.sdk.util import BoundedList
+
+        dropped = data[11]
+        # What the host's span holds is within these limits already: taken as it is.
+        self.attributes = BoundedAttributes(
+            limits.max_span_attributes,
+            data[6],
+            immutable=False,
+            max_value_len=limits.max_span_attribute_length,
+        )
+        self.attributes.dropped = dropped[0]  # the SDK reports dropped counts from this field
+        self.events: BoundedList[Any] = BoundedList(limits.max_events)
+        self.events.extend([e if isinstance(e, Event) else Event(e[0], e[1], e[2]) for e in data[7]])
+        self.events.dropped = dropped[1]
+        self.limits = limits
 
     def set_attributes(self, attributes: dict[str, Any]) -> None:
-        self.attributes.update(attributes)
+        bounded = self.attributes
+        for key, value in attributes.items():
+            bounded[key] = value
 
     def add_event(self, name: str, attributes: Any = None, timestamp: int | None = None) -> None:
+        from opentelemetry.attributes import BoundedAttributes
         from opentelemetry.sdk.trace import Event
 
-        self.events.append(Event(name, dict(attributes or {}), timestamp))
+        limits = self.limits
+        bounded = BoundedAttributes(
+            limits.max_event_attributes, attributes, max_value_len=limits.max_attribute_length
+        )
+        self.events.append(Event(name, bounded, timestamp))
 
 
 class _CostTally:
