@@ -283,3 +283,28 @@ def test_evaluators_that_cannot_cross_stay_on_threads_with_the_reason_once(
     assert "do not pickle" in function
     assert "'behaves'" in unpicklable
     assert "do not pickle" in unpicklable
+
+
+def test_the_backlog_counts_a_handed_calls_evaluators_as_a_worker_holds_them() -> None:
+    from types import SimpleNamespace
+
+    from tracesim._scoring._processes import HELD
+
+    collector = Collector()
+    pool = ProcessPool(
+        1,
+        complete=collector.complete,
+        on_thread=collector.back,
+        stuck_after_s=60.0,
+        warnings=WarnOnce(),
+        grow_to=2,
+    )
+    try:
+        calls = HELD // 2  # each with three evaluators: 1.5 x HELD runs, half as many items
+        for _ in range(calls):
+            pool.put(SimpleNamespace(keys=(1, 2, 3), solo=False))  # type: ignore[arg-type]
+        assert pool.backlog() == 3 * calls
+        pool.grow()
+        assert pool.size == 2  # before: HELD / 2 queued items were not "more than HELD" runs
+    finally:
+        pool.close(5.0)

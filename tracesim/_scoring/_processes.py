@@ -381,14 +381,16 @@ class ProcessPool:
 
     def grow(self) -> None:
         """Add a worker (up to ``grow_to``) when runs keep waiting for one."""
+        waiting = self.backlog()
         with self._lock:
-            if self.size < self.grow_to and len(self._queue) > HELD:
+            if self.size < self.grow_to and waiting > HELD:
                 self.size += 1
                 self._wake.notify_all()
 
     def backlog(self) -> int:
-        """Runs waiting for a worker."""
-        return len(self._queue)
+        """Evaluator runs waiting for a worker (a handed call counts one per evaluator, as a
+        worker's `HELD` counts them)."""
+        return sum(len(run.keys) for run in list(self._queue))  # a copy in C: callers append meanwhile
 
     # ------------------------------------------------------------ feeder
 
