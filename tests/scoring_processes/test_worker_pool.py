@@ -308,3 +308,21 @@ def test_the_backlog_counts_a_handed_calls_evaluators_as_a_worker_holds_them() -
         assert pool.size == 2  # before: HELD / 2 queued items were not "more than HELD" runs
     finally:
         pool.close(5.0)
+
+
+def test_a_run_is_sent_when_it_comes_not_when_the_feeder_next_looks(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tracesim._scoring import _processes
+
+    # The feeder's safety-net look comes after an hour here: each run below is scored only if
+    # putting it wakes the feeder (a batch gathered over time holds the host's threads longer).
+    monkeypatch.setattr(_processes, "_FEED_WAIT_S", 3600.0)
+    collector = Collector()
+    pool = _pool(collector, 1)
+    pool.start()
+    try:
+        _ready(pool)
+        for i in range(5):
+            job = _submit(pool, Levenshtein(), f"answer {i}", f"answer {i}")
+            assert collector.wait_for([job], timeout_s=60.0)[job].score == 1.0
+    finally:
+        pool.close(5.0)

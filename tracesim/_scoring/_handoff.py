@@ -426,44 +426,78 @@ class Finisher:
 
 class _Recorder:
     """What `tracesim._scoring._results.write` writes on: a handed span's attributes and events,
-    bounded by the host's span limits as its SDK span bounds them (the same SDK classes): an
-    attribute past the count limit is dropped, a long text cut, the oldest event dropped for a
-    new one past the event limit, and the drops counted for the exporters."""
+    bounded by the host's span limits as its SDK span bounds them: an attribute past the count
+    limit is dropped, a long text cut, the oldest event dropped for a new one past the event
+    limit, and the drops counted for the exporters. While nothing comes near a limit (the
+    common case) they are a plain dict and list, which is what the SDK's classes would hold;
+    from the first write that could be cut, the SDK's own classes hold them."""
 
     __slots__ = ("attributes", "events", "limits")
 
     def __init__(self, data: tuple[Any, ...], limits: SpanLimits) -> None:
-        from opentelemetry.attributes import BoundedAttributes
         from opentelemetry.sdk.trace import Event
+
+        self.limits = limits
+        self.attributes: Any = data[6]  # within the limits already: the host's span held it
+        self.events: Any = [e if isinstance(e, Event) else Event(e[0], e[1], e[2]) for e in data[7]]
+        dropped = data[11]
+        if dropped[0]:
+            self._bound_attributes()
+            self.attributes.dropped = dropped[0]  # the SDK reports dropped counts from this field
+        if dropped[1]:
+            self._bound_events()
+            self.events.dropped = dropped[1]  # type: ignore[attr-defined]  # a BoundedList now
+
+    def _bound_attributes(self) -> None:
+        from opentelemetry.attributes import BoundedAttributes
+
+        if type(self.attributes) is dict:
+            limits = self.limits
+            self.attributes = BoundedAttributes(
+                limits.max_span_attributes,
+                self.attributes,
+                immutable=False,
+                max_value_len=limits.max_span_attribute_length,
+            )
+
+    def _bound_events(self) -> None:
         from opentelemetry.sdk.util import BoundedList
 
-        dropped = data[11]
-        # What the host's span holds is within these limits already: taken as it is.
-        self.attributes = BoundedAttributes(
-            limits.max_span_attributes,
-            data[6],
-            immutable=False,
-            max_value_len=limits.max_span_attribute_length,
-        )
-        self.attributes.dropped = dropped[0]  # the SDK reports dropped counts from this field
-        self.events: BoundedList[Any] = BoundedList(limits.max_events)
-        self.events.extend([e if isinstance(e, Event) else Event(e[0], e[1], e[2]) for e in data[7]])
-        self.events.dropped = dropped[1]
-        self.limits = limits
+        if type(self.events) is list:
+            events: BoundedList[Any] = BoundedList(self.limits.max_events)
+            events.extend(self.events)
+            self.events = events
 
     def set_attributes(self, attributes: dict[str, Any]) -> None:
-        bounded = self.attributes
+        held = self.attributes
+        if type(held) is dict:
+            limits = self.limits
+            room = limits.max_span_attributes
+            if limits.max_span_attribute_length is None and (
+                room is None or len(held) + len(attributes) <= room
+            ):
+                held.update(attributes)
+                return
+            self._bound_attributes()
+            held = self.attributes
         for key, value in attributes.items():
-            bounded[key] = value
+            held[key] = value
 
     def add_event(self, name: str, attributes: Any = None, timestamp: int | None = None) -> None:
         from opentelemetry.attributes import BoundedAttributes
         from opentelemetry.sdk.trace import Event
 
         limits = self.limits
-        bounded = BoundedAttributes(
-            limits.max_event_attributes, attributes, max_value_len=limits.max_attribute_length
-        )
+        room = limits.max_events
+        if type(self.events) is list and room is not None and len(self.events) >= room:
+            self._bound_events()
+        count = limits.max_event_attributes
+        if limits.max_attribute_length is None and (
+            not attributes or count is None or len(attributes) <= count
+        ):
+            self.events.append(Event(name, dict(attributes or {}), timestamp))
+            return
+        bounded = BoundedAttributes(count, attributes, max_value_len=limits.max_attribute_length)
         self.events.append(Event(name, bounded, timestamp))
 
 

@@ -2,8 +2,9 @@
 
 A scoring thread resolves a job's expected output as before, then gives each run of an
 evaluator a worker process can rebuild (see `ProcessPool.key_for`) to this pool instead of
-running it. One feeder thread takes runs off a deque in batches of up to `BATCH`, pickles
-each batch once and writes it to the least busy worker (at most `HELD` runs each, so the
+running it. One feeder thread, woken by the first run to come, waits `_LINGER_S` for
+others and takes what came off a deque, up to `BATCH`; it pickles each batch once and writes
+it to the least busy worker (at most `HELD` runs each, so the
 deque keeps the rest for whichever worker is free, or alive); one reader thread per worker
 turns the results it sends back into `EvalResult`s without validating them again and hands
 them to the pipeline. Workers are ``python -m tracesim._scoring._worker_main`` subprocesses
@@ -65,7 +66,13 @@ _START_LIMIT_S = 120.0
 _FAILED_STARTS = 2
 """Failed starts in a row after which the pool is broken and the threads score everything."""
 _MONITOR_S = 0.05
-_FEED_WAIT_S = 0.02
+_FEED_WAIT_S = 0.1
+"""The feeder's longest sleep: `put` wakes it for new work, this only looks again (a safety net)."""
+_LINGER_S = 0.005
+"""How long the feeder, woken by a run, waits for others before it sends: a few calls a frame.
+Measured at 600 scored calls/s (host p99 over the unscored call's, one run of 5 rounds):
+1.81x sending at once, 1.58x after 2 ms, 1.46x after 5 ms (a scorer beside the host without
+tracesim: 1.31x); batches gathered for 20 ms read 1.8-2.7x, for 60 ms 3.2x."""
 _KNOWN_MAX = 4096
 _MAX_FRAME = (1 << 32) - 1
 """A frame's length is 4 bytes: a batch that pickles to more goes to the threads."""
@@ -100,8 +107,12 @@ START = struct.Struct("<d")
 _LENGTH = struct.Struct(">I")
 _COPY_BELOW = 1 << 16
 """A frame shorter than this is written with its length in one call; a longer one in two."""
-_FLUSH_EVERY_S = 0.02
-"""Results of a batch go back together, or every 20 ms when a batch takes longer."""
+_FLUSH_EVERY_S = 0.005
+"""A worker sends its results (and writes the spans it scored) once the host has sent nothing
+more for it to score, or every 5 ms while it has: the host's reader then handles a few calls at
+a time, a short hold of its interpreter. Measured at 600 scored calls/s, host p99 over the
+unscored call's in one run: 1.67x with 5 ms, 1.92x with 20 ms (a scorer beside the host
+without tracesim: 1.18x)."""
 
 
 def read_frame(stream: BinaryIO) -> Any:
@@ -264,6 +275,8 @@ class ProcessPool:
         self._monitor: threading.Thread | None = None
         self._failed_starts = 0
         self._sleeping = False
+        self._starving = False  # the feeder waits for work: a put wakes it
+        self._woken = False  # by a put: it lingers to take what comes meanwhile (_LINGER_S)
         self.started = False
         self.broken = False
         self.closing = False
@@ -371,9 +384,13 @@ class ProcessPool:
             self._feeder.start()
 
     def put(self, run: ProcessRun | ProcessJob) -> None:
-        """Queue ``run`` for a worker; wake the feeder only when a batch is waiting."""
+        """Queue ``run`` for a worker; wake the feeder when it waits for work.
+
+        The feeder then sends at once whatever is queued, not a batch gathered over time: the
+        host's threads hold the interpreter a few calls at a time (see `_FLUSH_EVERY_S`).
+        """
         self._queue.append(run)
-        if self._sleeping and len(self._queue) >= BATCH:
+        if self._starving:  # read after the append: see _next_batch
             with self._wake:
                 self._wake.notify_all()
         if self.broken:  # broke since the caller looked: the threads take it
@@ -406,7 +423,7 @@ class ProcessPool:
 
     def _next_batch(self) -> tuple[Any, list[ProcessRun | ProcessJob], dict[int, Any]]:
         while True:
-            spawn = False
+            spawn = linger = False
             with self._lock:
                 if self.closing:
                     return None, [], {}
@@ -417,15 +434,28 @@ class ProcessPool:
                     spawn = True
                 else:
                     free = [w for w in self._workers if w.ready and w.load < HELD]
+                    # Set before the queue is looked at: a put that appends after the look
+                    # sees it and wakes this thread (put does not take the lock to append).
+                    self._starving = True
                     if free and self._queue:
-                        worker = min(free, key=lambda w: w.load)
-                        return (worker, *self._take(worker))
-                    self._sleeping = True
-                    self._wake.wait(_FEED_WAIT_S)
-                    self._sleeping = False
-                    continue
+                        self._starving = False
+                        if self._woken and _LINGER_S > 0 and len(self._queue) < BATCH:
+                            self._woken = False
+                            linger = True
+                        else:
+                            worker = min(free, key=lambda w: w.load)
+                            return (worker, *self._take(worker))
+                    else:
+                        if self._queue:
+                            self._starving = False  # waiting for a worker: the reader wakes it
+                        self._sleeping = True
+                        self._woken = self._wake.wait(_FEED_WAIT_S) and self._starving
+                        self._sleeping = self._starving = False
+                        continue
             if spawn:
                 self._spawn()
+            elif linger:
+                time.sleep(_LINGER_S)
 
     def _take(self, worker: _Worker) -> tuple[list[ProcessRun | ProcessJob], dict[int, bytes]]:
         batch: list[ProcessRun | ProcessJob] = []

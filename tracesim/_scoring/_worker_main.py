@@ -28,6 +28,7 @@ import contextlib
 import mmap
 import os
 import pickle
+import select
 import signal
 import sys
 import threading
@@ -101,10 +102,31 @@ def _loop(source: Any, out_fd: int, slot: mmap.mmap, evaluators: dict[int, Any],
 
     clock = time.monotonic
     token_at, start_at = TOKEN.pack_into, START.pack_into
+    in_fd = source.fileno()
+    results: list[tuple[int, int, Any]] = []
+    since = clock()  # when the oldest result not yet sent was begun
+
+    def flush() -> None:
+        token_at(slot, 0, 0)
+        handed.write(results)  # the spans scored so far, and their acknowledgements
+        if results:
+            _send(out_fd, results)
+            results.clear()
+
     while True:
+        pending = results or handed.pending
+        if pending and (clock() - since >= _FLUSH_EVERY_S or not _input_waiting(in_fd)):
+            # Nothing else to score now (or the oldest has waited long enough): the host gets
+            # a few calls' results at a time while it sends one call after another, and a
+            # worker kept busy writes its spans in batches.
+            flush()
+            pending = False
         message = read_frame(source)
         if message is None:
+            flush()
             return
+        if not pending:
+            since = clock()
         specs, tokens, blob, setup = message
         if setup is not None:
             handed.setup = setup
@@ -120,25 +142,23 @@ def _loop(source: Any, out_fd: int, slot: mmap.mmap, evaluators: dict[int, Any],
         try:
             items = pickle.loads(blob)
         except Exception as exc:
+            flush()
             _send(out_fd, [(token, UNREADABLE, f"{type(exc).__name__}: {exc}") for token in tokens])
             continue
-        results: list[tuple[int, int, Any]] = []
-        flushed = clock()
         for token, item in zip(tokens, items, strict=True):
             if type(item[0]) is tuple:
                 handed.score(token, item, evaluators, results)
             else:
                 _run(token, item, evaluators, results, slot)
-            if clock() - flushed >= _FLUSH_EVERY_S:
-                token_at(slot, 0, 0)
-                handed.write(results)
-                _send(out_fd, results)
-                results = []
-                flushed = clock()
+            if clock() - since >= _FLUSH_EVERY_S:
+                flush()
+                since = clock()
         token_at(slot, 0, 0)
-        handed.write(results)
-        if results:
-            _send(out_fd, results)
+
+
+def _input_waiting(fd: int) -> bool:
+    """Whether the host has sent more already (a frame read into the buffer does not count)."""
+    return bool(select.select([fd], [], [], 0)[0])
 
 
 def _run(
@@ -249,6 +269,11 @@ class _Handed:
             for index, (_, result) in enumerate(scored)
         ]
         self._done.append((token, outcomes, data[1].span_id, finishing))
+
+    @property
+    def pending(self) -> bool:
+        """Whether calls are scored and their spans not yet written."""
+        return bool(self._done)
 
     def write(self, results: list[Any]) -> None:
         """Write the spans scored so far, then add their acknowledgements to ``results``."""
