@@ -386,8 +386,8 @@ class ProcessPool:
     def put(self, run: ProcessRun | ProcessJob) -> None:
         """Queue ``run`` for a worker; wake the feeder when it waits for work.
 
-        The feeder then sends at once whatever is queued, not a batch gathered over time: the
-        host's threads hold the interpreter a few calls at a time (see `_FLUSH_EVERY_S`).
+        The feeder then waits `_LINGER_S` and sends what came meanwhile: a few calls a frame,
+        so the host's threads hold the interpreter a few calls at a time (see `_FLUSH_EVERY_S`).
         """
         self._queue.append(run)
         if self._starving:  # read after the append: see _next_batch
