@@ -124,6 +124,8 @@ def setup_for(
             "import; define it in a module"
         )
     if why is None:
+        from opentelemetry.sdk.trace import SpanLimits
+
         from tracesim._capture import make_options
 
         setup = {
@@ -140,7 +142,7 @@ def setup_for(
                 else None  # no exporter: the spans go nowhere, as in the host
             ),
             "resource": (dict(resource.attributes), resource.schema_url),
-            "limits": limits if limits is not None else _default_limits(),
+            "limits": limits if limits is not None else SpanLimits(),
         }
         try:
             data = pickle.dumps(setup, pickle.HIGHEST_PROTOCOL)
@@ -155,12 +157,6 @@ def setup_for(
         _logger.warning("tracesim: scoring_export is 'workers', but the host finishes scored calls: %s.", why)
         return None, why
     return data, None
-
-
-def _default_limits() -> SpanLimits:
-    from opentelemetry.sdk.trace import SpanLimits
-
-    return SpanLimits()
 
 
 def span_data(span: ReadableSpan) -> tuple[Any, ...]:
@@ -342,7 +338,6 @@ class Finisher:
         from tracesim._scoring._results import emit_carrier, write
 
         recorder: Any = _Recorder(data, self.limits)
-        attributes = recorder.attributes
         if expected is not NOT_SET and expected is not None:
             recorder.set_attributes(expected_attributes(expected, self.capture))
         end_ns = data[5]
@@ -350,7 +345,7 @@ class Finisher:
         for kind, result in results[:cut]:
             write(recorder, result, self.capture, end_ns, redaction=redaction, annotator_kind=kind)
         if cut < len(results):
-            attributes[sc.EVALUATION_DEFERRED] = [result.name for _, result in results[cut:]]
+            recorder.set_attributes({sc.EVALUATION_DEFERRED: [result.name for _, result in results[cut:]]})
         spans = [self.rebuilt(data, recorder)]
         if cut < len(results):
             tracer = self._carrier_tracer()
@@ -368,17 +363,15 @@ class Finisher:
             self._carriers.clear()
         return spans
 
-    def rebuilt(self, data: tuple[Any, ...], recorder: _Recorder | None = None) -> ReadableSpan:
-        """The span `span_data` describes, with this configuration's resource (and what
-        ``recorder`` added to its attributes and events)."""
+    def rebuilt(self, data: tuple[Any, ...], recorder: _Recorder) -> ReadableSpan:
+        """The span `span_data` describes, with this configuration's resource and the attributes
+        and events ``recorder`` holds."""
         from opentelemetry.sdk.trace import ReadableSpan
         from opentelemetry.sdk.util.instrumentation import InstrumentationScope
         from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
         from tracesim.exporters._redacting import _bounded
 
-        if recorder is None:
-            recorder = _Recorder(data, self.limits)
         name, context, parent, kind, start, end, _, _, links, status, scope, dropped = data
         return ReadableSpan(
             name=name,

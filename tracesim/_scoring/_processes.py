@@ -439,7 +439,7 @@ class ProcessPool:
                     self._starving = True
                     if free and self._queue:
                         self._starving = False
-                        if self._woken and _LINGER_S > 0 and len(self._queue) < BATCH:
+                        if self._woken and len(self._queue) < BATCH:
                             self._woken = False
                             linger = True
                         else:
