@@ -80,6 +80,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+_SINK_URL = "BENCH_OTLP_SINK_URL"
 VARIANTS = ("unscored", "threads", "processes=1", "processes=2", "processes=1+export")
 SIDECAR = "unscored+scorer"
 """Opt-in: the unscored host beside a process that is not tracesim's (no pipe, no results to
@@ -225,6 +226,11 @@ def configure(variant: str, exporter: str, directory: str) -> str | None:
     options: dict[str, Any] = {"set_global_tracer_provider": False}
     if exporter == "discard":
         options["exporters"] = [Discard()]
+    elif exporter == "otlp":  # the parent's loopback OTLP/HTTP backend, in a process of its own
+        options["exporters"] = ["otlp"]
+        options["otlp_endpoint"] = os.environ[_SINK_URL]
+        options["spool_dir"] = os.path.join(directory, "spool")
+        options["phoenix_annotations"] = False  # not Phoenix: no question asked of it
     else:
         options["exporters"] = ["jsonl"]
         options["jsonl_path"] = os.path.join(directory, "traces.jsonl")
@@ -701,7 +707,12 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=2.0, help="paced seconds before measuring")
     parser.add_argument("--host-threads", type=int, default=1)
     parser.add_argument("--work-us", type=float, default=150.0, help="the handler's own work")
-    parser.add_argument("--exporter", choices=("jsonl", "discard"), default="jsonl")
+    parser.add_argument(
+        "--exporter",
+        choices=("jsonl", "discard", "otlp"),
+        default="jsonl",
+        help="otlp: to a loopback OTLP/HTTP backend in a process of its own (spans and log records)",
+    )
     parser.add_argument("--find-max", action="store_true", help="search each variant's sustained rate")
     parser.add_argument(
         "--gc-freeze",
@@ -742,6 +753,11 @@ def main() -> None:
         print(json.dumps(run_child(args)))
         return
 
+    if args.exporter == "otlp" and _SINK_URL not in os.environ:
+        from _common import Sink
+
+        sink = Sink()
+        os.environ[_SINK_URL] = sink.url  # the children inherit it
     pairs = make_pairs()
     print(
         f"{len(pairs)} pairs, expected {statistics.fmean(len(e) for _, e in pairs):.0f} chars, "

@@ -68,6 +68,8 @@ class ScriptedBackend:
         self.metric_requests = 0
         self.required_header: str | None = None  # like MLflow: 422 on /v1/traces without it
         self.max_spans: int | None = None  # 413 for a trace request with more spans
+        self.traces_open = threading.Event()  # cleared: a trace request waits (a backend that hangs)
+        self.traces_open.set()
         self._lock = threading.Lock()
         self._http = LoopbackHTTP(self._handler())
 
@@ -131,6 +133,8 @@ class ScriptedBackend:
         class Handler(QuietHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                if self.path == "/v1/traces":
+                    backend.traces_open.wait(60)
                 reply = backend._reply(self.path, body, {k.lower(): v for k, v in self.headers.items()})
                 self.reply(reply.status, reply.content_type, reply.body.encode(), reply.headers)
 

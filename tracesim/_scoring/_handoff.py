@@ -56,6 +56,7 @@ __all__ = [
     "HANDED",
     "HANDING",
     "RETURNED",
+    "SENDING",
     "Finisher",
     "ProcessJob",
     "setup_for",
@@ -72,6 +73,8 @@ HANDED = "handed"
 """A job's state while a worker has it (`Job.handed`)."""
 EXPORTED = "exported"
 """The worker wrote its span."""
+SENDING = "sending"
+"""Its results are counted; the worker is sending its span to the OTLP backend."""
 RETURNED = "returned"
 """The host took it back: its span is held and finished on the host's path."""
 
@@ -108,14 +111,11 @@ def setup_for(
             "tracesim joined your application's tracer provider, whose own span processors expect "
             "each scored span with its results"
         )
-    elif sinks:
-        names = ", ".join(sorted({type(sink).__name__ for sink in sinks}))
-        why = f"results also go to result sinks ({names}), which take each result in the host"
     else:
-        others = [item for item in settings.exporters if item != "jsonl"]
+        others = [item for item in settings.exporters if item not in ("jsonl", "otlp")]
         if others:
             shown = ", ".join(item if isinstance(item, str) else type(item).__name__ for item in others)
-            why = f"workers write the trace file (jsonl) only, and spans also go to {shown}"
+            why = f"workers export to the trace file (jsonl) and OTLP only, and spans also go to {shown}"
     data = None
     hook = settings.redact
     if why is None and getattr(hook, "__module__", None) in ("__main__", "__mp_main__"):
@@ -141,6 +141,8 @@ def setup_for(
                 if "jsonl" in settings.exporters
                 else None  # no exporter: the spans go nowhere, as in the host
             ),
+            "otlp": _otlp_options(settings) if "otlp" in settings.exporters else None,
+            "results": bool(sinks),  # the host's result sinks take each result: send them back
             "resource": (dict(resource.attributes), resource.schema_url),
             "limits": limits if limits is not None else SpanLimits(),
         }
@@ -157,6 +159,22 @@ def setup_for(
         _logger.warning("tracesim: scoring_export is 'workers', but the host finishes scored calls: %s.", why)
         return None, why
     return data, None
+
+
+def _otlp_options(settings: Settings) -> tuple[Any, ...]:
+    """What a worker builds the configuration's OTLP exporter from, as the host builds its own
+    (`tracesim._runtime._exporter`); the rest comes from the ``OTEL_EXPORTER_OTLP_*`` variables,
+    which a worker inherits."""
+    from tracesim.exporters._otlp import settings_headers
+
+    return (
+        settings.otlp_protocol,
+        settings.otlp_endpoint,
+        settings_headers(settings.otlp_headers, settings.mlflow_experiment_id),
+        os.path.abspath(settings.spool_dir) if settings.spool_dir else None,
+        settings.spool_max_bytes,
+        settings.evaluation_span_events,
+    )
 
 
 def span_data(span: ReadableSpan) -> tuple[Any, ...]:
@@ -300,24 +318,31 @@ class HeldHandle:
 
 
 class Finisher:
-    """In a worker: writes a handed call's results on its span and exports it to the trace file."""
+    """In a worker: writes a handed call's results on its span and exports it.
 
-    def __init__(self, setup: bytes) -> None:
+    The trace file is written at once (`export`, on the worker's loop: a file append). Spans
+    for an OTLP backend go to a `_Sender` thread, which says through ``send`` which calls'
+    spans are kept (delivered, or in the spool directory) once they are.
+    """
+
+    def __init__(self, setup: bytes, send: Callable[[list[Any]], None] | None = None) -> None:
         from opentelemetry.sdk.resources import Resource
 
         from tracesim._redact import Redactor
-        from tracesim.exporters import JsonlExporter, RedactingExporter, Redaction
+        from tracesim.exporters import JsonlExporter, Redaction
 
         values = pickle.loads(setup)
         self.capture = values["capture"]
         patterns, redact, limit, prices = values["redaction"]
         self.redaction = Redaction(Redactor(patterns, redact), limit, prices=prices)
-        self.costs = _CostTally(None)
-        self.exporter: Any = None
+        self.file: Any = None
         if values["jsonl"] is not None:
             path, max_bytes, backups = values["jsonl"]
-            self.costs = _CostTally(JsonlExporter(path, max_bytes=max_bytes, backups=backups))
-            self.exporter = RedactingExporter(self.costs, redaction=self.redaction)  # type: ignore[arg-type]
+            self.file = JsonlExporter(path, max_bytes=max_bytes, backups=backups)
+        self.remote: _Sender | None = None
+        if values["otlp"] is not None:
+            self.remote = _Sender(_remote_exporter(values["otlp"]), send or (lambda acks: None))
+        self.results: bool = values["results"]  # the host's result sinks take each result
         attributes, schema_url = values["resource"]
         self.resource = Resource(attributes, schema_url)
         self.limits: SpanLimits = values["limits"]
@@ -405,16 +430,160 @@ class Finisher:
             self._tracer = provider.get_tracer("tracesim", __version__)
         return self._tracer
 
-    def export(self, spans: Sequence[ReadableSpan]) -> dict[int, tuple[str, str, float]]:
-        """Redact and write ``spans``; the cost of each priced LLM span among them, by span id."""
-        self.costs.found.clear()
-        if spans and self.exporter is not None:
-            self.exporter.export(spans)
-        return self.costs.found
+    def export(
+        self, spans: Sequence[ReadableSpan], tokens: Sequence[int]
+    ) -> tuple[dict[int, tuple[str, str, float]], bool]:
+        """Redact ``spans``, the spans of the calls under ``tokens``, and write them; the cost of
+        each priced LLM span among them (by span id), and whether the calls are written (False:
+        the sender says so later, call by call)."""
+        from tracesim._internal_errors import internal_error
+        from tracesim._metrics._cost import priced
+
+        costs: dict[int, tuple[str, str, float]] = {}
+        if not spans or (self.file is None and self.remote is None):
+            return costs, True
+        redact = self.redaction.span
+        redacted = []
+        for span in spans:
+            try:
+                redacted.append(redact(span))
+            except Exception:  # never send what could not be checked
+                internal_error("redaction")
+        for span in redacted:
+            attributes = span.attributes
+            if attributes and span.context is not None:
+                cost = priced(attributes)
+                if cost is not None:
+                    costs[span.context.span_id] = cost
+        if self.file is not None and redacted:
+            self.file.export(redacted)
+        if self.remote is None:
+            return costs, True
+        self.remote.put(redacted, tokens)
+        return costs, False
 
     def close(self) -> None:
-        if self.exporter is not None:
-            self.exporter.shutdown()
+        """Send what is left, then close the exporters (the remote one first: it may be slow)."""
+        try:
+            if self.remote is not None:
+                self.remote.close()
+        finally:
+            if self.file is not None:
+                self.file.shutdown()
+
+
+def _remote_exporter(options: tuple[Any, ...]) -> Any:
+    """The OTLP exporter the host's configuration builds (`tracesim._runtime._exporter`), without
+    the results' span events when ``evaluation_span_events`` is off."""
+    from tracesim.exporters import otlp_exporter
+
+    protocol, endpoint, headers, spool, spool_max_bytes, span_events = options
+    exporter = otlp_exporter(protocol, endpoint, headers, spool_dir=spool, spool_max_bytes=spool_max_bytes)
+    if span_events:
+        return exporter
+    from tracesim.exporters._without_events import WithoutEvaluationEvents
+
+    outer = WithoutEvaluationEvents(exporter)
+    outer.settle = getattr(exporter, "settle", None)  # type: ignore[attr-defined]
+    return outer
+
+
+_SEND_AFTER_S = 0.5
+"""How long a worker's sender gathers spans for the OTLP backend (`_SEND_AT` spans go at once).
+The host keeps each call until its span is sent, so this bounds the calls it holds too."""
+_SEND_AT = 512
+"""Spans in one request: OpenTelemetry's batch processor's default."""
+_SETTLE_S = 2.0
+"""With a spool: how long the sender waits for the backend to take a batch before it writes the
+batch to disk (and so keeps it) instead."""
+
+
+class _Sender:
+    """In a worker: sends redacted spans to the OTLP backend on a thread of its own, then tells
+    the host which calls are kept: delivered, or in the spool directory (`SpoolingExporter.settle`).
+
+    The worker's loop only appends; a backend that is slow or down holds this thread, never
+    the scoring. The host holds each call until it hears (a worker killed before then loses
+    nothing: its calls go to another one). Without a spool a batch the backend does not take
+    is lost after the exporter's retries, as on the host's own path.
+    """
+
+    def __init__(self, exporter: Any, send: Callable[[list[Any]], None]) -> None:
+        import threading
+
+        self._exporter = exporter
+        self._settle = getattr(exporter, "settle", None)
+        self._send = send
+        self._spans: list[ReadableSpan] = []
+        self._tokens: list[int] = []
+        self._since = 0.0
+        self._hurried_until = 0.0  # a flush is waiting: send at once until then
+        self._closing = False
+        self._changed = threading.Condition()
+        self._thread = threading.Thread(target=self._run, name="tracesim-worker-export", daemon=True)
+        self._thread.start()
+
+    def put(self, spans: Sequence[ReadableSpan], tokens: Sequence[int]) -> None:
+        import time
+
+        with self._changed:
+            first = not self._tokens
+            if first:
+                self._since = time.monotonic()
+            self._spans.extend(spans)
+            self._tokens.extend(tokens)
+            if first or len(self._spans) >= _SEND_AT:  # first: the sender waits with no time limit
+                self._changed.notify()
+
+    def hurry(self) -> None:
+        """Send what comes at once for the next `_SEND_AFTER_S` (the host's flush waits for it)."""
+        import time
+
+        with self._changed:
+            self._hurried_until = time.monotonic() + _SEND_AFTER_S
+            self._changed.notify()
+
+    def _run(self) -> None:
+        import time
+
+        from tracesim._internal_errors import internal_error
+        from tracesim._scoring._processes import WRITTEN
+
+        changed = self._changed
+        while True:
+            with changed:
+                while not self._closing:
+                    if self._tokens:
+                        now = time.monotonic()
+                        left = self._since + _SEND_AFTER_S - now
+                        if left <= 0 or len(self._spans) >= _SEND_AT or now < self._hurried_until:
+                            break
+                    else:
+                        left = None
+                    changed.wait(left)
+                if not self._tokens and self._closing:
+                    return
+                spans, self._spans = self._spans, []
+                tokens, self._tokens = self._tokens, []
+            try:
+                for at in range(0, len(spans), _SEND_AT):
+                    self._exporter.export(spans[at : at + _SEND_AT])
+                if self._settle is not None:
+                    self._settle(_SETTLE_S)
+            except Exception:  # the exporters return failures; this is a bug of ours
+                internal_error("scoring worker: sending spans")
+            try:
+                self._send([(token, WRITTEN, None) for token in tokens])
+            except OSError:  # the host is gone: nobody to tell
+                return
+
+    def close(self) -> None:
+        """Send what is waiting, then shut the exporter down (a spool keeps what is unsent)."""
+        with self._changed:
+            self._closing = True
+            self._changed.notify()
+        self._thread.join()
+        self._exporter.shutdown()
 
 
 class _Recorder:
@@ -492,29 +661,3 @@ class _Recorder:
             return
         bounded = BoundedAttributes(count, attributes, max_value_len=limits.max_attribute_length)
         self.events.append(Event(name, bounded, timestamp))
-
-
-class _CostTally:
-    """The trace file's exporter, noting the cost of each priced LLM span it writes (for the host's
-    ``tracesim.llm.cost``, counted on the export path as the host's first exporter does)."""
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-        self.found: dict[int, tuple[str, str, float]] = {}
-
-    def export(self, spans: Sequence[ReadableSpan]) -> Any:
-        from tracesim._metrics._cost import priced
-
-        for span in spans:
-            attributes = span.attributes
-            if attributes:
-                cost = priced(attributes)
-                if cost is not None and span.context is not None:
-                    self.found[span.context.span_id] = cost
-        return self._inner.export(spans)
-
-    def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        return bool(self._inner.force_flush(timeout_millis))
-
-    def shutdown(self, timeout_millis: float | None = None) -> None:
-        self._inner.shutdown()

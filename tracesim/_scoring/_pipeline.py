@@ -42,7 +42,7 @@ from tracesim._capture import CaptureOptions
 from tracesim._host_first import Slices
 from tracesim._internal_errors import WarnOnce, internal_error
 from tracesim._scoring._expect import NOT_SET, combined, complete, handed, resolve_expected
-from tracesim._scoring._handoff import EXPORTED, HANDED, HANDING, RETURNED, HeldHandle, ProcessJob
+from tracesim._scoring._handoff import EXPORTED, HANDED, HANDING, RETURNED, SENDING, HeldHandle, ProcessJob
 from tracesim._scoring._jobs import (
     FROM_RUN,
     Job,
@@ -54,7 +54,7 @@ from tracesim._scoring._jobs import (
     timeout,
     unresponsive,
 )
-from tracesim._scoring._processes import HELD, ProcessPool, ProcessRun
+from tracesim._scoring._processes import HELD, SCORED, WRITTEN, ProcessPool, ProcessRun, _result
 from tracesim._scoring._results import emit_carrier, write
 from tracesim._scoring._selection import sample_unit, scores_runs
 from tracesim._scoring._watchdog import Watchdog
@@ -264,28 +264,39 @@ class ScoringPipeline:
         when the worker wrote it already (or it was taken back before)."""
         assert self.forward is not None
         with job.lock:  # with the handle swapped before the watchdog can see the job open
-            if job.handed != HANDED:
+            if job.handed not in (HANDED, SENDING):
                 return False
             job.handed = RETURNED
             job.handle = HeldHandle(job.handle, self.forward, self.capture)
             job.ended = False
         return True
 
-    def _written(self, unit: ProcessJob, payload: Any) -> None:
-        """A worker wrote ``unit``'s span with its results: count them, and the call is done."""
+    def _written(self, unit: ProcessJob, kind: int, payload: Any) -> None:
+        """What a worker says of ``unit``: scored (`SCORED`: count the results, give them to the
+        result sinks), its span kept (`WRITTEN`: the call is done), or both (`DONE`)."""
         job = unit.job
-        with job.lock:
-            if job.handed != HANDED:
-                return  # taken back (shutdown): the host wrote it too
-            job.handed = EXPORTED
-        try:
-            self._count_written(job, payload)
-        except Exception:
-            internal_error("scoring: counting a worker's results")
-        self._finish(job)
+        if kind != WRITTEN:
+            with job.lock:
+                first = job.handed == HANDED
+                if first:
+                    job.handed = SENDING
+                elif job.handed != SENDING:  # SENDING: scored again after its worker died
+                    return  # taken back (shutdown): the host wrote it
+            if first:
+                try:
+                    self._count_written(unit, payload)
+                except Exception:
+                    internal_error("scoring: counting a worker's results")
+        if kind != SCORED:
+            with job.lock:
+                if job.handed != SENDING:
+                    return  # taken back (shutdown): the host wrote it too
+                job.handed = EXPORTED
+            self._finish(job)
 
-    def _count_written(self, job: Job, payload: Any) -> None:
-        outcomes, cost = payload
+    def _count_written(self, unit: ProcessJob, payload: Any) -> None:
+        job = unit.job
+        outcomes, cost, full = payload
         stats = self.stats
         metrics = self.metrics
         span_name = _span_name(job.handle.otel_span)
@@ -302,6 +313,13 @@ class ScoringPipeline:
         stats.written_by_workers += 1
         if cost is not None and self.cost is not None:
             self.cost(*cost)
+        if full and self.sinks:
+            target = job.handle.span_context
+            expected = _for_sinks(unit.expected)
+            for annotator_kind, values, fields_set in full:
+                result = _result(values, fields_set)
+                for sink in self.sinks:
+                    sink.submit(target, result, annotator_kind, expected=expected)
 
     def _give_back(self, unit: ProcessJob) -> None:
         """A handed call no worker can finish: the host scores what is left and writes it (on a
@@ -810,6 +828,9 @@ class ScoringPipeline:
     def force_flush(self, timeout_s: float) -> bool:
         """Wait until every queued call is scored (or ``timeout_s`` passes)."""
         self._queue.wake()
+        pool = self._pool
+        if pool is not None and pool.started and self.export_setup is not None:
+            pool.hurry()  # workers gather spans for the OTLP backend: no waiting for that here
         deadline = time.monotonic() + timeout_s
         with self._idle:
             while self._inflight:
@@ -832,7 +853,7 @@ class ScoringPipeline:
             left = list(self._inflight.values())
         handed_left = []
         for job in left:
-            if job.handed == HANDED:
+            if job.handed in (HANDED, SENDING):
                 handed_left.append(job)  # taken back once the workers are stopped
                 continue
             self._expire(job)

@@ -92,9 +92,18 @@ NOT_SENT = 3
 UNREADABLE = 4
 NOT_RESULT = 5
 DONE = 6
-"""A handed call (`ProcessJob`) is scored and written; the payload is its outcomes and cost."""
+"""A handed call (`ProcessJob`) is scored and written; the payload is its outcomes, the cost of
+its LLM call, and its results when the host's result sinks take them."""
 NOT_FINISHED = 7
 """A handed call's span could not be written in the worker (the payload says why)."""
+SCORED = 8
+"""A handed call is scored (the payload is DONE's) and its span is on its way to the OTLP backend:
+the worker frees its place, the host keeps the call until `WRITTEN`."""
+WRITTEN = 9
+"""A `SCORED` call's span is kept: delivered, or in the spool directory (no payload)."""
+
+HURRY = ({}, [], b"", None)
+"""A frame with no runs: a flush is waiting, send the spans held for the OTLP backend at once."""
 
 RUNNING = struct.Struct("<qd")
 """The shared slot: the token of the run in progress (0: none) and when it started. The worker
@@ -202,6 +211,7 @@ class _Worker:
         "ready",
         "slot",
         "started",
+        "unwritten",
         "write_lock",
     )
 
@@ -212,6 +222,7 @@ class _Worker:
         self.known: set[int] = set()  # spec keys this worker was sent
         self.has_setup = False  # it was sent the setup that finishes handed calls
         self.load = 0  # evaluator runs it holds (a handed call's: one per evaluator)
+        self.unwritten: dict[int, ProcessJob] = {}  # scored, span on its way (SCORED), by token
         self.ready = False
         self.gone = False
         self.started = time.monotonic()
@@ -246,7 +257,7 @@ class ProcessPool:
         stuck_after_s: float,
         warnings: WarnOnce,
         grow_to: int | None = None,
-        done: Callable[[ProcessJob, Any], None] | None = None,
+        done: Callable[[ProcessJob, int, Any], None] | None = None,
         setup: bytes | None = None,
     ) -> None:
         self.size = size
@@ -501,6 +512,23 @@ class ProcessPool:
         except (OSError, ValueError):
             self._lost(worker)  # the reader sees the end of its output too; the first one counts
 
+    def hurry(self) -> None:
+        """Tell every worker to send its spans to the OTLP backend at once for a while, not
+        after gathering them (a flush waits for them). Never blocks on a worker for long: the
+        frame is a few bytes."""
+        with self._lock:
+            workers = [w for w in self._workers if w.ready and (w.held or w.unwritten)]
+        data = pickle.dumps(HURRY, pickle.HIGHEST_PROTOCOL)
+        for worker in workers:
+            try:
+                with worker.write_lock:
+                    stdin = worker.proc.stdin
+                    if worker.gone or stdin is None:
+                        continue
+                    write_frame(stdin.fileno(), data)
+            except (OSError, ValueError):
+                pass  # its reader sees it end
+
     def _frame(
         self, worker: _Worker, batch: list[ProcessRun | ProcessJob], specs: dict[int, bytes]
     ) -> bytes | None:
@@ -625,15 +653,22 @@ class ProcessPool:
             results = read_frame(stream)
             if results is None:
                 return
-            done = []
+            done: list[tuple[Any, int, Any]] = []
             with self._lock:
                 held = worker.held
                 if worker.gone:
                     continue  # its runs were given back: drain until it ends
                 for token, kind, payload in results:
+                    if kind == WRITTEN:
+                        unit = worker.unwritten.pop(token, None)
+                        if unit is not None and unit.token == token:
+                            done.append((unit, kind, payload))
+                        continue
                     run = held.get(token)
                     if run is not None and run.token == token:
                         _release(worker, run)
+                        if kind == SCORED:
+                            worker.unwritten[token] = run  # type: ignore[assignment]
                         done.append((run, kind, payload))
                 if self._sleeping:
                     self._wake.notify_all()
@@ -641,9 +676,9 @@ class ProcessPool:
             for run, kind, payload in done:
                 offer()
                 if kind == OK:
-                    complete(run.job, run.evaluator, _result(*payload))  # type: ignore[union-attr]
-                elif kind == DONE and self._done is not None:
-                    self._done(run, payload)  # type: ignore[arg-type]
+                    complete(run.job, run.evaluator, _result(*payload))
+                elif kind in (DONE, SCORED, WRITTEN) and self._done is not None:
+                    self._done(run, kind, payload)
                 else:
                     self._odd(run, kind, payload)
 
@@ -780,6 +815,8 @@ class ProcessPool:
                 self._workers.remove(worker)
             runs = list({id(run): run for run in worker.held.values()}.values())
             worker.held.clear()
+            sent = list(worker.unwritten.values())  # scored, not yet kept: the next worker sends them
+            worker.unwritten.clear()
             worker.load = 0
             running = 0  # a negative token: the worker was building the evaluators of its batch
             if hung is None and worker.ready:
@@ -805,6 +842,7 @@ class ProcessPool:
                         died.append(run)  # type: ignore[arg-type]
                         continue
                 back.append(run)
+            back.extend(sent)
             self._queue.extendleft(reversed(back))
             if not worker.ready:
                 failed_start = not self.closing

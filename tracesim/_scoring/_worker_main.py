@@ -45,6 +45,7 @@ from tracesim._scoring._processes import (
     OK,
     RAISED,
     RUNNING,
+    SCORED,
     START,
     TOKEN,
     UNREADABLE,
@@ -90,7 +91,7 @@ def _watch_host(host: int) -> None:
 
 def _serve(source: Any, out_fd: int, slot: mmap.mmap) -> None:
     write_frame(out_fd, pickle.dumps(("ready", os.getpid())))
-    handed = _Handed(slot)
+    handed = _Handed(slot, out_fd)
     try:
         _loop(source, out_fd, slot, {}, handed)
     finally:
@@ -128,6 +129,9 @@ def _loop(source: Any, out_fd: int, slot: mmap.mmap, evaluators: dict[int, Any],
         if not pending:
             since = clock()
         specs, tokens, blob, setup = message
+        if not tokens and not blob:  # HURRY: a flush is waiting for the spans sent to the backend
+            handed.hurry()
+            continue
         if setup is not None:
             handed.setup = setup
         if specs and tokens:  # building is charged to the batch's first run, as -token (see RUNNING)
@@ -192,13 +196,15 @@ class _Handed:
     (`NOT_FINISHED`), which then writes that call, and every later one, itself.
     """
 
-    def __init__(self, slot: mmap.mmap) -> None:
+    def __init__(self, slot: mmap.mmap, out_fd: int) -> None:
         self.slot = slot
+        self.out_fd = out_fd
         self.setup: bytes | None = None
         self._finisher: Any = None
         self._failed: str | None = None  # why no span can be written here
         self._spans: list[Any] = []
-        self._done: list[tuple[int, list[Any], int, int]] = []  # (token, outcomes, span id, finishing)
+        # (token, (outcomes, results for the host's sinks or None), span id, finishing)
+        self._done: list[tuple[int, tuple[list[Any], Any], int, int]] = []
 
     def score(
         self, token: int, item: tuple[Any, ...], evaluators: dict[int, Any], results: list[Any]
@@ -224,7 +230,8 @@ class _Handed:
             try:
                 from tracesim._scoring._handoff import Finisher
 
-                self._finisher = Finisher(self.setup or b"")
+                out_fd = self.out_fd
+                self._finisher = Finisher(self.setup or b"", lambda acks: _send(out_fd, acks))
             except Exception as exc:
                 self._failed = f"{type(exc).__name__}: {exc}"
             token_at(slot, 0, 0)
@@ -258,6 +265,9 @@ class _Handed:
             return
         token_at(slot, 0, 0)
         self._spans.extend(spans)
+        full = None
+        if self._finisher.results:  # for the host's result sinks
+            full = [(kind, result.__dict__, result.model_fields_set) for kind, result in scored]
         outcomes = [
             (
                 result.name,
@@ -268,7 +278,13 @@ class _Handed:
             )
             for index, (_, result) in enumerate(scored)
         ]
-        self._done.append((token, outcomes, data[1].span_id, finishing))
+        self._done.append((token, (outcomes, full), data[1].span_id, finishing))
+
+    def hurry(self) -> None:
+        """Spans for the OTLP backend go at once for a while (`_Sender.hurry`)."""
+        finisher = self._finisher
+        if finisher is not None and finisher.remote is not None:
+            finisher.remote.hurry()
 
     @property
     def pending(self) -> bool:
@@ -283,13 +299,14 @@ class _Handed:
         START.pack_into(slot, 8, time.monotonic())
         TOKEN.pack_into(slot, 0, self._done[0][3])  # a crash writing them is charged to the first
         try:
-            costs = self._finisher.export(self._spans)
+            costs, written = self._finisher.export(self._spans, [done[0] for done in self._done])
         except Exception as exc:
             why = f"{type(exc).__name__}: {exc}"
             results.extend((token, NOT_FINISHED, why) for token, _, _, _ in self._done)
         else:
-            for token, outcomes, span_id, _ in self._done:
-                results.append((token, DONE, (outcomes, costs.get(span_id))))
+            kind = DONE if written else SCORED  # SCORED: the sender says WRITTEN once they are kept
+            for token, (outcomes, full), span_id, _ in self._done:
+                results.append((token, kind, (outcomes, costs.get(span_id), full)))
         TOKEN.pack_into(slot, 0, 0)
         self._spans = []
         self._done = []
@@ -299,19 +316,30 @@ class _Handed:
             self._finisher.close()
 
 
+_SENDING = threading.Lock()
+"""Frames go out from the worker's loop and from its OTLP sender's thread (`_Sender`)."""
+
+
 def _send(fd: int, results: list[tuple[int, int, Any]]) -> None:
     try:
         data = pickle.dumps(results, pickle.HIGHEST_PROTOCOL)
     except Exception:  # a result with details that do not pickle: the host runs those itself
         kept = []
         for entry in results:
+            token, kind, payload = entry
             try:
                 pickle.dumps(entry, pickle.HIGHEST_PROTOCOL)
                 kept.append(entry)
+                continue
             except Exception as exc:
-                kept.append((entry[0], NOT_SENT, f"{type(exc).__name__}: {exc}"))
+                why = f"{type(exc).__name__}: {exc}"
+            if kind in (DONE, SCORED):  # written already: the host counts it, its sinks go without
+                kept.append((token, kind, (*payload[:2], None)))
+            else:
+                kept.append((token, NOT_SENT, why))
         data = pickle.dumps(kept, pickle.HIGHEST_PROTOCOL)
-    write_frame(fd, data)
+    with _SENDING:
+        write_frame(fd, data)
 
 
 if __name__ == "__main__":

@@ -468,6 +468,31 @@ class SpoolingExporter(SpanExporter):
         self._persist_in_memory()
         return False
 
+    def settle(self, timeout_s: float) -> None:
+        """Return once every batch given to `export` so far is delivered or on disk.
+
+        For an exporter whose caller says the spans are kept once this returns (a scoring
+        worker process acknowledges its calls to the host then): no delivery attempt is
+        prompted and the backoff is kept, so a backend that is down costs nothing here.
+        Batches the sender has not delivered within ``timeout_s`` (a backend that hangs) are
+        written to disk before this returns.
+
+        Example:
+            >>> exporter.export(spans)  # doctest: +SKIP
+            >>> exporter.settle(2.0)  # delivered, or in the spool directory  # doctest: +SKIP
+        """
+        deadline = time.monotonic() + timeout_s
+        with self._lock:
+            while self._store.in_memory and not self._stopping:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._ensure_worker()
+                self._changed.wait(left)
+            waiting = self._store.in_memory
+        if waiting:
+            self._persist_in_memory()
+
     def _drain(self, deadline: float, *, until_down: bool = False) -> bool:
         with self._lock:
             if not self._store.entries:

@@ -1,0 +1,175 @@
+"""scoring_export over OTLP: the worker process that scores a call sends its span to the backend.
+
+Real worker processes send to a scripted OTLP/HTTP backend on loopback (tests/scripted_backend.py)
+with the official exporter; what arrives is compared with what the host's own path sends for
+the same calls in the same test. The results' log records stay the host's (a result sink), fed
+from what the worker sends back.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+from pool_test_evaluators import current_pool
+from scripted_backend import ScriptedBackend
+
+import tracesim
+from tracesim.evaluators import ExactMatch, Levenshtein, Rouge
+from tracesim.tracefile import load_spans
+
+ANSWERS = {i: f"the refund for order {i} takes five to seven business days" for i in range(40)}
+_VARYING = {"tracesim.evaluation.duration_s"}  # how long a run took: not the same twice
+
+
+@pytest.fixture
+def backend() -> Iterator[ScriptedBackend]:
+    with ScriptedBackend() as server:
+        try:
+            yield server
+        finally:
+            server.traces_open.set()
+            tracesim.shutdown(10)  # before the server goes
+
+
+def _configure(backend: ScriptedBackend, export: str, **more: Any) -> None:
+    more.setdefault("spool_dir", None)
+    tracesim.configure(
+        exporters=["otlp"],
+        otlp_endpoint=backend.traces_url,
+        phoenix_annotations=False,
+        mlflow_assessments=False,
+        scoring_processes=1,
+        scoring_export=export,
+        **more,
+    )
+
+
+def _agent() -> Any:
+    @tracesim.trace(
+        evaluators=[Levenshtein(), Rouge(), ExactMatch(threshold=1.0)],
+        expected=lambda order: ANSWERS[order],
+    )
+    def support_agent(order: int) -> str:
+        if order % 3 == 0:
+            return ANSWERS[order]
+        return f"refunds for order {order} take about a week"
+
+    return support_agent
+
+
+def _values(item: Span | Span.Event | LogRecord) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for pair in item.attributes:
+        kind = pair.value.WhichOneof("value")
+        values[pair.key] = getattr(pair.value, kind) if kind else None
+    return {key: value for key, value in values.items() if key not in _VARYING}
+
+
+def _sent(backend: ScriptedBackend, export: str, calls: int = 40) -> tuple[dict[Any, Any], dict[Any, Any]]:
+    """What ``calls`` scored calls sent under ``scoring_export=export``: each span (its attributes,
+    its events' attributes and times from its end) and each call's log records, by input."""
+    _configure(backend, export)
+    agent = _agent()
+    for order in range(calls):
+        agent(order)
+    assert tracesim.force_flush(120)
+    stats = tracesim.scoring_stats()
+    tracesim.shutdown(30)
+    assert (stats.completed, stats.results, stats.dropped) == (calls, 3 * calls, 0)
+    assert stats.written_by_workers == (calls if export == "workers" else 0)
+    assert len(backend.spans) == calls  # each once
+    spans, records = {}, {}
+    for span in backend.spans:
+        attributes = _values(span)
+        events = sorted(
+            (
+                (event.name, _values(event), event.time_unix_nano - span.end_time_unix_nano)
+                for event in span.events
+            ),
+            key=lambda event: str(event[1].get("gen_ai.evaluation.name")),
+        )
+        key = attributes["input.value"]
+        spans[key] = (span.name, attributes, events, span.status.code, span.kind)
+        mine = [record for record in backend.logs if record.span_id == span.span_id]
+        records[key] = sorted(
+            (record.event_name, record.severity_number, record.body.string_value, _values(record))
+            for record in mine
+        )
+    return spans, records
+
+
+def test_the_worker_sends_the_spans_and_the_log_records_the_host_would(backend: ScriptedBackend) -> None:
+    host_spans, host_records = _sent(backend, "host")
+    backend.spans.clear()
+    backend.logs.clear()
+    worker_spans, worker_records = _sent(backend, "workers")
+    assert worker_spans == host_spans
+    assert worker_records == host_records
+    assert sum(len(records) for records in worker_records.values()) == 120  # a record per result
+
+
+def test_span_events_off_leaves_the_worker_sending_the_results_as_log_records_only(
+    backend: ScriptedBackend,
+) -> None:
+    _configure(backend, "workers", evaluation_span_events=False)
+    agent = _agent()
+    for order in range(6):
+        agent(order)
+    assert tracesim.force_flush(120)
+    assert tracesim.scoring_stats().written_by_workers == 6
+    assert len(backend.spans) == 6
+    assert all(not span.events for span in backend.spans)
+    assert all("tracesim.eval.rouge.score" in _values(span) for span in backend.spans)  # flat attributes stay
+    assert len(backend.logs) == 18
+
+
+def test_a_worker_killed_before_its_spans_are_sent_loses_none(backend: ScriptedBackend) -> None:
+    backend.traces_open.clear()  # the backend hangs: the worker's sender waits for it
+    _configure(backend, "workers")
+    agent = _agent()
+    for order in range(10):
+        agent(order)
+    pool = current_pool()
+    deadline = time.monotonic() + 60
+    while sum(len(worker.unwritten) for worker in pool._all) < 10:  # scored, their spans not yet kept
+        assert time.monotonic() < deadline, "the worker did not score the calls"
+        time.sleep(0.02)
+    (first,) = pool._all
+    os.kill(first.proc.pid, signal.SIGKILL)
+    while pool.deaths < 1:
+        assert time.monotonic() < deadline, "the pool did not see its worker die"
+        time.sleep(0.02)
+    backend.traces_open.set()
+    assert tracesim.force_flush(120)
+    stats = tracesim.scoring_stats()
+    # Counted once, though scored twice: the second worker's results are not counted again.
+    assert (stats.completed, stats.results, stats.written_by_workers) == (10, 30, 10)
+    inputs = {_values(span)["input.value"] for span in backend.spans if span.name == "support_agent"}
+    assert len(inputs) == 10  # every call arrived (a call may arrive twice: never lost)
+    assert all(len(span.events) == 3 for span in backend.spans)
+
+
+def test_with_a_spool_a_backend_that_hangs_has_every_span_kept_on_disk(
+    backend: ScriptedBackend, tmp_path: Path
+) -> None:
+    backend.traces_open.clear()
+    spool = tmp_path / "spool"
+    _configure(backend, "workers", spool_dir=str(spool))
+    agent = _agent()
+    for order in range(8):
+        agent(order)
+    # The worker keeps each batch on disk once the backend has not taken it in 2 s; then the
+    # host hears the calls are kept, and the flush is over while the backend still hangs.
+    assert tracesim.force_flush(120)
+    assert tracesim.scoring_stats().written_by_workers == 8
+    kept = [span for path in sorted(spool.glob("*.jsonl")) for span in load_spans(path)]
+    assert len(kept) == len({span.attributes["input.value"] for span in kept}) == 8
+    assert all(span.attributes["tracesim.eval.exact.passed"] in (True, False) for span in kept)
