@@ -118,6 +118,35 @@ def test_a_scored_agent_exports_to_phoenix_with_its_scores(
     assert by_name["exact"]["metadata"]["expected"] == "Marie Curie was born in Warsaw."
 
 
+def test_a_call_scored_and_sent_by_a_worker_process_reaches_phoenix_with_its_annotations(
+    phoenix: Any, project: str, tmp_path: Path
+) -> None:
+    # The worker process sends the span over OTLP; the annotations go from this process, with
+    # the results the worker sent back.
+    tracesim.configure(
+        service_name=project,
+        exporters=["otlp"],
+        otlp_endpoint=phoenix.http_endpoint,
+        spool_dir=tmp_path / "spool",
+        scoring_processes=1,
+        scoring_export="workers",
+    )
+    answer = _make_agent()
+    answer("Where was Marie Curie born?")
+    assert tracesim.force_flush(120)
+    assert tracesim.scoring_stats().written_by_workers == 1
+
+    spans = phoenix.spans(project, min_count=3)
+    assert len(spans) == 3
+    scored = _check_trace(spans, "Where was Marie Curie born?")
+    _check_scored(scored)
+    annotations = phoenix.span_annotations(project, [scored["context"]["span_id"]], min_count=2)
+    by_name = {a["name"]: a for a in annotations}
+    assert by_name["levenshtein"]["result"]["score"] == pytest.approx(0.79)
+    assert by_name["exact"]["result"]["label"] == "fail"
+    assert by_name["exact"]["metadata"]["expected"] == "Marie Curie was born in Warsaw."
+
+
 def test_human_feedback_reaches_phoenix_on_a_carrier_span(phoenix: Any, project: str) -> None:
     tracesim.configure(
         service_name=project, exporters=["otlp"], otlp_endpoint=phoenix.http_endpoint, spool_dir="none"

@@ -540,3 +540,34 @@ def test_the_workers_apply_the_hosts_span_limits_to_what_they_add(
     assert worker_dropped == host_dropped
     # The SDK evicts attributes past the count without counting them; it counts the events.
     assert {events for _, events, _ in worker_dropped.values()} == {1}
+
+
+def _log_records(path: Path) -> list[tuple[Any, ...]]:
+    """The results' log records in ``path``: span id, event name, severity, body and attributes."""
+    records = []
+    for line in map(json.loads, path.read_text().splitlines()):
+        for resource_logs in line["resourceLogs"]:
+            for scope_logs in resource_logs["scopeLogs"]:
+                for record in scope_logs["logRecords"]:
+                    attributes = {
+                        item["key"]: item["value"]
+                        for item in record["attributes"]
+                        if item["key"] not in _VARYING
+                    }
+                    key = (record["spanId"], record.get("eventName"), record.get("severityNumber"))
+                    records.append((*key, record["body"], attributes))
+    return sorted(records, key=str)
+
+
+def test_the_worker_writes_the_results_log_records_the_host_would(tmp_path: Path) -> None:
+    # evaluation_log_events=true with the trace file: each result also as a record in
+    # traces.logs.jsonl, written by the worker that scored the call.
+    by_input = {}
+    for export in ("host", "workers"):
+        path = tmp_path / export / "traces.jsonl"
+        spans = _scored_calls(path, export, evaluation_log_events=True)
+        records = _log_records(path.with_name("traces.logs.jsonl"))
+        assert len(records) == 120
+        inputs = {span.span_id.lower(): span.attributes["input.value"] for span in spans}
+        by_input[export] = sorted(((inputs[r[0].lower()], *r[1:]) for r in records), key=str)
+    assert by_input["workers"] == by_input["host"]

@@ -6,9 +6,10 @@ ends when the call returns, as an unscored one would, but it does not go to the 
 exporters: it is diverted (its id is in `HANDING` while it ends) and handed, with its job, to a
 worker process as one `ProcessJob`. The worker scores it, writes the results (and an expected
 output resolved from a source) on the span's data as the host would have, redacts it with the
-configuration's redaction, and appends it to the trace file itself (`Finisher`). The host then reads one
-acknowledgement per call: the outcomes, for `scoring_stats` and the metrics, and the cost of
-the call when it is an LLM span. So for a scored call the host's threads do what they do for an
+configuration's redaction, appends it to the trace file and sends it to the OTLP backend itself,
+with the results' log records (`Finisher`). The host then reads one acknowledgement per call:
+the outcomes, for `scoring_stats` and the metrics, the cost of the call when it is an LLM span,
+and the results themselves when Phoenix or MLflow sinks take them in the host. So for a scored call the host's threads do what they do for an
 unscored one, plus a pickle of its span's data in a batch; its export is the worker's.
 
 Why: every piece of Python a host thread runs in the background is a moment a request thread
@@ -18,8 +19,9 @@ evaluators; 110 µs of background work per call remain when the worker writes); 
 1.15x of the unscored call needs less than about 15 µs (see ``docs/performance.md``).
 
 Nothing is lost: the host keeps each handed call (its ended span and its job) until the worker
-says it is written, so the calls of a killed worker go to the next one (a call may then be
-written twice, never lost). What a worker cannot finish goes back to the host's path, where
+says it is written (over OTLP: delivered, or in the spool; the worker says first that it is
+scored, so that it holds no place in the worker meanwhile), so the calls of a killed worker go
+to the next one (a call may then be written twice, never lost; its results are counted once). What a worker cannot finish goes back to the host's path, where
 the ended span is held (`HeldSpan`) and scored as another instrumentation's span would be: an
 evaluator a worker cannot rebuild (said once, as for runs), an expected output whose source
 raised, data that does not pickle, a pool that cannot start, a shutdown that comes first. A
@@ -28,9 +30,9 @@ evaluators or writing) leaves that call and every later one to the host, said on
 
 A configuration workers cannot finish keeps the host's path for every call (`setup_for`; said
 once at `configure()` with ``workers``, silently with ``auto``): exporters other than the trace
-file, result sinks (Phoenix, MLflow, log records) that take each result in the host, a tracer
-provider of the application's that tracesim joined (its own processors expect finished spans),
-a redaction hook that does not pickle or is defined in the script.
+file and OTLP (the console, an exporter object), a tracer provider of the application's that
+tracesim joined (its own processors expect finished spans), a redaction hook that does not
+pickle or is defined in the script.
 """
 
 from __future__ import annotations
@@ -127,6 +129,7 @@ def setup_for(
         from opentelemetry.sdk.trace import SpanLimits
 
         from tracesim._capture import make_options
+        from tracesim._scoring._sinks import LogEventSink
 
         setup = {
             "capture": make_options(settings.capture, settings.max_value_chars),
@@ -142,7 +145,9 @@ def setup_for(
                 else None  # no exporter: the spans go nowhere, as in the host
             ),
             "otlp": _otlp_options(settings) if "otlp" in settings.exporters else None,
-            "results": bool(sinks),  # the host's result sinks take each result: send them back
+            # the results' log records are the worker's; other sinks take each result in the host
+            "logs": _log_settings(settings) if any(isinstance(s, LogEventSink) for s in sinks) else None,
+            "results": any(not isinstance(sink, LogEventSink) for sink in sinks),
             "resource": (dict(resource.attributes), resource.schema_url),
             "limits": limits if limits is not None else SpanLimits(),
         }
@@ -174,6 +179,19 @@ def _otlp_options(settings: Settings) -> tuple[Any, ...]:
         os.path.abspath(settings.spool_dir) if settings.spool_dir else None,
         settings.spool_max_bytes,
         settings.evaluation_span_events,
+    )
+
+
+def _log_settings(settings: Settings) -> Settings:
+    """The settings a worker builds the results' log records' sink from (`LogEventSink`): those
+    that say where records go, without what a worker has no use for (rules, exporter objects)."""
+    import dataclasses
+
+    return dataclasses.replace(
+        settings,
+        evaluators=(),
+        redact=None,
+        exporters=tuple(item for item in settings.exporters if isinstance(item, str)),
     )
 
 
@@ -339,12 +357,17 @@ class Finisher:
         if values["jsonl"] is not None:
             path, max_bytes, backups = values["jsonl"]
             self.file = JsonlExporter(path, max_bytes=max_bytes, backups=backups)
-        self.remote: _Sender | None = None
-        if values["otlp"] is not None:
-            self.remote = _Sender(_remote_exporter(values["otlp"]), send or (lambda acks: None))
-        self.results: bool = values["results"]  # the host's result sinks take each result
         attributes, schema_url = values["resource"]
         self.resource = Resource(attributes, schema_url)
+        self.logs: Any = None  # the results' log records (`LogEventSink`), as the host would send
+        if values["logs"] is not None:
+            from tracesim._scoring._sinks import LogEventSink
+
+            self.logs = LogEventSink(values["logs"], self.resource, self.capture, self.redaction)
+        self.remote: _Sender | None = None
+        if values["otlp"] is not None:
+            self.remote = _Sender(_remote_exporter(values["otlp"]), send or (lambda acks: None), self.logs)
+        self.results: bool = values["results"]  # the host's other result sinks take each result
         self.limits: SpanLimits = values["limits"]
         self._carriers: list[ReadableSpan] = []
         self._tracer: Any = None
@@ -372,6 +395,11 @@ class Finisher:
         if cut < len(results):
             recorder.set_attributes({sc.EVALUATION_DEFERRED: [result.name for _, result in results[cut:]]})
         spans = [self.rebuilt(data, recorder)]
+        logs = self.logs
+        if logs is not None:
+            target = data[1]
+            for kind, result in results:
+                logs.submit(target, result, kind)
         if cut < len(results):
             tracer = self._carrier_tracer()
             for kind, result in results[cut:]:
@@ -458,15 +486,19 @@ class Finisher:
         if self.file is not None and redacted:
             self.file.export(redacted)
         if self.remote is None:
+            if self.logs is not None:  # the results' records in the file before the calls are done
+                self.logs.force_flush(_SETTLE_S)
             return costs, True
         self.remote.put(redacted, tokens)
         return costs, False
 
     def close(self) -> None:
-        """Send what is left, then close the exporters (the remote one first: it may be slow)."""
+        """Send what is left, then close the exporters (the remote ones first: they may be slow)."""
         try:
             if self.remote is not None:
                 self.remote.close()
+            if self.logs is not None:
+                self.logs.shutdown(5.0)
         finally:
             if self.file is not None:
                 self.file.shutdown()
@@ -508,10 +540,11 @@ class _Sender:
     is lost after the exporter's retries, as on the host's own path.
     """
 
-    def __init__(self, exporter: Any, send: Callable[[list[Any]], None]) -> None:
+    def __init__(self, exporter: Any, send: Callable[[list[Any]], None], logs: Any = None) -> None:
         import threading
 
         self._exporter = exporter
+        self._logs = logs  # the results' log records: sent before the calls are said to be kept
         self._settle = getattr(exporter, "settle", None)
         self._send = send
         self._spans: list[ReadableSpan] = []
@@ -570,6 +603,8 @@ class _Sender:
                     self._exporter.export(spans[at : at + _SEND_AT])
                 if self._settle is not None:
                     self._settle(_SETTLE_S)
+                if self._logs is not None:
+                    self._logs.force_flush(_SETTLE_S)
             except Exception:  # the exporters return failures; this is a bug of ours
                 internal_error("scoring worker: sending spans")
             try:

@@ -57,6 +57,7 @@ from tracesim._scoring._jobs import (
 from tracesim._scoring._processes import HELD, SCORED, WRITTEN, ProcessPool, ProcessRun, _result
 from tracesim._scoring._results import emit_carrier, write
 from tracesim._scoring._selection import sample_unit, scores_runs
+from tracesim._scoring._sinks import LogEventSink
 from tracesim._scoring._watchdog import Watchdog
 from tracesim._scoring._workqueue import WorkQueue
 from tracesim.runs import NOT_GIVEN, Expected
@@ -313,12 +314,13 @@ class ScoringPipeline:
         stats.written_by_workers += 1
         if cost is not None and self.cost is not None:
             self.cost(*cost)
-        if full and self.sinks:
+        if full:  # for the sinks that take results in this process (a worker sent the log records)
+            sinks = [sink for sink in self.sinks if not isinstance(sink, LogEventSink)]
             target = job.handle.span_context
             expected = _for_sinks(unit.expected)
             for annotator_kind, values, fields_set in full:
                 result = _result(values, fields_set)
-                for sink in self.sinks:
+                for sink in sinks:
                     sink.submit(target, result, annotator_kind, expected=expected)
 
     def _give_back(self, unit: ProcessJob) -> None:

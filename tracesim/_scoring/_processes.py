@@ -102,7 +102,7 @@ the worker frees its place, the host keeps the call until `WRITTEN`."""
 WRITTEN = 9
 """A `SCORED` call's span is kept: delivered, or in the spool directory (no payload)."""
 
-HURRY = ({}, [], b"", None)
+HURRY: tuple[Any, ...] = ({}, [], b"", None)
 """A frame with no runs: a flush is waiting, send the spans held for the OTLP backend at once."""
 
 RUNNING = struct.Struct("<qd")

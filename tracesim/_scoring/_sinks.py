@@ -30,6 +30,7 @@ from tracesim._scoring._expect import NOT_SET
 
 if TYPE_CHECKING:
     from opentelemetry.sdk._logs.export import LogRecordExporter
+    from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
 
     from tracesim._config import Settings
@@ -64,7 +65,7 @@ def result_sinks(
     """The sinks the settings ask for; ``redaction`` is applied to what they send, as to spans."""
     sinks: list[ResultSink] = []
     if log_destinations(settings):
-        sinks.append(LogEventSink(settings, provider, capture, redaction))
+        sinks.append(LogEventSink(settings, provider.resource, capture, redaction))
     if phoenix := phoenix_target(settings):
         from tracesim.exporters._otlp import env_headers
 
@@ -121,7 +122,7 @@ class LogEventSink:
     """
 
     def __init__(
-        self, settings: Settings, provider: TracerProvider, capture: CaptureOptions, redaction: Redaction
+        self, settings: Settings, resource: Resource, capture: CaptureOptions, redaction: Redaction
     ) -> None:
         from opentelemetry.sdk._logs import LoggerProvider, LogRecordProcessor
         from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, SimpleLogRecordProcessor
@@ -130,7 +131,7 @@ class LogEventSink:
 
         self._capture = capture
         self._redaction = redaction
-        self._provider = LoggerProvider(resource=provider.resource, shutdown_on_exit=False)
+        self._provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
         self._exporters = _log_exporters(settings)
         self._processors: list[LogRecordProcessor] = []
         for exporter in self._exporters:

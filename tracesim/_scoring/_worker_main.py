@@ -18,8 +18,11 @@ fields and field set, `RAISED` with the exception's type name and text, `NOT_BUI
 evaluator could not be rebuilt (with its key, for a handed call), `NOT_SENT` when the result does
 not pickle, `NOT_RESULT` with the name of the type ``evaluate()`` returned instead of an
 `EvalResult`, `UNREADABLE` for every token of a blob that does not unpickle here, `DONE` when a
-handed call's span is written (its outcomes and cost), `NOT_FINISHED` when it could not be.
-End of input ends the worker, once the spans it scored are written.
+handed call's span is written (its outcomes, cost and, for the host's sinks, results),
+`NOT_FINISHED` when it could not be; over OTLP `SCORED` (DONE's payload) when it is scored and
+`WRITTEN` once the sender thread has its span delivered or spooled. A frame with no runs
+(`HURRY`) asks the sender to send at once: a flush waits. End of input ends the worker, once the
+spans it scored are written and sent.
 """
 
 from __future__ import annotations
