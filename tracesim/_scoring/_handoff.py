@@ -9,7 +9,8 @@ output resolved from a source) on the span's data as the host would have, redact
 configuration's redaction, appends it to the trace file and sends it to the OTLP backend itself,
 with the results' log records (`Finisher`). The host then reads one acknowledgement per call:
 the outcomes, for `scoring_stats` and the metrics, the cost of the call when it is an LLM span,
-and the results themselves when Phoenix or MLflow sinks take them in the host. So for a scored call the host's threads do what they do for an
+and the results themselves when Phoenix or MLflow sinks take them in the host.
+So for a scored call the host's threads do what they do for an
 unscored one, plus a pickle of its span's data in a batch; its export is the worker's.
 
 Why: every piece of Python a host thread runs in the background is a moment a request thread
@@ -21,7 +22,8 @@ evaluators; 110 µs of background work per call remain when the worker writes); 
 Nothing is lost: the host keeps each handed call (its ended span and its job) until the worker
 says it is written (over OTLP: delivered, or in the spool; the worker says first that it is
 scored, so that it holds no place in the worker meanwhile), so the calls of a killed worker go
-to the next one (a call may then be written twice, never lost; its results are counted once). What a worker cannot finish goes back to the host's path, where
+to the next one (a call may then be written twice, never lost; its results are counted once).
+What a worker cannot finish goes back to the host's path, where
 the ended span is held (`HeldSpan`) and scored as another instrumentation's span would be: an
 evaluator a worker cannot rebuild (said once, as for runs), an expected output whose source
 raised, data that does not pickle, a pool that cannot start, a shutdown that comes first. A
