@@ -40,9 +40,9 @@ def backend() -> Iterator[ScriptedBackend]:
 
 
 def _configure(backend: ScriptedBackend, export: str, **more: Any) -> None:
-    more.setdefault("spool_dir", None)
+    more.setdefault("spool_dir", "none")
+    more.setdefault("exporters", ["otlp"])
     tracesim.configure(
-        exporters=["otlp"],
         otlp_endpoint=backend.traces_url,
         phoenix_annotations=False,
         mlflow_assessments=False,
@@ -173,3 +173,34 @@ def test_with_a_spool_a_backend_that_hangs_has_every_span_kept_on_disk(
     kept = [span for path in sorted(spool.glob("*.jsonl")) for span in load_spans(path)]
     assert len(kept) == len({span.attributes["input.value"] for span in kept}) == 8
     assert all(span.attributes["tracesim.eval.exact.passed"] in (True, False) for span in kept)
+
+
+def test_at_shutdown_a_call_its_worker_could_not_send_is_sent_by_the_host(
+    backend: ScriptedBackend, tmp_path: Path
+) -> None:
+    backend.traces_open.clear()  # the worker's send hangs past the shutdown's deadline
+    path = tmp_path / "traces.jsonl"
+    _configure(backend, "workers", exporters=["jsonl", "otlp"], jsonl_path=path)
+    agent = _agent()
+    for order in range(5):
+        agent(order)
+    pool = current_pool()
+    deadline = time.monotonic() + 60
+    while len(pool._sending) < 5:  # scored (and in the trace file), not yet sent over OTLP
+        assert time.monotonic() < deadline, "the worker did not score the calls"
+        time.sleep(0.02)
+    assert tracesim.scoring_stats().results == 15
+    tracesim.shutdown(3)  # the worker is stopped at the deadline: this process sends those spans
+    assert pool._sending == {}  # handed over to this process
+    while len(spans := load_spans(path)) < 10:  # the host's export finishes in the background
+        assert time.monotonic() < deadline, f"{len(spans)} spans in the trace file"
+        time.sleep(0.05)
+    by_worker = [span for span in spans if "tracesim.evaluation.deferred" not in span.attributes]
+    by_host = [span for span in spans if "tracesim.evaluation.deferred" in span.attributes]
+    assert len(by_worker) == len(by_host) == 5
+    assert {span.attributes["input.value"] for span in by_worker} == {
+        span.attributes["input.value"] for span in by_host
+    }
+    for span in by_host:  # its results were counted; the span says they were not written on it
+        assert list(span.attributes["tracesim.evaluation.deferred"]) == ["levenshtein", "rouge", "exact"]
+        assert not span.events

@@ -60,7 +60,6 @@ __all__ = [
     "HANDED",
     "HANDING",
     "RETURNED",
-    "SENDING",
     "Finisher",
     "ProcessJob",
     "setup_for",
@@ -77,8 +76,6 @@ HANDED = "handed"
 """A job's state while a worker has it (`Job.handed`)."""
 EXPORTED = "exported"
 """The worker wrote its span."""
-SENDING = "sending"
-"""Its results are counted; the worker is sending its span to the OTLP backend."""
 RETURNED = "returned"
 """The host took it back: its span is held and finished on the host's path."""
 
@@ -217,6 +214,32 @@ def span_data(span: ReadableSpan) -> tuple[Any, ...]:
     )
 
 
+def plain_span(data: tuple[Any, ...], resource: Resource | None, evaluators: Sequence[Any]) -> ReadableSpan:
+    """The span `span_data` describes, without results: each evaluator listed as deferred (its
+    results were counted, but the worker that had them written on the span is gone)."""
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import Event, ReadableSpan
+    from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+    from opentelemetry.trace import Link, SpanKind, Status, StatusCode
+
+    name, context, parent, kind, start, end, attributes, events, links, status, scope, _ = data
+    attributes = {**attributes, sc.EVALUATION_DEFERRED: [evaluator.name for evaluator in evaluators]}
+    return ReadableSpan(
+        name=name,
+        context=context,
+        parent=parent,
+        resource=resource if resource is not None else Resource.get_empty(),
+        attributes=attributes,
+        events=[Event(n, a, t) for n, a, t in events],
+        links=[Link(c, a) for c, a in links],
+        kind=SpanKind(kind),
+        status=Status(StatusCode(status[0]), status[1]),
+        start_time=start,
+        end_time=end,
+        instrumentation_scope=None if scope is None else InstrumentationScope(*scope),
+    )
+
+
 def _plain(attributes: Any) -> dict[str, Any]:
     """A plain dict of ``attributes``: the SDK's mappings copy their dict in C (``copy``), where
     ``dict()`` would go through their Python ``__iter__`` and ``__getitem__``, key by key."""
@@ -239,6 +262,7 @@ class ProcessJob:
     """
 
     __slots__ = (
+        "blob",
         "deaths",
         "evaluators",
         "expected",
@@ -256,8 +280,9 @@ class ProcessJob:
     def __init__(
         self, job: Job, keys: Sequence[int], expected: Any, value: Any, *, write_expected: bool
     ) -> None:
-        self.job = job
-        self.span: ReadableSpan = job.handle.otel_span  # type: ignore[assignment]  # the SDK's, ended
+        self.job: Job | None = job  # None once scored (`scored`): the pickled item is what is left
+        self.span: ReadableSpan | None = job.handle.otel_span  # type: ignore[assignment]  # the SDK's, ended
+        self.blob: bytes | None = None  # the item as last sent
         self.evaluators = job.evaluators
         self.keys = tuple(keys)
         self.kinds = tuple(getattr(evaluator, "annotator_kind", "CODE") for evaluator in self.evaluators)
@@ -294,20 +319,47 @@ class ProcessJob:
         index = self.index(token)
         return stuck_after_s if index is None else self.evaluators[index].timeout_s or stuck_after_s
 
-    def item(self) -> tuple[Any, ...]:
-        """What the worker is sent: the evaluators' keys first (a tuple: a job, not a run)."""
+    def item(self) -> bytes:
+        """What the worker is sent, pickled: the evaluators' keys first (a tuple: a job, not a run).
+
+        Kept as it is sent, so that once the call is scored the host holds only these bytes
+        (`scored`) until its span is kept."""
         job = self.job
-        return (
-            self.keys,
-            job.output,
-            self.expected,
-            self.value,
-            span_data(self.span),
-            self.presets,
-            job.deadline,
-            self.write_expected,
-            self.kinds,
-        )
+        if job is None:  # scored already: sent again because its worker died before sending it
+            assert self.blob is not None
+            if not self.presets:
+                return self.blob
+            fields = list(pickle.loads(self.blob))
+            fields[5] = self.presets  # decided since (a run that hung again)
+        else:
+            assert self.span is not None
+            fields = [
+                self.keys,
+                job.output,
+                self.expected,
+                self.value,
+                span_data(self.span),
+                self.presets,
+                job.deadline,
+                self.write_expected,
+                self.kinds,
+            ]
+        self.blob = pickle.dumps(tuple(fields), pickle.HIGHEST_PROTOCOL)
+        return self.blob
+
+    def scored(self) -> None:
+        """Let go of the call's objects once it is scored: until the worker says its span is
+        kept, only the bytes last sent are held (a handful of objects for the host's garbage
+        collector, where the call's span, job and values are dozens per call)."""
+        if self.blob is not None:
+            self.job = None
+            self.span = self.expected = self.value = None
+
+    def data(self) -> tuple[Any, ...]:
+        """The span's data (`span_data`) as last sent."""
+        assert self.blob is not None
+        found: tuple[Any, ...] = pickle.loads(self.blob)[4]
+        return found
 
 
 class HeldHandle:

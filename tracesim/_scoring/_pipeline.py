@@ -42,7 +42,7 @@ from tracesim._capture import CaptureOptions
 from tracesim._host_first import Slices
 from tracesim._internal_errors import WarnOnce, internal_error
 from tracesim._scoring._expect import NOT_SET, combined, complete, handed, resolve_expected
-from tracesim._scoring._handoff import EXPORTED, HANDED, HANDING, RETURNED, SENDING, HeldHandle, ProcessJob
+from tracesim._scoring._handoff import EXPORTED, HANDED, HANDING, RETURNED, HeldHandle, ProcessJob
 from tracesim._scoring._jobs import (
     FROM_RUN,
     Job,
@@ -54,7 +54,7 @@ from tracesim._scoring._jobs import (
     timeout,
     unresponsive,
 )
-from tracesim._scoring._processes import HELD, SCORED, WRITTEN, ProcessPool, ProcessRun, _result
+from tracesim._scoring._processes import HELD, WRITTEN, ProcessPool, ProcessRun, _result
 from tracesim._scoring._results import emit_carrier, write
 from tracesim._scoring._selection import sample_unit, scores_runs
 from tracesim._scoring._sinks import LogEventSink
@@ -265,7 +265,7 @@ class ScoringPipeline:
         when the worker wrote it already (or it was taken back before)."""
         assert self.forward is not None
         with job.lock:  # with the handle swapped before the watchdog can see the job open
-            if job.handed not in (HANDED, SENDING):
+            if job.handed != HANDED:
                 return False
             job.handed = RETURNED
             job.handle = HeldHandle(job.handle, self.forward, self.capture)
@@ -273,30 +273,44 @@ class ScoringPipeline:
         return True
 
     def _written(self, unit: ProcessJob, kind: int, payload: Any) -> None:
-        """What a worker says of ``unit``: scored (`SCORED`: count the results, give them to the
-        result sinks), its span kept (`WRITTEN`: the call is done), or both (`DONE`)."""
+        """A worker scored ``unit`` and wrote its span (`DONE`), or scored it and sends its span to
+        the OTLP backend (`SCORED`; the pool holds what is left of it until `WRITTEN`): count
+        the results, hand them to the result sinks, and the call is done."""
+        if kind == WRITTEN:
+            return
         job = unit.job
-        if kind != WRITTEN:
-            with job.lock:
-                first = job.handed == HANDED
-                if first:
-                    job.handed = SENDING
-                elif job.handed != SENDING:  # SENDING: scored again after its worker died
-                    return  # taken back (shutdown): the host wrote it
-            if first:
-                try:
-                    self._count_written(unit, payload)
-                except Exception:
-                    internal_error("scoring: counting a worker's results")
-        if kind != SCORED:
-            with job.lock:
-                if job.handed != SENDING:
-                    return  # taken back (shutdown): the host wrote it too
-                job.handed = EXPORTED
-            self._finish(job)
+        if job is None:
+            return  # scored again after its worker died before sending its span: counted once
+        with job.lock:
+            if job.handed != HANDED:
+                return  # taken back (shutdown): the host wrote it too
+            job.handed = EXPORTED
+        try:
+            self._count_written(unit, payload)
+        except Exception:
+            internal_error("scoring: counting a worker's results")
+        self._finish(job)
+
+    def _unsent(self, unit: ProcessJob) -> None:
+        """A call scored in a worker that died before sending its span, which no worker can send
+        now (a shutdown, or it took down two workers): this process sends it, as a call past
+        ``max_defer_s`` (its results went to the metrics; the span lists them as deferred)."""
+        from tracesim._scoring._handoff import plain_span
+
+        assert self.forward is not None
+        try:
+            span = plain_span(unit.data(), getattr(self.tracer, "resource", None), unit.evaluators)
+        except Exception:
+            internal_error("scoring: sending a span a worker could not send")
+            span = None
+        if self._pool is not None:
+            self._pool.sent_elsewhere(unit)
+        if span is not None:
+            self.forward(span)
 
     def _count_written(self, unit: ProcessJob, payload: Any) -> None:
         job = unit.job
+        assert job is not None
         outcomes, cost, full = payload
         stats = self.stats
         metrics = self.metrics
@@ -327,6 +341,9 @@ class ScoringPipeline:
         """A handed call no worker can finish: the host scores what is left and writes it (on a
         scoring thread: the pool may give it back holding its lock)."""
         job = unit.job
+        if job is None:  # scored already; only its span is left to send
+            self._unsent(unit)
+            return
         if not self._take_back(job):
             return
         if unit.write_expected:
@@ -828,7 +845,8 @@ class ScoringPipeline:
     # ------------------------------------------------------------ flush, shutdown
 
     def force_flush(self, timeout_s: float) -> bool:
-        """Wait until every queued call is scored (or ``timeout_s`` passes)."""
+        """Wait until every queued call is scored, and its span sent where a worker sends it (or
+        ``timeout_s`` passes)."""
         self._queue.wake()
         pool = self._pool
         if pool is not None and pool.started and self.export_setup is not None:
@@ -840,6 +858,8 @@ class ScoringPipeline:
                 if remaining <= 0:
                     return False
                 self._idle.wait(remaining)
+        if pool is not None:
+            return pool.wait_written(deadline)  # the spans workers send to the OTLP backend
         return True
 
     def shutdown(self, timeout_s: float) -> bool:
@@ -855,7 +875,7 @@ class ScoringPipeline:
             left = list(self._inflight.values())
         handed_left = []
         for job in left:
-            if job.handed in (HANDED, SENDING):
+            if job.handed == HANDED:
                 handed_left.append(job)  # taken back once the workers are stopped
                 continue
             self._expire(job)
@@ -868,6 +888,8 @@ class ScoringPipeline:
         self._watchdog.stop()  # every job has ended: no deadline is left to act on
         if pool is not None:
             pool.close(deadline - time.monotonic())
+            for unit in pool.unwritten():  # scored, and their worker was stopped before sending them
+                self._unsent(unit)
         for job in handed_left:  # not written by a worker: the host sends them on, unscored
             self._take_back(job)
             if job.handed != EXPORTED:

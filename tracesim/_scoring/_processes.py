@@ -274,6 +274,7 @@ class ProcessPool:
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._queue: collections.deque[ProcessRun | ProcessJob] = collections.deque()
+        self._sending: dict[int, ProcessJob] = {}  # scored calls whose span no worker has sent yet
         self._workers: list[_Worker] = []
         self._all: list[_Worker] = []  # every worker started, for close() and fork
         self._next_token = 1
@@ -512,6 +513,40 @@ class ProcessPool:
         except (OSError, ValueError):
             self._lost(worker)  # the reader sees the end of its output too; the first one counts
 
+    def wait_written(self, deadline: float) -> bool:
+        """Wait until the span of every scored call is sent (or until ``deadline``, a
+        `time.monotonic` value); False if one is not."""
+        hurried = False
+        with self._lock:
+            while self._sending:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                if not hurried:
+                    hurried = True
+                    self._lock.release()
+                    try:
+                        self.hurry()  # those scored since the flush began go at once too
+                    finally:
+                        self._lock.acquire()
+                    continue
+                self._wake.wait(min(left, _FEED_WAIT_S))
+        return True
+
+    def sent_elsewhere(self, unit: ProcessJob) -> None:
+        """The host sent ``unit``'s span itself (no worker could): `wait_written` stops waiting for it."""
+        with self._lock:
+            self._sending.pop(id(unit), None)
+            if not self._sending:
+                self._wake.notify_all()
+
+    def unwritten(self) -> list[ProcessJob]:
+        """Scored calls whose span no worker sent, after `close`: their workers were stopped."""
+        with self._lock:
+            found = list(self._sending.values())
+            self._sending.clear()
+        return found
+
     def hurry(self) -> None:
         """Tell every worker to send its spans to the OTLP backend at once for a while, not
         after gathering them (a flush waits for them). Never blocks on a worker for long: the
@@ -663,12 +698,16 @@ class ProcessPool:
                         unit = worker.unwritten.pop(token, None)
                         if unit is not None and unit.token == token:
                             done.append((unit, kind, payload))
+                            self._sending.pop(id(unit), None)
+                            if not self._sending:
+                                self._wake.notify_all()  # `wait_written`
                         continue
                     run = held.get(token)
                     if run is not None and run.token == token:
                         _release(worker, run)
                         if kind == SCORED:
                             worker.unwritten[token] = run  # type: ignore[assignment]
+                            self._sending[id(run)] = run  # type: ignore[assignment]
                         done.append((run, kind, payload))
                 if self._sleeping:
                     self._wake.notify_all()
@@ -679,6 +718,8 @@ class ProcessPool:
                     complete(run.job, run.evaluator, _result(*payload))
                 elif kind in (DONE, SCORED, WRITTEN) and self._done is not None:
                     self._done(run, kind, payload)
+                    if kind == SCORED:
+                        run.scored()  # held until WRITTEN: only its bytes
                 else:
                     self._odd(run, kind, payload)
 

@@ -153,6 +153,12 @@ def _loop(source: Any, out_fd: int, slot: mmap.mmap, evaluators: dict[int, Any],
             _send(out_fd, [(token, UNREADABLE, f"{type(exc).__name__}: {exc}") for token in tokens])
             continue
         for token, item in zip(tokens, items, strict=True):
+            if type(item) is bytes:  # a handed call, pickled on its own (`ProcessJob.item`)
+                try:
+                    item = pickle.loads(item)
+                except Exception as exc:
+                    results.append((token, UNREADABLE, f"{type(exc).__name__}: {exc}"))
+                    continue
             if type(item[0]) is tuple:
                 handed.score(token, item, evaluators, results)
             else:
