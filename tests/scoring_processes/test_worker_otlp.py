@@ -8,6 +8,7 @@ from what the worker sends back.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -204,3 +205,43 @@ def test_at_shutdown_a_call_its_worker_could_not_send_is_sent_by_the_host(
     for span in by_host:  # its results were counted; the span says they were not written on it
         assert list(span.attributes["tracesim.evaluation.deferred"]) == ["levenshtein", "rouge", "exact"]
         assert not span.events
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork (POSIX)")
+def test_a_forked_child_does_not_wait_for_the_spans_its_parents_workers_send(
+    backend: ScriptedBackend, tmp_path: Path, run_python: Any
+) -> None:
+    backend.traces_open.clear()  # the parent's worker is still sending when the process forks
+    code = f"""
+import json, os, time
+import tracesim
+from tracesim import _runtime
+from tracesim.evaluators import Levenshtein
+
+tracesim.configure(exporters=["otlp"], otlp_endpoint={backend.traces_url!r}, spool_dir="none",
+                   phoenix_annotations=False, scoring_processes=1, scoring_export="workers",
+                   shutdown_timeout_s=2)
+
+@tracesim.trace(evaluators=[Levenshtein()], expected=lambda i: "x")
+def agent(i):
+    return f"answer {{i}}"
+
+pool = _runtime.current.scoring._pool
+for i in range(3):
+    agent(i)
+while len(pool._sending) < 3:
+    time.sleep(0.02)
+pid = os.fork()
+if pid == 0:
+    try:
+        with open("child.json", "w") as f:
+            json.dump({{"flushed": tracesim.force_flush(5)}}, f)
+    finally:
+        os._exit(0)
+os.waitpid(pid, 0)
+print(json.dumps({{"sending": len(pool._sending)}}))
+"""
+    result = run_python(code, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert json.loads((tmp_path / "child.json").read_text()) == {"flushed": True}
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == {"sending": 3}  # still the parent's
