@@ -105,6 +105,7 @@ bench: $(VENV)/.installed-test
 	else echo "bench_instructions.py skipped: it counts instructions with valgrind, not installed"; fi
 	$(BIN)/python benchmarks/bench_scoring.py
 	$(BIN)/python benchmarks/bench_host_latency.py --find-max --variants unscored,unscored+scorer,threads,processes=1,processes=2,processes=1+export
+	$(BIN)/python benchmarks/bench_host_latency.py --exporter otlp --rate 600 --rounds 4 --variants unscored,unscored+scorer,processes=1,processes=1+export
 	$(BIN)/python benchmarks/bench_soak_processes.py --calls 100000
 	$(BIN)/python benchmarks/bench_evaluators.py
 	$(BIN)/python benchmarks/bench_export_down.py

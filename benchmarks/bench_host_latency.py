@@ -39,7 +39,8 @@ Inputs are realistic answers of about 300 characters with an expected answer eac
 of ``benchmarks/_evaldata.py`` joined to >= 280 characters, edited as agents' answers are
 (fillers, synonyms, dropped or reordered words, typos, a wrong answer). Exporter: the
 default local jsonl file, in a temporary directory (``--exporter discard`` drops spans in
-process instead). Every call is sampled for scoring; the queue is the default (10,000).
+process instead; ``--exporter otlp`` sends spans and the results' log records to a local
+OTLP/HTTP backend in a process of its own, which parses every trace request). Every call is sampled for scoring; the queue is the default (10,000).
 
 Per run: p50 / p99 / max latency from the due time, the ratio of p50 and p99 to the round's
 unscored run, scored results (3 per call expected), calls dropped by scoring, late results
@@ -57,7 +58,7 @@ growing by less than 1 ms per second). Then latency is measured at ``--rate`` an
 variant did not keep up with it, also at 80 % of the best sustained process rate.
 
     NLTK_DATA=... python benchmarks/bench_host_latency.py [--rate 1250] [--rounds 3]
-        [--seconds 8] [--host-threads 1] [--find-max] [--exporter jsonl|discard] [--gc-freeze]
+        [--seconds 8] [--host-threads 1] [--find-max] [--exporter jsonl|discard|otlp] [--gc-freeze]
         [--variants unscored,threads,processes=1,processes=2]
 """
 
