@@ -40,7 +40,8 @@ of ``benchmarks/_evaldata.py`` joined to >= 280 characters, edited as agents' an
 (fillers, synonyms, dropped or reordered words, typos, a wrong answer). Exporter: the
 default local jsonl file, in a temporary directory (``--exporter discard`` drops spans in
 process instead; ``--exporter otlp`` sends spans and the results' log records to a local
-OTLP/HTTP backend in a process of its own, which parses every trace request). Every call is sampled for scoring; the queue is the default (10,000).
+OTLP/HTTP backend in a process of its own, which parses every trace request). Every call is
+sampled for scoring; the queue is the default (10,000).
 
 Per run: p50 / p99 / max latency from the due time, the ratio of p50 and p99 to the round's
 unscored run, scored results (3 per call expected), calls dropped by scoring, late results
