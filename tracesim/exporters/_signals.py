@@ -230,15 +230,53 @@ class _GatedMetricExporter(_Gated, OTLPMetricExporter):
 
 
 class _GatedLogExporter(_Gated, OTLPLogExporter):
-    """The official OTLP/HTTP log record exporter, behind a `SignalGate`."""
+    """The official OTLP/HTTP log record exporter, behind a `SignalGate`.
+
+    The request body is written by `tracesim.exporters._otlp_log_encode` (the protobuf message
+    OpenTelemetry's encoder builds, byte for byte) and sent by the official exporter's own HTTP
+    client (retries, compression, time-out, headers, its metrics), as the span exporter does
+    (`tracesim.exporters._otlp_http`); an exporter whose internals are not the ones this was
+    written against (``opentelemetry-exporter-otlp-proto-http`` 1.45) sends through its own
+    ``export`` whole.
+    """
+
+    def __init__(self, gate: SignalGate, **kwargs: Any) -> None:
+        super().__init__(gate, **kwargs)
+        client, metrics = getattr(self, "_client", None), getattr(self, "_metrics", None)
+        self._own_body = (
+            callable(getattr(client, "export", None))
+            and callable(getattr(metrics, "export_operation", None))
+            and isinstance(getattr(self, "_max_request_size", None), int)
+            and isinstance(getattr(self, "_shutdown", None), bool)
+        )
 
     def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
         result: LogRecordExportResult = self.gate.export(
-            lambda: super(_GatedLogExporter, self).export(batch),
+            lambda: self._post(batch),
             LogRecordExportResult.SUCCESS,
             LogRecordExportResult.FAILURE,
         )
         return result
+
+    def _post(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
+        """``OTLPLogExporter.export`` with the body written by `encode_logs_or_fallback`."""
+        if not self._own_body or self._shutdown:
+            return super().export(batch)
+        from opentelemetry.semconv.attributes.http_attributes import HTTP_RESPONSE_STATUS_CODE
+
+        from tracesim.exporters._otlp_log_encode import encode_logs_or_fallback
+
+        body = encode_logs_or_fallback(batch)
+        if body is None or 0 < self._max_request_size < len(body):
+            return super().export(batch)  # the official exporter says why it does not send it
+        with self._metrics.export_operation(len(batch)) as result:
+            answer = self._client.export(body)
+            if not answer.success:
+                result.error = answer.error
+                status = answer.status_code
+                result.error_attrs = {HTTP_RESPONSE_STATUS_CODE: status} if status is not None else None
+                return LogRecordExportResult.FAILURE
+        return LogRecordExportResult.SUCCESS
 
 
 def refusal_of(exporter: object) -> Refusal | None:
