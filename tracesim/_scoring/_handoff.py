@@ -513,17 +513,17 @@ class Finisher:
         return self._tracer
 
     def export(
-        self, spans: Sequence[ReadableSpan], tokens: Sequence[int]
-    ) -> tuple[dict[int, tuple[str, str, float]], bool]:
-        """Redact ``spans``, the spans of the calls under ``tokens``, and write them; the cost of
-        each priced LLM span among them (by span id), and whether the calls are written (False:
-        the sender says so later, call by call)."""
+        self, spans: Sequence[ReadableSpan]
+    ) -> tuple[dict[int, tuple[str, str, float]], list[Any] | None]:
+        """Redact ``spans`` and write them to the trace file; the cost of each priced LLM span
+        among them (by span id), and the redacted spans for the OTLP backend (None: there is
+        none, the calls are written), for `send` once the host is told they are scored."""
         from tracesim._internal_errors import internal_error
         from tracesim._metrics._cost import priced
 
         costs: dict[int, tuple[str, str, float]] = {}
         if not spans or (self.file is None and self.remote is None):
-            return costs, True
+            return costs, None
         redact = self.redaction.span
         redacted = []
         for span in spans:
@@ -542,9 +542,15 @@ class Finisher:
         if self.remote is None:
             if self.logs is not None:  # the results' records in the file before the calls are done
                 self.logs.force_flush(_SETTLE_S)
-            return costs, True
+            return costs, None
+        return costs, redacted
+
+    def send(self, redacted: Sequence[ReadableSpan], tokens: Sequence[int]) -> None:
+        """Hand ``redacted``, the spans of the calls under ``tokens``, to the sender, which says
+        `WRITTEN` for those calls once they are kept. Call it after the host has been told they
+        are scored: a `WRITTEN` that came first would find nothing to clear."""
+        assert self.remote is not None
         self.remote.put(redacted, tokens)
-        return costs, False
 
     def close(self) -> None:
         """Send what is left, then close the exporters (the remote ones first: they may be slow)."""

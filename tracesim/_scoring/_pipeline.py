@@ -54,7 +54,7 @@ from tracesim._scoring._jobs import (
     timeout,
     unresponsive,
 )
-from tracesim._scoring._processes import HELD, WRITTEN, ProcessPool, ProcessRun, _result
+from tracesim._scoring._processes import HELD, ProcessPool, ProcessRun, _result
 from tracesim._scoring._results import emit_carrier, write
 from tracesim._scoring._selection import sample_unit, scores_runs
 from tracesim._scoring._sinks import LogEventSink
@@ -276,8 +276,6 @@ class ScoringPipeline:
         """A worker scored ``unit`` and wrote its span (`DONE`), or scored it and sends its span to
         the OTLP backend (`SCORED`; the pool holds what is left of it until `WRITTEN`): count
         the results, hand them to the result sinks, and the call is done."""
-        if kind == WRITTEN:
-            return
         job = unit.job
         if job is None:
             return  # scored again after its worker died before sending its span: counted once

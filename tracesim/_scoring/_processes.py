@@ -694,10 +694,9 @@ class ProcessPool:
                 if worker.gone:
                     continue  # its runs were given back: drain until it ends
                 for token, kind, payload in results:
-                    if kind == WRITTEN:
+                    if kind == WRITTEN:  # the call was counted at SCORED: only the wait is over
                         unit = worker.unwritten.pop(token, None)
                         if unit is not None and unit.token == token:
-                            done.append((unit, kind, payload))
                             self._sending.pop(id(unit), None)
                             if not self._sending:
                                 self._wake.notify_all()  # `wait_written`
@@ -716,7 +715,7 @@ class ProcessPool:
                 offer()
                 if kind == OK:
                     complete(run.job, run.evaluator, _result(*payload))
-                elif kind in (DONE, SCORED, WRITTEN) and self._done is not None:
+                elif kind in (DONE, SCORED) and self._done is not None:
                     self._done(run, kind, payload)
                     if kind == SCORED:
                         run.scored()  # held until WRITTEN: only its bytes

@@ -307,16 +307,22 @@ class _Handed:
         slot = self.slot
         START.pack_into(slot, 8, time.monotonic())
         TOKEN.pack_into(slot, 0, self._done[0][3])  # a crash writing them is charged to the first
+        remote = None
         try:
-            costs, written = self._finisher.export(self._spans, [done[0] for done in self._done])
+            costs, remote = self._finisher.export(self._spans)
         except Exception as exc:
             why = f"{type(exc).__name__}: {exc}"
             results.extend((token, NOT_FINISHED, why) for token, _, _, _ in self._done)
         else:
-            kind = DONE if written else SCORED  # SCORED: the sender says WRITTEN once they are kept
+            kind = DONE if remote is None else SCORED  # SCORED: the sender says WRITTEN once kept
             for token, (outcomes, full), span_id, _ in self._done:
                 results.append((token, kind, (outcomes, costs.get(span_id), full)))
         TOKEN.pack_into(slot, 0, 0)
+        if remote is not None:
+            # The host hears SCORED before the sender can say WRITTEN for these calls.
+            _send(self.out_fd, results)
+            results.clear()
+            self._finisher.send(remote, [done[0] for done in self._done])
         self._spans = []
         self._done = []
 
