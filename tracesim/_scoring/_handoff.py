@@ -397,7 +397,7 @@ class Finisher:
     spans are kept (delivered, or in the spool directory) once they are.
     """
 
-    def __init__(self, setup: bytes, send: Callable[[list[Any]], None] | None = None) -> None:
+    def __init__(self, setup: bytes, send: Callable[[list[int]], None] | None = None) -> None:
         from opentelemetry.sdk.resources import Resource
 
         from tracesim._redact import Redactor
@@ -420,7 +420,7 @@ class Finisher:
             self.logs = LogEventSink(values["logs"], self.resource, self.capture, self.redaction)
         self.remote: _Sender | None = None
         if values["otlp"] is not None:
-            self.remote = _Sender(_remote_exporter(values["otlp"]), send or (lambda acks: None), self.logs)
+            self.remote = _Sender(_remote_exporter(values["otlp"]), send or (lambda tokens: None), self.logs)
         self.results: bool = values["results"]  # the host's other result sinks take each result
         self.limits: SpanLimits = values["limits"]
         self._carriers: list[ReadableSpan] = []
@@ -600,7 +600,7 @@ class _Sender:
     is lost after the exporter's retries, as on the host's own path.
     """
 
-    def __init__(self, exporter: Any, send: Callable[[list[Any]], None], logs: Any = None) -> None:
+    def __init__(self, exporter: Any, send: Callable[[list[int]], None], logs: Any = None) -> None:
         import threading
 
         self._exporter = exporter
@@ -640,7 +640,6 @@ class _Sender:
         import time
 
         from tracesim._internal_errors import internal_error
-        from tracesim._scoring._processes import WRITTEN
 
         changed = self._changed
         while True:
@@ -668,7 +667,7 @@ class _Sender:
             except Exception:  # the exporters return failures; this is a bug of ours
                 internal_error("scoring worker: sending spans")
             try:
-                self._send([(token, WRITTEN, None) for token in tokens])
+                self._send(tokens)
             except OSError:  # the host is gone: nobody to tell
                 return
 

@@ -52,6 +52,7 @@ from tracesim._scoring._processes import (
     START,
     TOKEN,
     UNREADABLE,
+    WRITTEN,
     read_frame,
     write_frame,
 )
@@ -240,7 +241,9 @@ class _Handed:
                 from tracesim._scoring._handoff import Finisher
 
                 out_fd = self.out_fd
-                self._finisher = Finisher(self.setup or b"", lambda acks: _send(out_fd, acks))
+                self._finisher = Finisher(
+                    self.setup or b"", lambda tokens: _send(out_fd, [(t, WRITTEN, None) for t in tokens])
+                )
             except Exception as exc:
                 self._failed = f"{type(exc).__name__}: {exc}"
             token_at(slot, 0, 0)
