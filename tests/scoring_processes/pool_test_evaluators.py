@@ -164,3 +164,24 @@ def worker_ready(timeout_s: float = 120.0) -> None:
     while not current_pool().ready:
         assert time.monotonic() < deadline, "no worker started"
         time.sleep(0.05)
+
+
+ANSWERS = {i: f"the refund for order {i} takes five to seven business days" for i in range(40)}
+
+
+def support_agent() -> Any:
+    """A function scored by three evaluators against ``ANSWERS`` (a third of its answers exact),
+    decorated under the running configuration."""
+    import tracesim
+    from tracesim.evaluators import ExactMatch, Levenshtein, Rouge
+
+    @tracesim.trace(
+        evaluators=[Levenshtein(), Rouge(), ExactMatch(threshold=1.0)],
+        expected=lambda order: ANSWERS[order],
+    )
+    def support_agent(order: int) -> str:
+        if order % 3 == 0:
+            return ANSWERS[order]
+        return f"refunds for order {order} take about a week"
+
+    return support_agent

@@ -13,15 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pool_test_evaluators import Behaves, HostOnlyHook, current_pool, worker_ready
+from pool_test_evaluators import Behaves, HostOnlyHook, current_pool, support_agent, worker_ready
 
 import tracesim
 from tracesim import _runtime
 from tracesim._scoring._processes import ProcessPool
-from tracesim.evaluators import Evaluator, ExactMatch, Levenshtein, Rouge
+from tracesim.evaluators import Evaluator, ExactMatch, Levenshtein
 from tracesim.tracefile import load_spans
 
-ANSWERS = {i: f"the refund for order {i} takes five to seven business days" for i in range(40)}
 _VARYING = {"tracesim.evaluation.duration_s"}  # how long a run took: not the same twice
 
 
@@ -38,18 +37,9 @@ def _scored_calls(path: Path, export: str, **settings: Any) -> list[Any]:
     tracesim.configure(
         exporters=["jsonl"], jsonl_path=path, scoring_processes=1, scoring_export=export, **settings
     )
-
-    @tracesim.trace(
-        evaluators=[Levenshtein(), Rouge(), ExactMatch(threshold=1.0)],
-        expected=lambda order: ANSWERS[order],
-    )
-    def support_agent(order: int) -> str:
-        if order % 3 == 0:
-            return ANSWERS[order]
-        return f"refunds for order {order} take about a week"
-
+    agent = support_agent()
     for order in range(40):
-        support_agent(order)
+        agent(order)
     assert tracesim.force_flush(120)
     stats = tracesim.scoring_stats()
     tracesim.shutdown(30)

@@ -19,14 +19,12 @@ from typing import Any
 import pytest
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
-from pool_test_evaluators import current_pool
+from pool_test_evaluators import current_pool, support_agent
 from scripted_backend import ScriptedBackend
 
 import tracesim
-from tracesim.evaluators import ExactMatch, Levenshtein, Rouge
 from tracesim.tracefile import load_spans
 
-ANSWERS = {i: f"the refund for order {i} takes five to seven business days" for i in range(40)}
 _VARYING = {"tracesim.evaluation.duration_s"}  # how long a run took: not the same twice
 
 
@@ -53,19 +51,6 @@ def _configure(backend: ScriptedBackend, export: str, **more: Any) -> None:
     )
 
 
-def _agent() -> Any:
-    @tracesim.trace(
-        evaluators=[Levenshtein(), Rouge(), ExactMatch(threshold=1.0)],
-        expected=lambda order: ANSWERS[order],
-    )
-    def support_agent(order: int) -> str:
-        if order % 3 == 0:
-            return ANSWERS[order]
-        return f"refunds for order {order} take about a week"
-
-    return support_agent
-
-
 def _values(item: Span | Span.Event | LogRecord) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for pair in item.attributes:
@@ -78,7 +63,7 @@ def _sent(backend: ScriptedBackend, export: str, calls: int = 40) -> tuple[dict[
     """What ``calls`` scored calls sent under ``scoring_export=export``: each span (its attributes,
     its events' attributes and times from its end) and each call's log records, by input."""
     _configure(backend, export)
-    agent = _agent()
+    agent = support_agent()
     for order in range(calls):
         agent(order)
     assert tracesim.force_flush(120)
@@ -121,7 +106,7 @@ def test_span_events_off_leaves_the_worker_sending_the_results_as_log_records_on
     backend: ScriptedBackend,
 ) -> None:
     _configure(backend, "workers", evaluation_span_events=False)
-    agent = _agent()
+    agent = support_agent()
     for order in range(6):
         agent(order)
     assert tracesim.force_flush(120)
@@ -135,7 +120,7 @@ def test_span_events_off_leaves_the_worker_sending_the_results_as_log_records_on
 def test_a_worker_killed_before_its_spans_are_sent_loses_none(backend: ScriptedBackend) -> None:
     backend.traces_open.clear()  # the backend hangs: the worker's sender waits for it
     _configure(backend, "workers")
-    agent = _agent()
+    agent = support_agent()
     for order in range(10):
         agent(order)
     pool = current_pool()
@@ -164,7 +149,7 @@ def test_with_a_spool_a_backend_that_hangs_has_every_span_kept_on_disk(
     backend.traces_open.clear()
     spool = tmp_path / "spool"
     _configure(backend, "workers", spool_dir=str(spool))
-    agent = _agent()
+    agent = support_agent()
     for order in range(8):
         agent(order)
     # The worker keeps each batch on disk once the backend has not taken it in 2 s; then the
@@ -182,7 +167,7 @@ def test_at_shutdown_a_call_its_worker_could_not_send_is_sent_by_the_host(
     backend.traces_open.clear()  # the worker's send hangs past the shutdown's deadline
     path = tmp_path / "traces.jsonl"
     _configure(backend, "workers", exporters=["jsonl", "otlp"], jsonl_path=path)
-    agent = _agent()
+    agent = support_agent()
     for order in range(5):
         agent(order)
     pool = current_pool()

@@ -48,7 +48,7 @@ from opentelemetry.semconv.attributes.http_attributes import HTTP_RESPONSE_STATU
 from tracesim.exporters._otlp_encode import encode_or_fallback
 from tracesim.exporters._refusals import NOT_TAKEN, PERMANENT, AnswerRecorder, Refusal, classify, describe
 
-__all__ = ["RefusalAwareSpanExporter", "RefusalStats", "last_refusal"]
+__all__ = ["RefusalAwareSpanExporter", "RefusalStats", "last_refusal", "post_body", "sends_own_body"]
 
 _logger = logging.getLogger("tracesim")
 _REMEMBERED = 65_536  # spans delivered by a split whose batch failed, left out when it comes again
@@ -84,13 +84,7 @@ class RefusalAwareSpanExporter(OTLPSpanExporter):
         self._refused = self._dropped = self._too_large = 0
         self._lost_since_flush = False
         self._delivered_early: OrderedDict[SpanKey, None] = OrderedDict()
-        client, metrics = getattr(self, "_client", None), getattr(self, "_metrics", None)
-        self._own_body = (
-            callable(getattr(client, "export", None))
-            and callable(getattr(metrics, "export_operation", None))
-            and isinstance(getattr(self, "_max_request_size", None), int)
-            and isinstance(getattr(self, "_shutdown", None), bool)
-        )
+        self._own_body = sends_own_body(self)
 
     @property
     def stats(self) -> RefusalStats:
@@ -169,16 +163,10 @@ class RefusalAwareSpanExporter(OTLPSpanExporter):
         body = encode_or_fallback(spans)
         if body is None:  # OpenTelemetry's encoder cannot encode it either: its export says so
             return super().export(spans)
-        if 0 < self._max_request_size < len(body):
+        sent = post_body(self, body, len(spans))
+        if sent is None:
             return super().export(spans)  # too large to send: the official exporter drops and counts it
-        with self._metrics.export_operation(len(spans)) as result:
-            answer = self._client.export(body)
-            if not answer.success:
-                result.error = answer.error
-                status = answer.status_code
-                result.error_attrs = {HTTP_RESPONSE_STATUS_CODE: status} if status is not None else None
-                return SpanExportResult.FAILURE
-        return SpanExportResult.SUCCESS
+        return SpanExportResult.SUCCESS if sent else SpanExportResult.FAILURE
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         """False when spans were dropped as refused since the last call (nothing is buffered here)."""
@@ -225,6 +213,35 @@ class RefusalAwareSpanExporter(OTLPSpanExporter):
                 return
             self._said.add(key)
         _logger.warning("tracesim: %s; %s (said once)", describe("spans", refusal), kept)
+
+
+def sends_own_body(exporter: Any) -> bool:
+    """Whether an official OTLP/HTTP exporter has the internals `post_body` sends through (those
+    of ``opentelemetry-exporter-otlp-proto-http`` 1.45); when not, it exports by itself."""
+    client, metrics = getattr(exporter, "_client", None), getattr(exporter, "_metrics", None)
+    return bool(
+        callable(getattr(client, "export", None))
+        and callable(getattr(metrics, "export_operation", None))
+        and isinstance(getattr(exporter, "_max_request_size", None), int)
+        and isinstance(getattr(exporter, "_shutdown", None), bool)
+    )
+
+
+def post_body(exporter: Any, body: bytes, count: int) -> bool | None:
+    """Send ``body`` (``count`` spans or records, encoded by tracesim) with an official OTLP/HTTP
+    exporter's own client (its retries, compression, time-out, headers) and metrics: True when
+    the backend took it, False when not, None when it is too large for the exporter's
+    ``max_request_size`` (its own ``export`` then drops it and says so)."""
+    if 0 < exporter._max_request_size < len(body):
+        return None
+    with exporter._metrics.export_operation(count) as result:
+        answer = exporter._client.export(body)
+        if not answer.success:
+            result.error = answer.error
+            status = answer.status_code
+            result.error_attrs = {HTTP_RESPONSE_STATUS_CODE: status} if status is not None else None
+            return False
+    return True
 
 
 def _key(span: ReadableSpan) -> SpanKey:

@@ -242,13 +242,9 @@ class _GatedLogExporter(_Gated, OTLPLogExporter):
 
     def __init__(self, gate: SignalGate, **kwargs: Any) -> None:
         super().__init__(gate, **kwargs)
-        client, metrics = getattr(self, "_client", None), getattr(self, "_metrics", None)
-        self._own_body = (
-            callable(getattr(client, "export", None))
-            and callable(getattr(metrics, "export_operation", None))
-            and isinstance(getattr(self, "_max_request_size", None), int)
-            and isinstance(getattr(self, "_shutdown", None), bool)
-        )
+        from tracesim.exporters._otlp_http import sends_own_body
+
+        self._own_body = sends_own_body(self)
 
     def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
         result: LogRecordExportResult = self.gate.export(
@@ -262,21 +258,14 @@ class _GatedLogExporter(_Gated, OTLPLogExporter):
         """``OTLPLogExporter.export`` with the body written by `encode_logs_or_fallback`."""
         if not self._own_body or self._shutdown:
             return super().export(batch)
-        from opentelemetry.semconv.attributes.http_attributes import HTTP_RESPONSE_STATUS_CODE
-
+        from tracesim.exporters._otlp_http import post_body
         from tracesim.exporters._otlp_log_encode import encode_logs_or_fallback
 
         body = encode_logs_or_fallback(batch)
-        if body is None or 0 < self._max_request_size < len(body):
+        sent = None if body is None else post_body(self, body, len(batch))
+        if sent is None:
             return super().export(batch)  # the official exporter says why it does not send it
-        with self._metrics.export_operation(len(batch)) as result:
-            answer = self._client.export(body)
-            if not answer.success:
-                result.error = answer.error
-                status = answer.status_code
-                result.error_attrs = {HTTP_RESPONSE_STATUS_CODE: status} if status is not None else None
-                return LogRecordExportResult.FAILURE
-        return LogRecordExportResult.SUCCESS
+        return LogRecordExportResult.SUCCESS if sent else LogRecordExportResult.FAILURE
 
 
 def refusal_of(exporter: object) -> Refusal | None:
