@@ -42,6 +42,8 @@ from __future__ import annotations
 import logging
 import os
 import pickle
+import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -218,20 +220,30 @@ def plain_span(data: tuple[Any, ...], resource: Resource | None, evaluators: Seq
     """The span `span_data` describes, without results: each evaluator listed as deferred (its
     results were counted, but the worker that had them written on the span is gone)."""
     from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import Event, ReadableSpan
+    from opentelemetry.sdk.trace import Event
+
+    attributes = {**data[6], sc.EVALUATION_DEFERRED: [evaluator.name for evaluator in evaluators]}
+    events = [Event(name, values, at) for name, values, at in data[7]]
+    return rebuilt_span(data, resource if resource is not None else Resource.get_empty(), attributes, events)
+
+
+def rebuilt_span(data: tuple[Any, ...], resource: Resource, attributes: Any, events: Any) -> ReadableSpan:
+    """The span `span_data` describes, with ``resource`` and these attributes and events."""
+    from opentelemetry.sdk.trace import ReadableSpan
     from opentelemetry.sdk.util.instrumentation import InstrumentationScope
     from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
-    name, context, parent, kind, start, end, attributes, events, links, status, scope, _ = data
-    attributes = {**attributes, sc.EVALUATION_DEFERRED: [evaluator.name for evaluator in evaluators]}
+    from tracesim.exporters._redacting import _bounded
+
+    name, context, parent, kind, start, end, _, _, links, status, scope, dropped = data
     return ReadableSpan(
         name=name,
         context=context,
         parent=parent,
-        resource=resource if resource is not None else Resource.get_empty(),
+        resource=resource,
         attributes=attributes,
-        events=[Event(n, a, t) for n, a, t in events],
-        links=[Link(c, a) for c, a in links],
+        events=events,
+        links=_bounded([Link(c, a) for c, a in links], dropped[2]),
         kind=SpanKind(kind),
         status=Status(StatusCode(status[0]), status[1]),
         start_time=start,
@@ -420,7 +432,8 @@ class Finisher:
             self.logs = LogEventSink(values["logs"], self.resource, self.capture, self.redaction)
         self.remote: _Sender | None = None
         if values["otlp"] is not None:
-            self.remote = _Sender(_remote_exporter(values["otlp"]), send or (lambda tokens: None), self.logs)
+            exporter, settle = _remote_exporter(values["otlp"])
+            self.remote = _Sender(exporter, settle, send or (lambda tokens: None), self.logs)
         self.results: bool = values["results"]  # the host's other result sinks take each result
         self.limits: SpanLimits = values["limits"]
         self._carriers: list[ReadableSpan] = []
@@ -473,27 +486,7 @@ class Finisher:
     def rebuilt(self, data: tuple[Any, ...], recorder: _Recorder) -> ReadableSpan:
         """The span `span_data` describes, with this configuration's resource and the attributes
         and events ``recorder`` holds."""
-        from opentelemetry.sdk.trace import ReadableSpan
-        from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-        from opentelemetry.trace import Link, SpanKind, Status, StatusCode
-
-        from tracesim.exporters._redacting import _bounded
-
-        name, context, parent, kind, start, end, _, _, links, status, scope, dropped = data
-        return ReadableSpan(
-            name=name,
-            context=context,
-            parent=parent,
-            resource=self.resource,
-            attributes=recorder.attributes,
-            events=recorder.events,
-            links=_bounded([Link(c, a) for c, a in links], dropped[2]),
-            kind=SpanKind(kind),
-            status=Status(StatusCode(status[0]), status[1]),
-            start_time=start,
-            end_time=end,
-            instrumentation_scope=None if scope is None else InstrumentationScope(*scope),
-        )
+        return rebuilt_span(data, self.resource, recorder.attributes, recorder.events)
 
     def _carrier_tracer(self) -> Any:
         if self._tracer is None:
@@ -564,20 +557,20 @@ class Finisher:
                 self.file.shutdown()
 
 
-def _remote_exporter(options: tuple[Any, ...]) -> Any:
+def _remote_exporter(options: tuple[Any, ...]) -> tuple[Any, Callable[[float], None] | None]:
     """The OTLP exporter the host's configuration builds (`tracesim._runtime._exporter`), without
-    the results' span events when ``evaluation_span_events`` is off."""
+    the results' span events when ``evaluation_span_events`` is off; and its spool's ``settle``
+    (None without a spool)."""
     from tracesim.exporters import otlp_exporter
 
     protocol, endpoint, headers, spool, spool_max_bytes, span_events = options
     exporter = otlp_exporter(protocol, endpoint, headers, spool_dir=spool, spool_max_bytes=spool_max_bytes)
+    settle = getattr(exporter, "settle", None)
     if span_events:
-        return exporter
+        return exporter, settle
     from tracesim.exporters._without_events import WithoutEvaluationEvents
 
-    outer = WithoutEvaluationEvents(exporter)
-    outer.settle = getattr(exporter, "settle", None)  # type: ignore[attr-defined]
-    return outer
+    return WithoutEvaluationEvents(exporter), settle
 
 
 _SEND_AFTER_S = 0.5
@@ -600,12 +593,16 @@ class _Sender:
     is lost after the exporter's retries, as on the host's own path.
     """
 
-    def __init__(self, exporter: Any, send: Callable[[list[int]], None], logs: Any = None) -> None:
-        import threading
-
+    def __init__(
+        self,
+        exporter: Any,
+        settle: Callable[[float], None] | None,
+        send: Callable[[list[int]], None],
+        logs: Any = None,
+    ) -> None:
         self._exporter = exporter
         self._logs = logs  # the results' log records: sent before the calls are said to be kept
-        self._settle = getattr(exporter, "settle", None)
+        self._settle = settle  # a spool's: every batch delivered or on disk (`SpoolingExporter.settle`)
         self._send = send
         self._spans: list[ReadableSpan] = []
         self._tokens: list[int] = []
@@ -617,8 +614,6 @@ class _Sender:
         self._thread.start()
 
     def put(self, spans: Sequence[ReadableSpan], tokens: Sequence[int]) -> None:
-        import time
-
         with self._changed:
             first = not self._tokens
             if first:
@@ -630,15 +625,11 @@ class _Sender:
 
     def hurry(self) -> None:
         """Send what comes at once for the next `_SEND_AFTER_S` (the host's flush waits for it)."""
-        import time
-
         with self._changed:
             self._hurried_until = time.monotonic() + _SEND_AFTER_S
             self._changed.notify()
 
     def _run(self) -> None:
-        import time
-
         from tracesim._internal_errors import internal_error
 
         changed = self._changed

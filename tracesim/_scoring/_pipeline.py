@@ -123,6 +123,8 @@ class ScoringPipeline:
         self.processes = processes
         """Worker processes for CPU evaluators: a count (0: none) or ``"auto"``."""
         self.sinks = tuple(sinks)
+        # A worker writes the results' log records itself; these take a handed call's results here.
+        self._handed_sinks = tuple(sink for sink in self.sinks if not isinstance(sink, LogEventSink))
         self.forward = forward
         """Sends an ended span to the configuration's span processors (a call taken back from a worker)."""
         self.export_setup = export_setup if processes != 0 else None
@@ -327,12 +329,11 @@ class ScoringPipeline:
         if cost is not None and self.cost is not None:
             self.cost(*cost)
         if full:  # for the sinks that take results in this process (a worker sent the log records)
-            sinks = [sink for sink in self.sinks if not isinstance(sink, LogEventSink)]
             target = job.handle.span_context
             expected = _for_sinks(unit.expected)
             for annotator_kind, values, fields_set in full:
                 result = _result(values, fields_set)
-                for sink in sinks:
+                for sink in self._handed_sinks:
                     sink.submit(target, result, annotator_kind, expected=expected)
 
     def _give_back(self, unit: ProcessJob) -> None:
@@ -847,8 +848,6 @@ class ScoringPipeline:
         ``timeout_s`` passes)."""
         self._queue.wake()
         pool = self._pool
-        if pool is not None and pool.started and self.export_setup is not None:
-            pool.hurry()  # workers gather spans for the OTLP backend: no waiting for that here
         deadline = time.monotonic() + timeout_s
         with self._idle:
             while self._inflight:

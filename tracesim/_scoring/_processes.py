@@ -516,20 +516,13 @@ class ProcessPool:
     def wait_written(self, deadline: float) -> bool:
         """Wait until the span of every scored call is sent (or until ``deadline``, a
         `time.monotonic` value); False if one is not."""
-        hurried = False
+        if self._sending:
+            self.hurry()  # workers gather spans for the OTLP backend: a flush does not wait for that
         with self._lock:
             while self._sending:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
-                if not hurried:
-                    hurried = True
-                    self._lock.release()
-                    try:
-                        self.hurry()  # those scored since the flush began go at once too
-                    finally:
-                        self._lock.acquire()
-                    continue
                 self._wake.wait(min(left, _FEED_WAIT_S))
         return True
 
