@@ -23,6 +23,7 @@ from pool_test_evaluators import current_pool, support_agent
 from scripted_backend import ScriptedBackend
 
 import tracesim
+from tracesim.evaluators import ExactMatch, Levenshtein
 from tracesim.tracefile import load_spans
 
 _VARYING = {"tracesim.evaluation.duration_s"}  # how long a run took: not the same twice
@@ -230,3 +231,26 @@ print(json.dumps({{"sending": len(pool._sending)}}))
     assert result.returncode == 0, result.stderr
     assert json.loads((tmp_path / "child.json").read_text()) == {"flushed": True}
     assert json.loads(result.stdout.strip().splitlines()[-1]) == {"sending": 3}  # still the parent's
+
+
+def test_what_a_worker_sends_is_redacted(backend: ScriptedBackend) -> None:
+    from secret_kinds import KINDS, leaked
+
+    planted = " ".join(secret for secret, _ in KINDS.values())
+    _configure(backend, "workers")
+
+    @tracesim.trace(evaluators=[Levenshtein(), ExactMatch()], expected=lambda q: f"expected {planted}")
+    def answer(q: str) -> str:
+        return f"answer to {q}: {planted}"
+
+    for i in range(4):
+        answer(f"question {i} {planted}")
+    assert tracesim.force_flush(120)
+    assert tracesim.scoring_stats().written_by_workers == 4
+    assert len(backend.spans) == 4
+    assert len(backend.logs) == 8
+    for span in backend.spans:
+        assert "[REDACTED" in _values(span)["output.value"]  # the secrets were there to redact
+        assert leaked(str(span)) == []
+    for record in backend.logs:
+        assert leaked(str(record)) == []
