@@ -70,6 +70,10 @@ class ScriptedBackend:
         self.max_spans: int | None = None  # 413 for a trace request with more spans
         self.traces_open = threading.Event()  # cleared: a trace request waits (a backend that hangs)
         self.traces_open.set()
+        self.logs_open = threading.Event()  # the same for log requests
+        self.logs_open.set()
+        self.metrics_open = threading.Event()  # and for metric requests
+        self.metrics_open.set()
         self._lock = threading.Lock()
         self._http = LoopbackHTTP(self._handler())
 
@@ -135,6 +139,10 @@ class ScriptedBackend:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 if self.path == "/v1/traces":
                     backend.traces_open.wait(60)
+                elif self.path == "/v1/logs":
+                    backend.logs_open.wait(60)
+                elif self.path == "/v1/metrics":
+                    backend.metrics_open.wait(60)
                 reply = backend._reply(self.path, body, {k.lower(): v for k, v in self.headers.items()})
                 self.reply(reply.status, reply.content_type, reply.body.encode(), reply.headers)
 

@@ -295,3 +295,44 @@ def test_a_huge_attribute_value_is_cut_on_the_callers_side() -> None:
     assert isinstance(attributes["rows"], str)  # too long for a list attribute: bounded JSON text
     assert attributes["rows"].startswith("[0,1,2")
     assert attributes["rows"].endswith("…[truncated]")
+
+
+@pytest.mark.parametrize("signal", ["traces", "logs", "metrics"])
+def test_force_flush_honours_its_deadline_when_the_backend_hangs(signal: str) -> None:
+    # OpenTelemetry's batch processors ignore force_flush's timeout (opentelemetry-python#4568):
+    # behind an export that hangs, the flush waited for the exporter's own 10 s timeout.
+    from scripted_backend import ScriptedBackend
+
+    with ScriptedBackend() as backend:
+        opened = {"traces": backend.traces_open, "logs": backend.logs_open, "metrics": backend.metrics_open}
+        opened[signal].clear()
+        try:
+            tracesim.configure(
+                exporters=["otlp"],
+                otlp_endpoint=backend.traces_url,
+                phoenix_annotations=False,
+                mlflow_assessments=False,
+                spool_dir="none",  # nothing between the queue and the backend that hangs
+            )
+
+            @tracesim.trace(evaluators=[ExactMatch()], expected="ok")
+            def answer(i: int) -> str:
+                return "ok"
+
+            for i in range(20):
+                answer(i)
+            tracesim.force_flush(0.5)  # the first export is now in progress, and hangs
+            for i in range(20, 40):
+                answer(i)
+            for _ in range(2):  # the second time, the flush still in progress is waited for
+                started = time.monotonic()
+                assert tracesim.force_flush(1.0) is False  # not delivered: said, not waited for
+                assert time.monotonic() - started < 6.0  # the exporter's timeout is 10 s
+        finally:
+            opened[signal].set()
+        assert tracesim.force_flush(30)
+        tracesim.shutdown(10)
+    if signal == "traces":
+        assert len([s for s in backend.spans if s.name == "answer"]) == 40
+    elif signal == "logs":
+        assert len(backend.logs) == 40

@@ -205,6 +205,8 @@ def scoring_stats() -> ScoringStats:
     if runtime is None or runtime.scoring is None:
         return ScoringStats()
     stats = dataclasses.replace(runtime.scoring.stats)
+    sinks = runtime.scoring.sinks
+    stats.log_records_dropped += sum(getattr(sink, "log_records_dropped", 0) for sink in sinks)
     runs = runtime.runs
     if runs is not None:
         stats.runs_traces_evicted = runs.evicted

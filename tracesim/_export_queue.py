@@ -39,9 +39,9 @@ import random
 import threading
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
@@ -53,12 +53,17 @@ from tracesim import _semconv as sc
 from tracesim._internal_errors import WarnOnce
 from tracesim._version import __version__
 
+if TYPE_CHECKING:
+    from tracesim._config import Settings
+
 __all__ = [
     "DEFAULT_QUEUE_SIZE",
     "ON_FULL",
+    "BoundedFlush",
     "ExportQueue",
     "ExportStats",
     "export_stats",
+    "queue_size",
 ]
 
 DEFAULT_QUEUE_SIZE: Final = 2048
@@ -74,6 +79,71 @@ _WAIT_SCHEDULE_DELAY_MS: Final = 100
 _RACE_ROOM: Final = 256
 
 _logger = logging.getLogger("tracesim")
+
+
+def queue_size(settings: Settings, scored: bool) -> int:
+    """The spans each exporter's queue holds: ``export_queue_size``, or the default for ``settings``.
+
+    Scored spans end in bursts when scoring catches up: up to ``scoring_queue_size`` of them,
+    already held in memory while they waited. When evaluators are in use (configured rules, or
+    functions decorated with evaluators before configure()), the queue holds that many on top
+    of OpenTelemetry's usual 2,048, so such a burst is never dropped. Without them the queue is
+    the usual size, and so is its memory when a tight loop fills it. A size the user sets (or
+    ``OTEL_BSP_MAX_QUEUE_SIZE``) is taken as it is.
+
+    Example:
+        >>> from tracesim._config import resolve
+        >>> queue_size(resolve({}, environ={}), scored=True)
+        12048
+        >>> queue_size(resolve({"export_queue_size": 500}, environ={}), scored=True)
+        500
+    """
+    if settings.export_queue_size is not None:
+        return settings.export_queue_size
+    extra = settings.scoring_queue_size if scored and settings.scoring_mode == "background" else 0
+    return DEFAULT_QUEUE_SIZE + extra
+
+
+class BoundedFlush:
+    """Runs a batch processor's flush on a thread of its own, and waits for it only until a deadline.
+
+    OpenTelemetry's batch processors take a ``timeout_millis`` in ``force_flush`` and do not use
+    it (opentelemetry-python#4568): the flush exports everything queued on the caller's thread,
+    behind the lock of an export in progress, so a backend that hangs holds the caller for the
+    exporter's own timeout and retries (10 s and more), whatever deadline it gave. Here the
+    caller waits at most its deadline; a flush still going on when the next one is asked is
+    waited for instead of starting another (it exports until the queue is empty).
+
+    Example:
+        >>> BoundedFlush("tracesim-flush").run(lambda: True, timeout_s=1.0)
+        True
+    """
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._lock = threading.Lock()
+        self._running: tuple[threading.Thread, list[bool]] | None = None
+
+    def run(self, flush: Callable[[], bool], timeout_s: float) -> bool:
+        """``flush()``'s answer, or False when it is not over within ``timeout_s``."""
+        with self._lock:
+            running = self._running
+            if running is None or not running[0].is_alive():
+                answer: list[bool] = []
+
+                def target() -> None:
+                    try:
+                        answer.append(bool(flush()))
+                    except Exception:
+                        answer.append(False)
+                        _logger.exception("tracesim: a flush failed")
+
+                thread = threading.Thread(target=target, name=self._name, daemon=True)
+                thread.start()
+                running = self._running = (thread, answer)
+        thread, answer = running
+        thread.join(max(0.0, timeout_s))
+        return bool(answer) and answer[0]
 
 
 @dataclass(frozen=True)
@@ -152,6 +222,7 @@ class ExportQueue(BatchSpanProcessor):
         self.wait_s = wait_s
         self.name = name or type(exporter).__name__
         self._warnings = warnings if warnings is not None else WarnOnce()
+        self._flush = BoundedFlush("tracesim-flush")
         self._reset()
         # A queue smaller than two of the SDK's batches exports half of itself at a time: a
         # batch leaving makes room while the next one fills (the SDK checks the batch size
@@ -340,13 +411,16 @@ class ExportQueue(BatchSpanProcessor):
                 self._cond.notify(len(spans))
 
     def force_flush(self, timeout_millis: int | None = None) -> bool:
-        """Export what is queued, then a record of the drops not yet recorded."""
-        ok = super().force_flush(timeout_millis)
+        """Export what is queued, then a record of the drops not yet recorded, within
+        ``timeout_millis`` (the SDK's default 30 s when None; see `BoundedFlush`)."""
+        deadline = time.monotonic() + (30.0 if timeout_millis is None else max(0, timeout_millis) / 1000)
+        flush = super().force_flush
+        ok = self._flush.run(flush, deadline - time.monotonic())
         with self._cond:
             record = self._record_due(force=True)
         if record is not None:
             super().on_end(record)
-            ok = super().force_flush(timeout_millis) and ok
+            ok = self._flush.run(flush, deadline - time.monotonic()) and ok
         return ok
 
     def shutdown(self) -> None:

@@ -588,20 +588,11 @@ def _processor(
 ) -> SpanProcessor:
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-    from tracesim._export_queue import DEFAULT_QUEUE_SIZE, ExportQueue
+    from tracesim._export_queue import ExportQueue, queue_size
 
     if not settings.batch_export:
         return SimpleSpanProcessor(exporter)
-    size = settings.export_queue_size
-    if size is None:
-        # Scored spans end in bursts when scoring catches up: up to scoring_queue_size of them,
-        # already held in memory while they waited. When evaluators are in use (configured
-        # rules, or functions decorated with evaluators before configure()), the queue holds
-        # that many on top of OpenTelemetry's usual 2,048, so such a burst is never dropped.
-        # Without them the queue is the usual size, and so is its memory when a tight loop
-        # fills it. A size the user sets (or OTEL_BSP_MAX_QUEUE_SIZE) is taken as it is.
-        extra = settings.scoring_queue_size if scored and settings.scoring_mode == "background" else 0
-        size = DEFAULT_QUEUE_SIZE + extra
+    size = queue_size(settings, scored)
     try:
         return ExportQueue(
             exporter,

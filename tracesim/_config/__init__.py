@@ -199,7 +199,8 @@ SETTINGS: tuple[Setting, ...] = (
         parse.integer(1),
         "an integer >= 1",
         "finished spans each exporter's queue holds (default 2048, plus scoring_queue_size while "
-        "evaluators score in the background); a full queue drops or waits (export_on_full), and counts",
+        "evaluators score in the background), and evaluation log records each log queue holds; a full "
+        "span queue drops or waits (export_on_full), and counts; a full log queue drops, and counts",
         ("TRACESIM_EXPORT_QUEUE_SIZE", "OTEL_BSP_MAX_QUEUE_SIZE"),
     ),
     Setting(

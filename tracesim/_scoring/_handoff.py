@@ -426,6 +426,7 @@ class Finisher:
         attributes, schema_url = values["resource"]
         self.resource = Resource(attributes, schema_url)
         self.logs: Any = None  # the results' log records (`LogEventSink`), as the host would send
+        self._lost_told = 0  # of the records `logs` dropped, those the host was told of
         if values["logs"] is not None:
             from tracesim._scoring._sinks import LogEventSink
 
@@ -537,6 +538,15 @@ class Finisher:
                 self.logs.force_flush(_SETTLE_S)
             return costs, None
         return costs, redacted
+
+    def log_records_lost(self) -> int:
+        """The results' log records this worker's queue dropped since the last call (for the host's
+        `ScoringStats.log_records_dropped`)."""
+        if self.logs is None:
+            return 0
+        dropped: int = self.logs.log_records_dropped
+        lost, self._lost_told = dropped - self._lost_told, dropped
+        return lost
 
     def send(self, redacted: Sequence[ReadableSpan], tokens: Sequence[int]) -> None:
         """Hand ``redacted``, the spans of the calls under ``tokens``, to the sender, which says

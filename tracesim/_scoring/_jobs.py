@@ -121,6 +121,9 @@ class ScoringStats:
     """Traces the run recorder let go of early to keep at most 1,000 at once."""
     written_by_workers: int = 0
     """Calls whose span the worker process that scored them wrote (``scoring_export: workers``)."""
+    log_records_dropped: int = 0
+    """Results' log records (``evaluation_log_events``) lost because their queue was full, or
+    still held them when it shut down past its deadline; the span events keep those results."""
 
 
 class Binder(Protocol):

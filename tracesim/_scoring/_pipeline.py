@@ -311,8 +311,9 @@ class ScoringPipeline:
     def _count_written(self, unit: ProcessJob, payload: Any) -> None:
         job = unit.job
         assert job is not None
-        outcomes, cost, full = payload
+        outcomes, cost, full, log_records_lost = payload
         stats = self.stats
+        stats.log_records_dropped += log_records_lost
         metrics = self.metrics
         span_name = _span_name(job.handle.otel_span)
         for name, what, score, error_type, late in outcomes:

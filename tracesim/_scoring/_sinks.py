@@ -125,8 +125,11 @@ class LogEventSink:
         self, settings: Settings, resource: Resource, capture: CaptureOptions, redaction: Redaction
     ) -> None:
         from opentelemetry.sdk._logs import LoggerProvider, LogRecordProcessor
-        from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, SimpleLogRecordProcessor
+        from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
 
+        from tracesim._export_queue import queue_size
+        from tracesim._internal_errors import WarnOnce
+        from tracesim._scoring._log_queue import ResultLogQueue
         from tracesim.exporters._jsonl_logs import JsonlLogExporter
 
         self._capture = capture
@@ -134,16 +137,32 @@ class LogEventSink:
         self._provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
         self._exporters = _log_exporters(settings)
         self._processors: list[LogRecordProcessor] = []
+        self._queues: list[ResultLogQueue] = []
+        warnings = WarnOnce()
         for exporter in self._exporters:
             # Over the network, always a batch (a bounded queue, drained by its own thread):
-            # the thread that makes a result (the caller's, for `tracesim.score`) never waits
-            # on a backend, whatever batch_export says. The local file follows batch_export,
-            # as the trace file does. A full queue drops records; the SDK says so.
-            batched = settings.batch_export or not isinstance(exporter, JsonlLogExporter)
-            processor = BatchLogRecordProcessor(exporter) if batched else SimpleLogRecordProcessor(exporter)
+            # the thread that makes a result (the caller's, for `tracesim.score`) never waits on
+            # a backend, whatever batch_export says. The local file follows batch_export, as the
+            # trace file does. The queue holds as many records as the span queue holds spans; a
+            # full one drops records, and counts them (`dropped`).
+            processor: LogRecordProcessor
+            if settings.batch_export or not isinstance(exporter, JsonlLogExporter):
+                name = str(exporter.path) if isinstance(exporter, JsonlLogExporter) else "the OTLP endpoint"
+                queue = ResultLogQueue(
+                    exporter, queue_size=queue_size(settings, True), name=name, warnings=warnings
+                )
+                self._queues.append(queue)
+                processor = queue
+            else:
+                processor = SimpleLogRecordProcessor(exporter)
             self._processors.append(processor)
             self._provider.add_log_record_processor(processor)
         self._logger = self._provider.get_logger("tracesim")
+
+    @property
+    def log_records_dropped(self) -> int:
+        """Records lost at a full (or closed) queue, summed over the destinations."""
+        return sum(queue.dropped for queue in self._queues)
 
     @property
     def refused(self) -> bool:
@@ -181,14 +200,12 @@ class LogEventSink:
         return self._provider.force_flush(int(timeout_s * 1000))
 
     def shutdown(self, timeout_s: float) -> bool:
-        # Each batch within the deadline: the provider's shutdown would wait up to the SDK's
+        # Each queue within the deadline: the provider's shutdown would wait up to the SDK's
         # 30 s for a backend that is down (the batch processor takes the deadline only inside).
         deadline = time.monotonic() + timeout_s
-        for processor in self._processors:
-            batch = getattr(processor, "_batch_processor", None)
-            if batch is not None:
-                batch.shutdown(timeout_millis=max(0.0, (deadline - time.monotonic()) * 1000))
-        self._provider.shutdown()  # the rest; a batch shut down above returns at once
+        for queue in self._queues:
+            queue.close(max(0.0, deadline - time.monotonic()))
+        self._provider.shutdown()  # the rest; a queue closed above returns at once
         return True
 
 

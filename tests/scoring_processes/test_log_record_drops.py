@@ -1,0 +1,136 @@
+"""The results' log records that a full queue drops are counted, by the host and by its workers.
+
+OpenTelemetry's batch processor drops a log record when its queue is full and counts it
+nowhere a user reads. tracesim's queue of result records (`ResultLogQueue`) drops at its own
+gate and counts: every record is either delivered or in ``scoring_stats().log_records_dropped``.
+A real OTLP/HTTP backend on loopback (tests/scripted_backend.py) hangs its log requests to fill
+the queue; the worker-process case uses real worker processes.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pytest
+from opentelemetry.sdk._logs import LoggerProvider, ReadableLogRecord
+from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
+from pool_test_evaluators import support_agent
+from scripted_backend import ScriptedBackend
+
+import tracesim
+from tracesim._scoring._log_queue import ResultLogQueue
+
+
+class Held(LogRecordExporter):
+    """Takes batches only once ``open`` is set; counts the records it took."""
+
+    def __init__(self) -> None:
+        self.open = threading.Event()
+        self.entered = threading.Event()  # a batch is being exported
+        self.exported = threading.Event()  # one was
+        self.records = 0
+
+    def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
+        self.entered.set()
+        self.open.wait(30)
+        self.records += len(batch)
+        self.exported.set()
+        return LogRecordExportResult.SUCCESS
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return True
+
+    def shutdown(self) -> None:
+        pass
+
+
+def test_every_record_is_delivered_or_counted_dropped_and_the_drop_is_said_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    exporter = Held()
+    queue = ResultLogQueue(exporter, queue_size=8, name="the test exporter")
+    provider = LoggerProvider(shutdown_on_exit=False)
+    provider.add_log_record_processor(queue)
+    logger = provider.get_logger("test")
+    with caplog.at_level(logging.WARNING, logger="tracesim"):
+        for i in range(40):
+            logger.emit(body=f"record {i}", event_name="gen_ai.evaluation.result")
+    assert queue.dropped >= 40 - 8 - 8  # the gate's 8, and at most one batch (half of it) taken
+    exporter.open.set()
+    queue.close(10)
+    assert exporter.records + queue.dropped == 40
+    said = [record for record in caplog.records if "log records" in record.getMessage()]
+    assert len(said) == 1
+    assert "export_queue_size" in said[0].getMessage()
+    assert "the test exporter" in said[0].getMessage()
+    provider.shutdown()
+
+
+def test_records_left_in_the_queue_at_its_deadline_are_counted() -> None:
+    exporter = Held()
+    queue = ResultLogQueue(exporter, queue_size=100, name="a backend that hangs")  # batches of 50
+    provider = LoggerProvider(shutdown_on_exit=False)
+    provider.add_log_record_processor(queue)
+    logger = provider.get_logger("test")
+    for i in range(50):
+        logger.emit(body=f"record {i}")
+    assert exporter.entered.wait(10)  # the first batch is with the exporter, which hangs
+    for i in range(50, 60):
+        logger.emit(body=f"record {i}")
+    queue.close(0.2)  # past its deadline: the ten still queued never reach the exporter
+    assert queue.dropped == 10
+    logger.emit(body="after close")  # closed: dropped and counted, not queued
+    assert queue.dropped == 11
+    exporter.open.set()
+    assert exporter.exported.wait(10)
+    provider.shutdown()
+    assert exporter.records == 50  # the batch that was with the exporter: delivered, not dropped
+
+
+@pytest.fixture
+def backend() -> Iterator[ScriptedBackend]:
+    with ScriptedBackend() as server:
+        try:
+            yield server
+        finally:
+            server.logs_open.set()
+            tracesim.shutdown(10)  # before the server goes
+
+
+def _scored_with_logs_held(backend: ScriptedBackend, **more: Any) -> None:
+    backend.logs_open.clear()  # the backend hangs its log requests: the records' queue fills
+    tracesim.configure(
+        exporters=["otlp"],
+        otlp_endpoint=backend.traces_url,
+        phoenix_annotations=False,
+        mlflow_assessments=False,
+        spool_dir="none",
+        export_queue_size=20,
+        **more,
+    )
+    agent = support_agent()
+    for order in range(40):
+        agent(order)
+    tracesim.force_flush(5)  # scored; the log records wait on the backend
+    backend.logs_open.set()
+    assert tracesim.force_flush(30)
+
+
+@pytest.mark.parametrize("where", ["threads", "a worker process"])
+def test_a_full_queue_of_result_records_is_counted_in_scoring_stats(
+    backend: ScriptedBackend, where: str
+) -> None:
+    more: dict[str, Any] = {"scoring_processes": 1, "scoring_export": "workers"} if where != "threads" else {}
+    _scored_with_logs_held(backend, **more)
+    stats = tracesim.scoring_stats()
+    assert stats.results == 120  # three evaluators, 40 calls
+    if where != "threads":
+        assert stats.written_by_workers == 40  # the worker's queue dropped them, and said so
+    assert stats.log_records_dropped > 0
+    assert stats.log_records_dropped + len(backend.logs) == 120
+    scored = [span for span in backend.spans if span.name == "support_agent"]
+    assert len(scored) == 40  # the span events keep every result
+    assert sum(len(span.events) for span in scored) == 120

@@ -1,0 +1,161 @@
+"""The queue of the results' log records: OpenTelemetry's batch processor, with every record it
+loses counted.
+
+`tracesim._scoring._sinks.LogEventSink` sends each result as a log record through
+OpenTelemetry's ``BatchLogRecordProcessor``, so the thread that made the result never waits on
+a backend. When that processor's bounded queue is full (a backend that is slow or down, a burst
+of results), the SDK drops the record, logs ``Queue full`` once per record and counts it
+nowhere anyone reads. `ResultLogQueue` puts the gate of `tracesim._export_queue.ExportQueue` in
+front of it: a token per record admitted, given back when the SDK's thread takes the record
+for export. A record that finds the gate full is dropped at once and counted
+(``tracesim.scoring_stats().log_records_dropped``), and the first such drop is logged, once. So
+are the records still queued when the queue shuts down past its deadline.
+
+Example:
+    >>> from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter
+    >>> queue = ResultLogQueue(InMemoryLogRecordExporter(), queue_size=100, name="memory")
+    >>> queue.dropped
+    0
+    >>> queue.close(1.0)
+"""
+
+from __future__ import annotations
+
+import collections
+import inspect
+import os
+import threading
+import time
+import weakref
+from collections.abc import Sequence
+from typing import Any, Final
+
+from opentelemetry.sdk._logs import ReadableLogRecord, ReadWriteLogRecord
+from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExporter, LogRecordExportResult
+
+from tracesim._export_queue import BoundedFlush
+from tracesim._internal_errors import WarnOnce
+
+__all__ = ["ResultLogQueue"]
+
+_RACE_ROOM: Final = 256  # the SDK's queue beyond the gate: callers that pass the check together
+
+
+class ResultLogQueue(BatchLogRecordProcessor):
+    """A ``BatchLogRecordProcessor`` that drops at its own gate, so it can count what it drops.
+
+    Args:
+        exporter: Where batches go.
+        queue_size: Records the queue holds (the span queue's size: `tracesim._export_queue.queue_size`).
+        name: The destination's name in the warning.
+        warnings: Shared by the sinks of one configuration, so a full queue is logged once.
+    """
+
+    def __init__(
+        self,
+        exporter: LogRecordExporter,
+        *,
+        queue_size: int,
+        name: str,
+        warnings: WarnOnce | None = None,
+    ) -> None:
+        self.queue_size = queue_size
+        self.name = name
+        self._warnings = warnings if warnings is not None else WarnOnce()
+        self._flush = BoundedFlush("tracesim-log-flush")
+        self._reset()
+        batch = None if queue_size >= 1024 else max(1, queue_size // 2)  # as `ExportQueue` does
+        super().__init__(
+            _Taken(exporter, self), max_export_batch_size=batch, max_queue_size=queue_size + _RACE_ROOM
+        )
+        if hasattr(os, "register_at_fork"):
+            this = weakref.ref(self)
+
+            def after_in_child() -> None:  # the SDK empties its queue in the child: so do the counts
+                queue = this()
+                if queue is not None:
+                    queue._reset()
+
+            os.register_at_fork(after_in_child=after_in_child)
+
+    def _reset(self) -> None:
+        self._lock = threading.Lock()
+        # One token per record admitted and not yet taken for export: >= the SDK queue's length.
+        self._tokens: collections.deque[None] = collections.deque()
+        self._closed = False
+        self.dropped = 0
+        """Records lost: the queue was full, closed, or still held them at its shutdown deadline."""
+
+    def on_emit(self, log_record: ReadWriteLogRecord) -> None:
+        """Queue ``log_record`` if there is room; else drop and count it."""
+        tokens = self._tokens
+        if len(tokens) < self.queue_size and not self._closed:
+            tokens.append(None)  # no lock while there is room: deque appends are atomic
+            super().on_emit(log_record)
+            return
+        with self._lock:
+            self.dropped += 1
+        if not self._closed:
+            self._warnings.warn(
+                "log-queue-full",
+                "tracesim: the queue of evaluation log records for %s (%d records, the span queue's "
+                "export_queue_size) is full, so records are dropped: each is counted in "
+                "tracesim.scoring_stats().log_records_dropped. The span events still hold every result "
+                "(unless evaluation_span_events is false). Raise export_queue_size "
+                "(TRACESIM_EXPORT_QUEUE_SIZE), or look at why %s takes records slowly.",
+                self.name,
+                self.queue_size,
+                self.name,
+            )
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        """Export what is queued, within ``timeout_millis`` (see `tracesim._export_queue.BoundedFlush`)."""
+        return self._flush.run(super().force_flush, max(0, timeout_millis) / 1000)
+
+    def _taken(self, count: int) -> None:
+        """The SDK took ``count`` records from its queue for export."""
+        tokens = self._tokens
+        with self._lock:
+            for _ in range(min(count, len(tokens))):
+                tokens.pop()
+
+    def close(self, timeout_s: float) -> None:
+        """Export what is queued within ``timeout_s``, then stop; what is left is counted dropped.
+
+        (The SDK's own shutdown waits up to 30 s for a backend that is down: the deadline is
+        passed to its batch processor, which takes it.)
+        """
+        self._closed = True
+        deadline = time.monotonic() + timeout_s
+        batch: Any = getattr(self, "_batch_processor", None)
+        if batch is not None:
+            batch.shutdown(timeout_millis=max(0.0, (deadline - time.monotonic()) * 1000))
+        else:  # an SDK without the shared batch processor: its own shutdown
+            self.shutdown()  # type: ignore[no-untyped-call]  # the SDK leaves it unannotated
+        with self._lock:
+            self.dropped += len(self._tokens)  # still queued: never reached the exporter
+            self._tokens.clear()
+
+
+class _Taken(LogRecordExporter):
+    """The exporter the SDK's queue hands batches to: tells the gate, then passes them on."""
+
+    def __init__(self, inner: LogRecordExporter, queue: ResultLogQueue) -> None:
+        self.inner = inner
+        self._queue = weakref.ref(queue)  # the SDK's thread holds this exporter; the queue holds it
+
+    def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
+        queue = self._queue()
+        if queue is not None:
+            queue._taken(len(batch))
+        return self.inner.export(batch)
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return self.inner.force_flush(timeout_millis)
+
+    def shutdown(self, timeout_millis: float | None = None) -> None:
+        shutdown: Any = self.inner.shutdown
+        if timeout_millis is not None and "timeout_millis" in inspect.signature(shutdown).parameters:
+            shutdown(timeout_millis=timeout_millis)
+        else:
+            shutdown()
