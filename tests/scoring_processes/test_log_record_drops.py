@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -130,7 +131,15 @@ def test_a_full_queue_of_result_records_is_counted_in_scoring_stats(
     if where != "threads":
         assert stats.written_by_workers == 40  # the worker's queue dropped them, and said so
     assert stats.log_records_dropped > 0
+    # A worker says a call is written once its span is kept, waiting at most 2 s for the log
+    # records: those of the request that hung may still be on their way.
+    deadline = time.monotonic() + 60
+    while stats.log_records_dropped + len(backend.logs) < 120 and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert stats.log_records_dropped + len(backend.logs) == 120
     scored = [span for span in backend.spans if span.name == "support_agent"]
-    assert len(scored) == 40  # the span events keep every result
-    assert sum(len(span.events) for span in scored) == 120
+    # The span queue is as small (20): on the host's path a burst of scored spans overflows it
+    # too, and those are counted where spans are. A worker sends its spans itself.
+    dropped_spans = tracesim.export_stats().dropped if where == "threads" else 0
+    assert len(scored) + dropped_spans == 40
+    assert all(len(span.events) == 3 for span in scored)  # the span events keep every result

@@ -9,6 +9,7 @@ from what the worker sends back.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import time
@@ -42,11 +43,11 @@ def backend() -> Iterator[ScriptedBackend]:
 def _configure(backend: ScriptedBackend, export: str, **more: Any) -> None:
     more.setdefault("spool_dir", "none")
     more.setdefault("exporters", ["otlp"])
+    more.setdefault("scoring_processes", 1)
     tracesim.configure(
         otlp_endpoint=backend.traces_url,
         phoenix_annotations=False,
         mlflow_assessments=False,
-        scoring_processes=1,
         scoring_export=export,
         **more,
     )
@@ -254,3 +255,34 @@ def test_what_a_worker_sends_is_redacted(backend: ScriptedBackend) -> None:
         assert leaked(str(span)) == []
     for record in backend.logs:
         assert leaked(str(record)) == []
+
+
+def test_what_a_worker_logs_is_logged_by_the_host_once_with_its_process_named(
+    backend: ScriptedBackend, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A backend without logs (MLflow answers 404): only the worker sends log records, so only
+    # the worker learns it. The user's handlers are the host's: the line is said there, once.
+    from scripted_backend import MLFLOW_NOT_FOUND_PAGE, Reply
+
+    backend.answer("/v1/logs", Reply(404, MLFLOW_NOT_FOUND_PAGE, "text/html"))
+    with caplog.at_level(logging.INFO):
+        _configure(backend, "workers", scoring_processes=2)
+        agent = support_agent()
+        for order in range(30):
+            agent(order)
+            if order % 10 == 9:
+                assert tracesim.force_flush(120)
+        workers = {worker.proc.pid for worker in current_pool()._all}
+        assert tracesim.scoring_stats().written_by_workers == 30
+        tracesim.shutdown(30)
+    lines = [record for record in caplog.records if "/v1/logs" in record.getMessage()]
+    assert len(lines) == 1, [record.getMessage() for record in lines]
+    (line,) = lines
+    assert line.name == "tracesim"
+    assert line.levelno == logging.INFO  # the worker's level: log records were on by default
+    assert "no more logs are sent there" in line.getMessage()
+    said_by = int(line.getMessage().rsplit("scoring worker process ", 1)[1].rstrip(")"))
+    assert said_by in workers
+    assert said_by != os.getpid()
+    assert len(backend.spans) == 30  # the spans still go
+    assert backend.count("/v1/logs") <= 2  # one refusal per worker, then nothing more sent there

@@ -74,6 +74,8 @@ Measured at 600 scored calls/s (host p99 over the unscored call's, one run of 5 
 1.81x sending at once, 1.58x after 2 ms, 1.46x after 5 ms (a scorer beside the host without
 tracesim: 1.31x); batches gathered for 20 ms read 1.8-2.7x, for 60 ms 3.2x."""
 _KNOWN_MAX = 4096
+_MAX_SAID = 1000
+"""Distinct lines from the workers that the host logs: a worker that logs without end is cut off."""
 _MAX_FRAME = (1 << 32) - 1
 """A frame's length is 4 bytes: a batch that pickles to more goes to the threads."""
 _WORKER_MODULE = "tracesim._scoring._worker_main"
@@ -101,6 +103,9 @@ SCORED = 8
 the worker frees its place, the host keeps the call until `WRITTEN`."""
 WRITTEN = 9
 """A `SCORED` call's span is kept: delivered, or in the spool directory (no payload)."""
+SAID = 10
+"""A line the worker logged (token 0; payload: level, logger name, text), at the end of the next
+frame it sends: the host logs it on the same logger, once per pool (`ProcessPool._said`)."""
 
 HURRY: tuple[Any, ...] = ({}, [], b"", None)
 """A frame with no runs: a flush is waiting, send the spans held for the OTLP backend at once."""
@@ -294,6 +299,7 @@ class ProcessPool:
         self.closing = False
         self.deaths = 0
         """Workers lost to a crash or a kill (hung runs included), for tests and stats."""
+        self._said_before: set[tuple[str, str]] = set()  # the workers' lines logged here
 
     # ------------------------------------------------------------ admission
 
@@ -682,6 +688,7 @@ class ProcessPool:
             if results is None:
                 return
             done: list[tuple[Any, int, Any]] = []
+            said: list[tuple[int, str, str]] = []
             with self._lock:
                 held = worker.held
                 if worker.gone:
@@ -701,8 +708,12 @@ class ProcessPool:
                             worker.unwritten[token] = run  # type: ignore[assignment]
                             self._sending[id(run)] = run  # type: ignore[assignment]
                         done.append((run, kind, payload))
+                    elif kind == SAID:
+                        said.append(payload)
                 if self._sleeping:
                     self._wake.notify_all()
+            if said:
+                self._said(worker, said)
             offer = Slices()  # 32 runs' results are ms of recording: the host's threads go first
             for run, kind, payload in done:
                 offer()
@@ -714,6 +725,17 @@ class ProcessPool:
                         run.scored()  # held until WRITTEN: only its bytes
                 else:
                     self._odd(run, kind, payload)
+
+    def _said(self, worker: _Worker, lines: list[tuple[int, str, str]]) -> None:
+        """Log what a worker logged, on the logger it used, with its process named; each line once
+        (two workers, or a restarted one, say the same things)."""
+        import logging
+
+        for level, name, text in lines:
+            if (name, text) in self._said_before or len(self._said_before) >= _MAX_SAID:
+                continue
+            self._said_before.add((name, text))
+            logging.getLogger(name).log(level, "%s (in scoring worker process %d)", text, worker.proc.pid)
 
     def _odd(self, run: ProcessRun | ProcessJob, kind: int, payload: Any) -> None:
         if type(run) is ProcessJob:

@@ -28,7 +28,9 @@ spans it scored are written and sent.
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import logging
 import mmap
 import os
 import pickle
@@ -49,6 +51,7 @@ from tracesim._scoring._processes import (
     OK,
     RAISED,
     RUNNING,
+    SAID,
     SCORED,
     START,
     TOKEN,
@@ -74,6 +77,7 @@ def main() -> None:
     os.dup2(2, 1)
     sys.stdout = sys.stderr
 
+    _forward_logs()
     from tracesim.evaluators._long_texts import enter_worker_process
 
     enter_worker_process()
@@ -83,6 +87,32 @@ def main() -> None:
     threading.Thread(target=_watch_host, args=(os.getppid(),), name="host-watch", daemon=True).start()
     with contextlib.suppress(BrokenPipeError):  # the host is gone without closing us: nobody to tell
         _serve(source, out_fd, slot)
+
+
+_SAID: collections.deque[tuple[int, str, str]] = collections.deque(maxlen=200)
+"""Lines logged here and not yet sent to the host (`SAID`): the oldest go first when it fills."""
+
+
+class _ToHost(logging.Handler):
+    """Keeps what this process logs for the host, which has the user's handlers: an export that
+    fails here, a backend that takes no log records, a spool that fills up."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            _SAID.append((record.levelno, record.name, self.format(record)))
+        except Exception:
+            self.handleError(record)
+
+
+def _forward_logs() -> None:
+    """tracesim's lines from INFO and OpenTelemetry's warnings go to the host, not to stderr."""
+    handler = _ToHost()
+    handler.setFormatter(logging.Formatter("%(message)s"))  # a traceback, if any, follows the text
+    for name, level in (("tracesim", logging.INFO), ("opentelemetry", logging.WARNING)):
+        logger = logging.getLogger(name)
+        logger.addHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = False
 
 
 def _watch_host(host: int) -> None:
@@ -101,6 +131,8 @@ def _serve(source: Any, out_fd: int, slot: mmap.mmap) -> None:
         _loop(source, out_fd, slot, {}, handed)
     finally:
         handed.close()  # the spans it wrote are flushed and the trace file closed
+        if _SAID:
+            _send(out_fd, [])  # what closing said
 
 
 def _loop(source: Any, out_fd: int, slot: mmap.mmap, evaluators: dict[int, Any], handed: _Handed) -> None:
@@ -342,6 +374,12 @@ _SENDING = threading.Lock()
 
 
 def _send(fd: int, results: list[tuple[int, int, Any]]) -> None:
+    if _SAID:
+        said = []
+        with contextlib.suppress(IndexError):
+            while _SAID:
+                said.append((0, SAID, _SAID.popleft()))
+        results = results + said
     try:
         data = pickle.dumps(results, pickle.HIGHEST_PROTOCOL)
     except Exception:  # a result with details that do not pickle: the host runs those itself
