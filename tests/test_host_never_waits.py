@@ -336,3 +336,37 @@ def test_force_flush_honours_its_deadline_when_the_backend_hangs(signal: str) ->
         assert len([s for s in backend.spans if s.name == "answer"]) == 40
     elif signal == "logs":
         assert len(backend.logs) == 40
+
+
+def test_exit_where_no_thread_can_start_still_flushes_and_stops(tmp_path: Path) -> None:
+    # Python 3.12.0 and 3.12.1 refuse new threads in atexit handlers ("can't create new thread
+    # at interpreter shutdown"), where tracesim flushes with a deadline on threads of its own.
+    # The exit here refuses them the same way: the flush and the stops then run in turn.
+    code = textwrap.dedent(
+        """
+        import atexit, threading, tracesim
+        from tracesim.evaluators import ExactMatch
+
+        tracesim.configure(exporters=["jsonl"], jsonl_path="traces.jsonl")
+
+        @tracesim.trace(evaluators=[ExactMatch()], expected=lambda i: str(i))
+        def call(i):
+            return str(i)
+
+        for i in range(50):
+            call(i)
+
+        def refuse(self):
+            raise RuntimeError("can't create new thread at interpreter shutdown")
+
+        atexit.register(setattr, threading.Thread, "start", refuse)  # runs before tracesim's
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    spans = load_spans([tmp_path / "traces.jsonl"])
+    assert sorted(int(s.attributes["input.value"]) for s in spans) == list(range(50))
+    assert all(s.attributes["tracesim.eval.exact.score"] == 1.0 for s in spans)  # scored, then written

@@ -139,7 +139,11 @@ class BoundedFlush:
                         _logger.exception("tracesim: a flush failed")
 
                 thread = threading.Thread(target=target, name=self._name, daemon=True)
-                thread.start()
+                try:
+                    thread.start()
+                except RuntimeError:  # no new threads at interpreter exit (Python 3.12.0-3.12.1)
+                    target()
+                    return answer[0]
                 running = self._running = (thread, answer)
         thread, answer = running
         thread.join(max(0.0, timeout_s))
@@ -222,7 +226,6 @@ class ExportQueue(BatchSpanProcessor):
         self.wait_s = wait_s
         self.name = name or type(exporter).__name__
         self._warnings = warnings if warnings is not None else WarnOnce()
-        self._flush = BoundedFlush("tracesim-flush")
         self._reset()
         # A queue smaller than two of the SDK's batches exports half of itself at a time: a
         # batch leaving makes room while the next one fills (the SDK checks the batch size
@@ -254,6 +257,7 @@ class ExportQueue(BatchSpanProcessor):
             os.register_at_fork(after_in_child=after_in_child)
 
     def _reset(self) -> None:
+        self._flush = BoundedFlush("tracesim-flush")  # a forked child has none of the parent's threads
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)  # callers waiting for room
         # One token per span admitted and not yet taken for export: >= the SDK queue's length.

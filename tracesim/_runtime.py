@@ -272,9 +272,14 @@ def _run_until(stoppers: Sequence[tuple[str, Callable[[], object]]], deadline: _
     threads = [
         threading.Thread(target=run, args=item, name="tracesim-shutdown", daemon=True) for item in stoppers
     ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
+    started = []
+    for thread, item in zip(threads, stoppers, strict=True):
+        try:
+            thread.start()
+            started.append(thread)
+        except RuntimeError:  # no new threads at interpreter exit (Python 3.12.0-3.12.1): in turn
+            run(*item)
+    for thread in started:
         thread.join(deadline.seconds())
     late = [what for (what, _), thread in zip(stoppers, threads, strict=True) if thread.is_alive()]
     if late:

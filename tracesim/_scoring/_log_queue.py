@@ -62,7 +62,6 @@ class ResultLogQueue(BatchLogRecordProcessor):
         self.queue_size = queue_size
         self.name = name
         self._warnings = warnings if warnings is not None else WarnOnce()
-        self._flush = BoundedFlush("tracesim-log-flush")
         self._reset()
         batch = None if queue_size >= 1024 else max(1, queue_size // 2)  # as `ExportQueue` does
         super().__init__(
@@ -79,6 +78,7 @@ class ResultLogQueue(BatchLogRecordProcessor):
             os.register_at_fork(after_in_child=after_in_child)
 
     def _reset(self) -> None:
+        self._flush = BoundedFlush("tracesim-log-flush")  # a forked child has none of the parent's threads
         self._lock = threading.Lock()
         # One token per record admitted and not yet taken for export: >= the SDK queue's length.
         self._tokens: collections.deque[None] = collections.deque()
