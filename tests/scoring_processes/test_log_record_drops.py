@@ -70,7 +70,7 @@ def test_every_record_is_delivered_or_counted_dropped_and_the_drop_is_said_once(
     provider.shutdown()
 
 
-def test_records_left_in_the_queue_at_its_deadline_are_counted() -> None:
+def test_records_left_in_the_queue_at_its_deadline_are_counted(caplog: pytest.LogCaptureFixture) -> None:
     exporter = Held()
     queue = ResultLogQueue(exporter, queue_size=100, name="a backend that hangs")  # batches of 50
     provider = LoggerProvider(shutdown_on_exit=False)
@@ -81,8 +81,11 @@ def test_records_left_in_the_queue_at_its_deadline_are_counted() -> None:
     assert exporter.entered.wait(10)  # the first batch is with the exporter, which hangs
     for i in range(50, 60):
         logger.emit(body=f"record {i}")
-    queue.close(0.2)  # past its deadline: the ten still queued never reach the exporter
+    with caplog.at_level(logging.WARNING, logger="tracesim"):
+        queue.close(0.2)  # past its deadline: the ten still queued never reach the exporter
     assert queue.dropped == 10
+    (said,) = [record.getMessage() for record in caplog.records]
+    assert "10 evaluation log records for a backend that hangs" in said  # nobody reads counts after
     logger.emit(body="after close")  # closed: dropped and counted, not queued
     assert queue.dropped == 11
     exporter.open.set()

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import collections
 import inspect
+import logging
 import os
 import threading
 import time
@@ -38,6 +39,7 @@ from tracesim._internal_errors import WarnOnce
 
 __all__ = ["ResultLogQueue"]
 
+_logger = logging.getLogger("tracesim")
 _RACE_ROOM: Final = 256  # the SDK's queue beyond the gate: callers that pass the check together
 
 
@@ -133,8 +135,16 @@ class ResultLogQueue(BatchLogRecordProcessor):
         else:  # an SDK without the shared batch processor: its own shutdown
             self.shutdown()  # type: ignore[no-untyped-call]  # the SDK leaves it unannotated
         with self._lock:
-            self.dropped += len(self._tokens)  # still queued: never reached the exporter
+            left = len(self._tokens)  # still queued: they never reach the exporter
+            self.dropped += left
             self._tokens.clear()
+        if left:  # nobody reads the counts after a shutdown: said
+            _logger.warning(
+                "tracesim: %d evaluation log records for %s were still queued at the shutdown "
+                "deadline and are lost (the span events hold their results)",
+                left,
+                self.name,
+            )
 
 
 class _Taken(LogRecordExporter):
