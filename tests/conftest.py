@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from llm_server import llm_server  # noqa: F401  (the scripted model server, a fixture)
 from otlp_fixtures import make_batch, sink  # noqa: F401  (a scripted OTLP/HTTP endpoint, span batches)
+from scripted_backend import scripted_backend  # noqa: F401  (an OTLP/HTTP backend answering as told)
 
 from tracesim import _runtime
 

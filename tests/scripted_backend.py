@@ -9,9 +9,11 @@ accepted with the real OTLP protobuf types.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 
+import pytest
 from loopback_http import LoopbackHTTP, QuietHandler
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
@@ -20,6 +22,8 @@ from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
+
+import tracesim
 
 # What real backends answered (measured, /work/issue27-research.md).
 MLFLOW_MISSING_HEADER = (
@@ -148,6 +152,12 @@ class ScriptedBackend:
 
         return Handler
 
+    def open_all(self) -> None:
+        """Stop holding requests (traces, logs, metrics)."""
+        self.traces_open.set()
+        self.logs_open.set()
+        self.metrics_open.set()
+
     def close(self) -> None:
         self._http.close()
 
@@ -166,3 +176,15 @@ def emit_logs(exporter: object, times: int) -> None:
     for i in range(times):
         logger.emit(body=f"record {i}", event_name="test.event")
     provider.shutdown()
+
+
+@pytest.fixture
+def scripted_backend() -> Iterator[ScriptedBackend]:
+    """A `ScriptedBackend` for one test; at its end, held requests go and tracesim shuts down
+    before the server does (the last exports reach it)."""
+    with ScriptedBackend() as server:
+        try:
+            yield server
+        finally:
+            server.open_all()
+            tracesim.shutdown(10)

@@ -64,6 +64,8 @@ __all__ = [
     "ExportStats",
     "export_stats",
     "queue_size",
+    "reset_after_fork",
+    "shutdown_within",
 ]
 
 DEFAULT_QUEUE_SIZE: Final = 2048
@@ -102,6 +104,28 @@ def queue_size(settings: Settings, scored: bool) -> int:
         return settings.export_queue_size
     extra = settings.scoring_queue_size if scored and settings.scoring_mode == "background" else 0
     return DEFAULT_QUEUE_SIZE + extra
+
+
+def reset_after_fork(queue: Any) -> None:
+    """Call ``queue._reset()`` in a forked child (held weakly: a queue gone by then is skipped)."""
+    if hasattr(os, "register_at_fork"):
+        this = weakref.ref(queue)
+
+        def after_in_child() -> None:
+            alive = this()
+            if alive is not None:
+                alive._reset()
+
+        os.register_at_fork(after_in_child=after_in_child)
+
+
+def shutdown_within(exporter: Any, timeout_millis: float | None) -> None:
+    """Shut ``exporter`` down, passing ``timeout_millis`` on where its ``shutdown`` takes one."""
+    shutdown: Any = exporter.shutdown
+    if timeout_millis is not None and "timeout_millis" in inspect.signature(shutdown).parameters:
+        shutdown(timeout_millis=timeout_millis)
+    else:
+        shutdown()
 
 
 class BoundedFlush:
@@ -246,15 +270,7 @@ class ExportQueue(BatchSpanProcessor):
         # step is called directly where this SDK version has it (one Python call less a span).
         inner = getattr(getattr(self, "_batch_processor", None), "emit", None)
         self._emit = inner if callable(inner) else super().on_end
-        if hasattr(os, "register_at_fork"):
-            this = weakref.ref(self)
-
-            def after_in_child() -> None:  # the SDK empties its queue in the child: so do the counts
-                queue = this()
-                if queue is not None:
-                    queue._reset()
-
-            os.register_at_fork(after_in_child=after_in_child)
+        reset_after_fork(self)  # the SDK empties its queue in a forked child: so do the counts
 
     def _reset(self) -> None:
         self._flush = BoundedFlush("tracesim-flush")  # a forked child has none of the parent's threads
@@ -469,8 +485,4 @@ class _Handover(SpanExporter):
         return self.inner.force_flush(timeout_millis)
 
     def shutdown(self, timeout_millis: float | None = None) -> None:
-        shutdown: Any = self.inner.shutdown
-        if timeout_millis is not None and "timeout_millis" in inspect.signature(shutdown).parameters:
-            shutdown(timeout_millis=timeout_millis)
-        else:
-            shutdown()
+        shutdown_within(self.inner, timeout_millis)

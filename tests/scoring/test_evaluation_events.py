@@ -9,7 +9,6 @@ loopback (tests/scripted_backend.py) receives both.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +27,8 @@ EVENT = "gen_ai.evaluation.result"
 
 
 @pytest.fixture
-def backend() -> Iterator[ScriptedBackend]:
-    with ScriptedBackend() as server:
-        try:
-            yield server
-        finally:
-            tracesim.shutdown(10)  # before the server goes: the last exports reach it
+def backend(scripted_backend: ScriptedBackend) -> ScriptedBackend:
+    return scripted_backend
 
 
 def configure(backend: ScriptedBackend, **more: Any) -> None:

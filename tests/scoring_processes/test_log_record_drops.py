@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -95,13 +95,8 @@ def test_records_left_in_the_queue_at_its_deadline_are_counted(caplog: pytest.Lo
 
 
 @pytest.fixture
-def backend() -> Iterator[ScriptedBackend]:
-    with ScriptedBackend() as server:
-        try:
-            yield server
-        finally:
-            server.logs_open.set()
-            tracesim.shutdown(10)  # before the server goes
+def backend(scripted_backend: ScriptedBackend) -> ScriptedBackend:
+    return scripted_backend
 
 
 def _scored_with_logs_held(backend: ScriptedBackend, **more: Any) -> None:

@@ -13,7 +13,6 @@ import logging
 import os
 import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,13 +30,8 @@ _VARYING = {"tracesim.evaluation.duration_s"}  # how long a run took: not the sa
 
 
 @pytest.fixture
-def backend() -> Iterator[ScriptedBackend]:
-    with ScriptedBackend() as server:
-        try:
-            yield server
-        finally:
-            server.traces_open.set()
-            tracesim.shutdown(10)  # before the server goes
+def backend(scripted_backend: ScriptedBackend) -> ScriptedBackend:
+    return scripted_backend
 
 
 def _configure(backend: ScriptedBackend, export: str, **more: Any) -> None:

@@ -22,9 +22,7 @@ Example:
 from __future__ import annotations
 
 import collections
-import inspect
 import logging
-import os
 import threading
 import time
 import weakref
@@ -34,7 +32,7 @@ from typing import Any, Final
 from opentelemetry.sdk._logs import ReadableLogRecord, ReadWriteLogRecord
 from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExporter, LogRecordExportResult
 
-from tracesim._export_queue import BoundedFlush
+from tracesim._export_queue import BoundedFlush, reset_after_fork, shutdown_within
 from tracesim._internal_errors import WarnOnce
 
 __all__ = ["ResultLogQueue"]
@@ -69,15 +67,7 @@ class ResultLogQueue(BatchLogRecordProcessor):
         super().__init__(
             _Taken(exporter, self), max_export_batch_size=batch, max_queue_size=queue_size + _RACE_ROOM
         )
-        if hasattr(os, "register_at_fork"):
-            this = weakref.ref(self)
-
-            def after_in_child() -> None:  # the SDK empties its queue in the child: so do the counts
-                queue = this()
-                if queue is not None:
-                    queue._reset()
-
-            os.register_at_fork(after_in_child=after_in_child)
+        reset_after_fork(self)  # the SDK empties its queue in a forked child: so do the counts
 
     def _reset(self) -> None:
         self._flush = BoundedFlush("tracesim-log-flush")  # a forked child has none of the parent's threads
@@ -164,8 +154,4 @@ class _Taken(LogRecordExporter):
         return self.inner.force_flush(timeout_millis)
 
     def shutdown(self, timeout_millis: float | None = None) -> None:
-        shutdown: Any = self.inner.shutdown
-        if timeout_millis is not None and "timeout_millis" in inspect.signature(shutdown).parameters:
-            shutdown(timeout_millis=timeout_millis)
-        else:
-            shutdown()
+        shutdown_within(self.inner, timeout_millis)
