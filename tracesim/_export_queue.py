@@ -149,7 +149,19 @@ class BoundedFlush:
         self._running: tuple[threading.Thread, list[bool]] | None = None
 
     def run(self, flush: Callable[[], bool], timeout_s: float) -> bool:
-        """``flush()``'s answer, or False when it is not over within ``timeout_s``."""
+        """``flush()``'s answer, or False when it is not over within ``timeout_s``.
+
+        A flush already going on is waited for first (it may have looked at the queue before the
+        caller's last items came), then a new one starts: one thread at most, however many
+        callers a backend that hangs holds.
+        """
+        deadline = time.monotonic() + max(0.0, timeout_s)
+        with self._lock:
+            running = self._running
+        if running is not None and running[0].is_alive():
+            running[0].join(max(0.0, deadline - time.monotonic()))
+            if running[0].is_alive():
+                return False
         with self._lock:
             running = self._running
             if running is None or not running[0].is_alive():
@@ -166,11 +178,11 @@ class BoundedFlush:
                 try:
                     thread.start()
                 except RuntimeError:  # no new threads at interpreter exit (Python 3.12.0-3.12.1)
-                    target()
+                    target()  # on the caller's thread, with no deadline: the only way left
                     return answer[0]
                 running = self._running = (thread, answer)
         thread, answer = running
-        thread.join(max(0.0, timeout_s))
+        thread.join(max(0.0, deadline - time.monotonic()))
         return bool(answer) and answer[0]
 
 

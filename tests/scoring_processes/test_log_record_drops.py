@@ -141,3 +141,34 @@ def test_a_full_queue_of_result_records_is_counted_in_scoring_stats(
     dropped_spans = tracesim.export_stats().dropped if where == "threads" else 0
     assert len(scored) + dropped_spans == 40
     assert all(len(span.events) == 3 for span in scored)  # the span events keep every result
+
+
+def test_what_a_worker_drops_as_it_closes_is_said_by_the_host(
+    backend: ScriptedBackend, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The worker closes after the host marked it gone: its last frame (the WARNING of records
+    # still queued at its deadline) is still read and logged, not lost with the worker.
+    backend.logs_open.clear()
+    tracesim.configure(
+        exporters=["otlp"],
+        otlp_endpoint=backend.traces_url,
+        phoenix_annotations=False,
+        mlflow_assessments=False,
+        spool_dir="none",
+        scoring_processes=1,
+        scoring_export="workers",
+    )
+    agent = support_agent()
+    for order in range(40):
+        agent(order)
+    tracesim.force_flush(5)  # the first batch of records hangs in the worker's exporter
+    for order in range(40):
+        agent(order)
+    tracesim.force_flush(5)  # the rest wait behind it
+    with caplog.at_level(logging.WARNING, logger="tracesim"):
+        tracesim.shutdown(20)
+    said = [
+        r.getMessage() for r in caplog.records if "still queued at the shutdown deadline" in r.getMessage()
+    ]
+    assert len(said) == 1, said
+    assert "(in scoring worker process " in said[0]

@@ -315,15 +315,22 @@ def test_a_worker_in_a_hung_run_ends_once_its_host_is_gone(tmp_path: Path) -> No
 
 def test_results_for_the_hosts_sinks_that_do_not_pickle_leave_the_rest_of_the_frame_intact() -> None:
     # A handed call's span is written already: the host still counts its results (and the log
-    # records its worker dropped); only the results for Phoenix or MLflow go without.
-    from tracesim._scoring._processes import SCORED, read_frame
+    # records its worker dropped, said apart); only the results for Phoenix or MLflow go without.
+    from tracesim._scoring._processes import RECORDS_DROPPED, SCORED, read_frame
     from tracesim._scoring._worker_main import _send
 
     outcomes = [("exact", "pass", 1.0, None, False)]
     readable, writable = os.pipe()
     try:
         full = [("CODE", {"name": "exact", "details": {"why": threading.Lock()}}, {"name"})]
-        _send(writable, [(7, SCORED, (outcomes, None, full, 3)), (8, SCORED, (outcomes, None, None, 0))])
+        _send(
+            writable,
+            [
+                (7, SCORED, (outcomes, None, full)),
+                (8, SCORED, (outcomes, None, None)),
+                (0, RECORDS_DROPPED, 3),
+            ],
+        )
         with os.fdopen(readable, "rb", closefd=False) as stream:
             frame = read_frame(stream)
     finally:
@@ -331,6 +338,7 @@ def test_results_for_the_hosts_sinks_that_do_not_pickle_leave_the_rest_of_the_fr
         os.close(writable)
     assert frame is not None
     assert frame == [
-        (7, SCORED, (outcomes, None, None, 3)),
-        (8, SCORED, (outcomes, None, None, 0)),
+        (7, SCORED, (outcomes, None, None)),
+        (8, SCORED, (outcomes, None, None)),
+        (0, RECORDS_DROPPED, 3),
     ]

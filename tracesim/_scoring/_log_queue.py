@@ -74,7 +74,7 @@ class ResultLogQueue(BatchLogRecordProcessor):
         self._lock = threading.Lock()
         # One token per record admitted and not yet taken for export: >= the SDK queue's length.
         self._tokens: collections.deque[None] = collections.deque()
-        self._closed = False
+        self._closed = getattr(self, "_closed", False)  # a forked child of a closed queue: closed
         self.dropped = 0
         """Records lost: the queue was full, closed, or still held them at its shutdown deadline."""
 

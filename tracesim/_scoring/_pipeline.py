@@ -180,6 +180,7 @@ class ScoringPipeline:
                 warnings=self._warnings,
                 grow_to=grow_to,
                 done=self._written,
+                records_dropped=self._records_dropped,
                 setup=self.export_setup,
             )
             if self.export_setup is not None:
@@ -291,6 +292,11 @@ class ScoringPipeline:
             internal_error("scoring: counting a worker's results")
         self._finish(job)
 
+    def _records_dropped(self, count: int) -> None:
+        """A worker's queue of the results' log records dropped ``count`` of them."""
+        with self._lock:
+            self.stats.log_records_dropped += count
+
     def _unsent(self, unit: ProcessJob) -> None:
         """A call scored in a worker that died before sending its span, which no worker can send
         now (a shutdown, or it took down two workers): this process sends it, as a call past
@@ -311,9 +317,8 @@ class ScoringPipeline:
     def _count_written(self, unit: ProcessJob, payload: Any) -> None:
         job = unit.job
         assert job is not None
-        outcomes, cost, full, log_records_lost = payload
+        outcomes, cost, full = payload
         stats = self.stats
-        stats.log_records_dropped += log_records_lost
         metrics = self.metrics
         span_name = _span_name(job.handle.otel_span)
         for name, what, score, error_type, late in outcomes:

@@ -106,6 +106,9 @@ WRITTEN = 9
 SAID = 10
 """A line the worker logged (token 0; payload: level, logger name, text), at the end of the next
 frame it sends: the host logs it on the same logger, once per pool (`ProcessPool._said`)."""
+RECORDS_DROPPED = 11
+"""The results' log records the worker's queue dropped since it last said (token 0; payload: the
+count), for `ScoringStats.log_records_dropped`. Like `SAID`, read from a worker being closed too."""
 
 HURRY: tuple[Any, ...] = ({}, [], b"", None)
 """A frame with no runs: a flush is waiting, send the spans held for the OTLP backend at once."""
@@ -264,12 +267,14 @@ class ProcessPool:
         grow_to: int | None = None,
         done: Callable[[ProcessJob, int, Any], None] | None = None,
         setup: bytes | None = None,
+        records_dropped: Callable[[int], None] | None = None,
     ) -> None:
         self.size = size
         self.grow_to = max(size, grow_to or size)
         self._complete = complete
         self._on_thread = on_thread
         self._done = done
+        self._records_dropped = records_dropped
         self.setup = setup
         """What workers finish handed calls with (`tracesim._scoring._handoff.Finisher`)."""
         self.finishes = setup is not None
@@ -300,6 +305,7 @@ class ProcessPool:
         self.deaths = 0
         """Workers lost to a crash or a kill (hung runs included), for tests and stats."""
         self._said_before: set[tuple[str, str]] = set()  # the workers' lines logged here
+        self._said_lock = threading.Lock()  # one reader thread per worker
 
     # ------------------------------------------------------------ admission
 
@@ -689,10 +695,16 @@ class ProcessPool:
                 return
             done: list[tuple[Any, int, Any]] = []
             said: list[tuple[int, str, str]] = []
+            dropped = 0
             with self._lock:
                 held = worker.held
-                if worker.gone:
-                    continue  # its runs were given back: drain until it ends
+                if worker.gone:  # its runs were given back: drain until it ends, hearing what it says
+                    for _, kind, payload in results:
+                        if kind == SAID:
+                            said.append(payload)
+                        elif kind == RECORDS_DROPPED:
+                            dropped += payload
+                    results = []
                 for token, kind, payload in results:
                     if kind == WRITTEN:  # the call was counted at SCORED: only the wait is over
                         unit = worker.unwritten.pop(token, None)
@@ -710,10 +722,14 @@ class ProcessPool:
                         done.append((run, kind, payload))
                     elif kind == SAID:
                         said.append(payload)
+                    elif kind == RECORDS_DROPPED:
+                        dropped += payload
                 if self._sleeping:
                     self._wake.notify_all()
             if said:
                 self._said(worker, said)
+            if dropped and self._records_dropped is not None:
+                self._records_dropped(dropped)
             offer = Slices()  # 32 runs' results are ms of recording: the host's threads go first
             for run, kind, payload in done:
                 offer()
@@ -732,9 +748,20 @@ class ProcessPool:
         import logging
 
         for level, name, text in lines:
-            if (name, text) in self._said_before or len(self._said_before) >= _MAX_SAID:
+            with self._said_lock:
+                known = self._said_before
+                if (name, text) in known or len(known) > _MAX_SAID:
+                    continue
+                known.add((name, text))
+                full = len(known) > _MAX_SAID
+            if full:
+                self._warnings.warn(
+                    "said-enough",
+                    "tracesim: the scoring worker processes logged %d different lines; later ones "
+                    "are not logged here",
+                    _MAX_SAID,
+                )
                 continue
-            self._said_before.add((name, text))
             logging.getLogger(name).log(level, "%s (in scoring worker process %d)", text, worker.proc.pid)
 
     def _odd(self, run: ProcessRun | ProcessJob, kind: int, payload: Any) -> None:

@@ -18,8 +18,7 @@ fields and field set, `RAISED` with the exception's type name and text, `NOT_BUI
 evaluator could not be rebuilt (with its key, for a handed call), `NOT_SENT` when the result does
 not pickle, `NOT_RESULT` with the name of the type ``evaluate()`` returned instead of an
 `EvalResult`, `UNREADABLE` for every token of a blob that does not unpickle here, `DONE` when a
-handed call's span is written (its outcomes, cost, for the host's sinks results, and the
-results' log records the worker's queue dropped since it last said),
+handed call's span is written (its outcomes, cost and, for the host's sinks, results),
 `NOT_FINISHED` when it could not be; over OTLP `SCORED` (DONE's payload) when it is scored and
 `WRITTEN` once the sender thread has its span delivered or spooled. A frame with no runs
 (`HURRY`) asks the sender to send at once: a flush waits. End of input ends the worker, once the
@@ -50,6 +49,7 @@ from tracesim._scoring._processes import (
     NOT_SENT,
     OK,
     RAISED,
+    RECORDS_DROPPED,
     RUNNING,
     SAID,
     SCORED,
@@ -131,8 +131,9 @@ def _serve(source: Any, out_fd: int, slot: mmap.mmap) -> None:
         _loop(source, out_fd, slot, {}, handed)
     finally:
         handed.close()  # the spans it wrote are flushed and the trace file closed
-        if _SAID:
-            _send(out_fd, [])  # what closing said
+        dropped = handed.records_dropped()
+        if _SAID or dropped:  # what closing said and dropped: the host reads it while it waits
+            _send(out_fd, [(0, RECORDS_DROPPED, dropped)] if dropped else [])
 
 
 def _loop(source: Any, out_fd: int, slot: mmap.mmap, evaluators: dict[int, Any], handed: _Handed) -> None:
@@ -331,6 +332,10 @@ class _Handed:
         if finisher is not None and finisher.remote is not None:
             finisher.remote.hurry()
 
+    def records_dropped(self) -> int:
+        """The results' log records dropped since the host was last told (`RECORDS_DROPPED`)."""
+        return self._finisher.log_records_lost() if self._finisher is not None else 0
+
     @property
     def pending(self) -> bool:
         """Whether calls are scored and their spans not yet written."""
@@ -351,10 +356,11 @@ class _Handed:
             results.extend((token, NOT_FINISHED, why) for token, _, _, _ in self._done)
         else:
             kind = DONE if remote is None else SCORED  # SCORED: the sender says WRITTEN once kept
-            lost = self._finisher.log_records_lost()  # told with the first call, counted once
             for token, (outcomes, full), span_id, _ in self._done:
-                results.append((token, kind, (outcomes, costs.get(span_id), full, lost)))
-                lost = 0
+                results.append((token, kind, (outcomes, costs.get(span_id), full)))
+            dropped = self._finisher.log_records_lost()
+            if dropped:
+                results.append((0, RECORDS_DROPPED, dropped))
         TOKEN.pack_into(slot, 0, 0)
         if remote is not None:
             # The host hears SCORED before the sender can say WRITTEN for these calls.
@@ -393,7 +399,7 @@ def _send(fd: int, results: list[tuple[int, int, Any]]) -> None:
             except Exception as exc:
                 why = f"{type(exc).__name__}: {exc}"
             if kind in (DONE, SCORED):  # written already: the host counts it, its sinks go without
-                kept.append((token, kind, (payload[0], payload[1], None, payload[3])))
+                kept.append((token, kind, (*payload[:2], None)))
             else:
                 kept.append((token, NOT_SENT, why))
         data = pickle.dumps(kept, pickle.HIGHEST_PROTOCOL)
