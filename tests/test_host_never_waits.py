@@ -370,3 +370,70 @@ def test_exit_where_no_thread_can_start_still_flushes_and_stops(tmp_path: Path) 
     spans = load_spans([tmp_path / "traces.jsonl"])
     assert sorted(int(s.attributes["input.value"]) for s in spans) == list(range(50))
     assert all(s.attributes["tracesim.eval.exact.score"] == 1.0 for s in spans)  # scored, then written
+
+
+def test_a_slow_evaluator_at_shutdown_leaves_time_to_send_the_queued_spans(
+    scripted_backend: Any,
+) -> None:
+    # The drain of scoring used to take the whole deadline: the close then had none, and spans
+    # queued for a healthy backend were left behind. Now they start at once, and the drain
+    # leaves part of the deadline to the close.
+    release = threading.Event()
+
+    @evaluator(timeout_s=60)
+    def slow_judge(output: Any, expected: Any) -> float:
+        release.wait(60)
+        return 1.0
+
+    tracesim.configure(
+        exporters=["otlp"],
+        otlp_endpoint=scripted_backend.traces_url,
+        phoenix_annotations=False,
+        mlflow_assessments=False,
+        spool_dir="none",
+        evaluation_log_events=False,
+    )
+
+    @tracesim.trace(evaluators=[slow_judge], expected="x")
+    def judged() -> str:
+        return "x"
+
+    @tracesim.trace
+    def plain(i: int) -> int:
+        return i
+
+    try:
+        judged()
+        for i in range(1500):
+            plain(i)
+        assert tracesim.shutdown(3.0) is False  # the judge did not finish: said
+    finally:
+        release.set()
+    names = scripted_backend.span_names()
+    assert names.count("plain") == 1500
+    assert names.count("judged") == 1  # ended at the drain's deadline, its result deferred
+
+
+def test_spans_a_shutdown_leaves_in_the_queue_are_said(
+    scripted_backend: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    scripted_backend.traces_open.clear()  # a backend that hangs, and no spool to take the spans
+    tracesim.configure(
+        exporters=["otlp"], otlp_endpoint=scripted_backend.traces_url, spool_dir="none", metrics="none"
+    )
+
+    @tracesim.trace
+    def plain(i: int) -> int:
+        return i
+
+    for i in range(1500):
+        plain(i)
+    with caplog.at_level(logging.WARNING, logger="tracesim"):
+        started = time.monotonic()
+        assert tracesim.shutdown(2.0) is False
+        assert time.monotonic() - started < 8.0  # its deadline, not the SDK's 30 s
+    (said,) = [r.getMessage() for r in caplog.records if "at the shutdown deadline" in r.getMessage()]
+    queued = int(said.split("at the shutdown deadline ")[1].split()[0])
+    in_flight = int(said.split(" in an export that had not returned")[0].rsplit(" ", 1)[1])
+    assert queued > 0
+    assert queued + in_flight == 1500  # every span is accounted for: queued, or with the exporter

@@ -210,10 +210,20 @@ class Runtime:
                 ok = sink.force_flush(deadline.seconds()) and ok
         return ok
 
-    def shutdown(self, timeout_s: float) -> bool:
-        """Drain scoring, flush, then stop the exporters. The runtime must not be used afterwards."""
+    def shutdown(self, timeout_s: float, *, drained: Callable[[], object] | None = None) -> bool:
+        """Drain scoring, flush, then stop the exporters; ``drained`` runs between the two (the
+        runtime is uninstalled there). The runtime must not be used afterwards.
+
+        The spans already queued start for their exporters at once, while scoring drains; the
+        drain leaves part of the deadline (`_CLOSE_SHARE`, at least 1 s, at most half) to the
+        close, so a slow evaluator cannot use it all and leave queued spans behind.
+        """
         deadline = _Deadline(timeout_s)
-        ok = self.drain(deadline.seconds())
+        self._flush_processors(0, sinks=False)  # started on their own threads, not waited for
+        reserve = min(timeout_s / 2, max(1.0, _CLOSE_SHARE * timeout_s))
+        ok = self.drain(max(0.0, deadline.seconds() - reserve))  # installed: the spans it ends go out
+        if drained is not None:
+            drained()
         return self.close(deadline.seconds()) and ok
 
     def drain(self, timeout_s: float) -> bool:
@@ -233,13 +243,17 @@ class Runtime:
         # Hand every finished span to the exporters; delivery itself is each exporter's
         # shutdown's business (a spooling exporter writes what is unsent to disk first).
         ok = self._flush_processors(deadline.seconds() / 2)
-        for exporter in self.exporters:
+        for exporter in (*self.exporters, *self.processors):
             _set_shutdown_deadline(exporter, deadline.end)
         stoppers = [(f"result sink {type(s).__name__}", _sink_stopper(s, deadline)) for s in self.sinks]
         stoppers += [(f"span processor {type(p).__name__}", p.shutdown) for p in self.processors]
         if self.metrics is not None:
             stoppers.append(("metrics", _sink_stopper(self.metrics, deadline)))
         return _run_until(stoppers, deadline) and ok
+
+
+_CLOSE_SHARE = 0.3
+"""The part of a shutdown's deadline the drain of scoring leaves to flushing and closing."""
 
 
 class _Deadline:
@@ -289,8 +303,8 @@ def _run_until(stoppers: Sequence[tuple[str, Callable[[], object]]], deadline: _
     return not late and not failed
 
 
-def _set_shutdown_deadline(exporter: SpanExporter, end: float) -> None:
-    """Tell a spooling exporter when its shutdown must be over."""
+def _set_shutdown_deadline(exporter: object, end: float) -> None:
+    """Tell a spooling exporter (or an export queue) when its shutdown must be over."""
     setter = getattr(exporter, "set_shutdown_deadline", None)
     if callable(setter):
         setter(end)
@@ -366,7 +380,11 @@ class _Forwarding:
         """The runtime owns the processors and shuts them down; the provider's call is a no-op."""
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        return all(p.force_flush(timeout_millis) for p in self.processors)
+        deadline = _Deadline(timeout_millis / 1000)  # one deadline for all, and every one asked
+        ok = True
+        for processor in self.processors:
+            ok = processor.force_flush(deadline.millis()) is not False and ok
+        return ok
 
 
 _OPERATION_OF_KIND = {kind: operation for kind, (_, operation, _) in SPAN_KINDS.items() if operation}
@@ -617,7 +635,7 @@ def _flush_exporter(exporter: SpanExporter, timeout_millis: int) -> bool:
     A spooling exporter makes one delivery attempt now and waits for it within the deadline;
     what it cannot deliver stays safe on disk and is retried in the background.
     """
-    return exporter.force_flush(timeout_millis)
+    return exporter.force_flush(timeout_millis) is not False  # an exporter of yours may return None
 
 
 def _chosen_resource(settings: Settings) -> tuple[TracerProvider | None, Resource]:
@@ -736,10 +754,10 @@ def shutdown(timeout_s: float | None) -> bool:
     runtime = current
     if runtime is None:
         return True
-    deadline = _Deadline(runtime.settings.shutdown_timeout_s if timeout_s is None else timeout_s)
-    ok = runtime.drain(deadline.seconds())  # while installed: the spans it ends get exported
-    install(None)
-    return runtime.close(deadline.seconds()) and ok
+    return runtime.shutdown(
+        runtime.settings.shutdown_timeout_s if timeout_s is None else timeout_s,
+        drained=lambda: install(None),
+    )
 
 
 def _at_exit() -> None:

@@ -77,6 +77,8 @@ class ResultLogQueue(BatchLogRecordProcessor):
         self._closed = getattr(self, "_closed", False)  # a forked child of a closed queue: closed
         self.dropped = 0
         """Records lost: the queue was full, closed, or still held them at its shutdown deadline."""
+        self.in_flight = 0
+        """Records in an export that has not returned."""
 
     def on_emit(self, log_record: ReadWriteLogRecord) -> None:
         """Queue ``log_record`` if there is room; else drop and count it."""
@@ -128,12 +130,15 @@ class ResultLogQueue(BatchLogRecordProcessor):
             left = len(self._tokens)  # still queued: they never reach the exporter
             self.dropped += left
             self._tokens.clear()
-        if left:  # nobody reads the counts after a shutdown: said
+        in_flight = self.in_flight
+        if left or in_flight:  # nobody reads the counts after a shutdown: said
             _logger.warning(
-                "tracesim: %d evaluation log records for %s were still queued at the shutdown "
-                "deadline and are lost (the span events hold their results)",
+                "tracesim: at the shutdown deadline %d evaluation log records for %s were still "
+                "queued, and are lost, and %d in an export that had not returned (the span events "
+                "hold their results)",
                 left,
                 self.name,
+                in_flight,
             )
 
 
@@ -146,9 +151,14 @@ class _Taken(LogRecordExporter):
 
     def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
         queue = self._queue()
-        if queue is not None:
-            queue._taken(len(batch))
-        return self.inner.export(batch)
+        if queue is None:
+            return self.inner.export(batch)
+        queue._taken(len(batch))
+        queue.in_flight += len(batch)  # one export at a time (the SDK's lock): no race
+        try:
+            return self.inner.export(batch)
+        finally:
+            queue.in_flight -= len(batch)
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         return self.inner.force_flush(timeout_millis)
