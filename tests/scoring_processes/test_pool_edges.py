@@ -342,3 +342,30 @@ def test_results_for_the_hosts_sinks_that_do_not_pickle_leave_the_rest_of_the_fr
         (8, SCORED, (outcomes, None, None)),
         (0, RECORDS_DROPPED, 3),
     ]
+
+
+def test_a_worker_that_logs_too_much_at_once_says_how_many_lines_it_left_out() -> None:
+    import logging
+
+    from tracesim._scoring import _worker_main
+    from tracesim._scoring._processes import SAID, read_frame
+
+    handler = _worker_main._ToHost()
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logger = logging.Logger("tracesim-test")
+    logger.addHandler(handler)
+    for i in range(250):
+        logger.warning("line %d", i)
+    readable, writable = os.pipe()
+    try:
+        _worker_main._send(writable, [])
+        with os.fdopen(readable, "rb", closefd=False) as stream:
+            frame = read_frame(stream)
+    finally:
+        os.close(readable)
+        os.close(writable)
+    lines = [payload[2] for _, kind, payload in frame if kind == SAID]
+    assert lines[0] == "line 50"  # the oldest went first
+    assert lines[-2] == "line 249"
+    assert lines[-1] == "tracesim: 50 earlier lines of this worker process were left out (too many at once)"
+    assert not _worker_main._SAID

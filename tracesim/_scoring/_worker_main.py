@@ -90,7 +90,9 @@ def main() -> None:
 
 
 _SAID: collections.deque[tuple[int, str, str]] = collections.deque(maxlen=200)
-"""Lines logged here and not yet sent to the host (`SAID`): the oldest go first when it fills."""
+"""Lines logged here and not yet sent to the host (`SAID`): the oldest go first when it fills,
+counted in `_LEFT_OUT` and said with the next frame."""
+_LEFT_OUT = [0]
 
 
 class _ToHost(logging.Handler):
@@ -99,7 +101,10 @@ class _ToHost(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            _SAID.append((record.levelno, record.name, self.format(record)))
+            line = (record.levelno, record.name, self.format(record))
+            if len(_SAID) == _SAID.maxlen:
+                _LEFT_OUT[0] += 1
+            _SAID.append(line)
         except Exception:
             self.handleError(record)
 
@@ -385,6 +390,12 @@ def _send(fd: int, results: list[tuple[int, int, Any]]) -> None:
         with contextlib.suppress(IndexError):
             while _SAID:
                 said.append((0, SAID, _SAID.popleft()))
+        left_out, _LEFT_OUT[0] = _LEFT_OUT[0], 0
+        if left_out:
+            text = (
+                f"tracesim: {left_out} earlier lines of this worker process were left out (too many at once)"
+            )
+            said.append((0, SAID, (logging.WARNING, "tracesim", text)))
         results = results + said
     try:
         data = pickle.dumps(results, pickle.HIGHEST_PROTOCOL)

@@ -127,6 +127,7 @@ class BackgroundSender(Generic[Item]):
         self._schedule_delay_s = schedule_delay_s
         self._max_backoff_s = max_backoff_s
         self._logged: set[str] = set()
+        self._what = "item"  # what one item is, for the log lines (`_enqueue`)
         self._reset()
         ref = weakref.ref(self)
 
@@ -194,6 +195,7 @@ class BackgroundSender(Generic[Item]):
             if self._off():  # decided while this call was on its way in
                 return
             self._submitted += 1
+        self._what = what
         if self._offer(item):
             return
         with self._lock:
@@ -340,10 +342,20 @@ class BackgroundSender(Generic[Item]):
         flushed = self.force_flush(timeout_s)
         with self._lock:
             self._shutdown = True
-            self._failed += len(self._queue)
+            left, in_flight = len(self._queue), self._in_flight
+            self._failed += left
             self._queue.clear()
             self._changed.notify_all()
             worker = self._worker
+        if left or in_flight:  # nobody reads the counts after a shutdown: said
+            _logger.warning(
+                "tracesim: at the shutdown deadline %d items of the %s sender (%ss) were still "
+                "queued, and are lost, and %d on their way without an answer yet",
+                left,
+                self._name,
+                self._what,
+                in_flight,
+            )
         if worker is not None and worker is not threading.current_thread():
             worker.join(timeout=max(deadline - time.monotonic(), 0.0))
             if worker.is_alive():
