@@ -59,6 +59,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_QUEUE_SIZE",
     "ON_FULL",
+    "SAY_MARGIN_S",
     "BoundedFlush",
     "ExportQueue",
     "ExportStats",
@@ -79,6 +80,8 @@ _WAIT_SCHEDULE_DELAY_MS: Final = 100
 # Places the SDK's queue has beyond the gate's size: for callers that pass the gate's check at
 # the same moment (one per thread the interpreter switches away between check and append).
 _RACE_ROOM: Final = 256
+SAY_MARGIN_S: Final = 0.25
+"""Kept before a shutdown's deadline to count and say what is left (the shutdown gives up then)."""
 
 _logger = logging.getLogger("tracesim")
 
@@ -477,7 +480,8 @@ class ExportQueue(BatchSpanProcessor):
         batch: Any = getattr(self, "_batch_processor", None)
         deadline = self._shutdown_deadline
         if deadline is not None and batch is not None:
-            batch.shutdown(timeout_millis=max(0.0, (deadline - time.monotonic()) * 1000))
+            left = deadline - time.monotonic()  # less a margin: what is left is said in time
+            batch.shutdown(timeout_millis=max(0.0, left - min(SAY_MARGIN_S, left / 10)) * 1000)
         else:
             super().shutdown()  # type: ignore[no-untyped-call]  # the SDK leaves it unannotated
         with self._cond:

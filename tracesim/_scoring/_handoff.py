@@ -409,7 +409,7 @@ class Finisher:
     spans are kept (delivered, or in the spool directory) once they are.
     """
 
-    def __init__(self, setup: bytes, send: Callable[[list[int]], None] | None = None) -> None:
+    def __init__(self, setup: bytes, send: Callable[[list[int], bool], None] | None = None) -> None:
         from opentelemetry.sdk.resources import Resource
 
         from tracesim._redact import Redactor
@@ -434,7 +434,7 @@ class Finisher:
         self.remote: _Sender | None = None
         if values["otlp"] is not None:
             exporter, settle = _remote_exporter(values["otlp"])
-            self.remote = _Sender(exporter, settle, send or (lambda tokens: None), self.logs)
+            self.remote = _Sender(exporter, settle, send or (lambda tokens, settled: None), self.logs)
         self.results: bool = values["results"]  # the host's other result sinks take each result
         self.limits: SpanLimits = values["limits"]
         self._carriers: list[ReadableSpan] = []
@@ -555,13 +555,15 @@ class Finisher:
         assert self.remote is not None
         self.remote.put(redacted, tokens)
 
-    def close(self) -> None:
-        """Send what is left, then close the exporters (the remote ones first: they may be slow)."""
+    def close(self, timeout_s: float = 5.0) -> None:
+        """Send what is left, then close the exporters (the remote ones first: they may be slow),
+        within ``timeout_s``: a spool keeps the spans not yet sent."""
+        deadline = time.monotonic() + timeout_s
         try:
             if self.remote is not None:
-                self.remote.close()
+                self.remote.close(timeout_s / 2)
             if self.logs is not None:
-                self.logs.shutdown(5.0)
+                self.logs.shutdown(max(0.0, deadline - time.monotonic()))
         finally:
             if self.file is not None:
                 self.file.shutdown()
@@ -607,7 +609,7 @@ class _Sender:
         self,
         exporter: Any,
         settle: Callable[[float], None] | None,
-        send: Callable[[list[int]], None],
+        send: Callable[[list[int], bool], None],
         logs: Any = None,
     ) -> None:
         self._exporter = exporter
@@ -618,6 +620,7 @@ class _Sender:
         self._tokens: list[int] = []
         self._since = 0.0
         self._hurried_until = 0.0  # a flush is waiting: send at once until then
+        self._logs_behind = False  # the last flush of the log records did not empty their queue
         self._closing = False
         self._changed = threading.Condition()
         self._thread = threading.Thread(target=self._run, name="tracesim-worker-export", daemon=True)
@@ -651,6 +654,8 @@ class _Sender:
                         left = self._since + _SEND_AFTER_S - now
                         if left <= 0 or len(self._spans) >= _SEND_AT or now < self._hurried_until:
                             break
+                    elif self._logs_behind and time.monotonic() < self._hurried_until:
+                        break  # a flush waits for the log records still queued: try them again
                     else:
                         left = None
                     changed.wait(left)
@@ -658,26 +663,29 @@ class _Sender:
                     return
                 spans, self._spans = self._spans, []
                 tokens, self._tokens = self._tokens, []
+            settled = True  # the log records' queue is empty (delivered, or given up by the exporter)
             try:
                 for at in range(0, len(spans), _SEND_AT):
                     self._exporter.export(spans[at : at + _SEND_AT])
-                if self._settle is not None:
+                if self._settle is not None and spans:
                     self._settle(_SETTLE_S)
                 if self._logs is not None:
-                    self._logs.force_flush(_SETTLE_S)
+                    settled = self._logs.force_flush(_SETTLE_S)
             except Exception:  # the exporters return failures; this is a bug of ours
                 internal_error("scoring worker: sending spans")
+            self._logs_behind = not settled
             try:
-                self._send(tokens)
+                self._send(tokens, settled)
             except OSError:  # the host is gone: nobody to tell
                 return
 
-    def close(self) -> None:
-        """Send what is waiting, then shut the exporter down (a spool keeps what is unsent)."""
+    def close(self, timeout_s: float) -> None:
+        """Send what is waiting, then shut the exporter down (a spool keeps what is unsent), the
+        wait for the sender within ``timeout_s``."""
         with self._changed:
             self._closing = True
             self._changed.notify()
-        self._thread.join()
+        self._thread.join(timeout_s)
         self._exporter.shutdown()
 
 

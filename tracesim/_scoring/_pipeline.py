@@ -849,9 +849,9 @@ class ScoringPipeline:
 
     # ------------------------------------------------------------ flush, shutdown
 
-    def force_flush(self, timeout_s: float) -> bool:
-        """Wait until every queued call is scored, and its span sent where a worker sends it (or
-        ``timeout_s`` passes)."""
+    def force_flush(self, timeout_s: float, *, log_records: bool = True) -> bool:
+        """Wait until every queued call is scored, and its span sent where a worker sends it, with
+        its results' log records unless ``log_records`` is False (or ``timeout_s`` passes)."""
         self._queue.wake()
         pool = self._pool
         deadline = time.monotonic() + timeout_s
@@ -862,7 +862,7 @@ class ScoringPipeline:
                     return False
                 self._idle.wait(remaining)
         if pool is not None:
-            return pool.wait_written(deadline)  # the spans workers send to the OTLP backend
+            return pool.wait_written(deadline, log_records=log_records)  # what workers send
         return True
 
     def shutdown(self, timeout_s: float) -> bool:
@@ -873,7 +873,8 @@ class ScoringPipeline:
         reserve = min(_CLOSE_RESERVE_S, timeout_s / 4) if pool is not None and pool.started else 0.0
         with self._lock:
             self._closed = True
-        drained = self.force_flush(timeout_s - reserve)
+        # The log records still queued in a worker are its close's business, within the deadline.
+        drained = self.force_flush(timeout_s - reserve, log_records=False)
         with self._lock:
             left = list(self._inflight.values())
         handed_left = []

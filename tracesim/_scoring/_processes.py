@@ -102,7 +102,9 @@ SCORED = 8
 """A handed call is scored (the payload is DONE's) and its span is on its way to the OTLP backend:
 the worker frees its place, the host keeps the call until `WRITTEN`."""
 WRITTEN = 9
-"""A `SCORED` call's span is kept: delivered, or in the spool directory (no payload)."""
+"""A `SCORED` call's span is kept: delivered, or in the spool directory. The payload says whether
+the worker's queue of the results' log records was then empty (False: some wait on a backend
+that does not answer, and a flush waits for them); token 0 carries that answer alone."""
 SAID = 10
 """A line the worker logged (token 0; payload: level, logger name, text), at the end of the next
 frame it sends: the host logs it on the same logger, once per pool (`ProcessPool._said`)."""
@@ -112,6 +114,9 @@ count), for `ScoringStats.log_records_dropped`. Like `SAID`, read from a worker 
 
 HURRY: tuple[Any, ...] = ({}, [], b"", None)
 """A frame with no runs: a flush is waiting, send the spans held for the OTLP backend at once."""
+CLOSING = None
+"""In place of a frame's evaluators: the host closes the worker, and waits (the frame's last
+field) that many seconds for it to end."""
 
 RUNNING = struct.Struct("<qd")
 """The shared slot: the token of the run in progress (0: none) and when it started. The worker
@@ -214,6 +219,7 @@ class _Worker:
         "held",
         "known",
         "load",
+        "logs_behind",
         "proc",
         "reader",
         "ready",
@@ -231,6 +237,7 @@ class _Worker:
         self.has_setup = False  # it was sent the setup that finishes handed calls
         self.load = 0  # evaluator runs it holds (a handed call's: one per evaluator)
         self.unwritten: dict[int, ProcessJob] = {}  # scored, span on its way (SCORED), by token
+        self.logs_behind = False  # its last WRITTEN: log records still queued there
         self.ready = False
         self.gone = False
         self.started = time.monotonic()
@@ -525,18 +532,21 @@ class ProcessPool:
         except (OSError, ValueError):
             self._lost(worker)  # the reader sees the end of its output too; the first one counts
 
-    def wait_written(self, deadline: float) -> bool:
-        """Wait until the span of every scored call is sent (or until ``deadline``, a
-        `time.monotonic` value); False if one is not."""
-        if self._sending:
+    def wait_written(self, deadline: float, *, log_records: bool = True) -> bool:
+        """Wait until the span of every scored call is sent and (``log_records``) the workers'
+        log records are out, or until ``deadline`` (a `time.monotonic` value); False if not."""
+        if self._sending or (log_records and self._logs_behind()):
             self.hurry()  # workers gather spans for the OTLP backend: a flush does not wait for that
         with self._lock:
-            while self._sending:
+            while self._sending or (log_records and self._logs_behind()):
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
                 self._wake.wait(min(left, _FEED_WAIT_S))
         return True
+
+    def _logs_behind(self) -> bool:
+        return any(worker.logs_behind for worker in self._workers)
 
     def sent_elsewhere(self, unit: ProcessJob) -> None:
         """The host sent ``unit``'s span itself (no worker could): `wait_written` stops waiting for it."""
@@ -557,7 +567,7 @@ class ProcessPool:
         after gathering them (a flush waits for them). Never blocks on a worker for long: the
         frame is a few bytes."""
         with self._lock:
-            workers = [w for w in self._workers if w.ready and (w.held or w.unwritten)]
+            workers = [w for w in self._workers if w.ready and (w.held or w.unwritten or w.logs_behind)]
         data = pickle.dumps(HURRY, pickle.HIGHEST_PROTOCOL)
         for worker in workers:
             try:
@@ -707,6 +717,10 @@ class ProcessPool:
                     results = []
                 for token, kind, payload in results:
                     if kind == WRITTEN:  # the call was counted at SCORED: only the wait is over
+                        behind = payload is False
+                        if behind != worker.logs_behind:
+                            worker.logs_behind = behind
+                            self._wake.notify_all()  # `wait_written`
                         unit = worker.unwritten.pop(token, None)
                         if unit is not None and unit.token == token:
                             self._sending.pop(id(unit), None)
@@ -1027,10 +1041,14 @@ class ProcessPool:
         for worker in busy:
             with contextlib.suppress(OSError):
                 worker.proc.kill()
+        closing = pickle.dumps((CLOSING, [], b"", max(0.0, deadline - time.monotonic())), _PROTOCOL)
         for worker in workers:
             with worker.write_lock:
-                worker.gone = True
                 stdin = worker.proc.stdin
+                if stdin is not None and worker.ready and worker not in busy and not worker.gone:
+                    with contextlib.suppress(OSError, ValueError):  # its deadline: a few bytes, read
+                        write_frame(stdin.fileno(), closing)  # by an idle worker at once
+                worker.gone = True
                 if stdin is not None:
                     with contextlib.suppress(OSError):
                         stdin.close()

@@ -202,7 +202,9 @@ class LogEventSink:
     def shutdown(self, timeout_s: float) -> bool:
         # Each queue within the deadline: the provider's shutdown would wait up to the SDK's
         # 30 s for a backend that is down (the batch processor takes the deadline only inside).
-        deadline = time.monotonic() + timeout_s
+        from tracesim._export_queue import SAY_MARGIN_S
+
+        deadline = time.monotonic() + timeout_s - min(SAY_MARGIN_S, timeout_s / 10)  # said in time
         for queue in self._queues:
             queue.close(max(0.0, deadline - time.monotonic()))
         self._provider.shutdown()  # the rest; a queue closed above returns at once

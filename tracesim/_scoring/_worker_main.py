@@ -21,8 +21,9 @@ not pickle, `NOT_RESULT` with the name of the type ``evaluate()`` returned inste
 handed call's span is written (its outcomes, cost and, for the host's sinks, results),
 `NOT_FINISHED` when it could not be; over OTLP `SCORED` (DONE's payload) when it is scored and
 `WRITTEN` once the sender thread has its span delivered or spooled. A frame with no runs
-(`HURRY`) asks the sender to send at once: a flush waits. End of input ends the worker, once the
-spans it scored are written and sent.
+(`HURRY`) asks the sender to send at once: a flush waits. `CLOSING` says how long the host waits
+for the worker to end. End of input ends the worker, once the spans it scored are written and
+sent (by that deadline).
 """
 
 from __future__ import annotations
@@ -64,6 +65,10 @@ from tracesim._scoring._processes import (
 __all__ = ["main"]
 
 _HOST_CHECK_S = 0.5
+_CLOSE_S = 5.0
+"""How long closing the exporters may take when the host said no deadline."""
+_CLOSE_MARGIN_S = 0.3
+"""Kept before the host's deadline: for the last frame (what closing said and dropped)."""
 
 
 def main() -> None:
@@ -172,6 +177,9 @@ def _loop(source: Any, out_fd: int, slot: mmap.mmap, evaluators: dict[int, Any],
         if not pending:
             since = clock()
         specs, tokens, blob, setup = message
+        if specs is None:  # CLOSING: the host closes this worker and waits this long for it
+            handed.close_by = clock() + setup
+            continue
         if not tokens and not blob:  # HURRY: a flush is waiting for the spans sent to the backend
             handed.hurry()
             continue
@@ -250,6 +258,7 @@ class _Handed:
         self.out_fd = out_fd
         self.setup: bytes | None = None
         self._finisher: Any = None
+        self.close_by: float | None = None  # when the host kills this worker (`CLOSING`)
         self._failed: str | None = None  # why no span can be written here
         self._spans: list[Any] = []
         # (token, (outcomes, results for the host's sinks or None), span id, finishing)
@@ -281,7 +290,9 @@ class _Handed:
 
                 out_fd = self.out_fd
                 self._finisher = Finisher(
-                    self.setup or b"", lambda tokens: _send(out_fd, [(t, WRITTEN, None) for t in tokens])
+                    self.setup or b"",
+                    # no token: only whether the log records are out (a flush asked again)
+                    lambda tokens, settled: _send(out_fd, [(t, WRITTEN, settled) for t in tokens or (0,)]),
                 )
             except Exception as exc:
                 self._failed = f"{type(exc).__name__}: {exc}"
@@ -376,8 +387,10 @@ class _Handed:
         self._done = []
 
     def close(self) -> None:
+        """Close the exporters, by the host's deadline when it said one (`CLOSING`)."""
         if self._finisher is not None:
-            self._finisher.close()
+            left = _CLOSE_S if self.close_by is None else self.close_by - time.monotonic()
+            self._finisher.close(max(0.0, left - _CLOSE_MARGIN_S))
 
 
 _SENDING = threading.Lock()
