@@ -432,8 +432,6 @@ def test_spans_a_shutdown_leaves_in_the_queue_are_said(
         started = time.monotonic()
         assert tracesim.shutdown(2.0) is False
         assert time.monotonic() - started < 8.0  # its deadline, not the SDK's 30 s
-    (said,) = [r.getMessage() for r in caplog.records if "at the shutdown deadline" in r.getMessage()]
-    queued = int(said.split("at the shutdown deadline ")[1].split()[0])
-    in_flight = int(said.split(" in an export that had not returned")[0].rsplit(" ", 1)[1])
-    assert queued > 0
-    assert queued + in_flight == 1500  # every span is accounted for: queued, or with the exporter
+    # Sending goes on in the background while the process lives; what is left to send is said.
+    (said,) = [r.getMessage() for r in caplog.records if "still stopping in the background" in r.getMessage()]
+    assert "span processor ExportQueue (1500 spans still to send)" in said

@@ -265,7 +265,6 @@ class ExportQueue(BatchSpanProcessor):
         self.wait_s = wait_s
         self.name = name or type(exporter).__name__
         self._warnings = warnings if warnings is not None else WarnOnce()
-        self._shutdown_deadline: float | None = None
         self._reset()
         # A queue smaller than two of the SDK's batches exports half of itself at a time: a
         # batch leaving makes room while the next one fills (the SDK checks the batch size
@@ -460,16 +459,19 @@ class ExportQueue(BatchSpanProcessor):
             ok = self._flush.run(flush, deadline - time.monotonic()) and ok
         return ok
 
-    def set_shutdown_deadline(self, deadline: float | None) -> None:
-        """Make `shutdown` return by ``deadline``, a `time.monotonic` value (None: the SDK's 30 s)."""
-        self._shutdown_deadline = deadline
+    def unsent(self) -> int:
+        """Spans queued or in an export that has not returned."""
+        with self._cond:
+            return max(0, len(self._tokens) - len(self._records)) + self._in_flight
 
     def shutdown(self) -> None:
         """Export what is queued and a last record, then stop; spans ending later are dropped.
 
-        Within the deadline `set_shutdown_deadline` gave; the spans still queued then never
-        reach the exporter: counted dropped, and said in a WARNING (nobody reads the counts
-        after a shutdown).
+        As OpenTelemetry's processor does, within 30 s: tracesim's shutdown waits for it only
+        until its own deadline (and names the spans still to send then), and it goes on in the
+        background while the process lives. The spans still queued at the end never reach the
+        exporter: counted dropped, and said in a WARNING (nobody reads the counts after a
+        shutdown).
         """
         with self._cond:
             record = self._record_due(force=True)
@@ -477,13 +479,7 @@ class ExportQueue(BatchSpanProcessor):
             self._cond.notify_all()
         if record is not None:
             super().on_end(record)
-        batch: Any = getattr(self, "_batch_processor", None)
-        deadline = self._shutdown_deadline
-        if deadline is not None and batch is not None:
-            left = deadline - time.monotonic()  # less a margin: what is left is said in time
-            batch.shutdown(timeout_millis=max(0.0, left - min(SAY_MARGIN_S, left / 10)) * 1000)
-        else:
-            super().shutdown()  # type: ignore[no-untyped-call]  # the SDK leaves it unannotated
+        super().shutdown()  # type: ignore[no-untyped-call]  # the SDK leaves it unannotated
         with self._cond:
             # What the SDK left in its queue at its shutdown deadline never reaches the exporter.
             left = len(self._tokens) - len(self._records)
@@ -495,9 +491,8 @@ class ExportQueue(BatchSpanProcessor):
         in_flight = self._in_flight
         if left > 0 or in_flight:
             _logger.warning(
-                "tracesim: at the shutdown deadline %d spans for the %s exporter were still queued, and "
-                "are lost, and %d in an export that had not returned; give shutdown_timeout_s more "
-                "time, or keep spool_dir on (OTLP)",
+                "tracesim: at the end of its shutdown %d spans for the %s exporter were still queued, "
+                "and are lost, and %d in an export that had not returned",
                 max(0, left),
                 self.name,
                 in_flight,

@@ -187,14 +187,17 @@ class Runtime:
     def force_flush(self, timeout_s: float) -> bool:
         """Score what is queued, then export everything finished, within ``timeout_s``."""
         deadline = _Deadline(timeout_s)
-        ok = self.scoring.force_flush(deadline.seconds()) if self.scoring is not None else True
+        scoring = self.scoring
+        ok = scoring.force_flush(deadline.seconds(), log_records=False) if scoring is not None else True
         ok = self._flush_processors(deadline.seconds(), sinks=False) and ok
         for exporter in self.exporters:
             ok = _flush_exporter(exporter, deadline.millis()) and ok
         # Then the results sent beside the spans: MLflow and Phoenix take a result only once
-        # they have its span, so the spans go first.
+        # they have its span, so the spans go first; so do the log records workers send.
         for sink in self.sinks:
             ok = sink.force_flush(deadline.seconds()) and ok
+        if scoring is not None:
+            ok = scoring.log_records_out(deadline.seconds()) and ok
         if self.metrics is not None:  # last: the cost of the spans just exported is in
             ok = self.metrics.force_flush(deadline.seconds()) and ok
         return ok
@@ -215,13 +218,14 @@ class Runtime:
         runtime is uninstalled there). The runtime must not be used afterwards.
 
         The spans already queued start for their exporters at once, while scoring drains; the
-        drain leaves part of the deadline (`_CLOSE_SHARE`, at least 1 s, at most half) to the
-        close, so a slow evaluator cannot use it all and leave queued spans behind.
+        drain leaves `_CLOSE_SHARE` of the deadline to the close, so a slow evaluator cannot use
+        it all and leave the spans it ends behind.
         """
+        timeout_s = max(0.0, timeout_s)
         deadline = _Deadline(timeout_s)
         self._flush_processors(0, sinks=False)  # started on their own threads, not waited for
-        reserve = min(timeout_s / 2, max(1.0, _CLOSE_SHARE * timeout_s))
-        ok = self.drain(max(0.0, deadline.seconds() - reserve))  # installed: the spans it ends go out
+        # Installed while it drains: the spans it ends go out.
+        ok = self.drain(max(0.0, deadline.seconds() - _CLOSE_SHARE * timeout_s))
         if drained is not None:
             drained()
         return self.close(deadline.seconds()) and ok
@@ -243,10 +247,12 @@ class Runtime:
         # Hand every finished span to the exporters; delivery itself is each exporter's
         # shutdown's business (a spooling exporter writes what is unsent to disk first).
         ok = self._flush_processors(deadline.seconds() / 2)
-        for exporter in (*self.exporters, *self.processors):
+        for exporter in self.exporters:
             _set_shutdown_deadline(exporter, deadline.end)
-        stoppers = [(f"result sink {type(s).__name__}", _sink_stopper(s, deadline)) for s in self.sinks]
-        stoppers += [(f"span processor {type(p).__name__}", p.shutdown) for p in self.processors]
+        stoppers: list[tuple[str | Callable[[], str], Callable[[], object]]] = [
+            (f"result sink {type(s).__name__}", _sink_stopper(s, deadline)) for s in self.sinks
+        ]
+        stoppers += [(_processor_label(p), p.shutdown) for p in self.processors]
         if self.metrics is not None:
             stoppers.append(("metrics", _sink_stopper(self.metrics, deadline)))
         return _run_until(stoppers, deadline) and ok
@@ -271,17 +277,32 @@ def _sink_stopper(sink: Any, deadline: _Deadline) -> Callable[[], object]:
     return lambda: sink.shutdown(deadline.seconds())
 
 
-def _run_until(stoppers: Sequence[tuple[str, Callable[[], object]]], deadline: _Deadline) -> bool:
-    """Run each stopper in its own daemon thread; wait for all of them until the deadline."""
+def _processor_label(processor: SpanProcessor) -> Callable[[], str]:
+    """A span processor's name in the shutdown's words, with the spans it still had to send then."""
+
+    def label() -> str:
+        unsent = getattr(processor, "unsent", None)
+        count = unsent() if callable(unsent) else 0
+        more = f" ({count} spans still to send)" if count else ""
+        return f"span processor {type(processor).__name__}{more}"
+
+    return label
+
+
+def _run_until(
+    stoppers: Sequence[tuple[str | Callable[[], str], Callable[[], object]]], deadline: _Deadline
+) -> bool:
+    """Run each stopper in its own daemon thread; wait for all of them until the deadline. A
+    stopper's name may be a function, asked at the deadline when the stopper is still going."""
     failed: list[str] = []
 
-    def run(what: str, stop: Callable[[], object]) -> None:
+    def run(what: str | Callable[[], str], stop: Callable[[], object]) -> None:
         try:
             if stop() is False:
-                failed.append(what)
+                failed.append(_said(what))
         except Exception:
-            failed.append(what)
-            _logger.exception("tracesim: %s failed to shut down", what)
+            failed.append(_said(what))
+            _logger.exception("tracesim: %s failed to shut down", _said(what))
 
     threads = [
         threading.Thread(target=run, args=item, name="tracesim-shutdown", daemon=True) for item in stoppers
@@ -295,7 +316,7 @@ def _run_until(stoppers: Sequence[tuple[str, Callable[[], object]]], deadline: _
             run(*item)
     for thread in started:
         thread.join(deadline.seconds())
-    late = [what for (what, _), thread in zip(stoppers, threads, strict=True) if thread.is_alive()]
+    late = [_said(what) for (what, _), thread in zip(stoppers, threads, strict=True) if thread.is_alive()]
     if late:
         _logger.warning(
             "tracesim: shutdown deadline reached; still stopping in the background: %s", ", ".join(late)
@@ -303,8 +324,12 @@ def _run_until(stoppers: Sequence[tuple[str, Callable[[], object]]], deadline: _
     return not late and not failed
 
 
+def _said(what: str | Callable[[], str]) -> str:
+    return what() if callable(what) else what
+
+
 def _set_shutdown_deadline(exporter: object, end: float) -> None:
-    """Tell a spooling exporter (or an export queue) when its shutdown must be over."""
+    """Tell a spooling exporter when its shutdown must be over."""
     setter = getattr(exporter, "set_shutdown_deadline", None)
     if callable(setter):
         setter(end)

@@ -416,7 +416,7 @@ SETTINGS: tuple[Setting, ...] = (
         "shutdown_timeout_s",
         parse.number(0.0),
         "a number >= 0",
-        "time allowed to drain at exit (scoring gets up to 70 %; the rest sends and closes)",
+        "time allowed to drain at exit (scoring gets 70 %; the rest sends and closes)",
         ("TRACESIM_SHUTDOWN_TIMEOUT_S",),
     ),
     Setting(

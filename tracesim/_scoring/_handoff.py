@@ -433,8 +433,8 @@ class Finisher:
             self.logs = LogEventSink(values["logs"], self.resource, self.capture, self.redaction)
         self.remote: _Sender | None = None
         if values["otlp"] is not None:
-            exporter, settle = _remote_exporter(values["otlp"])
-            self.remote = _Sender(exporter, settle, send or (lambda tokens, settled: None), self.logs)
+            exporter, spool = _remote_exporter(values["otlp"])
+            self.remote = _Sender(exporter, spool, send or (lambda tokens, settled: None), self.logs)
         self.results: bool = values["results"]  # the host's other result sinks take each result
         self.limits: SpanLimits = values["limits"]
         self._carriers: list[ReadableSpan] = []
@@ -569,20 +569,21 @@ class Finisher:
                 self.file.shutdown()
 
 
-def _remote_exporter(options: tuple[Any, ...]) -> tuple[Any, Callable[[float], None] | None]:
+def _remote_exporter(options: tuple[Any, ...]) -> tuple[Any, Any]:
     """The OTLP exporter the host's configuration builds (`tracesim._runtime._exporter`), without
-    the results' span events when ``evaluation_span_events`` is off; and its spool's ``settle``
-    (None without a spool)."""
+    the results' span events when ``evaluation_span_events`` is off; and its spool (the
+    `SpoolingExporter` inside, None without a spool)."""
     from tracesim.exporters import otlp_exporter
+    from tracesim.exporters._spool import SpoolingExporter
 
     protocol, endpoint, headers, spool, spool_max_bytes, span_events = options
     exporter = otlp_exporter(protocol, endpoint, headers, spool_dir=spool, spool_max_bytes=spool_max_bytes)
-    settle = getattr(exporter, "settle", None)
+    spooling = exporter if isinstance(exporter, SpoolingExporter) else None
     if span_events:
-        return exporter, settle
+        return exporter, spooling
     from tracesim.exporters._without_events import WithoutEvaluationEvents
 
-    return WithoutEvaluationEvents(exporter), settle
+    return WithoutEvaluationEvents(exporter), spooling
 
 
 _SEND_AFTER_S = 0.5
@@ -608,13 +609,13 @@ class _Sender:
     def __init__(
         self,
         exporter: Any,
-        settle: Callable[[float], None] | None,
+        spool: Any,
         send: Callable[[list[int], bool], None],
         logs: Any = None,
     ) -> None:
         self._exporter = exporter
         self._logs = logs  # the results' log records: sent before the calls are said to be kept
-        self._settle = settle  # a spool's: every batch delivered or on disk (`SpoolingExporter.settle`)
+        self._spool = spool  # the `SpoolingExporter` in ``exporter`` (None: no spool)
         self._send = send
         self._spans: list[ReadableSpan] = []
         self._tokens: list[int] = []
@@ -667,8 +668,8 @@ class _Sender:
             try:
                 for at in range(0, len(spans), _SEND_AT):
                     self._exporter.export(spans[at : at + _SEND_AT])
-                if self._settle is not None and spans:
-                    self._settle(_SETTLE_S)
+                if self._spool is not None and spans:  # every batch delivered or on disk
+                    self._spool.settle(_SETTLE_S)
                 if self._logs is not None:
                     settled = self._logs.force_flush(_SETTLE_S)
             except Exception:  # the exporters return failures; this is a bug of ours
@@ -682,10 +683,13 @@ class _Sender:
     def close(self, timeout_s: float) -> None:
         """Send what is waiting, then shut the exporter down (a spool keeps what is unsent), the
         wait for the sender within ``timeout_s``."""
+        ends = time.monotonic() + timeout_s
         with self._changed:
             self._closing = True
             self._changed.notify()
         self._thread.join(timeout_s)
+        if self._spool is not None:  # what it could not send goes to disk by then
+            self._spool.set_shutdown_deadline(ends)
         self._exporter.shutdown()
 
 

@@ -865,6 +865,11 @@ class ScoringPipeline:
             return pool.wait_written(deadline, log_records=log_records)  # what workers send
         return True
 
+    def log_records_out(self, timeout_s: float) -> bool:
+        """Wait until the results' log records workers send are out (or ``timeout_s`` passes)."""
+        pool = self._pool
+        return pool.wait_written(time.monotonic() + timeout_s) if pool is not None else True
+
     def shutdown(self, timeout_s: float) -> bool:
         """Score what is queued within ``timeout_s``, end every span still open, stop the threads
         and the worker processes (killed when they do not end within the deadline)."""

@@ -66,6 +66,8 @@ _START_LIMIT_S = 120.0
 _FAILED_STARTS = 2
 """Failed starts in a row after which the pool is broken and the threads score everything."""
 _MONITOR_S = 0.05
+_HURRY_AGAIN_S = 0.5
+"""While a flush waits for a worker's log records, how often it asks the worker to try them again."""
 _FEED_WAIT_S = 0.1
 """The feeder's longest sleep: `put` wakes it for new work, this only looks again (a safety net)."""
 _LINGER_S = 0.005
@@ -535,15 +537,22 @@ class ProcessPool:
     def wait_written(self, deadline: float, *, log_records: bool = True) -> bool:
         """Wait until the span of every scored call is sent and (``log_records``) the workers'
         log records are out, or until ``deadline`` (a `time.monotonic` value); False if not."""
-        if self._sending or (log_records and self._logs_behind()):
-            self.hurry()  # workers gather spans for the OTLP backend: a flush does not wait for that
-        with self._lock:
-            while self._sending or (log_records and self._logs_behind()):
-                left = deadline - time.monotonic()
-                if left <= 0:
+        hurried: float | None = None
+        while True:
+            with self._lock:
+                behind = log_records and self._logs_behind()
+                if not self._sending and not behind:
+                    return True
+                now = time.monotonic()
+                if now >= deadline:
                     return False
-                self._wake.wait(min(left, _FEED_WAIT_S))
-        return True
+                if hurried is not None and not (behind and now - hurried >= _HURRY_AGAIN_S):
+                    self._wake.wait(min(deadline - now, _FEED_WAIT_S))
+                    continue
+            # Workers gather spans for the OTLP backend: a flush does not wait for that. A worker
+            # whose log records are still behind tries them again each time it is hurried.
+            self.hurry()
+            hurried = now
 
     def _logs_behind(self) -> bool:
         return any(worker.logs_behind for worker in self._workers)
