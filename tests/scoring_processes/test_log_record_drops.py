@@ -100,17 +100,21 @@ def backend(scripted_backend: ScriptedBackend) -> ScriptedBackend:
     return scripted_backend
 
 
-def _scored_with_logs_held(backend: ScriptedBackend, **more: Any) -> None:
-    backend.logs_open.clear()  # the backend hangs its log requests: the records' queue fills
+def _configured_with_logs_held(backend: ScriptedBackend, **more: Any) -> None:
+    """Spans and log records to ``backend`` (no spool), which hangs its log requests."""
+    backend.logs_open.clear()
     tracesim.configure(
         exporters=["otlp"],
         otlp_endpoint=backend.traces_url,
         phoenix_annotations=False,
         mlflow_assessments=False,
         spool_dir="none",
-        export_queue_size=20,
         **more,
     )
+
+
+def _scored_with_logs_held(backend: ScriptedBackend, **more: Any) -> None:
+    _configured_with_logs_held(backend, export_queue_size=20, **more)  # the records' queue fills
     agent = support_agent()
     for order in range(40):
         agent(order)
@@ -145,16 +149,7 @@ def test_what_a_worker_drops_as_it_closes_is_said_by_the_host(
 ) -> None:
     # The worker closes after the host marked it gone: its last frame (the WARNING of records
     # still queued at its deadline) is still read and logged, not lost with the worker.
-    backend.logs_open.clear()
-    tracesim.configure(
-        exporters=["otlp"],
-        otlp_endpoint=backend.traces_url,
-        phoenix_annotations=False,
-        mlflow_assessments=False,
-        spool_dir="none",
-        scoring_processes=1,
-        scoring_export="workers",
-    )
+    _configured_with_logs_held(backend, scoring_processes=1, scoring_export="workers")
     agent = support_agent()
     for order in range(40):
         agent(order)
