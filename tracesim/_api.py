@@ -207,6 +207,10 @@ def scoring_stats() -> ScoringStats:
     stats = dataclasses.replace(runtime.scoring.stats)
     sinks = runtime.scoring.sinks
     stats.log_records_dropped += sum(getattr(sink, "log_records_dropped", 0) for sink in sinks)
+    for sink in sinks:  # Phoenix annotations, MLflow assessments: their senders' counters
+        counters = getattr(sink, "stats", None)
+        if counters is not None:
+            stats.results_not_sent += counters.dropped + counters.failed
     runs = runtime.runs
     if runs is not None:
         stats.runs_traces_evicted = runs.evicted

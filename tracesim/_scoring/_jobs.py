@@ -124,6 +124,10 @@ class ScoringStats:
     log_records_dropped: int = 0
     """Results' log records (``evaluation_log_events``) lost because their queue was full, or
     still held them when it shut down past its deadline; the span events keep those results."""
+    results_not_sent: int = 0
+    """Results the Phoenix annotation or MLflow assessment senders could not deliver: dropped
+    (their queue was full, the values unusable) or given up (refused, the backend unreachable,
+    the span never appeared); the spans keep those results."""
 
 
 class Binder(Protocol):
