@@ -32,7 +32,6 @@ drops go on, and at every flush and shutdown; ``tracesim report`` sums them.
 from __future__ import annotations
 
 import collections
-import inspect
 import logging
 import os
 import random
@@ -52,6 +51,7 @@ from opentelemetry.trace import SpanContext, SpanKind, TraceFlags
 from tracesim import _semconv as sc
 from tracesim._internal_errors import WarnOnce
 from tracesim._version import __version__
+from tracesim.exporters._redacting import shut_down
 
 if TYPE_CHECKING:
     from tracesim._config import Settings
@@ -59,14 +59,12 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_QUEUE_SIZE",
     "ON_FULL",
-    "SAY_MARGIN_S",
     "BoundedFlush",
     "ExportQueue",
     "ExportStats",
     "export_stats",
     "queue_size",
     "reset_after_fork",
-    "shutdown_within",
 ]
 
 DEFAULT_QUEUE_SIZE: Final = 2048
@@ -80,8 +78,6 @@ _WAIT_SCHEDULE_DELAY_MS: Final = 100
 # Places the SDK's queue has beyond the gate's size: for callers that pass the gate's check at
 # the same moment (one per thread the interpreter switches away between check and append).
 _RACE_ROOM: Final = 256
-SAY_MARGIN_S: Final = 0.25
-"""Kept before a shutdown's deadline to count and say what is left (the shutdown gives up then)."""
 
 _logger = logging.getLogger("tracesim")
 
@@ -120,15 +116,6 @@ def reset_after_fork(queue: Any) -> None:
                 alive._reset()
 
         os.register_at_fork(after_in_child=after_in_child)
-
-
-def shutdown_within(exporter: Any, timeout_millis: float | None) -> None:
-    """Shut ``exporter`` down, passing ``timeout_millis`` on where its ``shutdown`` takes one."""
-    shutdown: Any = exporter.shutdown
-    if timeout_millis is not None and "timeout_millis" in inspect.signature(shutdown).parameters:
-        shutdown(timeout_millis=timeout_millis)
-    else:
-        shutdown()
 
 
 class BoundedFlush:
@@ -524,4 +511,4 @@ class _Handover(SpanExporter):
         return self.inner.force_flush(timeout_millis)
 
     def shutdown(self, timeout_millis: float | None = None) -> None:
-        shutdown_within(self.inner, timeout_millis)
+        shut_down(self.inner, timeout_millis)

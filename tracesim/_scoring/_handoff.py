@@ -512,19 +512,13 @@ class Finisher:
         """Redact ``spans`` and write them to the trace file; the cost of each priced LLM span
         among them (by span id), and the redacted spans for the OTLP backend (None: there is
         none, the calls are written), for `send` once the host is told they are scored."""
-        from tracesim._internal_errors import internal_error
         from tracesim._metrics._cost import priced
+        from tracesim.exporters._redacting import redact_batch
 
         costs: dict[int, tuple[str, str, float]] = {}
         if not spans or (self.file is None and self.remote is None):
             return costs, None
-        redact = self.redaction.span
-        redacted = []
-        for span in spans:
-            try:
-                redacted.append(redact(span))
-            except Exception:  # never send what could not be checked
-                internal_error("redaction")
+        redacted = redact_batch(self.redaction.span, spans)
         for span in redacted:
             attributes = span.attributes
             if attributes and span.context is not None:

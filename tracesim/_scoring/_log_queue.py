@@ -32,13 +32,16 @@ from typing import Any, Final
 from opentelemetry.sdk._logs import ReadableLogRecord, ReadWriteLogRecord
 from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExporter, LogRecordExportResult
 
-from tracesim._export_queue import BoundedFlush, reset_after_fork, shutdown_within
+from tracesim._export_queue import BoundedFlush, reset_after_fork
 from tracesim._internal_errors import WarnOnce
+from tracesim.exporters._redacting import shut_down
 
-__all__ = ["ResultLogQueue"]
+__all__ = ["SAY_MARGIN_S", "ResultLogQueue"]
 
 _logger = logging.getLogger("tracesim")
 _RACE_ROOM: Final = 256  # the SDK's queue beyond the gate: callers that pass the check together
+SAY_MARGIN_S: Final = 0.25
+"""Kept before a shutdown's deadline to count and say what is left (the shutdown gives up then)."""
 
 
 class ResultLogQueue(BatchLogRecordProcessor):
@@ -164,4 +167,4 @@ class _Taken(LogRecordExporter):
         return self.inner.force_flush(timeout_millis)
 
     def shutdown(self, timeout_millis: float | None = None) -> None:
-        shutdown_within(self.inner, timeout_millis)
+        shut_down(self.inner, timeout_millis)

@@ -32,6 +32,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import io
+import logging
 import mmap
 import os
 import pickle
@@ -116,6 +117,7 @@ count), for `ScoringStats.log_records_dropped`. Like `SAID`, read from a worker 
 
 HURRY: tuple[Any, ...] = ({}, [], b"", None)
 """A frame with no runs: a flush is waiting, send the spans held for the OTLP backend at once."""
+_HURRY_FRAME = pickle.dumps(HURRY, pickle.HIGHEST_PROTOCOL)
 CLOSING = None
 """In place of a frame's evaluators: the host closes the worker, and waits (the frame's last
 field) that many seconds for it to end."""
@@ -577,14 +579,13 @@ class ProcessPool:
         frame is a few bytes."""
         with self._lock:
             workers = [w for w in self._workers if w.ready and (w.held or w.unwritten or w.logs_behind)]
-        data = pickle.dumps(HURRY, pickle.HIGHEST_PROTOCOL)
         for worker in workers:
             try:
                 with worker.write_lock:
                     stdin = worker.proc.stdin
                     if worker.gone or stdin is None:
                         continue
-                    write_frame(stdin.fileno(), data)
+                    write_frame(stdin.fileno(), _HURRY_FRAME)
             except (OSError, ValueError):
                 pass  # its reader sees it end
 
@@ -717,19 +718,20 @@ class ProcessPool:
             dropped = 0
             with self._lock:
                 held = worker.held
-                if worker.gone:  # its runs were given back: drain until it ends, hearing what it says
-                    for _, kind, payload in results:
+                gone = worker.gone  # its runs were given back: drain until it ends, hearing what it says
+                for token, kind, payload in results:
+                    if token == 0:  # no call's: what it says, what it dropped, whether its records are out
                         if kind == SAID:
                             said.append(payload)
                         elif kind == RECORDS_DROPPED:
                             dropped += payload
-                    results = []
-                for token, kind, payload in results:
+                        elif kind == WRITTEN and not gone:
+                            self._heard_logs(worker, payload)
+                        continue
+                    if gone:
+                        continue
                     if kind == WRITTEN:  # the call was counted at SCORED: only the wait is over
-                        behind = payload is False
-                        if behind != worker.logs_behind:
-                            worker.logs_behind = behind
-                            self._wake.notify_all()  # `wait_written`
+                        self._heard_logs(worker, payload)
                         unit = worker.unwritten.pop(token, None)
                         if unit is not None and unit.token == token:
                             self._sending.pop(id(unit), None)
@@ -743,10 +745,6 @@ class ProcessPool:
                             worker.unwritten[token] = run  # type: ignore[assignment]
                             self._sending[id(run)] = run  # type: ignore[assignment]
                         done.append((run, kind, payload))
-                    elif kind == SAID:
-                        said.append(payload)
-                    elif kind == RECORDS_DROPPED:
-                        dropped += payload
                 if self._sleeping:
                     self._wake.notify_all()
             if said:
@@ -765,11 +763,16 @@ class ProcessPool:
                 else:
                     self._odd(run, kind, payload)
 
+    def _heard_logs(self, worker: _Worker, settled: Any) -> None:
+        """A `WRITTEN` said whether ``worker``'s log records were out (False: some wait). Locked."""
+        behind = settled is False
+        if behind != worker.logs_behind:
+            worker.logs_behind = behind
+            self._wake.notify_all()  # `wait_written`
+
     def _said(self, worker: _Worker, lines: list[tuple[int, str, str]]) -> None:
         """Log what a worker logged, on the logger it used, with its process named; each line once
         (two workers, or a restarted one, say the same things)."""
-        import logging
-
         for level, name, text in lines:
             with self._said_lock:
                 known = self._said_before

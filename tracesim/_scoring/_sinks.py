@@ -136,7 +136,6 @@ class LogEventSink:
         self._redaction = redaction
         self._provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
         self._exporters = _log_exporters(settings)
-        self._processors: list[LogRecordProcessor] = []
         self._queues: list[ResultLogQueue] = []
         warnings = WarnOnce()
         for exporter in self._exporters:
@@ -155,7 +154,6 @@ class LogEventSink:
                 processor = queue
             else:
                 processor = SimpleLogRecordProcessor(exporter)
-            self._processors.append(processor)
             self._provider.add_log_record_processor(processor)
         self._logger = self._provider.get_logger("tracesim")
 
@@ -202,7 +200,7 @@ class LogEventSink:
     def shutdown(self, timeout_s: float) -> bool:
         # Each queue within the deadline: the provider's shutdown would wait up to the SDK's
         # 30 s for a backend that is down (the batch processor takes the deadline only inside).
-        from tracesim._export_queue import SAY_MARGIN_S
+        from tracesim._scoring._log_queue import SAY_MARGIN_S
 
         deadline = time.monotonic() + timeout_s - min(SAY_MARGIN_S, timeout_s / 10)  # said in time
         for queue in self._queues:

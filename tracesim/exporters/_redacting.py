@@ -467,16 +467,8 @@ class RedactingExporter(SpanExporter):
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         """Redact the batch, then export it; a span that cannot be redacted is withheld."""
-        redacted: list[ReadableSpan] = []
         # An exporter that shares its redaction with no other one redacts each span itself.
-        redact = self._redact if self.redaction.shared_by > 1 else self.redaction.span
-        offer = Slices()  # a batch is milliseconds of redaction: the host's threads go first
-        for span in spans:
-            offer()
-            try:
-                redacted.append(redact(span))
-            except Exception:  # never send what could not be checked
-                internal_error("redaction")
+        redacted = redact_batch(self._redact if self.redaction.shared_by > 1 else self.redaction.span, spans)
         return self._inner.export(redacted) if redacted or not spans else SpanExportResult.FAILURE
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
@@ -488,14 +480,29 @@ class RedactingExporter(SpanExporter):
         shut_down(self._inner, timeout_millis)
 
 
-def shut_down(exporter: SpanExporter, timeout_millis: float | None) -> None:
-    """Shut ``exporter`` down, passing ``timeout_millis`` on when given and its ``shutdown`` takes it.
+def redact_batch(redact: Any, spans: Sequence[ReadableSpan]) -> list[ReadableSpan]:
+    """``redact`` (a `Redaction`'s ``span``) applied to each of ``spans``; a span that cannot be
+    redacted is withheld (never send what could not be checked), said as an internal error."""
+    redacted: list[ReadableSpan] = []
+    offer = Slices()  # a batch is milliseconds of redaction: the host's threads go first
+    for span in spans:
+        offer()
+        try:
+            redacted.append(redact(span))
+        except Exception:
+            internal_error("redaction")
+    return redacted
+
+
+def shut_down(exporter: Any, timeout_millis: float | None) -> None:
+    """Shut ``exporter`` (of spans or log records) down, passing ``timeout_millis`` on when given
+    and its ``shutdown`` takes it.
 
     ``SpanExporter.shutdown`` takes no timeout, but some exporters' do; a wrapper hands the
     time it was given to those and calls the others plainly.
     """
     if timeout_millis is not None and "timeout_millis" in inspect.signature(exporter.shutdown).parameters:
-        exporter.shutdown(timeout_millis=timeout_millis)  # type: ignore[call-arg]
+        exporter.shutdown(timeout_millis=timeout_millis)
     else:
         exporter.shutdown()
 
