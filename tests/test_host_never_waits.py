@@ -435,3 +435,10 @@ def test_spans_a_shutdown_leaves_in_the_queue_are_said(
     # Sending goes on in the background while the process lives; what is left to send is said.
     (said,) = [r.getMessage() for r in caplog.records if "still stopping in the background" in r.getMessage()]
     assert "span processor ExportQueue (1500 spans still to send)" in said
+    # The backend answers again: the spans still on their way arrive. Waited for here, so that no
+    # exporter of this test is left retrying (with random jitter) while later tests run.
+    scripted_backend.traces_open.set()
+    deadline = time.monotonic() + 60
+    while len(scripted_backend.span_names()) < 1500 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert sorted(scripted_backend.span_names()) == ["plain"] * 1500
