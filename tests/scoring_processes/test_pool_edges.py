@@ -369,3 +369,20 @@ def test_a_worker_that_logs_too_much_at_once_says_how_many_lines_it_left_out() -
     assert lines[-2] == "line 249"
     assert lines[-1] == "tracesim: 50 earlier lines of this worker process were left out (too many at once)"
     assert not _worker_main._SAID
+
+
+def test_a_line_a_worker_logs_is_cut_to_a_bounded_length() -> None:
+    import logging
+
+    from tracesim._scoring import _worker_main
+
+    handler = _worker_main._ToHost()
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logger = logging.Logger("tracesim-test")
+    logger.addHandler(handler)
+    try:
+        logger.warning("x" * 100_000)
+        (line,) = [text for _, _, text in _worker_main._SAID]
+    finally:
+        _worker_main._SAID.clear()
+    assert line == "x" * 8000

@@ -98,6 +98,8 @@ _SAID: collections.deque[tuple[int, str, str]] = collections.deque(maxlen=200)
 """Lines logged here and not yet sent to the host (`SAID`): the oldest go first when it fills,
 counted in `_LEFT_OUT` and said with the next frame."""
 _LEFT_OUT = [0]
+_LINE_CHARS = 8000
+"""A line is cut to this many characters (a traceback fits; a frame stays small)."""
 
 
 class _ToHost(logging.Handler):
@@ -106,7 +108,7 @@ class _ToHost(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            line = (record.levelno, record.name, self.format(record))
+            line = (record.levelno, record.name, self.format(record)[:_LINE_CHARS])
             if len(_SAID) == _SAID.maxlen:
                 _LEFT_OUT[0] += 1
             _SAID.append(line)
