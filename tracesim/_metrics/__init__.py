@@ -36,6 +36,10 @@ if TYPE_CHECKING:
 
     from tracesim._config import Settings
     from tracesim._metrics._prometheus import Endpoint
+    from tracesim._metrics._scores import ScoreHistogram
+
+    Adding = tuple[ScoreHistogram | None, Resource]
+    """The score histogram a destination adds to what it collects, and the resource it goes under."""
     from tracesim.evaluators import EvalResult
     from tracesim.exporters import Redaction
 
@@ -52,7 +56,6 @@ __all__ = [
 ]
 
 RESULTS = "tracesim.evaluation.results"
-SCORE = "tracesim.evaluation.score"
 COST = "tracesim.llm.cost"
 EVALUATION_SERIES = 8000
 """Cardinality limit of each tracesim.evaluation.* metric per reader (the labels are bounded below it)."""
@@ -188,13 +191,16 @@ def build_metrics(settings: Settings, resource: Resource, redaction: Redaction) 
     endpoint: Endpoint | None = None
     registry: Any = None
     user = object()
+    counts = ResultCounts(redaction, scores=True)
+    sdk_resource = SdkResource(dict(redacted_attributes(redaction, resource.attributes)), resource.schema_url)
+    adding = (counts.scores, sdk_resource)
     try:
         for name in dict.fromkeys(where):
             if name == "prometheus":
-                endpoint, registry, reader = _prometheus_reader(settings, redaction, id(user))
+                endpoint, registry, reader = _prometheus_reader(settings, redaction, id(user), adding)
                 readers.append(reader)
             else:
-                readers.append(_periodic(_exporter(name, settings, redaction), settings))
+                readers.append(_periodic(_exporter(name, settings, redaction, adding), settings))
     except BaseException:  # a later destination is refused: stop what the earlier ones started
         for reader in readers:
             reader.shutdown()
@@ -205,19 +211,12 @@ def build_metrics(settings: Settings, resource: Resource, redaction: Redaction) 
     # bounded evaluation metrics; the others keep the SDK's limit (OTHER_SERIES).
     views = [View(instrument_name="tracesim.evaluation.*", aggregation_cardinality_limit=EVALUATION_SERIES)]
     provider = MeterProvider(
-        metric_readers=readers,
-        resource=SdkResource(dict(redacted_attributes(redaction, resource.attributes)), resource.schema_url),
-        shutdown_on_exit=False,
-        views=views,
+        metric_readers=readers, resource=sdk_resource, shutdown_on_exit=False, views=views
     )
     meter = provider.get_meter("tracesim", __version__)
-    histogram = meter.create_histogram(
-        SCORE,
-        unit="1",
-        description="Scores of evaluation results with status ok, by evaluator and evaluated span name.",
-        explicit_bucket_boundaries_advisory=SCORE_BUCKETS,
-    )
-    counts = ResultCounts(redaction, histogram)
+    # The score histogram (tracesim.evaluation.score) is tracesim's own aggregation, added to each
+    # collection by the destinations' wrappers (`ScoreHistogram`): OpenTelemetry's record costs
+    # several µs a point.
     meter.create_observable_counter(
         RESULTS,
         callbacks=[counts.observe],
@@ -243,7 +242,7 @@ def _periodic(exporter: MetricExporter, settings: Settings) -> MetricReader:
     )
 
 
-def _exporter(name: str, settings: Settings, redaction: Redaction) -> MetricExporter:
+def _exporter(name: str, settings: Settings, redaction: Redaction, adding: Adding) -> MetricExporter:
     if name == "jsonl":
         from tracesim.exporters._jsonl import require_writable
         from tracesim.exporters._jsonl_metrics import JsonlMetricExporter
@@ -260,11 +259,11 @@ def _exporter(name: str, settings: Settings, redaction: Redaction) -> MetricExpo
         inner = otlp_metric_exporter(settings, explicit=settings.metrics is not None)
     from tracesim._metrics._redacted import RedactingMetricExporter
 
-    return RedactingMetricExporter(inner, redaction)
+    return RedactingMetricExporter(inner, redaction, adding)
 
 
 def _prometheus_reader(
-    settings: Settings, redaction: Redaction, user: int
+    settings: Settings, redaction: Redaction, user: int, adding: Adding
 ) -> tuple[Endpoint, Any, MetricReader]:
     from tracesim._metrics._prometheus import acquire, missing_extra
 
@@ -274,15 +273,21 @@ def _prometheus_reader(
     except ImportError:
         raise missing_extra() from None
 
+    scores, resource = adding
+    scores_reader = scores.reader(delta=False) if scores is not None else 0  # Prometheus: cumulative
+
     class _Reader(PrometheusMetricReader):
-        """The exporter's reader, its points redacted as they are collected."""
+        """The exporter's reader, its points redacted as they are collected, the scores added."""
 
         def _receive_metrics(
             self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
         ) -> None:
             from tracesim._metrics._redacted import redacted
 
-            super()._receive_metrics(redacted(metrics_data, redaction), timeout_millis, **kwargs)
+            data = redacted(metrics_data, redaction)
+            if scores is not None:
+                data = scores.added(data, scores_reader, resource)
+            super()._receive_metrics(data, timeout_millis, **kwargs)
 
         def force_flush(self, timeout_millis: float = 10_000) -> bool:
             # Points are read on each scrape; collecting now would queue a second copy of every

@@ -4,8 +4,8 @@ Counting on the scoring workers is a dictionary increment under a lock. What the
 thread counts (``dropped``, ``not_sampled``) is only appended to a queue, one C call, and
 folded into the totals by the next reader or result; the OpenTelemetry counter reads the
 totals only when metrics are collected (an observable counter's callback). The score
-histogram is recorded on the scoring worker, never in the caller (a histogram point costs
-several microseconds).
+histogram is aggregated here too, under the same lock (`ScoreHistogram`: about a microsecond
+a point, where OpenTelemetry's ``Histogram.record`` takes several), never in the caller.
 
 Labels are bounded: at most `SPAN_NAMES_PER_EVALUATOR` span names per evaluator and
 `EVALUATORS` evaluator names; later ones are counted under `OTHER`. Every label value is
@@ -21,9 +21,10 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from tracesim import _semconv as sc
+from tracesim._metrics._scores import SCORE_BUCKETS, ScoreHistogram
 
 if TYPE_CHECKING:
-    from opentelemetry.metrics import CallbackOptions, Histogram, Observation
+    from opentelemetry.metrics import CallbackOptions, Observation
 
     from tracesim.evaluators import EvalResult
     from tracesim.exporters import Redaction
@@ -55,7 +56,6 @@ SPAN_KEY = "tracesim.span.name"
 OUTCOME_KEY = "tracesim.evaluation.outcome"
 OUTCOMES = ("passed", "failed", "undecided", "skipped", "error", "dropped", "not_sampled")
 """Every value of ``tracesim.evaluation.outcome``."""
-SCORE_BUCKETS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 _FOLD_AT = 4096
 """Counts queued by callers before the caller that queues one more folds them itself (the
 queue's memory bound when nothing reads the totals for a while)."""
@@ -95,10 +95,11 @@ class ResultCounts:
         [('dropped', 1), ('passed', 1)]
     """
 
-    def __init__(self, redaction: Redaction | None = None, histogram: Histogram | None = None) -> None:
+    def __init__(self, redaction: Redaction | None = None, *, scores: bool = False) -> None:
         self._redaction = redaction
-        self._histogram = histogram
         self._lock = threading.Lock()
+        self.scores: ScoreHistogram | None = ScoreHistogram(self._lock) if scores else None
+        """The score histogram (``scores``), its points added as each reader collects."""
         self._counts: dict[tuple[str, str, str], int] = {}
         # evaluator -> {span name as given -> its label}; the names beyond the bound map to OTHER
         self._spans: dict[str, dict[str, str]] = {}
@@ -145,8 +146,8 @@ class ResultCounts:
             labels = self._labels(evaluator, span)
             key = (*labels, what)
             self._counts[key] = self._counts.get(key, 0) + 1
-            histogram = self._histogram
-            if histogram is None or score is None or not math.isfinite(score):
+            scores = self.scores
+            if scores is None or score is None or not math.isfinite(score):
                 return
             attributes = self._score_attributes.get(labels)
             if attributes is None:
@@ -154,7 +155,7 @@ class ResultCounts:
                     sc.EVALUATION_NAME: labels[0],
                     SPAN_KEY: labels[1],
                 }
-        histogram.record(score, attributes)
+            scores.add(labels, attributes, score)
 
     def _labels(self, evaluator: str, span: str) -> tuple[str, str]:
         """The bounded, redacted labels of ``evaluator`` and ``span``. Locked."""

@@ -6,6 +6,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry.sdk.metrics.export import (
+    AggregationTemporality,
     Buckets,
     ExponentialHistogramDataPoint,
     Gauge,
@@ -19,18 +20,36 @@ from opentelemetry.sdk.metrics.export import (
 from tracesim.exporters._redacting import redacted_attributes
 
 if TYPE_CHECKING:
+    from opentelemetry.sdk.resources import Resource
+
+    from tracesim._metrics._scores import ScoreHistogram
     from tracesim.exporters import Redaction
 
 __all__ = ["RedactingMetricExporter", "merged", "redacted"]
 
 
 class RedactingMetricExporter(MetricExporter):
-    """Redacts the points' attribute values, then hands them to the wrapped exporter."""
+    """Redacts the points' attribute values, adds the score histogram's points (``adding``: the
+    `ScoreHistogram` and the resource they go under), then hands them to the wrapped exporter."""
 
-    def __init__(self, inner: MetricExporter, redaction: Redaction) -> None:
+    def __init__(
+        self,
+        inner: MetricExporter,
+        redaction: Redaction,
+        adding: tuple[ScoreHistogram | None, Resource] | None = None,
+    ) -> None:
         super().__init__(inner._preferred_temporality, inner._preferred_aggregation)
         self._inner = inner
         self._redaction = redaction
+        self._scores: ScoreHistogram | None = None
+        self._resource: Resource | None = None
+        if adding is not None:
+            self._scores, self._resource = adding
+        if self._scores is not None:
+            from opentelemetry.sdk.metrics import Histogram
+
+            wanted = (inner._preferred_temporality or {}).get(Histogram)
+            self._scores_reader = self._scores.reader(delta=wanted is AggregationTemporality.DELTA)
 
     @property
     def inner(self) -> MetricExporter:
@@ -41,9 +60,11 @@ class RedactingMetricExporter(MetricExporter):
         self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
     ) -> MetricExportResult:
         """Export the points, redacted."""
-        return self._inner.export(
-            redacted(metrics_data, self._redaction), timeout_millis=timeout_millis, **kwargs
-        )
+        data = redacted(metrics_data, self._redaction)
+        if self._scores is not None:
+            assert self._resource is not None
+            data = self._scores.added(data, self._scores_reader, self._resource)
+        return self._inner.export(data, timeout_millis=timeout_millis, **kwargs)
 
     def force_flush(self, timeout_millis: float = 10_000) -> bool:
         """Flush the wrapped exporter."""

@@ -1,0 +1,199 @@
+"""The score histogram tracesim aggregates gives OpenTelemetry's explicit-bucket points exactly.
+
+tracesim keeps the score histogram itself (`ScoreHistogram`, a microsecond a point instead of
+``Histogram.record``'s several) and adds its points to each collection. These tests record the
+same scores into the SDK's own histogram and compare every point, collection after collection,
+in both temporalities; then over OTLP with the delta preference a real exporter puts on the wire.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections import Counter
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from loopback_http import LoopbackHTTP, QuietHandler
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
+from opentelemetry.sdk.metrics import Histogram, MeterProvider
+from opentelemetry.sdk.metrics.export import AggregationTemporality, InMemoryMetricReader
+
+import tracesim
+from tracesim._metrics._scores import SCORE_BUCKETS, ScoreHistogram
+from tracesim.evaluators import ExactMatch, Levenshtein
+
+LABELS = [("exact", "answer"), ("levenshtein", "answer"), ("exact", "search")]
+# the bounds themselves, values between and above them: each bucket's edges are inclusive above
+# (negative scores: OpenTelemetry's histograms refuse them, see the test below)
+SCORES = st.one_of(
+    st.sampled_from(SCORE_BUCKETS),
+    st.floats(min_value=0.0, max_value=1.5, allow_nan=False),
+)
+ROUNDS = st.lists(
+    st.lists(st.tuples(st.integers(0, len(LABELS) - 1), SCORES), max_size=30), min_size=1, max_size=5
+)
+
+
+def _sdk_points(reader: InMemoryMetricReader) -> dict[tuple[str, str], tuple[object, ...]]:
+    data = reader.get_metrics_data()
+    found: dict[tuple[str, str], tuple[object, ...]] = {}
+    if data is None:
+        return found
+    for resource in data.resource_metrics:
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                for point in metric.data.data_points:
+                    found[(point.attributes["e"], point.attributes["s"])] = _fields(point)
+    return found
+
+
+def _fields(point: object) -> tuple[object, ...]:
+    return tuple(
+        getattr(point, name) for name in ("count", "sum", "bucket_counts", "explicit_bounds", "min", "max")
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(rounds=ROUNDS)
+def test_points_equal_the_sdk_histogram_in_both_temporalities(rounds: list[list[tuple[int, float]]]) -> None:
+    readers = {
+        kind: InMemoryMetricReader(preferred_temporality={Histogram: kind})
+        for kind in (AggregationTemporality.CUMULATIVE, AggregationTemporality.DELTA)
+    }
+    provider = MeterProvider(metric_readers=list(readers.values()))
+    sdk = provider.get_meter("t").create_histogram("s", explicit_bucket_boundaries_advisory=SCORE_BUCKETS)
+    ours = ScoreHistogram(threading.Lock())
+    ids = {
+        AggregationTemporality.CUMULATIVE: ours.reader(delta=False),
+        AggregationTemporality.DELTA: ours.reader(delta=True),
+    }
+    try:
+        for scores in rounds:
+            for index, score in scores:
+                evaluator, span = LABELS[index]
+                attributes = {"e": evaluator, "s": span}
+                sdk.record(score, attributes)
+                with ours._lock:
+                    ours.add(LABELS[index], attributes, score)
+            for kind, reader in readers.items():
+                mine = {(p.attributes["e"], p.attributes["s"]): _fields(p) for p in ours.points(ids[kind])}
+                assert mine == _sdk_points(reader), kind
+    finally:
+        provider.shutdown()
+
+
+def test_a_delta_reader_gets_each_interval_once() -> None:
+    ours = ScoreHistogram(threading.Lock())
+    delta = ours.reader(delta=True)
+    attributes = {"e": "exact"}
+    with ours._lock:
+        ours.add(("exact", "a"), attributes, 0.2)
+        ours.add(("exact", "a"), attributes, 0.9)
+    (first,) = ours.points(delta, now=100)
+    assert (first.count, first.min, first.max, first.time_unix_nano) == (2, 0.2, 0.9, 100)
+    assert ours.points(delta, now=200) == []  # nothing since
+    with ours._lock:
+        ours.add(("exact", "a"), attributes, 0.5)
+    (second,) = ours.points(delta, now=300)
+    assert (second.count, second.sum, second.min, second.max) == (1, 0.5, 0.5, 0.5)
+    assert (second.start_time_unix_nano, second.time_unix_nano) == (200, 300)
+    assert not math.isinf(second.min)
+
+
+# ---------------------------------------------------------------- over OTLP, delta preferred
+
+
+class _MetricsBackend:
+    """Takes spans and metrics; keeps each metrics request parsed."""
+
+    def __init__(self) -> None:
+        self.requests: list[ExportMetricsServiceRequest] = []
+        backend = self
+
+        class Handler(QuietHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                if self.path == "/v1/metrics":
+                    request = ExportMetricsServiceRequest()
+                    request.ParseFromString(body)
+                    backend.requests.append(request)
+                self.reply(200, "application/x-protobuf")
+
+        self._http = LoopbackHTTP(Handler)
+        self.url = self._http.base
+
+    def score_points(self) -> list[tuple[int, object]]:
+        found = []
+        for request in self.requests:
+            for rm in request.resource_metrics:
+                for sm in rm.scope_metrics:
+                    for metric in sm.metrics:
+                        if metric.name == "tracesim.evaluation.score":
+                            found += [
+                                (metric.histogram.aggregation_temporality, p)
+                                for p in metric.histogram.data_points
+                            ]
+        return found
+
+    def close(self) -> None:
+        self._http.close()
+
+
+@pytest.fixture
+def metrics_backend() -> Iterator[_MetricsBackend]:
+    server = _MetricsBackend()
+    yield server
+    server.close()
+
+
+def test_otlp_with_delta_preferred_sends_each_score_once(
+    metrics_backend: _MetricsBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE", "delta")
+    tracesim.configure(exporters=["otlp"], otlp_endpoint=metrics_backend.url)
+
+    @tracesim.trace(evaluators=[ExactMatch(), Levenshtein()], expected="ok")
+    def answer(text: str) -> str:
+        return text
+
+    try:
+        for text in ("ok", "no", "ok"):
+            answer(text)
+        assert tracesim.force_flush(10)
+        answer("okay")
+        assert tracesim.force_flush(10)
+    finally:
+        tracesim.shutdown()
+    points = metrics_backend.score_points()
+    assert {kind for kind, _ in points} == {1}  # AGGREGATION_TEMPORALITY_DELTA (CUMULATIVE is 2)
+    counts: Counter[str] = Counter()
+    for _, point in points:
+        name = {a.key: a.value.string_value for a in point.attributes}["gen_ai.evaluation.name"]
+        counts[name] += point.count
+        assert point.count == sum(point.bucket_counts)
+    assert counts == {"exact": 4, "levenshtein": 4}  # each score in one interval only
+
+
+def test_a_negative_score_is_left_out_as_the_sdk_leaves_it_said_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader])
+    sdk = provider.get_meter("t").create_histogram("s", explicit_bucket_boundaries_advisory=SCORE_BUCKETS)
+    ours = ScoreHistogram(threading.Lock())
+    cumulative = ours.reader(delta=False)
+    with caplog.at_level(logging.WARNING, logger="tracesim"):
+        for score in (-0.25, 0.5, -1.0):
+            sdk.record(score, {"e": "bert", "s": "a"})
+            ours.add(("bert", "a"), {"e": "bert", "s": "a"}, score)
+    (point,) = ours.points(cumulative)
+    assert {("bert", "a"): _fields(point)} == _sdk_points(reader)
+    assert ours.left_out == 2
+    said = [r for r in caplog.records if r.name == "tracesim" and "negative score" in r.getMessage()]
+    assert len(said) == 1
+    assert "'bert'" in said[0].getMessage()
+    provider.shutdown()
