@@ -745,7 +745,7 @@ class ProcessPool:
                             worker.unwritten[token] = run  # type: ignore[assignment]
                             self._sending[id(run)] = run  # type: ignore[assignment]
                         done.append((run, kind, payload))
-                if self._sleeping:
+                if self._sleeping and not self._starving:  # the feeder waits for a worker, not for work
                     self._wake.notify_all()
             if said:
                 self._said(worker, said)
