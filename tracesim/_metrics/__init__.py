@@ -8,7 +8,8 @@ the spans: ``otlp`` beside OTLP spans, ``jsonl`` beside the trace file). It owns
   (``gen_ai.evaluation.name``), evaluated span name (``tracesim.span.name``) and
   ``tracesim.evaluation.outcome``; counted by the scoring pipeline (`ResultCounts`);
 - ``tracesim.evaluation.score`` (histogram, ``1``, buckets 0, 0.1 ... 1): the score of each
-  ``ok`` result, recorded on the scoring worker;
+  ``ok`` result, aggregated by tracesim (`ScoreHistogram`, under the result counts' lock) and
+  added to each collection by the destinations' wrappers;
 - ``tracesim.llm.cost`` (counter, ``{USD}``): the cost of LLM calls, counted on the export path
   (`CostCounting`);
 - the GenAI client metrics (``gen_ai.client.token.usage``, ``gen_ai.client.operation.duration``)
