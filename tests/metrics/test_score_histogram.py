@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import logging
 import math
+import os
+import subprocess
+import sys
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -197,3 +200,49 @@ def test_a_negative_score_is_left_out_as_the_sdk_leaves_it_said_once(
     assert len(said) == 1
     assert "'bert'" in said[0].getMessage()
     provider.shutdown()
+
+
+FORK_WHILE_COUNTING = """
+import os, threading, time
+from tracesim._metrics._counts import ResultCounts
+
+counts = ResultCounts(scores=True)
+reader = counts.scores.reader(delta=False)
+counts.record("exact", "a", "passed", 0.25)
+held, release = threading.Event(), threading.Event()
+
+def hold():
+    with counts._lock:  # a scoring thread counting when the host forks
+        held.set()
+        release.wait(10)
+
+threading.Thread(target=hold, daemon=True).start()
+held.wait(5)
+pid = os.fork()
+if pid == 0:
+    counts.record("exact", "a", "passed", 0.75)
+    (point,) = counts.scores.points(reader)
+    os._exit(0 if point.count == 2 and counts.by_outcome()["passed"] == 2 else 3)
+release.set()
+for _ in range(400):  # 20 s
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done:
+        print("child", os.waitstatus_to_exitcode(status))
+        break
+    time.sleep(0.05)
+else:
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    print("child hung")
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork (POSIX)")
+def test_a_child_forked_while_a_thread_counts_can_count() -> None:
+    # Before: the child inherited the counts' lock held by a thread it does not have, and its
+    # first result (or a caller folding 4,096 queued counts) waited forever.
+    done = subprocess.run(
+        [sys.executable, "-c", FORK_WHILE_COUNTING], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["child", "0"]

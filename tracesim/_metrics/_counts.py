@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from tracesim import _semconv as sc
+from tracesim._export_queue import reset_after_fork
 from tracesim._metrics._scores import SCORE_BUCKETS, ScoreHistogram
 
 if TYPE_CHECKING:
@@ -100,6 +101,7 @@ class ResultCounts:
         self._lock = threading.Lock()
         self.scores: ScoreHistogram | None = ScoreHistogram(self._lock) if scores else None
         """The score histogram (``scores``), its points added as each reader collects."""
+        reset_after_fork(self)  # a lock held by a thread the fork did not copy would stay held
         self._counts: dict[tuple[str, str, str], int] = {}
         # evaluator -> {span name as given -> its label}; the names beyond the bound map to OTHER
         self._spans: dict[str, dict[str, str]] = {}
@@ -109,6 +111,12 @@ class ResultCounts:
         self._score_attributes: dict[tuple[str, str], dict[str, str]] = {}
         # (evaluators, span, outcome, n) counted by callers, not yet in _counts
         self._queued: deque[tuple[Iterable[str], str, str, int]] = deque()
+
+    def _reset(self) -> None:
+        """In a forked child: a new lock (the totals counted before the fork stay)."""
+        self._lock = threading.Lock()
+        if self.scores is not None:
+            self.scores._lock = self._lock
 
     # ------------------------------------------------------------ counting
 
