@@ -249,3 +249,25 @@ def test_without_prometheus_client_the_error_is_the_same_one(monkeypatch: pytest
         tracesim.configure(exporters=["console"], metrics="prometheus", prometheus_port=0)
     assert str(caught.value) == str(missing_extra())
     assert scrape_url() is None
+
+
+def test_the_score_series_are_redacted_by_a_hook_on_the_metric_label() -> None:
+    def hide_span_labels(text: str, attribute: str) -> str:
+        return "[hidden]" if attribute == "tracesim.span.name" else text
+
+    tracesim.configure(
+        redact=hide_span_labels,
+        scoring_mode="inline",
+        metrics="prometheus",
+        prometheus_host="127.0.0.1",
+        prometheus_port=0,
+    )
+    url = scrape_url()
+    assert url is not None
+    with tracesim.span("checkout for acme", evaluators=[ExactMatch()], expected="ok") as span:
+        span.set_output("ok")
+    lines = scrape(url)
+    counts = series(lines, "tracesim_evaluation_score_count")
+    assert len(counts) == 1
+    assert 'tracesim_span_name="[hidden]"' in counts[0]
+    assert not [line for line in lines if "acme" in line]

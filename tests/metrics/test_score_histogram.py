@@ -29,6 +29,8 @@ import tracesim
 from tracesim._metrics._scores import SCORE_BUCKETS, ScoreHistogram
 from tracesim.evaluators import ExactMatch, Levenshtein
 
+from .points import METRICS_FILE, last_points, results_by
+
 LABELS = [("exact", "answer"), ("levenshtein", "answer"), ("exact", "search")]
 # the bounds themselves, values between and above them: each bucket's edges are inclusive above
 # (negative scores: OpenTelemetry's histograms refuse them, see the test below)
@@ -246,3 +248,22 @@ def test_a_child_forked_while_a_thread_counts_can_count() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["child", "0"]
+
+
+def _hide_span_labels(text: str, attribute: str) -> str:
+    """A hook keyed on the metric label: span names are not for the metrics backend."""
+    return "[hidden]" if attribute == "tracesim.span.name" else text
+
+
+def test_a_redact_hook_on_the_metric_label_hides_it_in_the_score_points_too() -> None:
+    # The score points go through the same redaction pass as every other point (before: the
+    # results counter's label was hidden and the score histogram's was not).
+    tracesim.configure(redact=_hide_span_labels, scoring_mode="inline")
+    with tracesim.span("checkout for acme", evaluators=[ExactMatch()], expected="ok") as span:
+        span.set_output("ok")
+    tracesim.shutdown()
+    points = last_points()
+    (score,) = points["tracesim.evaluation.score"]
+    assert score["attrs"]["tracesim.span.name"] == "[hidden]"
+    assert results_by(points, "tracesim.span.name") == {("[hidden]",): 1}
+    assert "acme" not in METRICS_FILE.read_text()

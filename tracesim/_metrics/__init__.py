@@ -285,10 +285,10 @@ def _prometheus_reader(
         ) -> None:
             from tracesim._metrics._redacted import redacted
 
-            data = redacted(metrics_data, redaction)
-            if scores is not None:
+            data = metrics_data
+            if scores is not None:  # before the redaction pass, as the SDK's points went through it
                 data = scores.added(data, scores_reader, resource)
-            super()._receive_metrics(data, timeout_millis, **kwargs)
+            super()._receive_metrics(redacted(data, redaction), timeout_millis, **kwargs)
 
         def force_flush(self, timeout_millis: float = 10_000) -> bool:
             # Points are read on each scrape; collecting now would queue a second copy of every

@@ -60,11 +60,11 @@ class RedactingMetricExporter(MetricExporter):
         self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
     ) -> MetricExportResult:
         """Export the points, redacted."""
-        data = redacted(metrics_data, self._redaction)
-        if self._scores is not None:
+        data = metrics_data
+        if self._scores is not None:  # before the redaction pass, as the SDK's points went through it
             assert self._resource is not None
             data = self._scores.added(data, self._scores_reader, self._resource)
-        return self._inner.export(data, timeout_millis=timeout_millis, **kwargs)
+        return self._inner.export(redacted(data, self._redaction), timeout_millis=timeout_millis, **kwargs)
 
     def force_flush(self, timeout_millis: float = 10_000) -> bool:
         """Flush the wrapped exporter."""

@@ -92,10 +92,13 @@ class ScoreHistogram:
         """Negative scores not in the histogram (`add`)."""
 
     def reader(self, *, delta: bool) -> int:
-        """Register a reader (its destination's temporality); its id for `points` and `added`."""
+        """Register a reader (its destination's temporality); its id for `points` and `added`.
+
+        Readers come before the first score (`build_metrics` builds every destination first): a
+        reader added later could not be given the sums and extremes of the scores before it."""
         with self._lock:
-            for series in self._series.values():
-                series.windows.append([math.inf, -math.inf, 0.0])
+            if self._series:
+                raise RuntimeError("a score histogram reader registered after scores were added")
             self._readers.append(_Reader(delta, self._started))
             return len(self._readers) - 1
 

@@ -790,6 +790,13 @@ class ProcessPool:
                 continue
             logging.getLogger(name).log(level, "%s (in scoring worker process %d)", text, worker.proc.pid)
 
+    def _requeue(self, run: ProcessRun | ProcessJob) -> None:
+        """Put ``run`` first in the queue again, and wake the feeder (asleep for want of work,
+        it would otherwise wait out `_FEED_WAIT_S`)."""
+        with self._lock:
+            self._queue.appendleft(run)
+            self._wake.notify_all()
+
     def _odd(self, run: ProcessRun | ProcessJob, kind: int, payload: Any) -> None:
         if type(run) is ProcessJob:
             self._odd_job(run, kind, payload)
@@ -821,8 +828,7 @@ class ProcessPool:
         elif kind == UNREADABLE:
             if not run.solo:
                 run.solo = True
-                with self._lock:
-                    self._queue.appendleft(run)  # alone this time: the culprit is found
+                self._requeue(run)  # alone this time: the culprit is found
                 return
             self._warnings.warn(
                 f"unreadable:{evaluator.name}",
@@ -862,8 +868,7 @@ class ProcessPool:
         elif kind == UNREADABLE:
             if not run.solo:
                 run.solo = True
-                with self._lock:
-                    self._queue.appendleft(run)
+                self._requeue(run)
                 return
             self._warnings.warn(
                 f"unreadable:{run.name}",
