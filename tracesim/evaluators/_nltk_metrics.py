@@ -63,7 +63,7 @@ class _TokenMetric(CutsLongTexts, Evaluator):
         tokenizer = self._load()
         a, b, cut = self._cap.cut(output, expected, self.name)
         hypothesis, hyp_tokenizer = tokenizer.tokenize(a)
-        reference, ref_tokenizer = tokenizer.tokenize(b)
+        reference, ref_tokenizer = tokenizer.tokenize_expected(b)
         details: dict[str, Any] = {
             "tokenizer": {"output": hyp_tokenizer, "expected": ref_tokenizer},
             "tokens": {"output": len(hypothesis), "expected": len(reference)},
