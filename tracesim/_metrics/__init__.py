@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from tracesim._metrics._prometheus import Endpoint
     from tracesim._metrics._scores import ScoreHistogram
 
-    Adding = tuple[ScoreHistogram | None, Resource]
+    Adding = tuple[ScoreHistogram, Resource]
     """The score histogram a destination adds to what it collects, and the resource it goes under."""
     from tracesim.evaluators import EvalResult
     from tracesim.exporters import Redaction
@@ -193,6 +193,7 @@ def build_metrics(settings: Settings, resource: Resource, redaction: Redaction) 
     registry: Any = None
     user = object()
     counts = ResultCounts(redaction, scores=True)
+    assert counts.scores is not None
     sdk_resource = SdkResource(dict(redacted_attributes(redaction, resource.attributes)), resource.schema_url)
     adding = (counts.scores, sdk_resource)
     try:
@@ -275,7 +276,7 @@ def _prometheus_reader(
         raise missing_extra() from None
 
     scores, resource = adding
-    scores_reader = scores.reader(delta=False) if scores is not None else 0  # Prometheus: cumulative
+    with_scores = (scores, scores.reader(delta=False), resource)  # Prometheus is cumulative
 
     class _Reader(PrometheusMetricReader):
         """The exporter's reader, its points redacted as they are collected, the scores added."""
@@ -283,12 +284,9 @@ def _prometheus_reader(
         def _receive_metrics(
             self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
         ) -> None:
-            from tracesim._metrics._redacted import redacted
+            from tracesim._metrics._redacted import leaving
 
-            data = metrics_data
-            if scores is not None:  # before the redaction pass, as the SDK's points went through it
-                data = scores.added(data, scores_reader, resource)
-            super()._receive_metrics(redacted(data, redaction), timeout_millis, **kwargs)
+            super()._receive_metrics(leaving(metrics_data, redaction, with_scores), timeout_millis, **kwargs)
 
         def force_flush(self, timeout_millis: float = 10_000) -> bool:
             # Points are read on each scrape; collecting now would queue a second copy of every

@@ -25,7 +25,10 @@ if TYPE_CHECKING:
     from tracesim._metrics._scores import ScoreHistogram
     from tracesim.exporters import Redaction
 
-__all__ = ["RedactingMetricExporter", "merged", "redacted"]
+    Scores = tuple[ScoreHistogram, int, Resource]
+    """The score histogram a destination adds, its reader id there, and the resource of its points."""
+
+__all__ = ["RedactingMetricExporter", "leaving", "merged", "redacted"]
 
 
 class RedactingMetricExporter(MetricExporter):
@@ -36,20 +39,18 @@ class RedactingMetricExporter(MetricExporter):
         self,
         inner: MetricExporter,
         redaction: Redaction,
-        adding: tuple[ScoreHistogram | None, Resource] | None = None,
+        adding: tuple[ScoreHistogram, Resource] | None = None,
     ) -> None:
         super().__init__(inner._preferred_temporality, inner._preferred_aggregation)
         self._inner = inner
         self._redaction = redaction
-        self._scores: ScoreHistogram | None = None
-        self._resource: Resource | None = None
+        self._scores: Scores | None = None
         if adding is not None:
-            self._scores, self._resource = adding
-        if self._scores is not None:
             from opentelemetry.sdk.metrics import Histogram
 
+            scores, resource = adding
             wanted = (inner._preferred_temporality or {}).get(Histogram)
-            self._scores_reader = self._scores.reader(delta=wanted is AggregationTemporality.DELTA)
+            self._scores = (scores, scores.reader(delta=wanted is AggregationTemporality.DELTA), resource)
 
     @property
     def inner(self) -> MetricExporter:
@@ -59,12 +60,10 @@ class RedactingMetricExporter(MetricExporter):
     def export(
         self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
     ) -> MetricExportResult:
-        """Export the points, redacted."""
-        data = metrics_data
-        if self._scores is not None:  # before the redaction pass, as the SDK's points went through it
-            assert self._resource is not None
-            data = self._scores.added(data, self._scores_reader, self._resource)
-        return self._inner.export(redacted(data, self._redaction), timeout_millis=timeout_millis, **kwargs)
+        """Export the points, the scores added, redacted."""
+        return self._inner.export(
+            leaving(metrics_data, self._redaction, self._scores), timeout_millis=timeout_millis, **kwargs
+        )
 
     def force_flush(self, timeout_millis: float = 10_000) -> bool:
         """Flush the wrapped exporter."""
@@ -73,6 +72,15 @@ class RedactingMetricExporter(MetricExporter):
     def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
         """Shut the wrapped exporter down."""
         self._inner.shutdown(timeout_millis=timeout_millis, **kwargs)
+
+
+def leaving(metrics_data: MetricsData, redaction: Redaction, scores: Scores | None) -> MetricsData:
+    """What a destination is given: ``metrics_data`` with the score points of its reader added
+    (``scores``), then `redacted` (the score labels go through the pass every point goes through)."""
+    if scores is not None:
+        histogram, reader, resource = scores
+        metrics_data = histogram.added(metrics_data, reader, resource)
+    return redacted(metrics_data, redaction)
 
 
 def redacted(metrics_data: MetricsData, redaction: Redaction) -> MetricsData:
