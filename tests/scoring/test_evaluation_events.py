@@ -8,6 +8,7 @@ loopback (tests/scripted_backend.py) receives both.
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -184,6 +185,105 @@ def test_log_events_off_sends_no_logs(backend: ScriptedBackend) -> None:
     assert backend.count("/v1/logs") == 0
     (span,) = [span for span in backend.spans if span.name == "answer"]
     assert len(evaluation_events(span)) == 1
+
+
+RESULTS = [
+    EvalResult(name="rouge", score=0.93, passed=True, threshold=0.5, duration_s=0.002),
+    EvalResult(name="tone", label="polite", explanation="kind words", details={"words": 3}),
+    EvalResult(name="judge", status="error", error="no answer", error_type="TimeoutError"),
+    EvalResult(name="user_rating", score=0.0, label="marie@curie.org wrote it"),
+]
+
+
+def _sent_directly_and_through_the_sdk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, backend: ScriptedBackend
+) -> list[tuple[list[Any], list[Any]]]:
+    """The same results through a sink that makes its records itself and one that goes through the
+    SDK's ``Logger.emit`` (a value-length limit no value reaches turns the direct path off): what
+    the local file and an OTLP/HTTP backend got from each, the times left out."""
+    import dataclasses
+
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.trace import SpanContext, TraceFlags
+
+    from tracesim._capture import make_options
+    from tracesim._config import Settings
+    from tracesim._redact import Redactor
+    from tracesim.exporters import Redaction
+
+    got = []
+    for limit in (None, "100000"):
+        if limit is not None:
+            monkeypatch.setenv("OTEL_LOGRECORD_ATTRIBUTE_VALUE_LENGTH_LIMIT", limit)
+        path = tmp_path / f"{limit}.logs.jsonl"
+        settings = Settings(exporters=("otlp",), otlp_endpoint=backend.traces_url, spool_dir=None)
+        jsonl = str(tmp_path / f"{limit}.jsonl")
+        file = dataclasses.replace(settings, exporters=("jsonl",), jsonl_path=jsonl)
+        file = dataclasses.replace(file, evaluation_log_events=True)
+        redaction = Redaction(Redactor(settings.redact_patterns), 1000)
+        resource = Resource({"service.name": "checkout"})
+        sinks = [LogEventSink(s, resource, make_options(True, 1000), redaction) for s in (settings, file)]
+        assert [sink._direct is None for sink in sinks] == [limit is not None] * 2  # the path under test
+        before = len(backend.logs)
+        for flags in (TraceFlags.SAMPLED, TraceFlags.DEFAULT):
+            target = SpanContext(0x0AF7651916CD43DD8448EB211C80319C, 0xB7AD6B7169203331, False, flags)
+            for result in RESULTS:
+                for sink in sinks:
+                    sink.submit(target, result, "CODE")
+        for sink in sinks:
+            assert sink.force_flush(10)
+            sink.shutdown(10)
+        lines = [json.loads(line) for line in path.read_text().splitlines()]
+        for line in lines:
+            for scope in line["resourceLogs"][0]["scopeLogs"]:
+                for record in scope["logRecords"]:
+                    assert record.pop("timeUnixNano")
+                    assert record.pop("observedTimeUnixNano")
+        sent = []
+        for record in backend.logs[before:]:
+            assert record.time_unix_nano
+            assert record.observed_time_unix_nano
+            record.time_unix_nano = record.observed_time_unix_nano = 0
+            sent.append(record.SerializeToString())
+        got.append((lines, sent))
+    return got
+
+
+def test_records_made_directly_are_the_sdks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, backend: ScriptedBackend
+) -> None:
+    direct, through_the_sdk = _sent_directly_and_through_the_sdk(tmp_path, monkeypatch, backend)
+    assert direct == through_the_sdk
+    lines, sent = direct
+    assert len(sent) == 2 * len(RESULTS)
+    records = [record for line in lines for record in line["resourceLogs"][0]["scopeLogs"][0]["logRecords"]]
+    assert [record.get("flags", 0) for record in records] == [1] * len(RESULTS) + [0] * len(RESULTS)
+    assert [record["severityNumber"] for record in records[:3]] == [9, 9, 13]
+    assert "[REDACTED:email]" in json.dumps(records)
+    assert "marie@" not in json.dumps(records)
+    assert lines[0]["resourceLogs"][0]["scopeLogs"][0]["scope"]["name"] == "tracesim"
+
+
+@pytest.mark.filterwarnings("ignore::opentelemetry.sdk._logs.LogRecordDroppedAttributesWarning")  # the SDK's
+def test_a_record_over_the_attribute_count_limit_goes_through_the_sdk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTEL_LOGRECORD_ATTRIBUTE_COUNT_LIMIT", "3")
+    tracesim.configure(jsonl_path="t.jsonl", evaluation_log_events=True)
+    with tracesim.span("request") as request:
+        pass
+    tracesim.score(request, name="user_rating", value=1.0, label="helpful", explanation="why")
+    tracesim.score(request, name="n", value=1.0)  # three attributes: within the limit
+    assert tracesim.force_flush(30)
+    records = [
+        record
+        for line in (tmp_path / "t.logs.jsonl").read_text().splitlines()
+        for record in json.loads(line)["resourceLogs"][0]["scopeLogs"][0]["logRecords"]
+    ]
+    assert [(len(record["attributes"]), record.get("droppedAttributesCount", 0)) for record in records] == [
+        (3, 2),
+        (3, 0),
+    ]
 
 
 def test_the_local_file_gets_log_records_only_when_asked(tmp_path: Path) -> None:

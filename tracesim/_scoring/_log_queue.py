@@ -90,6 +90,9 @@ class ResultLogQueue(BatchLogRecordProcessor):
             tokens.append(None)  # no lock while there is room: deque appends are atomic
             super().on_emit(log_record)
             return
+        self._drop()
+
+    def _drop(self) -> None:
         with self._lock:
             self.dropped += 1
         if not self._closed:
@@ -104,6 +107,23 @@ class ResultLogQueue(BatchLogRecordProcessor):
                 self.queue_size,
                 self.name,
             )
+
+    @property
+    def direct(self) -> bool:
+        """Whether `put` can take records: the SDK keeps its queue in the batch processor it shares
+        between signals (1.34 on)."""
+        return callable(getattr(getattr(self, "_batch_processor", None), "emit", None))
+
+    def put(self, record: ReadableLogRecord) -> None:
+        """`on_emit` for a record made ready for export (the SDK's ``ReadableLogRecord``, as its
+        batch processor makes one from what ``Logger.emit`` hands it): queued if there is room,
+        else dropped and counted."""
+        tokens = self._tokens
+        if len(tokens) < self.queue_size and not self._closed:
+            tokens.append(None)
+            self._batch_processor.emit(record)
+            return
+        self._drop()
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         """Export what is queued, within ``timeout_millis`` (see `tracesim._export_queue.BoundedFlush`)."""
