@@ -160,6 +160,35 @@ def test_every_value_type_encodes_as_the_official_encoder(value: Any) -> None:
     assert_same_message([span], encode_request([span]))
 
 
+def test_repeated_values_are_encoded_as_themselves_from_the_kept_pairs() -> None:
+    # Short strings and booleans are kept encoded, by field, key and value: True and 1 are equal
+    # with the same hash, "1" is not 1, an event's attribute is not a span's.
+    values: list[Any] = [True, 1, 1.0, "1", False, 0, 0.0, "", "True", -0.0, 2, True]
+    for _ in range(2):  # the second round from what the first kept
+        for value in values:
+            span = ReadableSpan(
+                name="v",
+                context=SpanContext(1, 2, False),
+                attributes={"key": value, "label": "pass"},
+                events=[Event("e", {"key": value, "label": "pass"}, 5)],
+            )
+            assert_same_message([span], encode_request([span]))
+
+
+def test_the_kept_pairs_are_bounded() -> None:
+    from tracesim.exporters import _otlp_encode
+
+    span = ReadableSpan(name="v", context=SpanContext(1, 2, False), attributes={})
+    for i in range(_otlp_encode._PAIRS_KEPT + 10):
+        span = ReadableSpan(name="v", context=SpanContext(1, 2, False), attributes={"id": f"user-{i}"})
+        encode_request([span])
+        assert len(_otlp_encode._pairs) <= _otlp_encode._PAIRS_KEPT
+    assert_same_message([span], encode_request([span]))
+    long = "x" * (_otlp_encode._PAIR_CHARS + 1)  # not kept: inputs and outputs seldom repeat
+    encode_request([ReadableSpan(name="v", context=SpanContext(1, 2, False), attributes={"input": long})])
+    assert not any(entry[2] == long for entry in _otlp_encode._pairs)
+
+
 @pytest.fixture
 def provider() -> Iterator[tuple[TracerProvider, InMemorySpanExporter]]:
     yield from limited_provider()
