@@ -120,9 +120,9 @@ UNSCORED = ("unscored", *BESIDE)
 """The variants whose host scores nothing (tracesim configured without scoring)."""
 NICE = ("processes=1+nice", "processes=2+nice")
 """Opt-in: the workers' priority lowered by 10 after warm-up (what a pool could do itself)."""
-EXPORT = ("processes=1+export", "processes=2+export", "processes=1+export+idle", "processes=1+export+nice")
+EXPORT = ("processes=1+export", "processes=2+export")
 """With ``scoring_export=workers``: the workers write the scored spans (see `tracesim._scoring._handoff`)."""
-OPT_IN = (*NICE, *BESIDE, "processes=2+export", "processes=1+export+idle", "processes=1+export+nice")
+OPT_IN = (*NICE, *BESIDE, "processes=2+export")
 PAIRS = 256
 
 
@@ -326,9 +326,6 @@ def run_child(args: argparse.Namespace) -> dict[str, Any]:
     if args.child.endswith("+nice"):
         for pid in workers_before:
             os.setpriority(os.PRIO_PROCESS, pid, 10)
-    if args.child.endswith("+idle"):
-        for pid in workers_before:
-            os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0))
     gc.collect()
     if args.gc_freeze:  # what a server does after its imports: the start-up heap out of every collection
         gc.freeze()
