@@ -24,10 +24,28 @@ from __future__ import annotations
 import time
 
 SLICE_S = 0.0002
-"""How long a background loop of tracesim's holds the interpreter before offering it (200 µs)."""
+"""How long a background loop of tracesim's holds the interpreter before offering it (200 µs);
+in a scoring worker process, Python's switch interval (`in_worker_process`)."""
 
 _clock = time.perf_counter
 _offer = time.sleep
+
+
+def in_worker_process() -> None:
+    """Called once by a scoring worker process: there are no host threads to go first.
+
+    A worker's own threads (the sender encoding spans and log records) would offer the
+    interpreter to the worker's scoring loop, which gains nothing from it: the work is the same,
+    in more pieces. Measured at 600 scored calls/s with a worker that exports over OTLP: the
+    sender switched 679 times a second instead of 55 and used 117 µs of CPU per call instead of
+    82, and a process sharing nothing with tracesim woke 1.6 ms late at its p99 instead of 1.0-1.1
+    (the host's own p99 did not move). Slices there are Python's switch interval (5 ms by
+    default), when it hands the interpreter over anyway.
+    """
+    global SLICE_S
+    import sys
+
+    SLICE_S = max(SLICE_S, sys.getswitchinterval())
 
 
 class Slices:

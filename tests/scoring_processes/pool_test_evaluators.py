@@ -46,6 +46,19 @@ class WherePid(Evaluator):
         return Measurement(float(os.getpid()), {"pid": os.getpid()})
 
 
+class WhereSlice(Evaluator):
+    """Scores how long tracesim's background loops hold the interpreter where it runs
+    (`tracesim._host_first.SLICE_S`)."""
+
+    type_name = "where_slice"
+    requires_expected = False
+
+    def measure(self, output: Any, expected: Any, *, input: Any = None) -> float:
+        from tracesim import _host_first
+
+        return _host_first.SLICE_S
+
+
 def spawned_host(folder: str) -> None:
     """A `multiprocessing` spawn child that configures tracesim and scores through its own worker:
     writes ``pids.json`` (its pid, its workers' pids, the scoring stats)."""

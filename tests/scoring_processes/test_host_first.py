@@ -101,6 +101,25 @@ def test_every_background_loop_of_a_scored_host_offers_the_interpreter(
     assert len(scored) == 1201  # pacing changes when, not what
 
 
+def test_a_worker_process_holds_the_interpreter_for_a_switch_interval(tmp_path: Path) -> None:
+    """In a worker there are no host threads to go first: its sender offers the interpreter to
+    its own scoring loop only as often as Python would hand it over anyway."""
+    from pool_test_evaluators import WhereSlice
+
+    tracesim.configure(exporters=["jsonl"], scoring_processes=1, max_defer_s=120)
+
+    @tracesim.trace(evaluators=[WhereSlice()])
+    def agent() -> str:
+        return "answer"
+
+    agent()
+    assert tracesim.force_flush(120)
+    tracesim.shutdown()
+    (span,) = load_spans(tmp_path / ".tracesim" / "traces.jsonl")
+    assert span.attributes["tracesim.eval.where_slice.score"] == sys.getswitchinterval()
+    assert _host_first.SLICE_S == 0.0002  # the host's own loops: unchanged
+
+
 _HEAP_PROBE = """
 import json, sys
 import tracesim

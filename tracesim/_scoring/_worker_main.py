@@ -83,9 +83,11 @@ def main() -> None:
     sys.stdout = sys.stderr
 
     _forward_logs()
+    from tracesim._host_first import in_worker_process
     from tracesim.evaluators._long_texts import enter_worker_process
 
     enter_worker_process()
+    in_worker_process()
     with open(int(sys.argv[1]), "r+b") as shared:
         slot = mmap.mmap(shared.fileno(), RUNNING.size)
     source = os.fdopen(in_fd, "rb")
