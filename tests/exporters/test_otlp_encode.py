@@ -162,15 +162,16 @@ def test_every_value_type_encodes_as_the_official_encoder(value: Any) -> None:
 
 def test_repeated_values_are_encoded_as_themselves_from_the_kept_pairs() -> None:
     # Short strings and booleans are kept encoded, by field, key and value: True and 1 are equal
-    # with the same hash, "1" is not 1, an event's attribute is not a span's.
+    # with the same hash, "1" is not 1, an event's attribute is not a span's, one value under two
+    # keys is two attributes.
     values: list[Any] = [True, 1, 1.0, "1", False, 0, 0.0, "", "True", -0.0, 2, True]
     for _ in range(2):  # the second round from what the first kept
         for value in values:
             span = ReadableSpan(
                 name="v",
                 context=SpanContext(1, 2, False),
-                attributes={"key": value, "label": "pass"},
-                events=[Event("e", {"key": value, "label": "pass"}, 5)],
+                attributes={"key": value, "label": "pass", "other": value, "verdict": "pass"},
+                events=[Event("e", {"key": value, "label": "pass", "verdict": "pass"}, 5)],
             )
             assert_same_message([span], encode_request([span]))
 

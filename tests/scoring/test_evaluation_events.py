@@ -187,6 +187,48 @@ def test_log_events_off_sends_no_logs(backend: ScriptedBackend) -> None:
     assert len(evaluation_events(span)) == 1
 
 
+_FORKED = """
+import json, os
+import tracesim
+
+tracesim.configure(jsonl_path="t.jsonl", evaluation_log_events=True, metrics="none")
+
+def scored(who):
+    with tracesim.span(who) as span:
+        pass
+    tracesim.score(span, name="rating", value=1.0)
+    assert tracesim.force_flush(30)
+
+pid = os.fork()
+if pid == 0:
+    scored("child")
+    os._exit(0)
+os.waitpid(pid, 0)
+scored("parent")
+tracesim.shutdown()
+
+def ids(path, key):
+    found = []
+    for line in open(path):
+        for group in json.loads(line)[key]:
+            attributes = {a["key"]: a["value"].get("stringValue") for a in group["resource"]["attributes"]}
+            found.append(attributes["service.instance.id"])
+    return found
+
+print(json.dumps({"spans": ids("t.jsonl", "resourceSpans"), "logs": ids("t.logs.jsonl", "resourceLogs")}))
+"""
+
+
+def test_a_forked_childs_records_carry_its_own_resource(tmp_path: Path, run_python: Any) -> None:
+    # The SDK gives a forked child's providers a resource of their own (a new service.instance.id):
+    # its results' records, made directly, say the same as its spans.
+    result = run_python(_FORKED, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    got = json.loads(result.stdout.strip().splitlines()[-1])
+    assert len(set(got["spans"])) == 2  # child, parent
+    assert got["logs"] == got["spans"]
+
+
 RESULTS = [
     EvalResult(name="rouge", score=0.93, passed=True, threshold=0.5, duration_s=0.002),
     EvalResult(name="tone", label="polite", explanation="kind words", details={"words": 3}),
@@ -268,6 +310,11 @@ def test_records_made_directly_are_the_sdks(
 def test_a_record_over_the_attribute_count_limit_goes_through_the_sdk(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from tracesim._scoring import _sinks
+
+    direct: list[int] = []
+    put = _sinks._Direct.put
+    monkeypatch.setattr(_sinks._Direct, "put", lambda self, *a: direct.append(len(a[-1])) or put(self, *a))
     monkeypatch.setenv("OTEL_LOGRECORD_ATTRIBUTE_COUNT_LIMIT", "3")
     tracesim.configure(jsonl_path="t.jsonl", evaluation_log_events=True)
     with tracesim.span("request") as request:
@@ -275,6 +322,7 @@ def test_a_record_over_the_attribute_count_limit_goes_through_the_sdk(
     tracesim.score(request, name="user_rating", value=1.0, label="helpful", explanation="why")
     tracesim.score(request, name="n", value=1.0)  # three attributes: within the limit
     assert tracesim.force_flush(30)
+    assert direct == [3]  # the first through the SDK's Logger.emit, the second made directly
     records = [
         record
         for line in (tmp_path / "t.logs.jsonl").read_text().splitlines()

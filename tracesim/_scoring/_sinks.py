@@ -239,17 +239,7 @@ class _Direct:
     (tested against the SDK's path).
     """
 
-    __slots__ = (
-        "_empty",
-        "_levels",
-        "_limits",
-        "_queues",
-        "_readable",
-        "_record",
-        "_resource",
-        "_scope",
-        "most",
-    )
+    __slots__ = ("_empty", "_levels", "_limits", "_logger", "_queues", "_readable", "_record", "most")
 
     def __init__(self, logger: Any, queues: list[ResultLogQueue], limits: LogRecordLimits) -> None:
         from opentelemetry._logs import LogRecord, SeverityNumber
@@ -258,8 +248,7 @@ class _Direct:
 
         self.most: int | None = limits.max_log_record_attributes
         self._queues = queues
-        self._resource = logger.resource
-        self._scope = logger.instrumentation_scope
+        self._logger = logger  # its resource read per record: a forked child's is its own (new ids)
         self._limits = limits
         self._record = LogRecord
         self._readable = ReadableLogRecord
@@ -277,8 +266,12 @@ class _Direct:
         record.context = self._empty
         record.trace_id, record.span_id = target.trace_id, target.span_id
         record.trace_flags = target.trace_flags
+        logger = self._logger
         readable = self._readable(
-            log_record=record, resource=self._resource, instrumentation_scope=self._scope, limits=self._limits
+            log_record=record,
+            resource=logger.resource,
+            instrumentation_scope=logger.instrumentation_scope,
+            limits=self._limits,
         )
         for queue in self._queues:
             queue.put(readable)
