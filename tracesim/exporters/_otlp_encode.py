@@ -164,7 +164,8 @@ _pairs: dict[tuple[bytes, str, str | bool], bytes] = {}
 """(field tag, key, value) -> the encoded attribute, for short strings and booleans: most of a
 span's attributes repeat from span to span (mime types, kinds, names, an evaluator's name,
 status, label and pass/fail on each result). Measured on a scored span with 45 attributes (18
-on the span, 9 on each of 3 result events): 95 -> 62 µs of CPU to encode it."""
+on the span, 9 on each of 3 result events): 52.6 -> 37-39 µs of CPU to encode it (best of 31
+encodes of 512 spans, with the float path below)."""
 _PAIRS_KEPT = 4096
 _PAIR_CHARS = 64  # longer values (inputs, outputs, explanations) seldom repeat
 
