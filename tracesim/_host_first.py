@@ -21,6 +21,7 @@ middle: those loops work in pieces instead (`tracesim.exporters._otlp_json_encod
 
 from __future__ import annotations
 
+import sys
 import time
 
 SLICE_S = 0.0002
@@ -43,8 +44,6 @@ def in_worker_process() -> None:
     default), when it hands the interpreter over anyway.
     """
     global SLICE_S
-    import sys
-
     SLICE_S = max(SLICE_S, sys.getswitchinterval())
 
 

@@ -85,14 +85,16 @@ class ResultLogQueue(BatchLogRecordProcessor):
 
     def on_emit(self, log_record: ReadWriteLogRecord) -> None:
         """Queue ``log_record`` if there is room; else drop and count it."""
+        if self._admitted():
+            super().on_emit(log_record)
+
+    def _admitted(self) -> bool:
+        """A token for one record, True; or, with the queue full or closed, the record counted
+        dropped (and the first drop said), False."""
         tokens = self._tokens
         if len(tokens) < self.queue_size and not self._closed:
             tokens.append(None)  # no lock while there is room: deque appends are atomic
-            super().on_emit(log_record)
-            return
-        self._drop()
-
-    def _drop(self) -> None:
+            return True
         with self._lock:
             self.dropped += 1
         if not self._closed:
@@ -107,6 +109,7 @@ class ResultLogQueue(BatchLogRecordProcessor):
                 self.queue_size,
                 self.name,
             )
+        return False
 
     @property
     def direct(self) -> bool:
@@ -118,12 +121,8 @@ class ResultLogQueue(BatchLogRecordProcessor):
         """`on_emit` for a record made ready for export (the SDK's ``ReadableLogRecord``, as its
         batch processor makes one from what ``Logger.emit`` hands it): queued if there is room,
         else dropped and counted."""
-        tokens = self._tokens
-        if len(tokens) < self.queue_size and not self._closed:
-            tokens.append(None)
+        if self._admitted():
             self._batch_processor.emit(record)
-            return
-        self._drop()
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         """Export what is queued, within ``timeout_millis`` (see `tracesim._export_queue.BoundedFlush`)."""
